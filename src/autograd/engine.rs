@@ -1,0 +1,542 @@
+//! The backward engine: count dependencies from the roots, then run nodes as they become ready,
+//! on a rayon pool. Incoming gradients are summed in a fixed order (by producer), so results are
+//! bitwise identical whatever the thread count or timing.
+
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use smallvec::SmallVec;
+
+use super::grad_mode::{self, GradModeGuard};
+use super::node::{Edge, Node, NodeKind};
+use crate::error::{Error, Result};
+use crate::tensor::shape::{fmt_shape, is_expandable_to};
+use crate::tensor::Tensor;
+
+/// Gradients smaller than this run inline on the current worker: a task hand-off costs more
+/// than the node itself.
+const SPAWN_MIN_ELEMENTS: usize = 16 * 1024;
+
+/// Key that fixes the summation order of gradients arriving at one slot: (producer, edge).
+type Key = (u64, usize);
+
+struct NodeState {
+    node: Arc<Node>,
+    /// Index into `states` of each next edge's node (None when the edge is absent or unused).
+    children: Vec<Option<usize>>,
+    deps: AtomicUsize,
+    buffer: Mutex<Vec<SmallVec<[(Key, Tensor); 1]>>>,
+    execute: bool,
+    /// (slot, result index) pairs captured for `grad()`.
+    captures: SmallVec<[(usize, usize); 1]>,
+}
+
+/// One backward pass over a graph.
+struct GraphTask {
+    states: Vec<NodeState>,
+    keep_graph: bool,
+    create_graph: bool,
+    accumulate: bool,
+    results: Mutex<Vec<Option<Tensor>>>,
+    failed: AtomicBool,
+    error: Mutex<Option<Error>>,
+}
+
+/// What a pass computes besides running the graph.
+pub(crate) enum Targets {
+    /// Accumulate into every reachable leaf (`backward()` without `inputs`).
+    AllLeaves,
+    /// Accumulate only through these edges (`backward(inputs=...)`).
+    Only(Vec<Edge>),
+    /// Capture the gradients arriving at these edges and return them (`grad()`).
+    Capture(Vec<Option<Edge>>),
+}
+
+// ----- thread pool ----------------------------------------------------------------------------
+
+static POOL: RwLock<Option<Arc<rayon::ThreadPool>>> = RwLock::new(None);
+static NUM_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+fn default_threads() -> usize {
+    ["FERROGRAD_NUM_THREADS", "RAYON_NUM_THREADS"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().and_then(|v| v.trim().parse::<usize>().ok()).filter(|&n| n > 0))
+        .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+}
+
+/// Threads used by backward and parallel kernels (`FERROGRAD_NUM_THREADS`, then
+/// `RAYON_NUM_THREADS`, then the number of cores).
+pub fn get_num_threads() -> usize {
+    match NUM_THREADS.load(Ordering::Relaxed) {
+        0 => {
+            let n = default_threads();
+            NUM_THREADS.store(n, Ordering::Relaxed);
+            n
+        }
+        n => n,
+    }
+}
+
+/// Set the number of threads; 0 is an error.
+pub fn set_num_threads(n: usize) -> Result<()> {
+    if n == 0 {
+        return Err(Error::runtime("set_num_threads expects a positive integer"));
+    }
+    NUM_THREADS.store(n, Ordering::Relaxed);
+    *POOL.write() = None;
+    Ok(())
+}
+
+/// The pool for `get_num_threads()` threads, built on first use.
+pub fn pool() -> Result<Arc<rayon::ThreadPool>> {
+    let n = get_num_threads();
+    if let Some(p) = POOL.read().as_ref() {
+        if p.current_num_threads() == n {
+            return Ok(p.clone());
+        }
+    }
+    let mut w = POOL.write();
+    if let Some(p) = w.as_ref() {
+        if p.current_num_threads() == n {
+            return Ok(p.clone());
+        }
+    }
+    let p = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .thread_name(|i| format!("ferrograd-{i}"))
+            .build()
+            .map_err(|e| Error::runtime(format!("could not start {n} threads: {e}")))?,
+    );
+    *w = Some(p.clone());
+    Ok(p)
+}
+
+// ----- graph discovery ------------------------------------------------------------------------
+
+/// Run backward from `roots` (edge and seed gradient each).
+pub(crate) fn execute(
+    roots: Vec<(Edge, Tensor)>,
+    keep_graph: bool,
+    create_graph: bool,
+    targets: Targets,
+) -> Result<Vec<Option<Tensor>>> {
+    if roots.is_empty() {
+        return Ok(match &targets {
+            Targets::Capture(c) => vec![None; c.len()],
+            _ => Vec::new(),
+        });
+    }
+    let (task, index) = build(&roots, keep_graph, create_graph, targets)?;
+    // Seed the roots in a fixed order (after every producer: key u64::MAX).
+    let mut ready = Vec::new();
+    {
+        for (i, (edge, grad)) in roots.into_iter().enumerate() {
+            let Some(&idx) = index.get(&Arc::as_ptr(&edge.node)) else { continue };
+            task.states[idx].buffer.lock()[edge.input_nr].push(((u64::MAX, i), grad));
+        }
+        for (i, s) in task.states.iter().enumerate() {
+            if s.deps.load(Ordering::Relaxed) == 0 && s.buffer.lock().iter().any(|b| !b.is_empty()) {
+                ready.push(i);
+            }
+        }
+    }
+    run(&task, ready)?;
+    if let Some(e) = task.error.lock().take() {
+        return Err(e);
+    }
+    let results = std::mem::take(&mut *task.results.lock());
+    Ok(results)
+}
+
+type NodeIndex = HashMap<*const Node, usize>;
+
+fn build(roots: &[(Edge, Tensor)], keep_graph: bool, create_graph: bool, targets: Targets) -> Result<(GraphTask, NodeIndex)> {
+    // Iterative DFS: post-order so children come before parents.
+    let mut index: NodeIndex = HashMap::new();
+    let mut nodes: Vec<Arc<Node>> = Vec::new();
+    let mut post: Vec<usize> = Vec::new();
+    let mut stack: Vec<(usize, usize)> = Vec::new();
+    for (edge, _) in roots {
+        let key = Arc::as_ptr(&edge.node);
+        if index.contains_key(&key) {
+            continue;
+        }
+        index.insert(key, nodes.len());
+        nodes.push(edge.node.clone());
+        stack.push((nodes.len() - 1, 0));
+        while let Some((n, next)) = stack.pop() {
+            let edges = &nodes[n].next_edges;
+            if next < edges.len() {
+                stack.push((n, next + 1));
+                if let Some(e) = &edges[next] {
+                    let k = Arc::as_ptr(&e.node);
+                    if let std::collections::hash_map::Entry::Vacant(v) = index.entry(k) {
+                        v.insert(nodes.len());
+                        nodes.push(e.node.clone());
+                        stack.push((nodes.len() - 1, 0));
+                    }
+                }
+            } else {
+                post.push(n);
+            }
+        }
+    }
+    let children: Vec<Vec<Option<usize>>> = nodes
+        .iter()
+        .map(|n| n.next_edges.iter().map(|e| e.as_ref().map(|e| index[&Arc::as_ptr(&e.node)])).collect())
+        .collect();
+
+    let n = nodes.len();
+    let mut is_target = vec![false; n];
+    let mut captures: Vec<SmallVec<[(usize, usize); 1]>> = vec![SmallVec::new(); n];
+    let (restrict, accumulate, n_results) = match &targets {
+        Targets::AllLeaves => (false, true, 0),
+        Targets::Only(edges) => {
+            for e in edges {
+                if let Some(&i) = index.get(&Arc::as_ptr(&e.node)) {
+                    is_target[i] = true;
+                }
+            }
+            (true, true, 0)
+        }
+        Targets::Capture(edges) => {
+            for (r, e) in edges.iter().enumerate() {
+                if let Some(e) = e {
+                    if let Some(&i) = index.get(&Arc::as_ptr(&e.node)) {
+                        captures[i].push((e.input_nr, r));
+                    }
+                }
+            }
+            (true, false, edges.len())
+        }
+    };
+    let mut useful = vec![!restrict; n];
+    let mut execute = vec![!restrict; n];
+    if restrict {
+        for &i in &post {
+            let child_useful = children[i].iter().flatten().any(|&c| useful[c]);
+            execute[i] = is_target[i] || child_useful;
+            useful[i] = execute[i] || !captures[i].is_empty();
+        }
+    }
+    let deps: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+    for i in 0..n {
+        if execute[i] {
+            for &c in children[i].iter().flatten() {
+                if useful[c] {
+                    deps[c].fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+    let states = nodes
+        .into_iter()
+        .zip(children)
+        .zip(deps)
+        .enumerate()
+        .map(|(i, ((node, mut ch), deps))| {
+            for c in ch.iter_mut() {
+                if c.is_some_and(|c| !useful[c]) || !execute[i] {
+                    *c = None;
+                }
+            }
+            let slots = node.num_outputs().max(1);
+            NodeState {
+                node,
+                children: ch,
+                deps,
+                buffer: Mutex::new(vec![SmallVec::new(); slots]),
+                execute: execute[i],
+                captures: std::mem::take(&mut captures[i]),
+            }
+        })
+        .collect();
+    let task = GraphTask {
+        states,
+        keep_graph,
+        create_graph,
+        accumulate,
+        results: Mutex::new(vec![None; n_results]),
+        failed: AtomicBool::new(false),
+        error: Mutex::new(None),
+    };
+    Ok((task, index))
+}
+
+// ----- scheduling -----------------------------------------------------------------------------
+
+fn run(task: &GraphTask, ready: Vec<usize>) -> Result<()> {
+    if get_num_threads() <= 1 {
+        let _mode = GradModeGuard::new(task.create_graph);
+        drain(task, ready, None);
+        return Ok(());
+    }
+    let pool = pool()?;
+    let create_graph = task.create_graph;
+    // in_place_scope: the calling thread works too, so a chain of tiny nodes never hops threads.
+    pool.in_place_scope(|scope| {
+        let _mode = GradModeGuard::new(create_graph);
+        drain(task, ready, Some(scope));
+    });
+    Ok(())
+}
+
+/// Run ready nodes, highest sequence number first (most recently created), continuing inline
+/// with newly ready nodes and handing heavy ones to other workers.
+fn drain<'s>(task: &'s GraphTask, ready: Vec<usize>, scope: Option<&rayon::Scope<'s>>) {
+    let mut heap: BinaryHeap<(u64, usize)> = ready.into_iter().map(|i| (task.states[i].node.sequence_nr(), i)).collect();
+    while let Some((_, i)) = heap.pop() {
+        if task.failed.load(Ordering::Relaxed) {
+            return;
+        }
+        match evaluate(task, i) {
+            Ok(newly_ready) => {
+                for c in newly_ready {
+                    let st = &task.states[c];
+                    let heavy = st.node.output_meta.first().is_some_and(|m| m.shape.iter().product::<usize>() >= SPAWN_MIN_ELEMENTS);
+                    match scope {
+                        Some(s) if heavy && !heap.is_empty() => {
+                            let create_graph = task.create_graph;
+                            s.spawn(move |s2| {
+                                // Workers do not inherit the caller's thread-local grad mode.
+                                let _mode = GradModeGuard::new(create_graph);
+                                drain(task, vec![c], Some(s2));
+                            });
+                        }
+                        _ => heap.push((st.node.sequence_nr(), c)),
+                    }
+                }
+            }
+            Err(e) => {
+                let mut slot = task.error.lock();
+                if slot.is_none() {
+                    *slot = Some(e);
+                }
+                task.failed.store(true, Ordering::Relaxed);
+                return;
+            }
+        }
+    }
+}
+
+/// Sum the contributions to each slot in key order.
+fn sum_slots(slots: Vec<SmallVec<[(Key, Tensor); 1]>>) -> Result<Vec<Option<Tensor>>> {
+    slots
+        .into_iter()
+        .map(|mut parts| {
+            if parts.len() > 1 {
+                parts.sort_by_key(|(k, _)| *k);
+            }
+            let mut it = parts.into_iter().map(|(_, t)| t);
+            match it.next() {
+                None => Ok(None),
+                Some(first) => it.try_fold(first, |acc, t| acc.add(&t)).map(Some),
+            }
+        })
+        .collect()
+}
+
+/// Run one node: hooks, captures, its backward, then hand gradients to its children.
+/// Returns the children that became ready.
+fn evaluate(task: &GraphTask, i: usize) -> Result<Vec<usize>> {
+    let st = &task.states[i];
+    let node = &st.node;
+    let slots = std::mem::take(&mut *st.buffer.lock());
+    let mut grads = sum_slots(slots)?;
+
+    run_tensor_pre_hooks(node, &mut grads)?;
+    if !st.captures.is_empty() {
+        let mut res = task.results.lock();
+        for &(slot, r) in &st.captures {
+            res[r] = grads.get(slot).cloned().flatten();
+        }
+    }
+    if !st.execute {
+        return Ok(Vec::new());
+    }
+
+    let outputs = apply_node(task, node, grads)?;
+    if !task.keep_graph {
+        node.release_saved();
+    }
+    if grad_mode::is_anomaly_enabled() && grad_mode::is_anomaly_check_nan_enabled() {
+        for (k, g) in outputs.iter().enumerate() {
+            if let Some(g) = g {
+                if g.dtype().is_float() && crate::ops::reduce::has_nan(g)? {
+                    return Err(Error::runtime(format!("Function '{}' returned nan values in its {k}th output.", node.name())));
+                }
+            }
+        }
+    }
+
+    let mut newly_ready = Vec::new();
+    for (k, g) in outputs.into_iter().enumerate() {
+        let Some(c) = st.children.get(k).copied().flatten() else { continue };
+        let child = &task.states[c];
+        if let Some(g) = g {
+            let input_nr = node.next_edges[k].as_ref().map_or(0, |e| e.input_nr);
+            child.buffer.lock()[input_nr].push(((node.sequence_nr(), k), g));
+        }
+        if child.deps.fetch_sub(1, Ordering::AcqRel) == 1 {
+            newly_ready.push(c);
+        }
+    }
+    Ok(newly_ready)
+}
+
+fn run_tensor_pre_hooks(node: &Arc<Node>, grads: &mut [Option<Tensor>]) -> Result<()> {
+    if let NodeKind::Accumulate { variable } = &node.kind {
+        let hooks: Vec<_> = variable.meta().hooks.iter().map(|(_, h)| h.clone()).collect();
+        if let Some(g) = grads.get_mut(0) {
+            for h in hooks {
+                apply_hook(&h, g)?;
+            }
+        }
+        return Ok(());
+    }
+    let (pre, retain) = match node.hooks.lock().as_ref() {
+        None => return Ok(()),
+        Some(h) => (
+            h.pre.iter().map(|(nr, _, f)| (*nr, f.clone())).collect::<Vec<_>>(),
+            h.retain.iter().map(|(nr, w)| (*nr, w.clone())).collect::<Vec<_>>(),
+        ),
+    };
+    for (nr, h) in pre {
+        if let Some(g) = grads.get_mut(nr) {
+            apply_hook(&h, g)?;
+        }
+    }
+    // retains_grad runs after every other tensor hook (torch's documented order).
+    for (nr, w) in retain {
+        let (Some(t), Some(Some(g))) = (w.upgrade(), grads.get(nr)) else { continue };
+        let t = Tensor(t);
+        let mut m = t.meta();
+        m.grad = Some(match m.grad.take() {
+            None => g.copy_detached()?,
+            Some(old) => old.add(g)?.detach(),
+        });
+    }
+    Ok(())
+}
+
+fn apply_hook(hook: &super::TensorHook, grad: &mut Option<Tensor>) -> Result<()> {
+    let Some(g) = grad.as_ref() else { return Ok(()) };
+    if let Some(new) = hook(g)? {
+        if new.shape() != g.shape() {
+            return Err(Error::runtime("hook has changed the size of value"));
+        }
+        *grad = Some(new);
+    }
+    Ok(())
+}
+
+fn apply_node(task: &GraphTask, node: &Arc<Node>, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+    let raw = match &node.kind {
+        NodeKind::Accumulate { variable } => {
+            if task.accumulate {
+                if let Some(g) = grads.into_iter().next().flatten() {
+                    accumulate_grad(variable, g, task.create_graph)?;
+                }
+            }
+            return Ok(Vec::new());
+        }
+        NodeKind::Error(msg) => return Err(Error::runtime(msg.clone())),
+        NodeKind::Op { backward, .. } => {
+            if grads.iter().all(Option::is_none) {
+                return Ok(vec![None; node.next_edges.len()]);
+            }
+            let grads = materialize(node, grads);
+            let saved = node.unpack_saved()?;
+            backward(&grads, &saved)?
+        }
+        NodeKind::Custom(c) => {
+            let grads = if c.materialize_grads() { materialize(node, grads).into_iter().map(Some).collect() } else { grads };
+            c.apply(node, grads)?
+        }
+    };
+    validate_outputs(node, raw)
+}
+
+fn materialize(node: &Node, grads: Vec<Option<Tensor>>) -> Vec<Tensor> {
+    grads
+        .into_iter()
+        .enumerate()
+        .map(|(k, g)| g.unwrap_or_else(|| Tensor::zeros(&node.output_meta[k].shape, node.output_meta[k].dtype)))
+        .collect()
+}
+
+/// Check a node's gradients against its inputs: count, shape (summing broadcast gradients back
+/// to the input's shape, the one place broadcasting is undone) and dtype (cast).
+fn validate_outputs(node: &Node, mut grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+    let n = node.next_edges.len();
+    if grads.len() != n {
+        return Err(Error::runtime(format!(
+            "function {} returned an incorrect number of gradients (expected {n}, got {})",
+            node.name(),
+            grads.len()
+        )));
+    }
+    for (k, slot) in grads.iter_mut().enumerate() {
+        if node.next_edges[k].is_none() {
+            *slot = None;
+            continue;
+        }
+        let Some(g) = slot.take() else { continue };
+        let meta = &node.input_meta[k];
+        let mut g = g;
+        if g.shape() != meta.shape.as_slice() {
+            if !is_expandable_to(&meta.shape, g.shape()) {
+                return Err(Error::runtime(format!(
+                    "Function {} returned an invalid gradient at index {k} - got {} but expected shape compatible with {}",
+                    node.name(),
+                    fmt_shape(g.shape()),
+                    fmt_shape(&meta.shape)
+                )));
+            }
+            g = g.sum_to(&meta.shape)?;
+        }
+        if g.dtype() != meta.dtype {
+            g = g.to_dtype(meta.dtype)?;
+        }
+        *slot = Some(g);
+    }
+    Ok(grads)
+}
+
+/// Add `g` into `variable.grad` (torch's AccumulateGrad): the first gradient is stored (stolen
+/// when nothing else holds it), later ones are added in place, or out of place under
+/// `create_graph` so the sum stays differentiable.
+fn accumulate_grad(variable: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
+    let mut m = variable.meta();
+    let new = match m.grad.take() {
+        None => {
+            if create_graph {
+                g
+            } else {
+                g.steal_or_copy()?
+            }
+        }
+        Some(old) => {
+            if create_graph || old.requires_grad() && grad_mode::is_grad_enabled() {
+                old.add(&g)?
+            } else {
+                let restore = old.clone();
+                if let Err(e) = crate::ops::inplace::add_into_nograd(&old, &g) {
+                    m.grad = Some(restore);
+                    return Err(e);
+                }
+                old
+            }
+        }
+    };
+    m.grad = Some(new);
+    let hooks: Vec<_> = m.post_acc_hooks.iter().map(|(_, h)| h.clone()).collect();
+    drop(m);
+    for h in hooks {
+        h(variable)?;
+    }
+    Ok(())
+}

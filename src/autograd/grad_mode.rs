@@ -1,0 +1,94 @@
+//! Thread-local grad mode, inference mode and anomaly mode.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+thread_local! {
+    static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
+    static INFERENCE: Cell<bool> = const { Cell::new(false) };
+}
+
+static ANOMALY: AtomicBool = AtomicBool::new(false);
+static ANOMALY_CHECK_NAN: AtomicBool = AtomicBool::new(true);
+
+/// Whether ops on this thread record the graph.
+pub fn is_grad_enabled() -> bool {
+    GRAD_ENABLED.with(|g| g.get())
+}
+
+/// Turn recording on or off for this thread.
+pub fn set_grad_enabled(enabled: bool) {
+    GRAD_ENABLED.with(|g| g.set(enabled));
+}
+
+/// Whether inference mode is on for this thread.
+pub fn is_inference_mode_enabled() -> bool {
+    INFERENCE.with(|g| g.get())
+}
+
+/// Turn inference mode on or off for this thread.
+pub fn set_inference_mode(enabled: bool) {
+    INFERENCE.with(|g| g.set(enabled));
+}
+
+/// Whether an op recorded now would build graph: grad mode on and not in inference mode.
+pub fn is_recording() -> bool {
+    is_grad_enabled() && !is_inference_mode_enabled()
+}
+
+/// Sets grad mode for a scope and restores the previous mode when dropped.
+pub struct GradModeGuard {
+    prev: bool,
+}
+
+impl GradModeGuard {
+    /// Enter a scope with grad mode `enabled`.
+    pub fn new(enabled: bool) -> Self {
+        let prev = is_grad_enabled();
+        set_grad_enabled(enabled);
+        GradModeGuard { prev }
+    }
+}
+
+impl Drop for GradModeGuard {
+    fn drop(&mut self) {
+        set_grad_enabled(self.prev);
+    }
+}
+
+/// A scope without graph recording, like `torch.no_grad()`.
+pub fn no_grad() -> GradModeGuard {
+    GradModeGuard::new(false)
+}
+
+/// Whether anomaly detection is on (process-wide, as in torch).
+pub fn is_anomaly_enabled() -> bool {
+    ANOMALY.load(Ordering::Relaxed)
+}
+
+/// Whether anomaly mode checks backward outputs for NaN.
+pub fn is_anomaly_check_nan_enabled() -> bool {
+    ANOMALY_CHECK_NAN.load(Ordering::Relaxed)
+}
+
+/// Turn anomaly detection on or off; with `check_nan`, a backward output with NaN raises.
+pub fn set_detect_anomaly(enabled: bool, check_nan: bool) {
+    ANOMALY.store(enabled, Ordering::Relaxed);
+    ANOMALY_CHECK_NAN.store(check_nan, Ordering::Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grad_mode_is_thread_local_and_restored() {
+        {
+            let _g = no_grad();
+            assert!(!is_grad_enabled());
+            let other = std::thread::spawn(is_grad_enabled).join().unwrap();
+            assert!(other, "a new thread starts with grad enabled");
+        }
+        assert!(is_grad_enabled());
+    }
+}

@@ -1,0 +1,272 @@
+//! Reverse-mode automatic differentiation: `backward`, `grad`, hooks, grad modes and custom
+//! functions, with the semantics of `torch::autograd`.
+
+pub mod engine;
+pub mod function;
+pub mod grad_mode;
+pub mod node;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+pub use engine::{get_num_threads, set_num_threads};
+pub use function::{CustomFunction, FunctionCtx};
+pub use grad_mode::{is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled, GradModeGuard};
+pub use node::{Edge, Node};
+
+use crate::error::{Error, Result};
+use crate::tensor::shape::fmt_shape;
+use crate::tensor::{Tensor, TensorImpl};
+use engine::Targets;
+
+/// A hook on a tensor's gradient: returns a replacement, or `None` to keep it.
+pub type TensorHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
+
+static NEXT_HOOK: AtomicU64 = AtomicU64::new(1);
+
+pub(crate) fn next_hook_id() -> u64 {
+    NEXT_HOOK.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Options of [`backward`], the parameters of C++ `torch::autograd::backward` after `tensors`.
+#[derive(Clone, Default)]
+pub struct BackwardOptions {
+    /// One gradient per tensor ("the vector" of the vector-Jacobian product); `None` entries (or
+    /// an empty list) mean implicit ones, allowed for one-element outputs only.
+    pub grad_tensors: Vec<Option<Tensor>>,
+    /// Keep saved tensors for another backward; defaults to `create_graph`.
+    pub retain_graph: Option<bool>,
+    /// Build the graph of the derivative so it can be differentiated again.
+    pub create_graph: bool,
+    /// Accumulate only into these tensors (`None`: every leaf). An empty list is an error.
+    pub inputs: Option<Vec<Tensor>>,
+}
+
+/// Options of [`grad`], the parameters of C++ `torch::autograd::grad` after `inputs`.
+#[derive(Clone, Default)]
+pub struct GradOptions {
+    /// One gradient per output; `None` means implicit ones for one-element outputs.
+    pub grad_outputs: Vec<Option<Tensor>>,
+    /// Keep saved tensors for another backward; defaults to `create_graph`.
+    pub retain_graph: Option<bool>,
+    /// Build the graph of the derivative so it can be differentiated again.
+    pub create_graph: bool,
+    /// Return `None` for inputs the outputs do not depend on instead of failing; defaults to
+    /// `materialize_grads`.
+    pub allow_unused: Option<bool>,
+    /// Return zeros instead of `None` for unused inputs.
+    pub materialize_grads: bool,
+}
+
+/// Check the seeds against the roots (torch's `_make_grads`) and pair each root with its edge.
+fn make_roots(tensors: &[Tensor], grads: &[Option<Tensor>], create_graph: bool) -> Result<Vec<(Edge, Tensor)>> {
+    if !grads.is_empty() && grads.len() < tensors.len() {
+        return Err(Error::runtime(format!("got {} tensors and {} gradients", tensors.len(), grads.len())));
+    }
+    let mut roots = Vec::with_capacity(tensors.len());
+    for (i, t) in tensors.iter().enumerate() {
+        let seed = grads.get(i).cloned().flatten();
+        let seed = match seed {
+            Some(g) => {
+                if g.shape() != t.shape() {
+                    return Err(Error::runtime(format!(
+                        "Mismatch in shape: grad_output[{i}] has a shape of {} and output[{i}] has a shape of {}.",
+                        fmt_shape(g.shape()),
+                        fmt_shape(t.shape())
+                    )));
+                }
+                let g = if g.dtype() != t.dtype() { g.to_dtype(t.dtype())? } else { g };
+                if create_graph {
+                    g
+                } else {
+                    g.detach()
+                }
+            }
+            None => {
+                if !t.requires_grad() {
+                    return Err(Error::runtime(format!(
+                        "element {i} of tensors does not require grad and does not have a grad_fn"
+                    )));
+                }
+                if t.numel() != 1 {
+                    return Err(Error::runtime("grad can be implicitly created only for scalar outputs"));
+                }
+                Tensor::ones(t.shape(), t.dtype())
+            }
+        };
+        match t.gradient_edge() {
+            Some(edge) => roots.push((edge, seed)),
+            None => {
+                return Err(Error::runtime(format!(
+                    "element {i} of tensors does not require grad and does not have a grad_fn"
+                )))
+            }
+        }
+    }
+    Ok(roots)
+}
+
+/// Compute the sum of gradients of `tensors` with respect to graph leaves and accumulate them
+/// into the leaves' `.grad` (or only into `opts.inputs`).
+///
+/// Errors (never panics) on: non-scalar roots without a gradient, shape or count mismatches,
+/// roots that do not require grad, a second pass through a freed graph, and any error raised
+/// inside a node or hook.
+pub fn backward(tensors: &[Tensor], opts: BackwardOptions) -> Result<()> {
+    let keep_graph = opts.retain_graph.unwrap_or(opts.create_graph);
+    let targets = match &opts.inputs {
+        None => Targets::AllLeaves,
+        Some(inputs) => {
+            if inputs.is_empty() {
+                return Err(Error::runtime("`inputs` argument to `backward()` cannot be empty."));
+            }
+            let mut edges = Vec::new();
+            for t in inputs {
+                t.retain_grad()?;
+                if !t.requires_grad() {
+                    return Err(Error::runtime("One of the differentiated Tensors does not require grad"));
+                }
+                if let Some(f) = t.grad_fn() {
+                    edges.push(Edge { node: f, input_nr: t.output_nr() });
+                } else if let Some(acc) = t.existing_grad_accumulator() {
+                    edges.push(Edge { node: acc, input_nr: 0 });
+                }
+            }
+            Targets::Only(edges)
+        }
+    };
+    let roots = make_roots(tensors, &opts.grad_tensors, opts.create_graph)?;
+    engine::execute(roots, keep_graph, opts.create_graph, targets)?;
+    Ok(())
+}
+
+/// Compute and return the gradients of `outputs` with respect to `inputs` without touching any
+/// `.grad`. Unused inputs are an error unless `allow_unused` (then `None`) or
+/// `materialize_grads` (then zeros).
+pub fn grad(outputs: &[Tensor], inputs: &[Tensor], opts: GradOptions) -> Result<Vec<Option<Tensor>>> {
+    if inputs.is_empty() {
+        return Err(Error::runtime("`inputs` argument to `grad()` cannot be empty."));
+    }
+    if opts.materialize_grads && opts.allow_unused == Some(false) {
+        return Err(Error::value(
+            "Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False.",
+        ));
+    }
+    let allow_unused = opts.allow_unused.unwrap_or(opts.materialize_grads);
+    let keep_graph = opts.retain_graph.unwrap_or(opts.create_graph);
+    let mut edges = Vec::with_capacity(inputs.len());
+    for t in inputs {
+        if !t.requires_grad() {
+            return Err(Error::runtime("One of the differentiated Tensors does not require grad"));
+        }
+        edges.push(match t.grad_fn() {
+            Some(f) => Some(Edge { node: f, input_nr: t.output_nr() }),
+            None => t.existing_grad_accumulator().map(|acc| Edge { node: acc, input_nr: 0 }),
+        });
+    }
+    let roots = make_roots(outputs, &opts.grad_outputs, opts.create_graph)?;
+    let results = engine::execute(roots, keep_graph, opts.create_graph, Targets::Capture(edges))?;
+    results
+        .into_iter()
+        .enumerate()
+        .map(|(i, g)| match g {
+            Some(g) => Ok(Some(if opts.create_graph { g } else { g.detach() })),
+            None if opts.materialize_grads => Ok(Some(inputs[i].zeros_like())),
+            None if allow_unused => Ok(None),
+            None => Err(Error::runtime(format!(
+                "The differentiated Tensor at index {i} appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior."
+            ))),
+        })
+        .collect()
+}
+
+/// A registered hook; `remove()` unregisters it (idempotent).
+pub struct HookHandle {
+    id: u64,
+    target: HookTarget,
+}
+
+enum HookTarget {
+    Node(Weak<Node>),
+    Leaf(Weak<TensorImpl>),
+    PostAccumulate(Weak<TensorImpl>),
+}
+
+impl HookHandle {
+    /// Unregister the hook. Removing twice is harmless.
+    pub fn remove(&self) {
+        match &self.target {
+            HookTarget::Node(w) => {
+                if let Some(n) = w.upgrade() {
+                    n.remove_pre_hook(self.id);
+                }
+            }
+            HookTarget::Leaf(w) => {
+                if let Some(t) = w.upgrade() {
+                    Tensor(t).meta().hooks.retain(|(i, _)| *i != self.id);
+                }
+            }
+            HookTarget::PostAccumulate(w) => {
+                if let Some(t) = w.upgrade() {
+                    Tensor(t).meta().post_acc_hooks.retain(|(i, _)| *i != self.id);
+                }
+            }
+        }
+    }
+}
+
+impl Tensor {
+    /// `backward()` of a one-element tensor: accumulate d(self)/d(leaf) into every leaf's `.grad`.
+    pub fn backward(&self) -> Result<()> {
+        backward(std::slice::from_ref(self), BackwardOptions::default())
+    }
+
+    /// `backward(gradient, retain_graph, create_graph, inputs)` with torch's semantics.
+    pub fn backward_with(
+        &self,
+        gradient: Option<Tensor>,
+        retain_graph: Option<bool>,
+        create_graph: bool,
+        inputs: Option<Vec<Tensor>>,
+    ) -> Result<()> {
+        let opts = BackwardOptions { grad_tensors: vec![gradient], retain_graph, create_graph, inputs };
+        backward(std::slice::from_ref(self), opts)
+    }
+
+    /// Register a hook on this tensor's gradient. Hooks run in registration order, each seeing
+    /// the previous one's result; a leaf's hooks see its summed gradient once per backward.
+    pub fn register_hook(&self, hook: TensorHook) -> Result<HookHandle> {
+        if !self.requires_grad() {
+            return Err(Error::runtime("cannot register a hook on a tensor that doesn't require gradient"));
+        }
+        let m = self.meta();
+        match &m.grad_fn {
+            Some(f) => {
+                let f = f.clone();
+                let nr = m.output_nr;
+                drop(m);
+                let id = f.add_pre_hook(nr, hook);
+                Ok(HookHandle { id, target: HookTarget::Node(Arc::downgrade(&f)) })
+            }
+            None => {
+                drop(m);
+                let id = next_hook_id();
+                self.meta().hooks.push((id, hook));
+                Ok(HookHandle { id, target: HookTarget::Leaf(self.downgrade()) })
+            }
+        }
+    }
+
+    /// Register a hook run after this leaf's `.grad` was accumulated.
+    pub fn register_post_accumulate_grad_hook(&self, hook: crate::tensor::PostAccumulateHook) -> Result<HookHandle> {
+        if !self.requires_grad() {
+            return Err(Error::runtime("cannot register a hook on a tensor that doesn't require gradient"));
+        }
+        if !self.is_leaf() {
+            return Err(Error::runtime("post accumulate grad hooks cannot be registered on non-leaf tensors"));
+        }
+        let id = next_hook_id();
+        self.meta().post_acc_hooks.push((id, hook));
+        Ok(HookHandle { id, target: HookTarget::PostAccumulate(self.downgrade()) })
+    }
+}

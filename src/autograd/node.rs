@@ -1,0 +1,355 @@
+//! Graph nodes: one per recorded op (its backward rule and saved tensors), plus the leaf
+//! accumulators. Nodes are reference counted; a graph lives as long as something reaches it.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
+
+use super::grad_mode;
+use super::TensorHook;
+use crate::error::{Error, Result};
+use crate::tensor::shape::fmt_shape;
+use crate::tensor::{DType, Dims, Tensor, TensorImpl};
+
+/// The message torch gives when a freed graph is run again (or its saved tensors read).
+pub const ERR_TWICE: &str = "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.";
+
+static NEXT_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// Where a gradient goes: input slot `input_nr` of `node`.
+#[derive(Clone)]
+pub struct Edge {
+    /// The node that receives the gradient.
+    pub node: Arc<Node>,
+    /// Which of the node's forward outputs the gradient is for.
+    pub input_nr: usize,
+}
+
+/// Shape and dtype of a tensor at record time (to reduce, cast or materialise gradients).
+#[derive(Clone, Debug)]
+pub struct TensorMeta {
+    /// Sizes.
+    pub shape: Dims,
+    /// Element type.
+    pub dtype: DType,
+}
+
+impl TensorMeta {
+    pub(crate) fn of(t: &Tensor) -> Self {
+        TensorMeta { shape: t.shape().into(), dtype: t.dtype() }
+    }
+}
+
+/// A backward rule: gradients of the outputs and the saved tensors in, one gradient per input out.
+pub type BackwardFn = dyn Fn(&[Tensor], &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync;
+
+/// A node whose backward is user code (a custom Function, from Rust or Python).
+pub trait CustomBackward: Send + Sync {
+    /// Gradients of the forward inputs from those of the outputs (`None` where nothing arrived,
+    /// unless [`CustomBackward::materialize_grads`]).
+    fn apply(&self, node: &Arc<Node>, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>>;
+    /// Free what the node saved; called after backward unless the graph is retained.
+    fn release(&self) {}
+    /// Whether missing output gradients arrive as zeros (default) or `None`.
+    fn materialize_grads(&self) -> bool {
+        true
+    }
+}
+
+/// A tensor saved for backward with the version it had when saved.
+pub(crate) struct SavedTensor {
+    data: Tensor,
+    version: u64,
+    /// Set when the saved tensor is an output of the node saving it: kept without its grad_fn to
+    /// avoid a cycle, rebuilt with it on unpack.
+    output_nr: Option<usize>,
+    /// `(output_nr, forward op)` of the saved tensor's producer, for the in-place error.
+    producer: Option<(usize, String)>,
+}
+
+impl SavedTensor {
+    pub(crate) fn new(t: &Tensor, output_nr: Option<usize>) -> Result<Self> {
+        if t.is_inference() && !grad_mode::is_inference_mode_enabled() {
+            return Err(Error::runtime("Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`."));
+        }
+        let (data, producer) = match output_nr {
+            Some(_) => (t.detach(), None),
+            None => {
+                let producer = t.grad_fn().map(|f| (t.output_nr(), f.forward_name().to_string()));
+                (t.clone(), producer)
+            }
+        };
+        Ok(SavedTensor { data, version: t.version(), output_nr, producer })
+    }
+
+    pub(crate) fn unpack(&self, owner: Option<&Arc<Node>>) -> Result<Tensor> {
+        if self.data.meta().detached_in_place {
+            return Err(Error::runtime("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not supported, please use out-of-place `.detach()` instead"));
+        }
+        let now = self.data.version();
+        if now != self.version {
+            let desc = match (&self.producer, self.output_nr, owner) {
+                (Some((nr, op)), _, _) => format!(", which is output {nr} of {op},"),
+                (None, Some(nr), Some(node)) => format!(", which is output {nr} of {},", node.forward_name()),
+                _ => String::new(),
+            };
+            let hint = if grad_mode::is_anomaly_enabled() {
+                "Hint: the backtrace further above shows the operation that failed to compute its gradient. The variable in question was changed in there or anywhere later. Good luck!"
+            } else {
+                "Hint: enable anomaly detection to find the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False)."
+            };
+            return Err(Error::runtime(format!(
+                "one of the variables needed for gradient computation has been modified by an inplace operation: [ferrograd.{} {}]{desc} is at version {now}; expected version {} instead. {hint}",
+                self.data.dtype().legacy_name(),
+                fmt_shape(self.data.shape()),
+                self.version
+            )));
+        }
+        match (self.output_nr, owner) {
+            (Some(nr), Some(node)) => {
+                let t = self.data.detach();
+                {
+                    let mut m = t.meta();
+                    m.grad_fn = Some(node.clone());
+                    m.output_nr = nr;
+                }
+                Ok(t)
+            }
+            _ => Ok(self.data.clone()),
+        }
+    }
+}
+
+pub(crate) struct SavedState {
+    tensors: Vec<SavedTensor>,
+    /// Whether anything (tensor or scalar) was saved; freeing then makes a re-run an error.
+    has_saved: bool,
+    released: bool,
+}
+
+pub(crate) enum NodeKind {
+    Op { backward: Box<BackwardFn>, saved: Mutex<SavedState> },
+    Accumulate { variable: Tensor },
+    Custom(Box<dyn CustomBackward>),
+    /// A node that may not be differentiated (the result of a once-differentiable backward).
+    Error(String),
+}
+
+/// Tensor hooks of a node's outputs and the non-leaves that retain their grad.
+#[derive(Default)]
+pub(crate) struct NodeHooks {
+    pub pre: Vec<(usize, u64, TensorHook)>,
+    pub retain: Vec<(usize, Weak<TensorImpl>)>,
+}
+
+/// A node of the backward graph (torch's `grad_fn`).
+pub struct Node {
+    seq: u64,
+    name: Cow<'static, str>,
+    pub(crate) next_edges: Vec<Option<Edge>>,
+    pub(crate) input_meta: Vec<TensorMeta>,
+    pub(crate) output_meta: Vec<TensorMeta>,
+    pub(crate) kind: NodeKind,
+    pub(crate) hooks: Mutex<Option<Box<NodeHooks>>>,
+}
+
+impl Node {
+    pub(crate) fn new(
+        name: Cow<'static, str>,
+        next_edges: Vec<Option<Edge>>,
+        input_meta: Vec<TensorMeta>,
+        output_meta: Vec<TensorMeta>,
+        kind: NodeKind,
+    ) -> Arc<Node> {
+        let seq = NEXT_SEQ.fetch_add(1, Ordering::Relaxed);
+        Arc::new(Node { seq, name, next_edges, input_meta, output_meta, kind, hooks: Mutex::new(None) })
+    }
+
+    pub(crate) fn accumulate_grad(variable: Tensor) -> Arc<Node> {
+        let meta = TensorMeta::of(&variable);
+        Arc::new(Node {
+            // Leaf accumulation runs as soon as it is ready (torch gives it the top priority).
+            seq: u64::MAX,
+            name: Cow::Borrowed("AccumulateGrad"),
+            next_edges: Vec::new(),
+            input_meta: Vec::new(),
+            output_meta: vec![meta],
+            kind: NodeKind::Accumulate { variable },
+            hooks: Mutex::new(None),
+        })
+    }
+
+    /// torch's name for the node, e.g. `MulBackward0`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The forward op's name, e.g. `Mul` for `MulBackward0`.
+    pub fn forward_name(&self) -> &str {
+        let n: &str = &self.name;
+        n.strip_suffix("Backward0").or_else(|| n.strip_suffix("Backward")).unwrap_or(n)
+    }
+    /// Creation order; later nodes run first among those ready.
+    pub fn sequence_nr(&self) -> u64 {
+        self.seq
+    }
+    /// Where this node sends gradients: one entry per forward input, `None` where the input
+    /// needs no gradient.
+    pub fn next_edges(&self) -> &[Option<Edge>] {
+        &self.next_edges
+    }
+    /// For an accumulator, the leaf it accumulates into.
+    pub fn variable(&self) -> Option<&Tensor> {
+        match &self.kind {
+            NodeKind::Accumulate { variable } => Some(variable),
+            _ => None,
+        }
+    }
+    /// Number of forward outputs (gradient slots this node receives).
+    pub fn num_outputs(&self) -> usize {
+        self.output_meta.len()
+    }
+
+    /// Add a hook on the gradient of output `output_nr`; returns an id for removal.
+    pub(crate) fn add_pre_hook(&self, output_nr: usize, hook: TensorHook) -> u64 {
+        let id = super::next_hook_id();
+        self.hooks.lock().get_or_insert_with(Default::default).pre.push((output_nr, id, hook));
+        id
+    }
+    pub(crate) fn remove_pre_hook(&self, id: u64) {
+        if let Some(h) = self.hooks.lock().as_mut() {
+            h.pre.retain(|(_, i, _)| *i != id);
+        }
+    }
+    pub(crate) fn add_retain_grad(&self, output_nr: usize, t: Weak<TensorImpl>) {
+        self.hooks.lock().get_or_insert_with(Default::default).retain.push((output_nr, t));
+    }
+    pub(crate) fn remove_retain_grad(&self, t: &Weak<TensorImpl>) {
+        if let Some(h) = self.hooks.lock().as_mut() {
+            h.retain.retain(|(_, w)| !w.ptr_eq(t));
+        }
+    }
+
+    /// The saved tensors, version-checked (ERR_TWICE once freed).
+    pub(crate) fn unpack_saved(self: &Arc<Self>) -> Result<Vec<Tensor>> {
+        match &self.kind {
+            NodeKind::Op { saved, .. } => {
+                let st = saved.lock();
+                if st.released && st.has_saved {
+                    return Err(Error::runtime(ERR_TWICE));
+                }
+                st.tensors.iter().map(|s| s.unpack(Some(self))).collect()
+            }
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// Free saved tensors (after backward without `retain_graph`).
+    pub(crate) fn release_saved(&self) {
+        match &self.kind {
+            NodeKind::Op { saved, .. } => {
+                let mut st = saved.lock();
+                st.released = true;
+                let freed = std::mem::take(&mut st.tensors);
+                drop(st);
+                drop(freed);
+            }
+            NodeKind::Custom(c) => c.release(),
+            _ => {}
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        for e in self.next_edges.drain(..).flatten() {
+            drop_iteratively(e.node);
+        }
+    }
+}
+
+thread_local! {
+    static DROP_QUEUE: RefCell<Option<Vec<Arc<Node>>>> = const { RefCell::new(None) };
+}
+
+/// Drop a node handle without recursing down the chain it owns: nested drops are queued and
+/// drained by the outermost call, so a million-op chain frees in constant stack.
+pub(crate) fn drop_iteratively(node: Arc<Node>) {
+    if Arc::strong_count(&node) > 1 {
+        return;
+    }
+    let first = DROP_QUEUE.with(|q| {
+        let mut q = q.borrow_mut();
+        match q.as_mut() {
+            Some(pending) => {
+                pending.push(node);
+                None
+            }
+            None => {
+                *q = Some(Vec::new());
+                Some(node)
+            }
+        }
+    });
+    let Some(first) = first else { return };
+    drop(first);
+    while let Some(next) = DROP_QUEUE.with(|q| q.borrow_mut().as_mut().and_then(|v| v.pop())) {
+        drop(next);
+    }
+    DROP_QUEUE.with(|q| *q.borrow_mut() = None);
+}
+
+/// Whether an op on `inputs` must be recorded.
+pub(crate) fn needs_grad(inputs: &[&Tensor]) -> bool {
+    grad_mode::is_recording() && inputs.iter().any(|t| t.requires_grad())
+}
+
+/// Record an op: make its node and attach it to `outputs`.
+///
+/// `saved` tensors are version-checked on unpack; those among `outputs` are stored without their
+/// grad_fn (no cycle). `saves_scalar` marks ops that keep a non-tensor value, which like torch
+/// makes a second backward through the freed node an error.
+pub(crate) fn record<F>(
+    name: &'static str,
+    inputs: &[&Tensor],
+    outputs: &[&Tensor],
+    saved: &[&Tensor],
+    saves_scalar: bool,
+    backward: F,
+) -> Result<()>
+where
+    F: Fn(&[Tensor], &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static,
+{
+    record_node(Cow::Borrowed(name), inputs, outputs, saved, saves_scalar, Box::new(backward))
+}
+
+pub(crate) fn record_node(
+    name: Cow<'static, str>,
+    inputs: &[&Tensor],
+    outputs: &[&Tensor],
+    saved: &[&Tensor],
+    saves_scalar: bool,
+    backward: Box<BackwardFn>,
+) -> Result<()> {
+    let mut tensors = Vec::with_capacity(saved.len());
+    for s in saved {
+        let out_nr = outputs.iter().position(|o| o.same(s));
+        tensors.push(SavedTensor::new(s, out_nr)?);
+    }
+    let has_saved = saves_scalar || !tensors.is_empty();
+    let next_edges = inputs.iter().map(|t| t.gradient_edge()).collect();
+    let input_meta = inputs.iter().map(|t| TensorMeta::of(t)).collect();
+    let output_meta = outputs.iter().map(|t| TensorMeta::of(t)).collect();
+    let kind = NodeKind::Op { backward, saved: Mutex::new(SavedState { tensors, has_saved, released: false }) };
+    let node = Node::new(name, next_edges, input_meta, output_meta, kind);
+    for (i, o) in outputs.iter().enumerate() {
+        if o.dtype().is_float() {
+            let mut m = o.meta();
+            m.grad_fn = Some(node.clone());
+            m.output_nr = i;
+        }
+    }
+    Ok(())
+}

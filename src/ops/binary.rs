@@ -1,0 +1,315 @@
+//! Broadcasting binary ops with torch's type promotion: arithmetic and comparisons.
+
+use crate::autograd::node::{needs_grad, record};
+use crate::error::{Error, Result};
+use crate::ops::convert::cast;
+use crate::ops::elementwise::zip;
+use crate::tensor::dtype::result_type;
+use crate::tensor::{DType, Tensor};
+
+/// The dtype torch gives `a (op) b`.
+pub fn result_dtype(a: &Tensor, b: &Tensor) -> DType {
+    result_type(&[(a.promotion_dtype(), a.promotion_priority()), (b.promotion_dtype(), b.promotion_priority())])
+}
+
+fn as_dtype(t: &Tensor, d: DType) -> Result<Tensor> {
+    if t.dtype() == d {
+        Ok(t.clone())
+    } else {
+        cast(t, d)
+    }
+}
+
+/// Compute `f` in dtype `ct` over the broadcast operands (no recording).
+fn arith(
+    a: &Tensor,
+    b: &Tensor,
+    ct: DType,
+    f32f: impl Fn(f32, f32) -> f32 + Sync + Send,
+    f64f: impl Fn(f64, f64) -> f64 + Sync + Send,
+    i64f: impl Fn(i64, i64) -> i64 + Sync + Send,
+) -> Result<Tensor> {
+    let (a, b) = (as_dtype(a, ct)?, as_dtype(b, ct)?);
+    match ct {
+        DType::Float32 => zip::<f32, f32>(&a, &b, f32f),
+        DType::Float64 => zip::<f64, f64>(&a, &b, f64f),
+        _ => zip::<i64, i64>(&a, &b, i64f),
+    }
+}
+
+/// Arithmetic in the promoted dtype; bool results are computed as integers then narrowed.
+fn promoted(
+    a: &Tensor,
+    b: &Tensor,
+    f32f: impl Fn(f32, f32) -> f32 + Sync + Send,
+    f64f: impl Fn(f64, f64) -> f64 + Sync + Send,
+    i64f: impl Fn(i64, i64) -> i64 + Sync + Send,
+) -> Result<Tensor> {
+    let rt = result_dtype(a, b);
+    let ct = if rt == DType::Bool { DType::Int64 } else { rt };
+    let out = arith(a, b, ct, f32f, f64f, i64f)?;
+    if rt == DType::Bool {
+        cast(&out, DType::Bool)
+    } else {
+        Ok(out)
+    }
+}
+
+impl Tensor {
+    /// `self + other`, broadcasting.
+    pub fn add(&self, other: &Tensor) -> Result<Tensor> {
+        let out = promoted(self, other, |x, y| x + y, |x, y| x + y, i64::wrapping_add)?;
+        if needs_grad(&[self, other]) {
+            record("AddBackward0", &[self, other], &[&out], &[], false, |g, _| Ok(vec![Some(g[0].clone()), Some(g[0].clone())]))?;
+        }
+        Ok(out)
+    }
+
+    /// `self - other`, broadcasting.
+    pub fn sub(&self, other: &Tensor) -> Result<Tensor> {
+        if self.dtype() == DType::Bool && other.dtype() == DType::Bool {
+            return Err(Error::runtime("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead."));
+        }
+        let out = promoted(self, other, |x, y| x - y, |x, y| x - y, i64::wrapping_sub)?;
+        if needs_grad(&[self, other]) {
+            record("SubBackward0", &[self, other], &[&out], &[], false, |g, _| Ok(vec![Some(g[0].clone()), Some(g[0].neg()?)]))?;
+        }
+        Ok(out)
+    }
+
+    /// `self * other`, broadcasting.
+    pub fn mul(&self, other: &Tensor) -> Result<Tensor> {
+        let out = promoted(self, other, |x, y| x * y, |x, y| x * y, i64::wrapping_mul)?;
+        if needs_grad(&[self, other]) {
+            record("MulBackward0", &[self, other], &[&out], &[self, other], false, |g, s| {
+                Ok(vec![Some(g[0].mul(&s[1])?), Some(g[0].mul(&s[0])?)])
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// `self / other` (true division: integers give float32), broadcasting.
+    pub fn div(&self, other: &Tensor) -> Result<Tensor> {
+        let rt = result_dtype(self, other);
+        let ct = if rt.is_float() { rt } else { DType::Float32 };
+        let out = arith(self, other, ct, |x, y| x / y, |x, y| x / y, |x, y| x / y)?;
+        if needs_grad(&[self, other]) {
+            record("DivBackward0", &[self, other], &[&out], &[self, other], false, |g, s| {
+                let (a, b) = (&s[0], &s[1]);
+                let ga = g[0].div(b)?;
+                let gb = g[0].mul(a)?.div(&b.mul(b)?)?.neg()?;
+                Ok(vec![Some(ga), Some(gb)])
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// `self ** exponent` elementwise, broadcasting.
+    pub fn pow(&self, exponent: &Tensor) -> Result<Tensor> {
+        let rt = result_dtype(self, exponent);
+        if exponent.is_wrapped_number() && rt.is_float() {
+            return self.pow_scalar(exponent.item()?);
+        }
+        let out = match rt {
+            DType::Float32 | DType::Float64 => arith(self, exponent, rt, f32::powf, f64::powf, |_, _| 0)?,
+            _ => {
+                let e = as_dtype(exponent, DType::Int64)?;
+                if e.to_vec::<i64>()?.iter().any(|&v| v < 0) {
+                    return Err(Error::runtime("Integers to negative integer powers are not allowed."));
+                }
+                let o = arith(self, &e, DType::Int64, f32::powf, f64::powf, |x, y| x.wrapping_pow(y as u32))?;
+                if rt == DType::Bool { cast(&o, DType::Bool)? } else { o }
+            }
+        };
+        if needs_grad(&[self, exponent]) {
+            let base_is_scalar = self.is_wrapped_number();
+            record("PowBackward1", &[self, exponent], &[&out], &[self, exponent, &out], false, move |g, s| {
+                let (a, b, out) = (&s[0], &s[1], &s[2]);
+                let ga = if base_is_scalar { None } else { Some(g[0].mul(b)?.mul(&a.pow(&b.sub_scalar(1.0)?)?)?) };
+                // d/db a^b = a^b ln a; torch defines it as 0 where a == 0 and b >= 0.
+                let safe = a.eq_scalar(0.0)?.logical_and(&b.ge_scalar(0.0)?)?;
+                let gb = g[0].mul(&out.mul(&a.log()?)?)?.masked_fill(&safe, 0.0)?;
+                Ok(vec![ga, Some(gb)])
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// `self ** p` for a Python number `p`.
+    pub fn pow_scalar(&self, p: f64) -> Result<Tensor> {
+        let rt = if self.dtype().is_float() { self.dtype() } else if p.fract() == 0.0 { self.dtype() } else { DType::Float32 };
+        let out = match rt {
+            DType::Float32 => crate::ops::elementwise::map::<f32, f32>(&as_dtype(self, rt)?, move |x| pow_f32(x, p))?,
+            DType::Float64 => crate::ops::elementwise::map::<f64, f64>(self, move |x| pow_f64(x, p))?,
+            _ => {
+                if p < 0.0 {
+                    return Err(Error::runtime("Integers to negative integer powers are not allowed."));
+                }
+                let o = crate::ops::elementwise::map::<i64, i64>(&as_dtype(self, DType::Int64)?, move |x| x.wrapping_pow(p as u32))?;
+                if rt == DType::Bool { cast(&o, DType::Bool)? } else { o }
+            }
+        };
+        if needs_grad(&[self]) {
+            record("PowBackward0", &[self], &[&out], &[self], true, move |g, s| {
+                if p == 0.0 {
+                    return Ok(vec![Some(g[0].mul_scalar(0.0)?)]);
+                }
+                Ok(vec![Some(g[0].mul(&s[0].pow_scalar(p - 1.0)?.mul_scalar(p)?)?)])
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// `base ** self` for a Python number `base`.
+    pub fn rpow_scalar(&self, base: f64) -> Result<Tensor> {
+        let dt = if self.dtype().is_float() { self.dtype() } else { DType::Float32 };
+        Tensor::wrapped_scalar(base, dt).pow(self)
+    }
+
+    /// `self + v` for a Python number.
+    pub fn add_scalar(&self, v: f64) -> Result<Tensor> {
+        self.add(&scalar_for(self, v))
+    }
+    /// `self - v` for a Python number.
+    pub fn sub_scalar(&self, v: f64) -> Result<Tensor> {
+        self.sub(&scalar_for(self, v))
+    }
+    /// `v - self` for a Python number.
+    pub fn rsub_scalar(&self, v: f64) -> Result<Tensor> {
+        scalar_for(self, v).sub(self)
+    }
+    /// `self * v` for a Python number.
+    pub fn mul_scalar(&self, v: f64) -> Result<Tensor> {
+        self.mul(&scalar_for(self, v))
+    }
+    /// `self / v` for a Python number.
+    pub fn div_scalar(&self, v: f64) -> Result<Tensor> {
+        self.div(&scalar_for(self, v))
+    }
+    /// `v / self` for a Python number.
+    pub fn rdiv_scalar(&self, v: f64) -> Result<Tensor> {
+        scalar_for(self, v).div(self)
+    }
+}
+
+/// A wrapped Python number: an integer value stays integral for integer tensors.
+fn scalar_for(t: &Tensor, v: f64) -> Tensor {
+    if !t.dtype().is_float() && v.fract() == 0.0 {
+        Tensor::wrapped_scalar(v, DType::Int64)
+    } else {
+        Tensor::wrapped_scalar(v, DType::Float64)
+    }
+}
+
+fn pow_f64(x: f64, p: f64) -> f64 {
+    if p == 2.0 {
+        x * x
+    } else if p == 1.0 {
+        x
+    } else if p == 0.5 {
+        x.sqrt()
+    } else if p.fract() == 0.0 && p.abs() < 64.0 {
+        x.powi(p as i32)
+    } else {
+        x.powf(p)
+    }
+}
+
+fn pow_f32(x: f32, p: f64) -> f32 {
+    if p == 2.0 {
+        x * x
+    } else if p.fract() == 0.0 && p.abs() < 64.0 {
+        x.powi(p as i32)
+    } else {
+        x.powf(p as f32)
+    }
+}
+
+macro_rules! comparison {
+    ($name:ident, $scalar:ident, $op:tt, $doc:literal) => {
+        impl Tensor {
+            #[doc = $doc]
+            pub fn $name(&self, other: &Tensor) -> Result<Tensor> {
+                let ct = result_dtype(self, other);
+                let (a, b) = (as_dtype(self, ct)?, as_dtype(other, ct)?);
+                match ct {
+                    DType::Float32 => zip::<f32, bool>(&a, &b, |x, y| x $op y),
+                    DType::Float64 => zip::<f64, bool>(&a, &b, |x, y| x $op y),
+                    DType::Int64 => zip::<i64, bool>(&a, &b, |x, y| x $op y),
+                    DType::Bool => zip::<bool, bool>(&a, &b, |x, y| x $op y),
+                }
+            }
+            #[doc = $doc]
+            pub fn $scalar(&self, v: f64) -> Result<Tensor> {
+                self.$name(&scalar_for(self, v))
+            }
+        }
+    };
+}
+comparison!(eq_t, eq_scalar, ==, "Elementwise `==` (bool result).");
+comparison!(ne_t, ne_scalar, !=, "Elementwise `!=` (bool result).");
+comparison!(lt_t, lt_scalar, <, "Elementwise `<` (bool result).");
+comparison!(le_t, le_scalar, <=, "Elementwise `<=` (bool result).");
+comparison!(gt_t, gt_scalar, >, "Elementwise `>` (bool result).");
+comparison!(ge_t, ge_scalar, >=, "Elementwise `>=` (bool result).");
+
+impl Tensor {
+    /// Elementwise logical and (bool result).
+    pub fn logical_and(&self, other: &Tensor) -> Result<Tensor> {
+        zip::<bool, bool>(&as_dtype(self, DType::Bool)?, &as_dtype(other, DType::Bool)?, |x, y| x && y)
+    }
+
+    /// `self` with `value` where `mask` is true (differentiable in `self`).
+    pub fn masked_fill(&self, mask: &Tensor, value: f64) -> Result<Tensor> {
+        Tensor::where_cond(mask, &Tensor::wrapped_scalar(value, self.dtype()), self)
+    }
+
+    /// `a` where `cond` is true, else `b`, broadcasting all three. The gradient of each branch
+    /// is zero where the other was chosen (selected, never multiplied, so no 0 * inf = NaN).
+    pub fn where_cond(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        let rt = result_dtype(a, b);
+        let cond = as_dtype(cond, DType::Bool)?;
+        let (a2, b2) = (as_dtype(a, rt)?, as_dtype(b, rt)?);
+        let out = match rt {
+            DType::Float32 => crate::ops::elementwise::select::<f32>(&cond, &a2, &b2)?,
+            DType::Float64 => crate::ops::elementwise::select::<f64>(&cond, &a2, &b2)?,
+            DType::Int64 => crate::ops::elementwise::select::<i64>(&cond, &a2, &b2)?,
+            DType::Bool => crate::ops::elementwise::select::<bool>(&cond, &a2, &b2)?,
+        };
+        if needs_grad(&[a, b]) {
+            record("WhereBackward0", &[a, b], &[&out], &[&cond], false, |g, s| {
+                let zero = Tensor::wrapped_scalar(0.0, g[0].dtype());
+                Ok(vec![Some(Tensor::where_cond(&s[0], &g[0], &zero)?), Some(Tensor::where_cond(&s[0], &zero, &g[0])?)])
+            })?;
+        }
+        Ok(out)
+    }
+}
+
+macro_rules! std_op {
+    ($trait:ident, $method:ident, $f:ident, $fs:ident) => {
+        impl std::ops::$trait<&Tensor> for &Tensor {
+            type Output = Result<Tensor>;
+            fn $method(self, rhs: &Tensor) -> Result<Tensor> {
+                self.$f(rhs)
+            }
+        }
+        impl std::ops::$trait<f64> for &Tensor {
+            type Output = Result<Tensor>;
+            fn $method(self, rhs: f64) -> Result<Tensor> {
+                self.$fs(rhs)
+            }
+        }
+    };
+}
+std_op!(Add, add, add, add_scalar);
+std_op!(Sub, sub, sub, sub_scalar);
+std_op!(Mul, mul, mul, mul_scalar);
+std_op!(Div, div, div, div_scalar);
+
+impl std::ops::Neg for &Tensor {
+    type Output = Result<Tensor>;
+    fn neg(self) -> Result<Tensor> {
+        Tensor::neg(self)
+    }
+}

@@ -1,0 +1,218 @@
+//! In-place ops. Each computes its result out of place (recording as usual), writes it into
+//! the tensor's storage, bumps the shared version counter and rebases the tensor's history onto
+//! the new node; a write through a view rebases its base (torch's CopySlices).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::autograd::grad_mode::{self, GradModeGuard};
+use crate::autograd::node::{needs_grad, record, record_node};
+use crate::error::{Error, Result};
+use crate::ops::convert::{cast, check_can_cast, copy_raw};
+use crate::tensor::shape::fmt_shape;
+use crate::tensor::{DType, Dims, Element, Tensor};
+
+fn write_typed<T: Element>(dst: &Tensor, src: &Tensor) -> Result<()> {
+    let values = src.to_vec::<T>()?;
+    let mut guard = dst.storage().write();
+    let data = T::data_mut(&mut guard).ok_or_else(|| Error::runtime("internal error: in-place dtype"))?;
+    let mut view = dst.layout().view_mut(data.as_mut_slice())?;
+    for (d, v) in view.iter_mut().zip(values) {
+        *d = v;
+    }
+    Ok(())
+}
+
+/// Copy `src` (same shape) into `dst`'s memory, converting to `dst`'s dtype.
+fn write_into(dst: &Tensor, src: &Tensor) -> Result<()> {
+    let src = if Arc::ptr_eq(dst.storage(), src.storage()) { copy_raw(src)? } else { src.clone() };
+    let src = if src.dtype() == dst.dtype() { src } else { cast(&src, dst.dtype())? };
+    match dst.dtype() {
+        DType::Float32 => write_typed::<f32>(dst, &src),
+        DType::Float64 => write_typed::<f64>(dst, &src),
+        DType::Int64 => write_typed::<i64>(dst, &src),
+        DType::Bool => write_typed::<bool>(dst, &src),
+    }
+}
+
+/// `dst += src` with no graph (for accumulating `.grad`).
+pub(crate) fn add_into_nograd(dst: &Tensor, src: &Tensor) -> Result<()> {
+    let sum = {
+        let _g = GradModeGuard::new(false);
+        dst.add(src)?
+    };
+    write_into(dst, &sum)?;
+    dst.storage().bump_version();
+    Ok(())
+}
+
+/// Logical (row-major) index in `base` of every element of the view `view`.
+fn view_indices(base: &Tensor, view: &Tensor) -> Result<Vec<usize>> {
+    let bl = base.layout();
+    let lookup: HashMap<usize, usize> = bl.offsets().into_iter().enumerate().map(|(i, o)| (o, i)).collect();
+    view.layout()
+        .offsets()
+        .into_iter()
+        .map(|o| lookup.get(&o).copied().ok_or_else(|| Error::runtime("internal error: view element outside its base")))
+        .collect()
+}
+
+impl Tensor {
+    fn check_inplace(&self, others: &[&Tensor]) -> Result<()> {
+        if self.is_inference() && !grad_mode::is_inference_mode_enabled() {
+            return Err(Error::runtime("Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details."));
+        }
+        if !grad_mode::is_recording() {
+            return Ok(());
+        }
+        let m = self.meta();
+        let base_is_grad_leaf = m.view_base.as_ref().is_some_and(|b| !b.same(self) && b.is_leaf() && b.requires_grad());
+        if base_is_grad_leaf {
+            return Err(Error::runtime("a view of a leaf Variable that requires grad is being used in an in-place operation."));
+        }
+        if m.grad_fn.is_none() && m.requires_grad {
+            return Err(Error::runtime("a leaf Variable that requires grad is being used in an in-place operation."));
+        }
+        if let Some(op) = m.multi_view_op {
+            return Err(Error::runtime(format!("Output {} of {op} is a view and is being modified inplace. This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.", m.output_nr)));
+        }
+        let view_without_grad = m.view_created_without_grad;
+        drop(m);
+        if view_without_grad && (self.requires_grad() || others.iter().any(|o| o.requires_grad())) {
+            return Err(Error::runtime("A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked)."));
+        }
+        Ok(())
+    }
+
+    /// Replace this tensor's values by `result` (computed from it out of place) and rebase its
+    /// history onto `result`'s node.
+    fn commit_inplace(&self, result: Tensor) -> Result<()> {
+        if result.shape() != self.shape() {
+            return Err(Error::runtime(format!(
+                "output with shape {} doesn't match the broadcast shape {}",
+                fmt_shape(self.shape()),
+                fmt_shape(result.shape())
+            )));
+        }
+        check_can_cast(result.dtype(), self.dtype())?;
+        write_into(self, &result)?;
+        self.storage().bump_version();
+        if !(grad_mode::is_recording() && result.requires_grad()) {
+            return Ok(());
+        }
+        let result = if result.dtype() != self.dtype() { result.to_dtype(self.dtype())? } else { result };
+        let base = self.meta().view_base.clone();
+        match base {
+            Some(base) if !base.same(self) => self.rebase_view(&base, &result),
+            _ => {
+                let (f, nr) = (result.grad_fn(), result.output_nr());
+                let mut m = self.meta();
+                let old = m.grad_fn.take();
+                m.grad_fn = f.clone();
+                m.output_nr = nr;
+                let retains = m.retains_grad;
+                drop(m);
+                if retains {
+                    // retains_grad follows the tensor to its new history (torch PR #79996).
+                    if let Some(old) = old {
+                        old.remove_retain_grad(&self.downgrade());
+                    }
+                    if let Some(f) = f {
+                        f.add_retain_grad(nr, self.downgrade());
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// After writing `result` through the view `self` of `base`: the base's new history is
+    /// "old base with the view's region replaced by `result`" and the view reads from it.
+    fn rebase_view(&self, base: &Tensor, result: &Tensor) -> Result<()> {
+        let idx = Arc::new(view_indices(base, self)?);
+        let base_shape: Dims = base.shape().into();
+        let view_shape: Dims = self.shape().into();
+        let mut mask = vec![false; base.numel()];
+        for &i in idx.iter() {
+            mask[i] = true;
+        }
+        let mask = Tensor::from_vec(mask, &base_shape)?;
+        let idx_b = idx.clone();
+        let vs = view_shape.clone();
+        record_node(
+            "CopySlices".into(),
+            &[base, result],
+            &[base],
+            &[],
+            false,
+            Box::new(move |g, _| {
+                let gb = g[0].masked_fill(&mask, 0.0)?;
+                let gr = g[0].take_flat(&idx_b, &vs)?;
+                Ok(vec![Some(gb), Some(gr)])
+            }),
+        )?;
+        let bs = base_shape.clone();
+        record_node(
+            "AsStridedBackward0".into(),
+            &[base],
+            &[self],
+            &[],
+            false,
+            Box::new(move |g, _| Ok(vec![Some(g[0].scatter_add_flat(&bs, &idx)?)])),
+        )
+    }
+
+    /// `saves_self`: the op's backward reads `self`, whose memory is about to be overwritten,
+    /// so it works on a copy of the old values (torch's `original_self`).
+    fn inplace_binary(&self, other: &Tensor, saves_self: bool, op: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>) -> Result<()> {
+        self.check_inplace(&[other])?;
+        let result = if saves_self && needs_grad(&[self, other]) { op(&self.clone_tensor()?, other)? } else { op(self, other)? };
+        self.commit_inplace(result)
+    }
+
+    /// `self += other` in place.
+    pub fn add_(&self, other: &Tensor) -> Result<()> {
+        self.inplace_binary(other, false, Tensor::add)
+    }
+    /// `self -= other` in place.
+    pub fn sub_(&self, other: &Tensor) -> Result<()> {
+        self.inplace_binary(other, false, Tensor::sub)
+    }
+    /// `self *= other` in place.
+    pub fn mul_(&self, other: &Tensor) -> Result<()> {
+        self.inplace_binary(other, true, Tensor::mul)
+    }
+    /// `self /= other` in place.
+    pub fn div_(&self, other: &Tensor) -> Result<()> {
+        self.inplace_binary(other, true, Tensor::div)
+    }
+
+    /// Fill with `value` in place; gradients to the old values are zero.
+    pub fn fill_(&self, value: f64) -> Result<()> {
+        self.check_inplace(&[])?;
+        let result = Tensor::full(self.shape(), value, self.dtype());
+        if needs_grad(&[self]) {
+            record("FillBackward0", &[self], &[&result], &[], false, |g, _| Ok(vec![Some(g[0].mul_scalar(0.0)?)]))?;
+        }
+        self.commit_inplace(result)
+    }
+
+    /// Fill with zeros in place.
+    pub fn zero_(&self) -> Result<()> {
+        self.fill_(0.0)
+    }
+
+    /// Copy `src` (broadcast to this shape, converted to this dtype) into this tensor.
+    pub fn copy_(&self, src: &Tensor) -> Result<()> {
+        self.check_inplace(&[src])?;
+        let b = if src.shape() == self.shape() { src.clone() } else { src.expand(self.shape())? };
+        let result = {
+            let _g = GradModeGuard::new(false);
+            if b.dtype() == self.dtype() { copy_raw(&b)? } else { cast(&b, self.dtype())? }
+        };
+        if needs_grad(&[self, src]) && self.dtype().is_float() {
+            record("CopyBackwards", &[self, src], &[&result], &[], false, |g, _| Ok(vec![Some(g[0].mul_scalar(0.0)?), Some(g[0].clone())]))?;
+        }
+        self.commit_inplace(result)
+    }
+}

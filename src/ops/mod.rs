@@ -1,0 +1,12 @@
+//! Every differentiable op: its forward kernel and its backward rule side by side. Backward
+//! rules are written with these same ops, so `create_graph` gives higher-order gradients.
+
+pub mod binary;
+pub mod convert;
+pub(crate) mod elementwise;
+pub mod index;
+pub mod inplace;
+pub mod matmul;
+pub mod reduce;
+pub mod shape_ops;
+pub mod unary;

@@ -1,0 +1,342 @@
+//! Shape ops. Views share storage and the version counter with their base; their backward rules
+//! map the gradient back to the base's shape.
+
+use std::sync::Arc;
+
+use crate::autograd::grad_mode;
+use crate::autograd::node::{needs_grad, record};
+use crate::error::{Error, Result};
+use crate::tensor::shape::{fmt_shape, wrap_dim};
+use crate::tensor::storage::contiguous_strides;
+use crate::tensor::{Dims, Layout, Tensor};
+
+impl Tensor {
+    /// A view of this tensor's storage through `layout`, remembering the root base so in-place
+    /// writes through the view can rebase the base's history.
+    pub(crate) fn make_view(&self, layout: Layout) -> Tensor {
+        let v = self.alias_with_layout(layout);
+        let (base, no_grad_view) = {
+            let m = self.meta();
+            (m.view_base.clone().unwrap_or_else(|| self.clone()), m.view_created_without_grad)
+        };
+        let created_without_grad = no_grad_view || (!grad_mode::is_recording() && self.requires_grad());
+        {
+            let mut m = v.meta();
+            m.view_base = Some(base);
+            m.view_created_without_grad = created_without_grad;
+        }
+        v
+    }
+
+    /// Same elements with another shape (one `-1` is inferred); a view when the layout allows,
+    /// a copy otherwise.
+    pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
+        self.reshape_impl(shape, "ViewBackward0", false)
+    }
+
+    /// Like [`Tensor::reshape`] with torch's `-1` inference.
+    pub fn reshape_i(&self, shape: &[i64]) -> Result<Tensor> {
+        let s = infer_shape(shape, self.numel())?;
+        self.reshape(&s)
+    }
+
+    /// A view with another shape; fails for layouts that would need a copy.
+    pub fn view_i(&self, shape: &[i64]) -> Result<Tensor> {
+        let s = infer_shape(shape, self.numel())?;
+        self.reshape_impl(&s, "ViewBackward0", true)
+    }
+
+    fn reshape_impl(&self, shape: &[usize], name: &'static str, view_only: bool) -> Result<Tensor> {
+        let n: usize = shape.iter().product();
+        if n != self.numel() {
+            return Err(Error::runtime(format!("shape '{}' is invalid for input of size {}", fmt_shape(shape), self.numel())));
+        }
+        if shape == self.shape() {
+            // A no-op reshape still returns a new view, like torch.
+            let out = self.make_view(self.layout().clone());
+            if needs_grad(&[self]) {
+                let in_shape: Dims = self.shape().into();
+                record(name, &[self], &[&out], &[], false, move |g, _| Ok(vec![Some(g[0].reshape(&in_shape)?)]))?;
+            }
+            return Ok(out);
+        }
+        let out = if self.is_contiguous() {
+            self.make_view(Layout { shape: shape.into(), strides: contiguous_strides(shape), offset: self.layout().offset })
+        } else if view_only {
+            return Err(Error::runtime("view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead."));
+        } else {
+            let c = self.contiguous()?;
+            return c.reshape(shape);
+        };
+        if needs_grad(&[self]) {
+            let in_shape: Dims = self.shape().into();
+            record(name, &[self], &[&out], &[], false, move |g, _| Ok(vec![Some(g[0].reshape(&in_shape)?)]))?;
+        }
+        Ok(out)
+    }
+
+    /// Flatten dims `start..=end` into one.
+    pub fn flatten(&self, start: i64, end: i64) -> Result<Tensor> {
+        if self.dim() == 0 {
+            return self.reshape(&[1]);
+        }
+        let (s, e) = (wrap_dim(start, self.dim())?, wrap_dim(end, self.dim())?);
+        if s > e {
+            return Err(Error::runtime("flatten() has invalid args: start_dim cannot come after end_dim"));
+        }
+        let mut shape: Vec<usize> = self.shape()[..s].to_vec();
+        shape.push(self.shape()[s..=e].iter().product());
+        shape.extend_from_slice(&self.shape()[e + 1..]);
+        self.reshape(&shape)
+    }
+
+    /// Swap two dimensions (a view).
+    pub fn transpose(&self, d0: i64, d1: i64) -> Result<Tensor> {
+        let (a, b) = (wrap_dim(d0, self.dim())?, wrap_dim(d1, self.dim())?);
+        let mut l = self.layout().clone();
+        if self.dim() > 0 {
+            l.shape.swap(a, b);
+            l.strides.swap(a, b);
+        }
+        let out = self.make_view(l);
+        if needs_grad(&[self]) {
+            record("TransposeBackward0", &[self], &[&out], &[], false, move |g, _| Ok(vec![Some(g[0].transpose(a as i64, b as i64)?)]))?;
+        }
+        Ok(out)
+    }
+
+    /// Transpose of a matrix (a view); 0-D and 1-D tensors are returned as they are.
+    pub fn t(&self) -> Result<Tensor> {
+        if self.dim() > 2 {
+            return Err(Error::runtime(format!("t() expects a tensor with <= 2 dimensions, but self is {}D", self.dim())));
+        }
+        if self.dim() < 2 {
+            return self.transpose(0, 0);
+        }
+        self.transpose(0, 1)
+    }
+
+    /// Reorder dimensions (a view).
+    pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
+        if dims.len() != self.dim() {
+            return Err(Error::runtime(format!(
+                "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = {} is not equal to len(dims) = {}",
+                self.dim(),
+                dims.len()
+            )));
+        }
+        let mut perm = Vec::with_capacity(dims.len());
+        for &d in dims {
+            let w = wrap_dim(d, self.dim())?;
+            if perm.contains(&w) {
+                return Err(Error::runtime("permute(): duplicate dims are not allowed."));
+            }
+            perm.push(w);
+        }
+        let l = self.layout();
+        let out = self.make_view(Layout {
+            shape: perm.iter().map(|&p| l.shape[p]).collect(),
+            strides: perm.iter().map(|&p| l.strides[p]).collect(),
+            offset: l.offset,
+        });
+        if needs_grad(&[self]) {
+            let mut inv = vec![0i64; perm.len()];
+            for (i, &p) in perm.iter().enumerate() {
+                inv[p] = i as i64;
+            }
+            record("PermuteBackward0", &[self], &[&out], &[], false, move |g, _| Ok(vec![Some(g[0].permute(&inv)?)]))?;
+        }
+        Ok(out)
+    }
+
+    /// Insert a size-1 dimension at `dim` (a view).
+    pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
+        let d = wrap_dim(dim, self.dim() + 1)?;
+        let mut l = self.layout().clone();
+        let stride = if d < l.shape.len() { l.strides[d] * l.shape[d] } else { 1 };
+        l.shape.insert(d, 1);
+        l.strides.insert(d, stride);
+        let out = self.make_view(l);
+        if needs_grad(&[self]) {
+            let in_shape: Dims = self.shape().into();
+            record("UnsqueezeBackward0", &[self], &[&out], &[], false, move |g, _| Ok(vec![Some(g[0].reshape(&in_shape)?)]))?;
+        }
+        Ok(out)
+    }
+
+    /// Remove size-1 dimensions: all of them, or only `dim` (a view).
+    pub fn squeeze(&self, dim: Option<i64>) -> Result<Tensor> {
+        let l = self.layout();
+        let drop_dim = |i: usize| -> Result<bool> {
+            Ok(match dim {
+                None => l.shape[i] == 1,
+                Some(d) => wrap_dim(d, self.dim())? == i && l.shape[i] == 1,
+            })
+        };
+        if let Some(d) = dim {
+            wrap_dim(d, self.dim())?;
+        }
+        let mut shape = Dims::new();
+        let mut strides = Dims::new();
+        for i in 0..l.shape.len() {
+            if !drop_dim(i)? {
+                shape.push(l.shape[i]);
+                strides.push(l.strides[i]);
+            }
+        }
+        let out = self.make_view(Layout { shape, strides, offset: l.offset });
+        if needs_grad(&[self]) {
+            let in_shape: Dims = self.shape().into();
+            let name = if dim.is_some() { "SqueezeBackward1" } else { "SqueezeBackward0" };
+            record(name, &[self], &[&out], &[], false, move |g, _| Ok(vec![Some(g[0].reshape(&in_shape)?)]))?;
+        }
+        Ok(out)
+    }
+
+    /// Broadcast to `shape` without copying (stride 0 along expanded dims).
+    pub fn expand(&self, shape: &[usize]) -> Result<Tensor> {
+        let sizes: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
+        self.expand_i(&sizes)
+    }
+
+    /// [`Tensor::expand`] with torch's `-1` meaning "keep this size".
+    pub fn expand_i(&self, sizes: &[i64]) -> Result<Tensor> {
+        let l = self.layout();
+        if sizes.len() < l.shape.len() {
+            return Err(Error::runtime(format!(
+                "expand(torch.FloatTensor{{{}}}, size=[{}]): the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
+                fmt_shape(&l.shape), sizes.len(), sizes.len(), l.shape.len()
+            )));
+        }
+        let lead = sizes.len() - l.shape.len();
+        let mut shape = Dims::new();
+        let mut strides = Dims::new();
+        for (i, &s) in sizes.iter().enumerate() {
+            if i < lead {
+                if s < 0 {
+                    return Err(Error::runtime(format!("The expanded size of the tensor ({s}) isn't allowed in a leading, non-existing dimension {i}")));
+                }
+                shape.push(s as usize);
+                strides.push(0);
+                continue;
+            }
+            let (cur, st) = (l.shape[i - lead], l.strides[i - lead]);
+            if s == -1 || s as usize == cur {
+                shape.push(cur);
+                strides.push(st);
+            } else if cur == 1 && s >= 0 {
+                shape.push(s as usize);
+                strides.push(0);
+            } else {
+                let target: Vec<String> = sizes.iter().map(|v| v.to_string()).collect();
+                return Err(Error::runtime(format!(
+                    "The expanded size of the tensor ({s}) must match the existing size ({cur}) at non-singleton dimension {i}.  Target sizes: [{}].  Tensor sizes: {}",
+                    target.join(", "),
+                    fmt_shape(&l.shape)
+                )));
+            }
+        }
+        if shape.as_slice() == self.shape() {
+            return Ok(self.clone());
+        }
+        let out = self.make_view(Layout { shape, strides, offset: l.offset });
+        if needs_grad(&[self]) {
+            let in_shape: Dims = self.shape().into();
+            record("ExpandBackward0", &[self], &[&out], &[], false, move |g, _| Ok(vec![Some(g[0].sum_to(&in_shape)?)]))?;
+        }
+        Ok(out)
+    }
+
+    /// Elements `start..end` in steps of `step` along `dim` (Python slice semantics; a view).
+    pub fn slice(&self, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
+        if step <= 0 {
+            return Err(Error::value("step must be greater than zero"));
+        }
+        let d = wrap_dim(dim, self.dim())?;
+        if self.dim() == 0 {
+            return Err(Error::index("slice() cannot be applied to a 0-dim tensor."));
+        }
+        let size = self.shape()[d] as i64;
+        let clamp = |v: i64| -> i64 {
+            let v = if v < 0 { v + size } else { v };
+            v.clamp(0, size)
+        };
+        let s = clamp(start.unwrap_or(0));
+        let e = clamp(end.unwrap_or(size)).max(s);
+        let len = ((e - s) + step - 1) / step;
+        let transform = move |l: &Layout| -> Layout {
+            let mut l = l.clone();
+            l.offset += s as usize * l.strides[d];
+            l.shape[d] = len as usize;
+            l.strides[d] *= step as usize;
+            l
+        };
+        self.indexed_view("SliceBackward0", transform)
+    }
+
+    /// The sub-tensor at `index` along `dim`, dropping that dimension (a view).
+    pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
+        if self.dim() == 0 {
+            return Err(Error::index("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number"));
+        }
+        let d = wrap_dim(dim, self.dim())?;
+        let size = self.shape()[d] as i64;
+        if index < -size || index >= size {
+            return Err(Error::index(format!("index {index} is out of bounds for dimension {d} with size {size}")));
+        }
+        let i = if index < 0 { index + size } else { index } as usize;
+        let transform = move |l: &Layout| -> Layout {
+            let mut l = l.clone();
+            l.offset += i * l.strides[d];
+            l.shape.remove(d);
+            l.strides.remove(d);
+            l
+        };
+        self.indexed_view("SelectBackward0", transform)
+    }
+
+    /// `length` elements from `start` along `dim` (a view).
+    pub fn narrow(&self, dim: i64, start: i64, length: usize) -> Result<Tensor> {
+        self.slice(dim, Some(start), Some(start + length as i64), 1)
+    }
+
+    /// A view made by `transform`ing the layout; its gradient scatters back through the same
+    /// transform applied to a row-major layout of this tensor's shape.
+    fn indexed_view(&self, name: &'static str, transform: impl Fn(&Layout) -> Layout) -> Result<Tensor> {
+        let out = self.make_view(transform(self.layout()));
+        if needs_grad(&[self]) {
+            let logical = transform(&Layout::contiguous(self.shape()));
+            let idx: Arc<Vec<usize>> = Arc::new(logical.offsets());
+            let in_shape: Dims = self.shape().into();
+            record(name, &[self], &[&out], &[], false, move |g, _| Ok(vec![Some(g[0].scatter_add_flat(&in_shape, &idx)?)]))?;
+        }
+        Ok(out)
+    }
+}
+
+/// Resolve one `-1` in a requested shape.
+pub(crate) fn infer_shape(shape: &[i64], numel: usize) -> Result<Vec<usize>> {
+    let mut infer = None;
+    let mut known = 1usize;
+    for (i, &s) in shape.iter().enumerate() {
+        if s == -1 {
+            if infer.is_some() {
+                return Err(Error::runtime("only one dimension can be inferred"));
+            }
+            infer = Some(i);
+        } else if s < 0 {
+            return Err(Error::runtime(format!("invalid shape dimension {s}")));
+        } else {
+            known *= s as usize;
+        }
+    }
+    let mut out: Vec<usize> = shape.iter().map(|&s| s.max(0) as usize).collect();
+    if let Some(i) = infer {
+        if known == 0 || numel % known != 0 {
+            let parts: Vec<String> = shape.iter().map(|s| s.to_string()).collect();
+            return Err(Error::runtime(format!("shape '[{}]' is invalid for input of size {numel}", parts.join(", "))));
+        }
+        out[i] = numel / known;
+    }
+    Ok(out)
+}

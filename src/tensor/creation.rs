@@ -1,0 +1,124 @@
+//! Factory functions: zeros, ones, full, ranges, identity and random tensors.
+
+use parking_lot::Mutex;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::StandardNormal;
+
+use super::{Buffer, DType, Element, Tensor};
+use crate::error::{Error, Result};
+
+static RNG: Mutex<Option<SmallRng>> = Mutex::new(None);
+
+/// Seed the generator behind `rand`, `randn` and dropout, for reproducible runs.
+pub fn manual_seed(seed: u64) {
+    *RNG.lock() = Some(SmallRng::seed_from_u64(seed));
+}
+
+fn with_rng<R>(f: impl FnOnce(&mut SmallRng) -> R) -> R {
+    let mut g = RNG.lock();
+    let rng = g.get_or_insert_with(|| SmallRng::seed_from_u64(0x5eed_f0e2_0a11_d00d));
+    f(rng)
+}
+
+fn filled(shape: &[usize], dtype: DType, v: f64) -> Tensor {
+    let n: usize = shape.iter().product();
+    let buf = match dtype {
+        DType::Float32 => Buffer::F32(super::storage::Data::Own(vec![v as f32; n])),
+        DType::Float64 => Buffer::F64(super::storage::Data::Own(vec![v; n])),
+        DType::Int64 => Buffer::I64(super::storage::Data::Own(vec![v as i64; n])),
+        DType::Bool => Buffer::Bool(super::storage::Data::Own(vec![v != 0.0; n])),
+    };
+    Tensor::from_buffer(buf, shape).expect("length matches shape by construction")
+}
+
+impl Tensor {
+    /// A tensor of zeros.
+    pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {
+        filled(shape, dtype, 0.0)
+    }
+    /// A tensor of ones.
+    pub fn ones(shape: &[usize], dtype: DType) -> Tensor {
+        filled(shape, dtype, 1.0)
+    }
+    /// A tensor filled with `value` (converted to `dtype`).
+    pub fn full(shape: &[usize], value: f64, dtype: DType) -> Tensor {
+        filled(shape, dtype, value)
+    }
+    /// Zeros with this tensor's shape and dtype.
+    pub fn zeros_like(&self) -> Tensor {
+        Tensor::zeros(self.shape(), self.dtype())
+    }
+    /// Ones with this tensor's shape and dtype.
+    pub fn ones_like(&self) -> Tensor {
+        Tensor::ones(self.shape(), self.dtype())
+    }
+
+    /// Values from `start` to `end` (exclusive) in steps of `step`.
+    pub fn arange(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
+        if step == 0.0 {
+            return Err(Error::runtime("step must be nonzero"));
+        }
+        if !(start.is_finite() && end.is_finite()) {
+            return Err(Error::runtime(format!("unsupported range: {start} -> {end}")));
+        }
+        if (step > 0.0 && end < start) || (step < 0.0 && end > start) {
+            return Err(Error::runtime("upper bound and larger bound inconsistent with step sign"));
+        }
+        let n = ((end - start) / step).ceil().max(0.0) as usize;
+        let vals: Vec<f64> = (0..n).map(|i| start + step * i as f64).collect();
+        Tensor::from_vec(vals, &[n])?.to_dtype(dtype)
+    }
+
+    /// `steps` values evenly spaced from `start` to `end` inclusive.
+    pub fn linspace(start: f64, end: f64, steps: usize, dtype: DType) -> Result<Tensor> {
+        let vals: Vec<f64> = match steps {
+            0 => vec![],
+            1 => vec![start],
+            _ => {
+                let step = (end - start) / (steps - 1) as f64;
+                // Fill symmetric halves from both ends, as torch does, so the last value is `end`.
+                let half = steps / 2;
+                (0..steps)
+                    .map(|i| if i < half { start + step * i as f64 } else { end - step * (steps - 1 - i) as f64 })
+                    .collect()
+            }
+        };
+        Tensor::from_vec(vals, &[steps])?.to_dtype(dtype)
+    }
+
+    /// An `n` x `m` matrix with ones on the diagonal.
+    pub fn eye(n: usize, m: usize, dtype: DType) -> Tensor {
+        let mut v = vec![0.0f64; n * m];
+        for i in 0..n.min(m) {
+            v[i * m + i] = 1.0;
+        }
+        Tensor::from_vec(v, &[n, m]).and_then(|t| t.to_dtype(dtype)).expect("valid shape")
+    }
+
+    /// Uniform samples in [0, 1).
+    pub fn rand(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        random(shape, dtype, |r| r.random::<f64>())
+    }
+
+    /// Standard normal samples.
+    pub fn randn(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        random(shape, dtype, |r| r.sample::<f64, _>(StandardNormal))
+    }
+}
+
+fn random(shape: &[usize], dtype: DType, sample: impl Fn(&mut SmallRng) -> f64) -> Result<Tensor> {
+    if !dtype.is_float() {
+        return Err(Error::runtime(format!("\"check_uniform_bounds\" not implemented for '{}'", super::scalar_type_name(dtype))));
+    }
+    let n: usize = shape.iter().product();
+    with_rng(|r| match dtype {
+        DType::Float32 => Tensor::from_vec((0..n).map(|_| sample(r) as f32).collect::<Vec<_>>(), shape),
+        _ => Tensor::from_vec((0..n).map(|_| sample(r)).collect::<Vec<_>>(), shape),
+    })
+}
+
+/// Bernoulli keep-mask with probability `1 - p` of one, for dropout.
+pub(crate) fn bernoulli_mask<T: Element>(n: usize, p: f64) -> Vec<T> {
+    with_rng(|r| (0..n).map(|_| T::from_f64(if r.random::<f64>() >= p { 1.0 } else { 0.0 })).collect())
+}

@@ -1,0 +1,315 @@
+//! Shared element buffers and the strided layout that views them.
+//!
+//! A buffer is shared by every tensor that aliases it (views, `detach`, `from_numpy`), so an
+//! in-place write through one alias is seen by all, as in torch. ndarray's `ArcArray` would copy
+//! on write instead, so storage is a flat buffer behind a lock and kernels work on ndarray views
+//! built over it.
+
+use std::any::Any;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn, ShapeBuilder};
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use smallvec::SmallVec;
+
+use super::dtype::DType;
+use crate::error::{Error, Result};
+
+/// Dimension sizes or strides; four inline before spilling to the heap.
+pub type Dims = SmallVec<[usize; 4]>;
+
+/// Memory owned elsewhere (a NumPy array) and kept alive by `keep`.
+pub struct Foreign<T> {
+    ptr: *mut T,
+    len: usize,
+    _keep: Box<dyn Any + Send + Sync>,
+}
+
+// SAFETY: the pointer is only dereferenced under the storage lock; the owner object keeps the
+// memory alive and is itself Send + Sync.
+unsafe impl<T: Send> Send for Foreign<T> {}
+unsafe impl<T: Sync> Sync for Foreign<T> {}
+
+/// The elements of one dtype: owned, or borrowed from a foreign owner.
+pub enum Data<T> {
+    /// Memory owned by ferrograd.
+    Own(Vec<T>),
+    /// Memory borrowed from a foreign owner (no copy).
+    Foreign(Foreign<T>),
+}
+
+impl<T> Data<T> {
+    /// The elements as a slice.
+    pub fn as_slice(&self) -> &[T] {
+        match self {
+            Data::Own(v) => v,
+            // SAFETY: ptr/len describe memory kept alive by `_keep` (see `Storage::from_foreign`).
+            Data::Foreign(f) => unsafe { std::slice::from_raw_parts(f.ptr, f.len) },
+        }
+    }
+    /// The elements as a mutable slice.
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        match self {
+            Data::Own(v) => v,
+            // SAFETY: as above; `&mut self` means we hold the storage's write lock.
+            Data::Foreign(f) => unsafe { std::slice::from_raw_parts_mut(f.ptr, f.len) },
+        }
+    }
+}
+
+/// A buffer of one of the supported dtypes.
+pub enum Buffer {
+    /// float32 elements
+    F32(Data<f32>),
+    /// float64 elements
+    F64(Data<f64>),
+    /// int64 elements
+    I64(Data<i64>),
+    /// bool elements
+    Bool(Data<bool>),
+}
+
+impl Buffer {
+    /// The dtype of the elements.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Buffer::F32(_) => DType::Float32,
+            Buffer::F64(_) => DType::Float64,
+            Buffer::I64(_) => DType::Int64,
+            Buffer::Bool(_) => DType::Bool,
+        }
+    }
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            Buffer::F32(d) => d.as_slice().len(),
+            Buffer::F64(d) => d.as_slice().len(),
+            Buffer::I64(d) => d.as_slice().len(),
+            Buffer::Bool(d) => d.as_slice().len(),
+        }
+    }
+    /// True when the buffer holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The raw address of the first element (for NumPy interop).
+    pub fn as_ptr(&self) -> *const u8 {
+        match self {
+            Buffer::F32(d) => d.as_slice().as_ptr() as *const u8,
+            Buffer::F64(d) => d.as_slice().as_ptr() as *const u8,
+            Buffer::I64(d) => d.as_slice().as_ptr() as *const u8,
+            Buffer::Bool(d) => d.as_slice().as_ptr() as *const u8,
+        }
+    }
+}
+
+/// A scalar element type stored in tensors.
+pub trait Element: Copy + Send + Sync + Default + PartialEq + PartialOrd + std::fmt::Debug + 'static {
+    /// The matching dtype.
+    const DTYPE: DType;
+    /// The typed data, if the buffer holds this type.
+    fn data(b: &Buffer) -> Option<&Data<Self>>;
+    /// The typed data, mutably.
+    fn data_mut(b: &mut Buffer) -> Option<&mut Data<Self>>;
+    /// Wrap owned elements.
+    fn wrap(v: Vec<Self>) -> Buffer;
+    /// Convert to f64 (bool is 0/1).
+    fn to_f64(self) -> f64;
+    /// Convert from f64 (truncating toward zero for integers, non-zero is true for bool).
+    fn from_f64(v: f64) -> Self;
+    /// Convert to i64.
+    fn to_i64(self) -> i64;
+    /// Convert from i64.
+    fn from_i64(v: i64) -> Self;
+}
+
+macro_rules! element {
+    ($t:ty, $variant:ident, $dtype:expr, $to:expr, $from:expr, $toi:expr, $fromi:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = $dtype;
+            fn data(b: &Buffer) -> Option<&Data<Self>> {
+                match b {
+                    Buffer::$variant(d) => Some(d),
+                    _ => None,
+                }
+            }
+            fn data_mut(b: &mut Buffer) -> Option<&mut Data<Self>> {
+                match b {
+                    Buffer::$variant(d) => Some(d),
+                    _ => None,
+                }
+            }
+            fn wrap(v: Vec<Self>) -> Buffer {
+                Buffer::$variant(Data::Own(v))
+            }
+            fn to_f64(self) -> f64 {
+                ($to)(self)
+            }
+            fn from_f64(v: f64) -> Self {
+                ($from)(v)
+            }
+            fn to_i64(self) -> i64 {
+                ($toi)(self)
+            }
+            fn from_i64(v: i64) -> Self {
+                ($fromi)(v)
+            }
+        }
+    };
+}
+element!(f32, F32, DType::Float32, |x: f32| x as f64, |v: f64| v as f32, |x: f32| x as i64, |v: i64| v as f32);
+element!(f64, F64, DType::Float64, |x: f64| x, |v: f64| v, |x: f64| x as i64, |v: i64| v as f64);
+element!(i64, I64, DType::Int64, |x: i64| x as f64, |v: f64| v as i64, |x: i64| x, |v: i64| v);
+element!(bool, Bool, DType::Bool, |x: bool| x as u8 as f64, |v: f64| v != 0.0, |x: bool| x as i64, |v: i64| v != 0);
+
+/// A buffer shared by aliasing tensors, with the version counter they share.
+pub struct Storage {
+    buf: RwLock<Buffer>,
+    version: AtomicU64,
+}
+
+impl Storage {
+    /// A storage owning `buf`.
+    pub fn new(buf: Buffer) -> Self {
+        Storage { buf: RwLock::new(buf), version: AtomicU64::new(0) }
+    }
+
+    /// A storage over foreign memory.
+    ///
+    /// # Safety
+    /// `ptr` must point to `len` initialised, suitably aligned elements of `T` that stay valid
+    /// (and are not freed) for as long as `keep` is alive.
+    pub unsafe fn from_foreign<T: Element>(ptr: *mut T, len: usize, keep: Box<dyn Any + Send + Sync>) -> Self {
+        let data = Data::Foreign(Foreign { ptr, len, _keep: keep });
+        let buf = match T::DTYPE {
+            DType::Float32 => Buffer::F32(unsafe { std::mem::transmute::<Data<T>, Data<f32>>(data) }),
+            DType::Float64 => Buffer::F64(unsafe { std::mem::transmute::<Data<T>, Data<f64>>(data) }),
+            DType::Int64 => Buffer::I64(unsafe { std::mem::transmute::<Data<T>, Data<i64>>(data) }),
+            DType::Bool => Buffer::Bool(unsafe { std::mem::transmute::<Data<T>, Data<bool>>(data) }),
+        };
+        Storage::new(buf)
+    }
+
+    /// Shared access to the elements. Re-entrant: two aliases may be read at once.
+    pub fn read(&self) -> RwLockReadGuard<'_, Buffer> {
+        self.buf.read_recursive()
+    }
+
+    /// Exclusive access to the elements.
+    pub fn write(&self) -> RwLockWriteGuard<'_, Buffer> {
+        self.buf.write()
+    }
+
+    /// The version counter: bumped by every in-place write to any alias.
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    /// Record one in-place modification.
+    pub fn bump_version(&self) {
+        self.version.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// How a tensor's elements sit in its storage: sizes, strides (in elements) and an offset.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Size of each dimension.
+    pub shape: Dims,
+    /// Step in elements between neighbours along each dimension (0 for expanded dims).
+    pub strides: Dims,
+    /// Index of the first element in the storage.
+    pub offset: usize,
+}
+
+/// Row-major strides for `shape`.
+pub fn contiguous_strides(shape: &[usize]) -> Dims {
+    let mut strides: Dims = smallvec::smallvec![0; shape.len()];
+    let mut acc = 1usize;
+    for i in (0..shape.len()).rev() {
+        strides[i] = acc;
+        acc *= shape[i].max(1);
+    }
+    strides
+}
+
+impl Layout {
+    /// A row-major layout starting at offset 0.
+    pub fn contiguous(shape: &[usize]) -> Self {
+        Layout { shape: shape.into(), strides: contiguous_strides(shape), offset: 0 }
+    }
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+    /// True when elements are in row-major order without gaps (size-1 dims may have any stride).
+    pub fn is_contiguous(&self) -> bool {
+        let mut expected = 1usize;
+        for i in (0..self.shape.len()).rev() {
+            if self.shape[i] != 1 {
+                if self.strides[i] != expected {
+                    return false;
+                }
+                expected *= self.shape[i];
+            }
+        }
+        true
+    }
+    /// Storage offsets of every element in row-major order.
+    pub fn offsets(&self) -> Vec<usize> {
+        let n = self.numel();
+        let mut out = Vec::with_capacity(n);
+        if n == 0 {
+            return out;
+        }
+        let nd = self.shape.len();
+        let mut idx: Dims = smallvec::smallvec![0; nd];
+        let mut off = self.offset;
+        for _ in 0..n {
+            out.push(off);
+            for d in (0..nd).rev() {
+                idx[d] += 1;
+                off += self.strides[d];
+                if idx[d] < self.shape[d] {
+                    break;
+                }
+                off -= self.strides[d] * idx[d];
+                idx[d] = 0;
+            }
+        }
+        out
+    }
+    /// An ndarray view of `data` through this layout.
+    pub fn view<'a, T>(&self, data: &'a [T]) -> Result<ArrayViewD<'a, T>> {
+        let tail = data.get(self.offset..).unwrap_or(&[]);
+        let shape = IxDyn(&self.shape).strides(IxDyn(&self.strides));
+        ArrayViewD::from_shape(shape, tail)
+            .map_err(|e| Error::runtime(format!("internal error: invalid tensor layout {self:?}: {e}")))
+    }
+    /// A mutable ndarray view of `data`; fails when elements overlap (an expanded tensor).
+    pub fn view_mut<'a, T>(&self, data: &'a mut [T]) -> Result<ArrayViewMutD<'a, T>> {
+        let tail = match data.get_mut(self.offset..) {
+            Some(t) => t,
+            None => &mut [],
+        };
+        let shape = IxDyn(&self.shape).strides(IxDyn(&self.strides));
+        ArrayViewMutD::from_shape(shape, tail).map_err(|_| {
+            Error::runtime(
+                "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.",
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_follow_strides() {
+        let l = Layout { shape: smallvec::smallvec![2, 3], strides: smallvec::smallvec![1, 2], offset: 1 };
+        assert_eq!(l.offsets(), vec![1, 3, 5, 2, 4, 6]);
+        assert!(!l.is_contiguous());
+        assert!(Layout::contiguous(&[2, 1, 3]).is_contiguous());
+    }
+}
