@@ -15,7 +15,7 @@ fn mat_view<'a, T: Element>(data: &'a [T], l: &Layout) -> Result<ArrayView2<'a, 
 }
 
 /// Batched product of `a` [.., n, k] and `b` [.., k, m] whose batch dims already agree.
-fn bmm_kernel<T: Element + ndarray::LinalgScalar>(a: &Tensor, b: &Tensor, batch: &[usize], n: usize, k: usize, m: usize) -> Result<Tensor> {
+fn bmm_kernel<T: Element + ndarray::LinalgScalar>(a: &Tensor, b: &Tensor, batch: &[usize], n: usize, _k: usize, m: usize) -> Result<Tensor> {
     let nb: usize = batch.iter().product();
     let mut out = vec![T::default(); nb * n * m];
     let a_l = a.layout();

@@ -355,7 +355,7 @@ impl Tensor {
     /// Where gradients for this tensor enter the graph: its grad_fn slot, or its leaf
     /// accumulator (created on first use). `None` when it does not require grad.
     pub(crate) fn gradient_edge(&self) -> Option<Edge> {
-        let mut m = self.meta();
+        let m = self.meta();
         if let Some(f) = &m.grad_fn {
             return Some(Edge { node: f.clone(), input_nr: m.output_nr });
         }

@@ -4,11 +4,10 @@ Helpers are handed out as fixtures rather than imported, so the suite works unde
 import mode (including ``--import-mode=importlib``, where test modules cannot import conftest).
 """
 
+import ferrograd as fg
 import numpy as np
 import numpy.testing as npt
 import pytest
-
-import ferrograd as fg
 
 
 def _as_float(value):
@@ -65,8 +64,9 @@ def check_grads_fd(f, inputs, rtol=1e-6, atol=1e-7):
             return f(*args)
 
         expected = fd_grad(f_i, inp)
-        npt.assert_allclose(got.detach().numpy(), expected, rtol=rtol, atol=atol,
-                            err_msg=f"gradient of input {i}")
+        npt.assert_allclose(
+            got.detach().numpy(), expected, rtol=rtol, atol=atol, err_msg=f"gradient of input {i}"
+        )
 
 
 @pytest.fixture(name="fd_grad")

@@ -1,16 +1,16 @@
 """fg.autograd.backward and Tensor.backward (reference section 1.2, cases B1-B28)."""
 
+import os
 import re
 import subprocess
 import sys
 import textwrap
 import warnings
 
+import ferrograd as fg
 import numpy as np
 import numpy.testing as npt
 import pytest
-
-import ferrograd as fg
 
 ERR_TWICE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -250,8 +250,9 @@ def test_fewer_grad_tensors_than_tensors_raises():  # B13
 
 def test_extra_grad_tensors_are_ignored():  # B13
     x = ones3()
-    fg.autograd.backward([(x * 2).sum(), (x * 3).sum()],
-                         [fg.tensor(1.0), fg.tensor(1.0), fg.tensor(1.0)])
+    fg.autograd.backward(
+        [(x * 2).sum(), (x * 3).sum()], [fg.tensor(1.0), fg.tensor(1.0), fg.tensor(1.0)]
+    )
     npt.assert_array_equal(npv(x.grad), [5.0, 5.0, 5.0])
 
 
@@ -263,8 +264,9 @@ def test_python_float_as_gradient_raises_type_error():  # B16
 
 def test_non_tensor_in_grad_tensors_raises_type_error():  # B16
     x = ones3()
-    with pytest.raises(TypeError,
-                       match=re.escape("gradients can be either Tensors or None, but got int")):
+    with pytest.raises(
+        TypeError, match=re.escape("gradients can be either Tensors or None, but got int")
+    ):
         fg.autograd.backward((x * 2).sum(), grad_tensors=[3])
 
 
@@ -343,15 +345,17 @@ def test_root_may_be_a_tuple():
 
 def test_backward_with_empty_inputs_raises():  # B19
     x = ones3()
-    with pytest.raises(RuntimeError,
-                       match=re.escape("`inputs` argument to `backward()` cannot be empty.")):
+    with pytest.raises(
+        RuntimeError, match=re.escape("`inputs` argument to `backward()` cannot be empty.")
+    ):
         (x * 2).sum().backward(inputs=[])
 
 
 def test_autograd_backward_with_empty_inputs_raises():  # B19
     x = ones3()
-    with pytest.raises(RuntimeError,
-                       match=re.escape("`inputs` argument to `backward()` cannot be empty.")):
+    with pytest.raises(
+        RuntimeError, match=re.escape("`inputs` argument to `backward()` cannot be empty.")
+    ):
         fg.autograd.backward((x * 2).sum(), inputs=[])
 
 
@@ -394,8 +398,9 @@ def test_backward_inputs_unreachable_leaf_stays_none():  # B22
 
 def test_backward_inputs_not_requiring_grad_raises():  # B23
     x = ones3()
-    with pytest.raises(RuntimeError,
-                       match=re.escape("can't retain_grad on Tensor that has requires_grad=False")):
+    with pytest.raises(
+        RuntimeError, match=re.escape("can't retain_grad on Tensor that has requires_grad=False")
+    ):
         (x * 2).sum().backward(inputs=[fg.ones(3)])
 
 
@@ -455,8 +460,18 @@ def test_backward_create_graph_warns_once_per_process():  # B26
         print(msgs[0] if msgs else "")
         """
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, check=False)
+    # the child must import the same ferrograd as this process, however pytest found it
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(fg.__file__)))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     count, message = proc.stdout.strip().split("\n", 1)
     assert count == "1"

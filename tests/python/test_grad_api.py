@@ -2,11 +2,10 @@
 
 import re
 
+import ferrograd as fg
 import numpy as np
 import numpy.testing as npt
 import pytest
-
-import ferrograd as fg
 
 ERR_TWICE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -95,15 +94,17 @@ def test_grad_materialize_grads_with_allow_unused_true_is_fine():
 
 def test_grad_wrt_tensor_not_requiring_grad_raises():  # G6
     x = ones3()
-    with pytest.raises(RuntimeError,
-                       match=re.escape("One of the differentiated Tensors does not require grad")):
+    with pytest.raises(
+        RuntimeError, match=re.escape("One of the differentiated Tensors does not require grad")
+    ):
         fg.autograd.grad((x * 2).sum(), [x, fg.ones(3)])
 
 
 def test_grad_with_empty_inputs_raises():  # G7
     x = ones3()
-    with pytest.raises(RuntimeError,
-                       match=re.escape("`inputs` argument to `grad()` cannot be empty.")):
+    with pytest.raises(
+        RuntimeError, match=re.escape("`inputs` argument to `grad()` cannot be empty.")
+    ):
         fg.autograd.grad((x * 2).sum(), [])
 
 
@@ -115,8 +116,9 @@ def test_grad_with_non_tensor_input_raises():  # G8
 
 def test_grad_of_non_scalar_without_grad_outputs_raises():  # G10
     x = ones3()
-    with pytest.raises(RuntimeError,
-                       match=re.escape("grad can be implicitly created only for scalar outputs")):
+    with pytest.raises(
+        RuntimeError, match=re.escape("grad can be implicitly created only for scalar outputs")
+    ):
         fg.autograd.grad(x * 2, x)
 
 

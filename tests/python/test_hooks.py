@@ -2,10 +2,9 @@
 
 import re
 
+import ferrograd as fg
 import numpy.testing as npt
 import pytest
-
-import ferrograd as fg
 
 
 def npv(t):
@@ -45,8 +44,10 @@ def test_hook_returning_none_keeps_grad():
 
 
 def test_register_hook_on_tensor_not_requiring_grad_raises():
-    with pytest.raises(RuntimeError, match=re.escape(
-            "cannot register a hook on a tensor that doesn't require gradient")):
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape("cannot register a hook on a tensor that doesn't require gradient"),
+    ):
         fg.ones(3).register_hook(lambda g: g)
 
 
@@ -195,7 +196,8 @@ def test_hook_changing_shape_raises():
     x = ones3()
     y = x * 2
     y.register_hook(lambda g: g[:2])
-    with pytest.raises(RuntimeError, match=re.escape("hook '<lambda>' has changed the size of value")):
+    msg = "hook '<lambda>' has changed the size of value"
+    with pytest.raises(RuntimeError, match=re.escape(msg)):
         y.sum().backward()
 
 
@@ -207,7 +209,8 @@ def test_hook_changing_shape_error_names_the_function():
         return g[:2]
 
     y.register_hook(shrink)
-    with pytest.raises(RuntimeError, match=re.escape("hook 'shrink' has changed the size of value")):
+    msg = "hook 'shrink' has changed the size of value"
+    with pytest.raises(RuntimeError, match=re.escape(msg)):
         y.sum().backward()
 
 
@@ -215,7 +218,8 @@ def test_hook_changing_dtype_raises():
     x = ones3()
     y = x * 2
     y.register_hook(lambda g: g.double())
-    with pytest.raises(RuntimeError, match=re.escape("hook '<lambda>' has changed the type of value")):
+    msg = "hook '<lambda>' has changed the type of value"
+    with pytest.raises(RuntimeError, match=re.escape(msg)):
         y.sum().backward()
 
 
@@ -256,4 +260,3 @@ def test_leaf_hook_survives_inplace_under_no_grad():
         x.add_(1)
     (x * 2).sum().backward()
     assert seen == [[2.0, 2.0, 2.0]]
-

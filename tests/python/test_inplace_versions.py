@@ -2,11 +2,10 @@
 
 import re
 
+import ferrograd as fg
 import numpy as np
 import numpy.testing as npt
 import pytest
-
-import ferrograd as fg
 
 LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF_INPLACE = (
@@ -21,14 +20,17 @@ MODIFIED_PREFIX = (
 
 
 def modified_output_of(op, version, expected=0):
-    return (MODIFIED_PREFIX + re.escape(f", which is output 0 of {op}, is at version {version}; "
-                                        f"expected version {expected} instead."))
+    return MODIFIED_PREFIX + re.escape(
+        f", which is output 0 of {op}, is at version {version}; "
+        f"expected version {expected} instead."
+    )
 
 
 def modified_leaf(version, expected=0):
     # no ", which is output ..." part for a saved leaf / tensor without grad_fn
     return r"modified by an inplace operation: \[[^,]*\] " + re.escape(
-        f"is at version {version}; expected version {expected} instead.")
+        f"is at version {version}; expected version {expected} instead."
+    )
 
 
 def npv(t):

@@ -4,10 +4,9 @@ import re
 import threading
 import warnings
 
+import ferrograd as fg
 import numpy.testing as npt
 import pytest
-
-import ferrograd as fg
 
 NON_LEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
@@ -32,7 +31,7 @@ def run_in_thread(fn):
     def target():
         try:
             result["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+        except BaseException as exc:  # noqa: BLE001 - re-raised by the caller
             result["error"] = exc
 
     th = threading.Thread(target=target, daemon=True)
@@ -92,8 +91,8 @@ def test_int_tensor_factory_with_requires_grad_raises():
 
 def test_int_tensor_requires_grad_underscore_raises():
     t = fg.ones(3, dtype=fg.int64)
-    with pytest.raises(RuntimeError,
-                       match=re.escape("only Tensors of floating point dtype can require gradients")):
+    msg = "only Tensors of floating point dtype can require gradients"
+    with pytest.raises(RuntimeError, match=re.escape(msg)):
         t.requires_grad_()
     assert not t.requires_grad
 
@@ -186,8 +185,9 @@ def test_detach_underscore_turns_non_leaf_into_leaf():
 def test_detach_underscore_on_view_raises():
     x = fg.ones(3, requires_grad=True)
     v = (x * 2)[:2]
-    with pytest.raises(RuntimeError,
-                       match=re.escape("Can't detach views in-place. Use detach() instead.")):
+    with pytest.raises(
+        RuntimeError, match=re.escape("Can't detach views in-place. Use detach() instead.")
+    ):
         v.detach_()
 
 
@@ -235,8 +235,9 @@ def test_retain_grad_on_leaf_is_noop():
 
 
 def test_retain_grad_on_tensor_not_requiring_grad_raises():
-    with pytest.raises(RuntimeError,
-                       match=re.escape("can't retain_grad on Tensor that has requires_grad=False")):
+    with pytest.raises(
+        RuntimeError, match=re.escape("can't retain_grad on Tensor that has requires_grad=False")
+    ):
         fg.ones(3).retain_grad()
 
 
@@ -284,17 +285,21 @@ def test_grad_setter_wrong_size_raises():
 
 def test_grad_setter_wrong_dtype_raises():
     x = fg.ones(3, requires_grad=True)
-    with pytest.raises(RuntimeError,
-                       match=r"attempting to assign a gradient with dtype .* to a tensor with "
-                       r"grad_dtype"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"attempting to assign a gradient with dtype .* to a tensor with "
+        r"grad_dtype",
+    ):
         x.grad = fg.ones(3, dtype=fg.float64)
     assert x.grad is None
 
 
 def test_grad_setter_non_tensor_raises_type_error():
     x = fg.ones(3, requires_grad=True)
-    with pytest.raises(TypeError, match=re.escape(
-            "assigned grad expected to be a Tensor or None but got grad of type int")):
+    with pytest.raises(
+        TypeError,
+        match=re.escape("assigned grad expected to be a Tensor or None but got grad of type int"),
+    ):
         x.grad = 3
 
 
@@ -342,9 +347,8 @@ def test_no_grad_context_manager():
 
 
 def test_no_grad_restores_state_after_exception():
-    with pytest.raises(KeyError):
-        with fg.no_grad():
-            raise KeyError("x")
+    with pytest.raises(KeyError), fg.no_grad():
+        raise KeyError("x")
     assert fg.is_grad_enabled()
 
 
@@ -438,8 +442,12 @@ def test_set_grad_enabled_decorator():
 
 
 def test_set_grad_enabled_rejects_non_bool():
-    with pytest.raises(TypeError, match=re.escape(
-            "set_grad_enabled(): argument 'enabled' (position 1) must be bool, not int")):
+    with pytest.raises(
+        TypeError,
+        match=re.escape(
+            "set_grad_enabled(): argument 'enabled' (position 1) must be bool, not int"
+        ),
+    ):
         fg.set_grad_enabled(1)
     assert fg.is_grad_enabled()
 
@@ -481,19 +489,17 @@ def test_inference_mode_disables_grad_and_recording():
 
 def test_enable_grad_inside_inference_mode_still_does_not_record():
     x = fg.ones(3, requires_grad=True)
-    with fg.inference_mode():
-        with fg.enable_grad():
-            assert fg.is_grad_enabled()
-            y = x * 2
+    with fg.inference_mode(), fg.enable_grad():
+        assert fg.is_grad_enabled()
+        y = x * 2
     assert not y.requires_grad
 
 
 def test_nested_inference_mode_false_re_enables_tracking():
     x = fg.ones(3, requires_grad=True)
-    with fg.inference_mode():
-        with fg.inference_mode(False):
-            assert fg.is_grad_enabled()
-            y = x * 2
+    with fg.inference_mode(), fg.inference_mode(False):
+        assert fg.is_grad_enabled()
+        y = x * 2
     assert y.requires_grad
     y.sum().backward()
     npt.assert_array_equal(npv(x.grad), [2.0, 2.0, 2.0])
@@ -513,8 +519,8 @@ def test_inference_mode_decorator():
 def test_inference_tensor_requires_grad_outside_raises():
     with fg.inference_mode():
         t = fg.ones(2)
-    with pytest.raises(RuntimeError, match=re.escape(
-            "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")):
+    msg = "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed."
+    with pytest.raises(RuntimeError, match=re.escape(msg)):
         t.requires_grad_()
 
 
@@ -522,8 +528,9 @@ def test_inference_tensor_cannot_be_saved_for_backward():
     x = fg.ones(2, requires_grad=True)
     with fg.inference_mode():
         t = fg.ones(2)
-    with pytest.raises(RuntimeError,
-                       match=re.escape("Inference tensors cannot be saved for backward.")):
+    with pytest.raises(
+        RuntimeError, match=re.escape("Inference tensors cannot be saved for backward.")
+    ):
         x * t
     y = x + t  # add saves nothing, so this is allowed
     y.sum().backward()

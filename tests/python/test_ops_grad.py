@@ -2,11 +2,10 @@
 
 import operator
 
+import ferrograd as fg
 import numpy as np
 import numpy.testing as npt
 import pytest
-
-import ferrograd as fg
 
 
 def npv(t):
@@ -72,8 +71,9 @@ def test_unary_forward_matches_numpy_float64(name, np_fn, d_fn, domain, rng):
 
 @pytest.mark.parametrize("form", ["method", "function"])
 @pytest.mark.parametrize(("name", "np_fn", "d_fn", "domain"), UNARY, ids=UNARY_IDS)
-def test_unary_grad_matches_finite_differences(name, np_fn, d_fn, domain, form, rng,
-                                               check_grads_fd):
+def test_unary_grad_matches_finite_differences(
+    name, np_fn, d_fn, domain, form, rng, check_grads_fd
+):
     x = leaf(_domain(rng, domain, (2, 3)))
     w = fg.tensor(rng.standard_normal((2, 3)))
     check_grads_fd(lambda t: (_apply_unary(name, form, t) * w).sum(), [x])
@@ -117,8 +117,9 @@ def test_binary_tensor_tensor_forward_matches_numpy(name, op, np_op, dom_a, dom_
 
 
 @pytest.mark.parametrize(("name", "op", "np_op", "dom_a", "dom_b"), BINARY, ids=BINARY_IDS)
-def test_binary_tensor_tensor_grads_match_finite_differences(name, op, np_op, dom_a, dom_b, rng,
-                                                             check_grads_fd):
+def test_binary_tensor_tensor_grads_match_finite_differences(
+    name, op, np_op, dom_a, dom_b, rng, check_grads_fd
+):
     a = leaf(_domain(rng, dom_a, (2, 3)))
     b = leaf(_domain(rng, dom_b, (2, 3)))
     w = fg.tensor(rng.standard_normal((2, 3)))
@@ -153,13 +154,15 @@ def test_scalar_and_reflected_forward_matches_numpy(label, expr, np_expr, domain
     npt.assert_allclose(out.numpy(), np_expr(a), rtol=1e-12)
     out32 = expr(fg.tensor(a.astype(np.float32)))
     assert out32.dtype == fg.float32
-    npt.assert_allclose(out32.numpy(), np_expr(a.astype(np.float32).astype(np.float64)),
-                        rtol=1e-5, atol=1e-6)
+    npt.assert_allclose(
+        out32.numpy(), np_expr(a.astype(np.float32).astype(np.float64)), rtol=1e-5, atol=1e-6
+    )
 
 
 @pytest.mark.parametrize(("label", "expr", "np_expr", "domain"), SCALAR_CASES, ids=SCALAR_IDS)
-def test_scalar_and_reflected_grads_match_finite_differences(label, expr, np_expr, domain, rng,
-                                                             check_grads_fd):
+def test_scalar_and_reflected_grads_match_finite_differences(
+    label, expr, np_expr, domain, rng, check_grads_fd
+):
     x = leaf(_domain(rng, domain, (5,)))
     w = fg.tensor(rng.standard_normal(5))
     check_grads_fd(lambda t: (expr(t) * w).sum(), [x])
@@ -245,8 +248,9 @@ def test_outer_broadcast_column_minus_row():
 
 
 @pytest.mark.parametrize(("name", "op", "np_op", "dom_a", "dom_b"), BINARY, ids=BINARY_IDS)
-def test_broadcast_binary_grads_match_finite_differences(name, op, np_op, dom_a, dom_b, rng,
-                                                         check_grads_fd):
+def test_broadcast_binary_grads_match_finite_differences(
+    name, op, np_op, dom_a, dom_b, rng, check_grads_fd
+):
     a = leaf(_domain(rng, dom_a, (2, 1, 3)))
     b = leaf(_domain(rng, dom_b, (4, 1)))
     out = op(a, b)
@@ -265,8 +269,9 @@ REDUCE_CASES = [(None, False)] + [
 ]
 
 
-@pytest.mark.parametrize(("dim", "keepdim"), REDUCE_CASES,
-                         ids=[f"dim={d}-keepdim={k}" for d, k in REDUCE_CASES])
+@pytest.mark.parametrize(
+    ("dim", "keepdim"), REDUCE_CASES, ids=[f"dim={d}-keepdim={k}" for d, k in REDUCE_CASES]
+)
 @pytest.mark.parametrize("name", ["sum", "mean"])
 def test_reduction_forward_and_grad(name, dim, keepdim, rng, check_grads_fd):
     a = rng.standard_normal((2, 3, 4))
@@ -498,18 +503,29 @@ SECOND_ORDER = [
     ("sin", lambda t: t.sin(), np.cos, lambda a: -np.sin(a), "any"),
     ("cos", lambda t: t.cos(), lambda a: -np.sin(a), lambda a: -np.cos(a), "any"),
     ("exp", lambda t: t.exp(), np.exp, np.exp, "any"),
-    ("tanh", lambda t: t.tanh(), lambda a: 1 - np.tanh(a) ** 2,
-     lambda a: -2 * np.tanh(a) * (1 - np.tanh(a) ** 2), "any"),
-    ("sigmoid", lambda t: t.sigmoid(), lambda a: _sigmoid(a) * (1 - _sigmoid(a)),
-     lambda a: _sigmoid(a) * (1 - _sigmoid(a)) * (1 - 2 * _sigmoid(a)), "any"),
+    (
+        "tanh",
+        lambda t: t.tanh(),
+        lambda a: 1 - np.tanh(a) ** 2,
+        lambda a: -2 * np.tanh(a) * (1 - np.tanh(a) ** 2),
+        "any",
+    ),
+    (
+        "sigmoid",
+        lambda t: t.sigmoid(),
+        lambda a: _sigmoid(a) * (1 - _sigmoid(a)),
+        lambda a: _sigmoid(a) * (1 - _sigmoid(a)) * (1 - 2 * _sigmoid(a)),
+        "any",
+    ),
     ("log", lambda t: t.log(), lambda a: 1 / a, lambda a: -1 / a**2, "positive"),
     ("reciprocal", lambda t: 1.0 / t, lambda a: -1 / a**2, lambda a: 2 / a**3, "nonzero"),
     ("x*x", lambda t: t * t, lambda a: 2 * a, lambda a: 2 * np.ones_like(a), "any"),
 ]
 
 
-@pytest.mark.parametrize(("label", "f", "d1", "d2", "domain"), SECOND_ORDER,
-                         ids=[s[0] for s in SECOND_ORDER])
+@pytest.mark.parametrize(
+    ("label", "f", "d1", "d2", "domain"), SECOND_ORDER, ids=[s[0] for s in SECOND_ORDER]
+)
 def test_second_derivative_via_create_graph(label, f, d1, d2, domain, rng):
     a = _domain(rng, domain, (4,))
     x = leaf(a)
@@ -602,8 +618,9 @@ INPLACE_FORWARD = [
 ]
 
 
-@pytest.mark.parametrize(("label", "op", "expected"), INPLACE_FORWARD,
-                         ids=[c[0] for c in INPLACE_FORWARD])
+@pytest.mark.parametrize(
+    ("label", "op", "expected"), INPLACE_FORWARD, ids=[c[0] for c in INPLACE_FORWARD]
+)
 def test_inplace_op_returns_self_and_updates_values(label, op, expected):
     t = fg.tensor([1.0, 2.0])
     out = op(t)
@@ -619,8 +636,9 @@ INPLACE_OPERATORS = [
 ]
 
 
-@pytest.mark.parametrize(("label", "op", "expected"), INPLACE_OPERATORS,
-                         ids=[c[0] for c in INPLACE_OPERATORS])
+@pytest.mark.parametrize(
+    ("label", "op", "expected"), INPLACE_OPERATORS, ids=[c[0] for c in INPLACE_OPERATORS]
+)
 def test_augmented_assignment_operators_modify_in_place(label, op, expected):
     t = fg.tensor([1.0, 2.0])
     alias = t

@@ -2,11 +2,10 @@
 
 import re
 
+import ferrograd as fg
 import numpy as np
 import numpy.testing as npt
 import pytest
-
-import ferrograd as fg
 
 NUMPY_REQUIRES_GRAD_MSG = (
     "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
@@ -480,8 +479,17 @@ def test_from_numpy_tensor_write_is_visible_in_numpy():
         (lambda: fg.tensor([[1.0, 2.0], [3.0, 4.0]]), "tensor([[1., 2.],\n        [3., 4.]])"),
         (lambda: fg.tensor([1.0, 2.0], requires_grad=True), "tensor([1., 2.], requires_grad=True)"),
     ],
-    ids=["float", "float-decimals", "float-small", "int", "scalar-float", "scalar-int", "bool",
-         "2d", "requires-grad"],
+    ids=[
+        "float",
+        "float-decimals",
+        "float-small",
+        "int",
+        "scalar-float",
+        "scalar-int",
+        "bool",
+        "2d",
+        "requires-grad",
+    ],
 )
 def test_repr_matches_torch_format(make, expected):
     assert repr(make()) == expected

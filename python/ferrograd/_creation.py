@@ -1,0 +1,207 @@
+"""Factory functions with torch's signatures."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _C
+from ._dtypes import check_dtype, float32, from_numpy_dtype, int64, to_numpy_dtype
+
+Tensor = _C.Tensor
+_bool = builtins.bool
+_float = builtins.float
+
+
+def _size(size: tuple) -> list:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    for s in size:
+        if isinstance(s, _bool) or not isinstance(s, (int, np.integer)) and not hasattr(
+            s, "__index__"
+        ):
+            raise TypeError(f"size must be a sequence of ints, but got {type(s).__name__}")
+    return [int(s) for s in size]
+
+
+def _finish(t: Tensor, requires_grad: _bool) -> Tensor:
+    if requires_grad:
+        if not t.dtype.is_floating_point:
+            raise RuntimeError(
+                "Only Tensors of floating point and complex dtype can require gradients"
+            )
+        t.requires_grad = True
+    return t
+
+
+def _infer_dtype(arr: np.ndarray) -> Any:
+    if arr.dtype.kind == "f":
+        return float32
+    if arr.dtype.kind in "iu":
+        return int64
+    if arr.dtype.kind == "b":
+        return _C.bool
+    raise TypeError(f"Could not infer dtype of {arr.dtype}")
+
+
+def tensor(
+    data: Any, dtype: Optional[_C.dtype] = None, requires_grad: _bool = False, device: Any = None
+) -> Tensor:
+    """A new tensor holding a copy of ``data`` (nested lists, numbers, NumPy arrays, tensors)."""
+    if isinstance(data, Tensor):
+        t = data.detach().clone()
+        if dtype is not None:
+            t = t.to(dtype)
+        return _finish(t, requires_grad)
+    if isinstance(data, np.ndarray):
+        arr = data
+        target = check_dtype(dtype) if dtype is not None else from_numpy_dtype(arr.dtype)
+    else:
+        try:
+            arr = np.asarray(data)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"could not build a tensor from {type(data).__name__}: {e}") from None
+        if arr.dtype == object:
+            raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+        target = check_dtype(dtype) if dtype is not None else _infer_dtype(arr)
+    arr = np.ascontiguousarray(arr, dtype=to_numpy_dtype(target))
+    return _finish(_C._from_numpy(arr, False), requires_grad)
+
+
+def as_tensor(data: Any, dtype: Optional[_C.dtype] = None) -> Tensor:
+    """``data`` as a tensor, sharing memory with a NumPy array or tensor when possible."""
+    if isinstance(data, Tensor):
+        return data if dtype is None else data.to(dtype)
+    if isinstance(data, np.ndarray) and dtype is None:
+        try:
+            return from_numpy(data)
+        except (TypeError, ValueError):
+            pass
+    return tensor(data, dtype=dtype)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor sharing memory with ``array``: writes through either are seen by both."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    return _C._from_numpy(array, True)
+
+
+def _factory(value: Union[_float, None], size: tuple, dtype: Any, requires_grad: _bool) -> Tensor:
+    dt = float32 if dtype is None else check_dtype(dtype)
+    return _finish(_C._full(_size(size), 0.0 if value is None else value, dt), requires_grad)
+
+
+def zeros(*size: Any, dtype: Any = None, requires_grad: _bool = False, device: Any = None) -> Tensor:
+    """A tensor of zeros."""
+    return _factory(0.0, size, dtype, requires_grad)
+
+
+def ones(*size: Any, dtype: Any = None, requires_grad: _bool = False, device: Any = None) -> Tensor:
+    """A tensor of ones."""
+    return _factory(1.0, size, dtype, requires_grad)
+
+
+def empty(*size: Any, dtype: Any = None, requires_grad: _bool = False, device: Any = None) -> Tensor:
+    """An uninitialised tensor (ferrograd zero-fills it)."""
+    return _factory(None, size, dtype, requires_grad)
+
+
+def full(
+    size: Sequence[int],
+    fill_value: Union[_float, int, _bool],
+    dtype: Any = None,
+    requires_grad: _bool = False,
+    device: Any = None,
+) -> Tensor:
+    """A tensor filled with ``fill_value`` (dtype inferred from it like torch)."""
+    if dtype is None:
+        if isinstance(fill_value, _bool):
+            dtype = _C.bool
+        elif isinstance(fill_value, int):
+            dtype = int64
+        else:
+            dtype = float32
+    return _finish(_C._full(_size(tuple(size)), _float(fill_value), check_dtype(dtype)), requires_grad)
+
+
+def zeros_like(t: Tensor, dtype: Any = None, requires_grad: _bool = False) -> Tensor:
+    """Zeros with ``t``'s shape and dtype."""
+    return zeros(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def ones_like(t: Tensor, dtype: Any = None, requires_grad: _bool = False) -> Tensor:
+    """Ones with ``t``'s shape and dtype."""
+    return ones(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def full_like(t: Tensor, fill_value: _float, dtype: Any = None, requires_grad: _bool = False) -> Tensor:
+    """``fill_value`` with ``t``'s shape and dtype."""
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def empty_like(t: Tensor, dtype: Any = None, requires_grad: _bool = False) -> Tensor:
+    """Like ``zeros_like``."""
+    return zeros_like(t, dtype=dtype, requires_grad=requires_grad)
+
+
+def rand(*size: Any, dtype: Any = None, requires_grad: _bool = False, device: Any = None) -> Tensor:
+    """Uniform samples in [0, 1) (seeded by ``manual_seed``)."""
+    dt = float32 if dtype is None else check_dtype(dtype)
+    return _finish(_C._rand(_size(size), dt), requires_grad)
+
+
+def randn(*size: Any, dtype: Any = None, requires_grad: _bool = False, device: Any = None) -> Tensor:
+    """Standard normal samples (seeded by ``manual_seed``)."""
+    dt = float32 if dtype is None else check_dtype(dtype)
+    return _finish(_C._randn(_size(size), dt), requires_grad)
+
+
+def rand_like(t: Tensor, dtype: Any = None, requires_grad: _bool = False) -> Tensor:
+    """Uniform samples with ``t``'s shape and dtype."""
+    return rand(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def randn_like(t: Tensor, dtype: Any = None, requires_grad: _bool = False) -> Tensor:
+    """Normal samples with ``t``'s shape and dtype."""
+    return randn(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def arange(
+    start: Union[int, _float],
+    end: Union[int, _float, None] = None,
+    step: Union[int, _float] = 1,
+    dtype: Any = None,
+    requires_grad: _bool = False,
+    device: Any = None,
+) -> Tensor:
+    """``start, start+step, ...`` up to ``end`` (exclusive); int64 when all arguments are ints."""
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        all_int = all(isinstance(v, int) and not isinstance(v, _bool) for v in (start, end, step))
+        dtype = int64 if all_int else float32
+    t = _C._arange(_float(start), _float(end), _float(step), check_dtype(dtype))
+    return _finish(t, requires_grad)
+
+
+def linspace(
+    start: _float, end: _float, steps: int, dtype: Any = None, requires_grad: _bool = False
+) -> Tensor:
+    """``steps`` values evenly spaced from ``start`` to ``end``."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dt = float32 if dtype is None else check_dtype(dtype)
+    return _finish(_C._linspace(_float(start), _float(end), int(steps), dt), requires_grad)
+
+
+def eye(
+    n: int, m: Optional[int] = None, dtype: Any = None, requires_grad: _bool = False
+) -> Tensor:
+    """An ``n`` x ``m`` identity matrix."""
+    if n < 0 or (m is not None and m < 0):
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+    dt = float32 if dtype is None else check_dtype(dtype)
+    return _finish(_C._eye(n, n if m is None else m, dt), requires_grad)

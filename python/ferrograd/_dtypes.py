@@ -1,0 +1,52 @@
+"""dtype objects and conversion between ferrograd and NumPy dtypes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _C
+
+float32 = _C.float32
+float64 = _C.float64
+int64 = _C.int64
+bool = _C.bool  # noqa: A001 - torch's name
+float = float32  # noqa: A001
+double = float64
+long = int64
+
+_TO_NUMPY = {float32: np.float32, float64: np.float64, int64: np.int64, bool: np.bool_}
+
+# NumPy dtypes we store as one of ours (torch would keep them; we convert, as documented).
+_FROM_NUMPY = {
+    np.dtype(np.float32): float32,
+    np.dtype(np.float64): float64,
+    np.dtype(np.float16): float32,
+    np.dtype(np.int64): int64,
+    np.dtype(np.int32): int64,
+    np.dtype(np.int16): int64,
+    np.dtype(np.int8): int64,
+    np.dtype(np.uint8): int64,
+    np.dtype(np.uint16): int64,
+    np.dtype(np.uint32): int64,
+    np.dtype(np.bool_): bool,
+}
+
+
+def to_numpy_dtype(dtype: _C.dtype) -> type:
+    return _TO_NUMPY[dtype]
+
+
+def from_numpy_dtype(dt: np.dtype) -> _C.dtype:
+    try:
+        return _FROM_NUMPY[np.dtype(dt)]
+    except KeyError:
+        raise TypeError(
+            f"can't convert np.ndarray of type numpy.{np.dtype(dt).name}. The only supported types "
+            "are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
+        ) from None
+
+
+def check_dtype(dtype: object) -> _C.dtype:
+    if not isinstance(dtype, _C.dtype):
+        raise TypeError(f"dtype must be a ferrograd.dtype, not {type(dtype).__name__}")
+    return dtype

@@ -1,0 +1,294 @@
+"""Tensor methods written in Python: formatting, indexing, conversions and argument handling
+that torch does in Python too. Installed on the Rust ``Tensor`` class at import."""
+
+from __future__ import annotations
+
+import builtins
+import warnings
+from typing import Any, Iterator, List, Optional
+
+import numpy as np
+
+from . import _C
+from ._dtypes import check_dtype, to_numpy_dtype
+
+Tensor = _C.Tensor
+
+_NONLEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+    "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If "
+    "you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. "
+    "See github.com/pytorch/pytorch/pull/30531 for more information."
+)
+
+
+# ----- .grad ------------------------------------------------------------------------------------
+
+
+def _get_grad(self: Tensor) -> Optional[Tensor]:
+    if not self.is_leaf and not self.retains_grad and self.requires_grad:
+        warnings.warn(_NONLEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+    return self._get_grad()
+
+
+def _set_grad(self: Tensor, value: Optional[Tensor]) -> None:
+    self._set_grad(value)
+
+
+def _del_grad(self: Tensor) -> None:
+    self._set_grad(None)
+
+
+# ----- formatting -------------------------------------------------------------------------------
+
+
+def _format_floats(values: np.ndarray) -> List[str]:
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return [_special(v) for v in values]
+    absf = np.abs(finite)
+    nonzero = absf[absf > 0]
+    integral = bool(np.all(finite == np.round(finite)))
+    big, small = float(absf.max()), float(nonzero.min()) if nonzero.size else 1.0
+    sci = big >= 1e8 or (nonzero.size and (small < 1e-4 or big / small > 1000.0))
+    out = []
+    for v in values:
+        if not np.isfinite(v):
+            out.append(_special(v))
+        elif integral and not (big >= 1e8):
+            out.append(f"{v:.0f}.")
+        elif sci:
+            out.append(f"{v:.4e}")
+        else:
+            out.append(f"{v:.4f}")
+    return out
+
+
+def _special(v: float) -> str:
+    if np.isnan(v):
+        return "nan"
+    return "inf" if v > 0 else "-inf"
+
+
+def _format_data(arr: np.ndarray, indent: int) -> str:
+    flat = arr.reshape(-1)
+    summarize = arr.size > 1000
+    if arr.dtype == np.bool_:
+        strs = ["True" if v else "False" for v in flat]
+    elif arr.dtype.kind == "f":
+        strs = _format_floats(flat.astype(np.float64))
+    else:
+        strs = [str(int(v)) for v in flat]
+    width = max((len(s) for s in strs), default=0)
+    cells = np.array([s.rjust(width) for s in strs], dtype=object).reshape(arr.shape)
+
+    def rec(a: Any, depth: int) -> str:
+        if a.ndim == 0:
+            return str(a.item())
+        if a.ndim == 1:
+            items = list(a)
+            if summarize and len(items) > 6:
+                items = items[:3] + ["..."] + items[-3:]
+            return "[" + ", ".join(items) + "]"
+        rows = [rec(a[i], depth + 1) for i in range(a.shape[0])]
+        if summarize and len(rows) > 6:
+            rows = rows[:3] + ["..."] + rows[-3:]
+        sep = "," + "\n" * (a.ndim - 1) + " " * (indent + depth + 1)
+        return "[" + sep.join(rows) + "]"
+
+    return rec(cells, 0)
+
+
+def _repr(self: Tensor) -> str:
+    arr = self.detach().numpy()
+    prefix = "tensor("
+    body = _format_data(arr, len(prefix)) if arr.size or arr.ndim == 0 else "[]"
+    suffixes = []
+    if arr.size == 0 and arr.ndim != 1:
+        suffixes.append(f"size={tuple(arr.shape)}")
+    if self.dtype not in (_C.float32, _C.int64, _C.bool) or (arr.size == 0 and self.dtype != _C.float32):
+        suffixes.append(f"dtype={self.dtype!r}")
+    fn = self.grad_fn
+    if fn is not None:
+        suffixes.append(f"grad_fn=<{fn.name()}>")
+    elif self.requires_grad:
+        suffixes.append("requires_grad=True")
+    return prefix + body + "".join(", " + s for s in suffixes) + ")"
+
+
+# ----- conversions ------------------------------------------------------------------------------
+
+
+def _to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    dtype = kwargs.pop("dtype", None)
+    kwargs.pop("device", None)
+    kwargs.pop("non_blocking", None)
+    copy = kwargs.pop("copy", False)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, _C.dtype):
+            dtype = a
+        elif isinstance(a, Tensor):
+            dtype = a.dtype
+        elif isinstance(a, str) and a.startswith("cpu"):
+            continue
+        else:
+            raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+    if dtype is None or dtype == self.dtype:
+        return self.clone() if copy else self
+    return self._to_dtype(check_dtype(dtype))
+
+
+def _tolist(self: Tensor) -> Any:
+    return self.detach().numpy().tolist()
+
+
+def _array(self: Tensor, dtype: Any = None, copy: Optional[bool] = None) -> np.ndarray:
+    arr = self.numpy()
+    if dtype is not None:
+        arr = arr.astype(dtype, copy=False)
+    if copy:
+        arr = arr.copy()
+    return arr
+
+
+def _type_as(self: Tensor, other: Tensor) -> Tensor:
+    return self.to(other.dtype)
+
+
+# ----- indexing ---------------------------------------------------------------------------------
+
+_INDEX_ERROR = (
+    "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
+    "indices (got {})"
+)
+
+
+def _is_int(i: Any) -> bool:
+    if isinstance(i, builtins.bool):
+        return False
+    if isinstance(i, (int, np.integer)):
+        return True
+    return isinstance(i, Tensor) and i.dtype == _C.int64 and i.dim() == 0
+
+
+def _getitem(self: Tensor, index: Any) -> Tensor:
+    items = index if isinstance(index, tuple) else (index,)
+    consumed = sum(1 for i in items if _is_int(i) or isinstance(i, slice))
+    n_ellipsis = sum(1 for i in items if i is Ellipsis)
+    if n_ellipsis > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if consumed > self.dim():
+        raise IndexError(f"too many indices for tensor of dimension {self.dim()}")
+    result = self
+    dim = 0
+    touched = False
+    for item in items:
+        if item is None:
+            result = result.unsqueeze(dim)
+            dim += 1
+        elif item is Ellipsis:
+            dim += self.dim() - consumed
+        elif isinstance(item, slice):
+            step = 1 if item.step is None else int(item.step)
+            start = None if item.start is None else int(item.start)
+            stop = None if item.stop is None else int(item.stop)
+            result = result._slice(dim, start, stop, step)
+            dim += 1
+        elif _is_int(item):
+            result = result.select(dim, int(item))
+        else:
+            raise IndexError(_INDEX_ERROR.format(type(item).__name__))
+        touched = True
+    if not touched or result is self:
+        result = self.view(*self.shape) if self.is_contiguous() else self._slice(0, None, None, 1)
+    return result
+
+
+def _setitem(self: Tensor, index: Any, value: Any) -> None:
+    target = _getitem(self, index)
+    if isinstance(value, Tensor):
+        target.copy_(value)
+    elif isinstance(value, (int, float, builtins.bool, np.number)):
+        target.fill_(float(value))
+    else:
+        target.copy_(np.asarray(value))
+
+
+def _iter(self: Tensor) -> Iterator[Tensor]:
+    if self.dim() == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    for i in range(self.shape[0]):
+        yield self.select(0, i)
+
+
+# ----- autograd ---------------------------------------------------------------------------------
+
+
+def _backward(
+    self: Tensor,
+    gradient: Optional[Tensor] = None,
+    retain_graph: Optional[bool] = None,
+    create_graph: bool = False,
+    inputs: Any = None,
+) -> None:
+    from . import autograd
+
+    autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+def _data(self: Tensor) -> Tensor:
+    return self.detach()
+
+
+def _install() -> None:
+    T = Tensor
+    T.grad = property(_get_grad, _set_grad, _del_grad, doc="The accumulated gradient.")
+    T.__repr__ = _repr
+    T.__str__ = _repr
+    T.to = _to
+    T.float = lambda self: self.to(_C.float32)
+    T.double = lambda self: self.to(_C.float64)
+    T.long = lambda self: self.to(_C.int64)
+    T.int = lambda self: self.to(_C.int64)
+    T.bool = lambda self: self.to(_C.bool)
+    T.type_as = _type_as
+    T.tolist = _tolist
+    T.__array__ = _array
+    T.__array_priority__ = 1000
+    T.__getitem__ = _getitem
+    T.__setitem__ = _setitem
+    T.__iter__ = _iter
+    T.backward = _backward
+    T.data = property(_data, doc="A detached alias of this tensor.")
+    T.T = property(lambda self: self.permute(*reversed(range(self.dim()))))
+    T.mT = property(lambda self: self.transpose(-2, -1))
+    T.ndimension = lambda self: self.dim()
+    T.nelement = lambda self: self.numel()
+    T.is_cuda = False
+    T.new_tensor = lambda self, data, dtype=None: _new_tensor(self, data, dtype)
+    T.new_zeros = lambda self, *size, dtype=None: _new_full(self, size, 0.0, dtype)
+    T.new_ones = lambda self, *size, dtype=None: _new_full(self, size, 1.0, dtype)
+    T.where = lambda self, condition, other: self._where(condition, other)
+    T.square = lambda self: self * self
+    T.__abs__ = lambda self: self.abs()
+    T.__pos__ = lambda self: self
+
+
+def _new_tensor(self: Tensor, data: Any, dtype: Any) -> Tensor:
+    from ._creation import tensor
+
+    return tensor(data, dtype=dtype or self.dtype)
+
+
+def _new_full(self: Tensor, size: tuple, value: float, dtype: Any) -> Tensor:
+    from ._creation import full
+
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    return full(size, value, dtype=dtype or self.dtype)
+
+
+_ = to_numpy_dtype

@@ -1,0 +1,208 @@
+"""Custom differentiable functions: ``autograd.Function`` with torch's API (and OneFlow's
+``Exp()(x)`` call style)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, List, Optional, Tuple
+
+from .. import _C
+from .grad_mode import no_grad
+
+__all__ = ["Function", "FunctionCtx", "once_differentiable"]
+
+Tensor = _C.Tensor
+
+
+class FunctionCtx:
+    """The ``ctx`` passed to ``forward`` and ``backward``."""
+
+    def __init__(self) -> None:
+        self.to_save: Tuple[Optional[Tensor], ...] = ()
+        self.dirty_tensors: Tuple[Tensor, ...] = ()
+        self.non_differentiable: Tuple[Tensor, ...] = ()
+        self.materialize_grads = True
+        self.needs_input_grad: Tuple[bool, ...] = ()
+        self._saved: Any = None
+
+    def save_for_backward(self, *tensors: Optional[Tensor]) -> None:
+        """Save tensors (or None) for backward; read them back with ``saved_tensors``."""
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(
+                    "save_for_backward can only save variables, but argument "
+                    f"{i} is of type {type(t).__name__}"
+                )
+        self.to_save = tensors
+
+    @property
+    def saved_tensors(self) -> Tuple[Optional[Tensor], ...]:
+        """The saved tensors, checked against in-place changes; an error once freed."""
+        if self._saved is None:
+            return tuple(self.to_save)
+        return self._saved.unpack()
+
+    saved_variables = saved_tensors
+
+    def mark_dirty(self, *tensors: Tensor) -> None:
+        """Declare inputs that forward modified in place (they must be returned)."""
+        self.dirty_tensors = tensors
+
+    def mark_non_differentiable(self, *tensors: Tensor) -> None:
+        """Declare outputs that are not differentiable."""
+        self.non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """With False, backward receives None (not zeros) for outputs that got no gradient."""
+        self.materialize_grads = value
+
+
+def _overrides(cls: type, name: str) -> bool:
+    return getattr(cls, name) is not getattr(Function, name)
+
+
+class Function:
+    """Base class of custom differentiable functions.
+
+    Subclass it with static ``forward(ctx, *args)`` and ``backward(ctx, *grad_outputs)`` and call
+    ``MyFunction.apply(*args)`` (or, as in OneFlow, ``MyFunction()(*args)``). ``forward`` runs
+    without recording; ``backward`` runs with grad mode equal to ``create_graph``, so a backward
+    written with differentiable ops supports double backward.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return type(self).apply(*args, **kwargs)
+
+    @staticmethod
+    def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(
+            "You must implement the forward function for custom autograd.Function."
+        )
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: Tuple[Any, ...], output: Any) -> None:
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
+    def backward(ctx: Any, *grad_outputs: Any) -> Any:
+        raise NotImplementedError(
+            "You must implement either the backward or vjp method for your custom "
+            "autograd.Function to use it with backward mode AD."
+        )
+
+    vjp = backward
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        ctx = FunctionCtx()
+        recording = _C.is_grad_enabled() and not _C.is_inference_mode_enabled()
+        ctx.needs_input_grad = tuple(
+            isinstance(a, Tensor) and a.requires_grad and recording for a in args
+        )
+        with no_grad():
+            if _overrides(cls, "setup_context"):
+                output = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, output)
+            else:
+                output = cls.forward(ctx, *args, **kwargs)
+        is_tuple = isinstance(output, tuple)
+        outs = output if is_tuple else (output,)
+        tensor_pos = [i for i, o in enumerate(outs) if isinstance(o, Tensor)]
+        tensor_outs = [outs[i] for i in tensor_pos]
+        name = f"{cls.__name__}Backward"
+        n_args = len(args)
+        n_outs = len(outs)
+        use_vjp = _overrides(cls, "vjp") and not _overrides(cls, "backward")
+        user_backward = cls.vjp if use_vjp else cls.backward
+
+        def backward_trampoline(*grads: Optional[Tensor]) -> List[Optional[Tensor]]:
+            full: List[Optional[Tensor]] = [None] * n_outs
+            for k, pos in enumerate(tensor_pos):
+                full[pos] = grads[k]
+            result = user_backward(ctx, *full)
+            return _check_gradients(name, result, args, n_args)
+
+        arg_tensors = [a if isinstance(a, Tensor) else None for a in args]
+        new_outs, saved = _C._record_function(
+            name,
+            arg_tensors,
+            tensor_outs,
+            list(ctx.non_differentiable),
+            list(ctx.dirty_tensors),
+            list(ctx.to_save),
+            bool(ctx.materialize_grads),
+            backward_trampoline,
+        )
+        ctx._saved = saved
+        result = list(outs)
+        for k, pos in enumerate(tensor_pos):
+            orig = outs[pos]
+            # A dirty input comes back as the very same object, its history rebased.
+            if any(orig is d for d in ctx.dirty_tensors):
+                result[pos] = orig
+            else:
+                result[pos] = new_outs[k]
+        return tuple(result) if is_tuple else result[0]
+
+
+def _check_gradients(name: str, result: Any, args: Tuple[Any, ...], n_args: int) -> list:
+    if not isinstance(result, tuple):
+        result = (result,)
+    if len(result) > n_args and all(r is None for r in result[n_args:]):
+        result = result[:n_args]
+    if len(result) != n_args:
+        raise RuntimeError(
+            f"function {name} returned an incorrect number of gradients "
+            f"(expected {n_args}, got {len(result)})"
+        )
+    for i, (g, a) in enumerate(zip(result, args)):
+        if g is None:
+            continue
+        if not isinstance(a, Tensor):
+            raise RuntimeError(
+                f"function {name} returned a gradient different than None at position {i + 1}, "
+                "but the corresponding forward input was not a Variable"
+            )
+        if not isinstance(g, Tensor):
+            raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
+    return list(result)
+
+
+class _OnceDifferentiableError(Function):
+    """Passes values through; differentiating through it raises."""
+
+    @staticmethod
+    def forward(ctx: Any, value: Tensor, *anchors: Tensor) -> Tensor:
+        return value.detach().clone()
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        raise RuntimeError(
+            "trying to differentiate twice a function that was marked with @once_differentiable"
+        )
+
+
+def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate ``backward``: it runs without recording, and differentiating its results raises."""
+
+    @functools.wraps(fn)
+    def wrapper(ctx: Any, *args: Any) -> Any:
+        with no_grad():
+            outputs = fn(ctx, *args)
+        if not _C.is_grad_enabled():
+            return outputs
+        anchors = [a for a in args if isinstance(a, Tensor) and a.requires_grad]
+        if not anchors:
+            return outputs
+        is_tuple = isinstance(outputs, tuple)
+        outs = outputs if is_tuple else (outputs,)
+        wrapped = tuple(
+            _OnceDifferentiableError.apply(o, *anchors) if isinstance(o, Tensor) else o
+            for o in outs
+        )
+        return wrapped if is_tuple else wrapped[0]
+
+    return wrapper

@@ -1,0 +1,321 @@
+//! PyO3 bindings, exposed as `ferrograd._C`. Bindings parse arguments, release the GIL around
+//! the engine and map errors; they never compute.
+
+mod errors;
+mod node;
+mod numpy_interop;
+mod tensor;
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyList, PyTuple};
+
+use crate::autograd::function::record_custom;
+use crate::autograd::{self, grad_mode, BackwardOptions, GradOptions};
+use crate::tensor::creation::manual_seed as seed_rng;
+use crate::tensor::{DType, Tensor};
+use errors::{detached, guarded, IntoPyResult};
+use node::{PyFunctionBackward, PyHookHandle, PyNode, PySaved};
+use tensor::{opt_tensor_of, tensor_of, wrap, PyTensor};
+
+/// An element type (`ferrograd.float32`, ...).
+#[pyclass(name = "dtype", module = "ferrograd", frozen, eq, hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PyDType {
+    pub(crate) d: DType,
+}
+
+#[pymethods]
+impl PyDType {
+    fn __repr__(&self) -> String {
+        format!("ferrograd.{}", self.d.name())
+    }
+    /// Whether this is a floating point type.
+    #[getter]
+    fn is_floating_point(&self) -> bool {
+        self.d.is_float()
+    }
+    /// Bytes per element.
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.d.size()
+    }
+    /// The NumPy dtype name.
+    #[getter]
+    fn _numpy_name(&self) -> &'static str {
+        self.d.name()
+    }
+}
+
+static DTYPES: PyOnceLock<[Py<PyDType>; 4]> = PyOnceLock::new();
+
+/// The singleton Python object for a dtype (so `t.dtype is ferrograd.float32` holds).
+pub(crate) fn dtype_object(py: Python<'_>, d: DType) -> PyResult<Py<PyDType>> {
+    let all = DTYPES.get_or_try_init(py, || -> PyResult<_> {
+        Ok([
+            Py::new(py, PyDType { d: DType::Bool })?,
+            Py::new(py, PyDType { d: DType::Int64 })?,
+            Py::new(py, PyDType { d: DType::Float32 })?,
+            Py::new(py, PyDType { d: DType::Float64 })?,
+        ])
+    })?;
+    let i = match d {
+        DType::Bool => 0,
+        DType::Int64 => 1,
+        DType::Float32 => 2,
+        DType::Float64 => 3,
+    };
+    Ok(all[i].clone_ref(py))
+}
+
+fn tensors(list: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<Tensor>> {
+    list.try_iter()?.map(|o| tensor_of(&o?, what)).collect()
+}
+
+fn opt_tensors(list: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<Option<Tensor>>> {
+    list.try_iter()?.map(|o| opt_tensor_of(&o?, what)).collect()
+}
+
+fn shape_of(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    let dims: Vec<i64> = shape.extract()?;
+    dims.into_iter()
+        .map(|d| {
+            usize::try_from(d).map_err(|_| {
+                pyo3::exceptions::PyRuntimeError::new_err(format!("Trying to create tensor with negative dimension {d}"))
+            })
+        })
+        .collect()
+}
+
+/// A tensor from a NumPy array: `share=True` keeps the memory (from_numpy), else copies.
+#[pyfunction]
+fn _from_numpy(py: Python<'_>, array: &Bound<'_, PyAny>, share: bool) -> PyResult<Py<PyTensor>> {
+    wrap(py, numpy_interop::from_numpy(array, share)?)
+}
+
+/// A tensor filled with `value`.
+#[pyfunction]
+fn _full(py: Python<'_>, shape: &Bound<'_, PyAny>, value: f64, dtype: PyRef<'_, PyDType>) -> PyResult<Py<PyTensor>> {
+    wrap(py, Tensor::full(&shape_of(shape)?, value, dtype.d))
+}
+
+/// Values from `start` to `end` by `step`.
+#[pyfunction]
+fn _arange(py: Python<'_>, start: f64, end: f64, step: f64, dtype: PyRef<'_, PyDType>) -> PyResult<Py<PyTensor>> {
+    wrap(py, guarded(|| Tensor::arange(start, end, step, dtype.d))?)
+}
+
+/// `steps` evenly spaced values from `start` to `end`.
+#[pyfunction]
+fn _linspace(py: Python<'_>, start: f64, end: f64, steps: usize, dtype: PyRef<'_, PyDType>) -> PyResult<Py<PyTensor>> {
+    wrap(py, guarded(|| Tensor::linspace(start, end, steps, dtype.d))?)
+}
+
+/// An identity matrix.
+#[pyfunction]
+fn _eye(py: Python<'_>, n: usize, m: usize, dtype: PyRef<'_, PyDType>) -> PyResult<Py<PyTensor>> {
+    wrap(py, Tensor::eye(n, m, dtype.d))
+}
+
+/// Uniform [0, 1) samples.
+#[pyfunction]
+fn _rand(py: Python<'_>, shape: &Bound<'_, PyAny>, dtype: PyRef<'_, PyDType>) -> PyResult<Py<PyTensor>> {
+    let s = shape_of(shape)?;
+    wrap(py, guarded(|| Tensor::rand(&s, dtype.d))?)
+}
+
+/// Standard normal samples.
+#[pyfunction]
+fn _randn(py: Python<'_>, shape: &Bound<'_, PyAny>, dtype: PyRef<'_, PyDType>) -> PyResult<Py<PyTensor>> {
+    let s = shape_of(shape)?;
+    wrap(py, guarded(|| Tensor::randn(&s, dtype.d))?)
+}
+
+/// Seed the random generator.
+#[pyfunction]
+fn manual_seed(seed: u64) {
+    seed_rng(seed);
+}
+
+/// `autograd.backward` after Python normalised the arguments.
+#[pyfunction]
+#[pyo3(signature = (tensors, grad_tensors, retain_graph, create_graph, inputs))]
+fn _backward(
+    py: Python<'_>,
+    tensors: &Bound<'_, PyAny>,
+    grad_tensors: &Bound<'_, PyAny>,
+    retain_graph: Option<bool>,
+    create_graph: bool,
+    inputs: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let roots = self::tensors(tensors, "tensors")?;
+    let grads = opt_tensors(grad_tensors, "grad_tensors")?;
+    let inputs = inputs.map(|i| self::tensors(i, "inputs")).transpose()?;
+    let opts = BackwardOptions { grad_tensors: grads, retain_graph, create_graph, inputs };
+    detached(py, move || autograd::backward(&roots, opts))
+}
+
+/// `autograd.grad` after Python normalised the arguments.
+#[pyfunction]
+#[pyo3(signature = (outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads))]
+#[allow(clippy::too_many_arguments)]
+fn _grad<'py>(
+    py: Python<'py>,
+    outputs: &Bound<'py, PyAny>,
+    inputs: &Bound<'py, PyAny>,
+    grad_outputs: &Bound<'py, PyAny>,
+    retain_graph: Option<bool>,
+    create_graph: bool,
+    allow_unused: Option<bool>,
+    materialize_grads: bool,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let outs = tensors(outputs, "outputs")?;
+    let ins = tensors(inputs, "inputs")?;
+    let grads = opt_tensors(grad_outputs, "grad_outputs")?;
+    let opts = GradOptions { grad_outputs: grads, retain_graph, create_graph, allow_unused, materialize_grads };
+    let res = detached(py, move || autograd::grad(&outs, &ins, opts))?;
+    let objs: Vec<Py<PyAny>> = res
+        .into_iter()
+        .map(|g| match g {
+            Some(t) => wrap(py, t).map(|p| p.into_any()),
+            None => Ok(py.None()),
+        })
+        .collect::<PyResult<_>>()?;
+    PyTuple::new(py, objs)
+}
+
+/// Record a Python `autograd.Function` call: returns the outputs to hand back and the saved
+/// tensors object.
+#[pyfunction]
+#[pyo3(signature = (name, args, outputs, non_differentiable, dirty, to_save, materialize_grads, backward))]
+#[allow(clippy::too_many_arguments)]
+fn _record_function<'py>(
+    py: Python<'py>,
+    name: String,
+    args: &Bound<'py, PyAny>,
+    outputs: &Bound<'py, PyAny>,
+    non_differentiable: &Bound<'py, PyAny>,
+    dirty: &Bound<'py, PyAny>,
+    to_save: &Bound<'py, PyAny>,
+    materialize_grads: bool,
+    backward: Py<PyAny>,
+) -> PyResult<(Bound<'py, PyList>, Option<PySaved>)> {
+    let args = opt_tensors(args, "args")?;
+    let outputs = tensors(outputs, "outputs")?;
+    let non_diff = tensors(non_differentiable, "mark_non_differentiable")?;
+    let dirty = tensors(dirty, "mark_dirty")?;
+    let to_save = opt_tensors(to_save, "save_for_backward")?;
+    let (outs, saved) = guarded(|| {
+        record_custom(name, &args, outputs, &non_diff, &dirty, &to_save, |saved| {
+            Box::new(PyFunctionBackward { backward, saved, materialize: materialize_grads })
+        })
+    })?;
+    let list = PyList::empty(py);
+    for o in outs {
+        list.append(wrap(py, o)?)?;
+    }
+    Ok((list, saved.map(|s| PySaved { inner: s })))
+}
+
+/// Save tensors outside a recorded node (forward without inputs requiring grad).
+#[pyfunction]
+fn _save_tensors(to_save: &Bound<'_, PyAny>, outputs: &Bound<'_, PyAny>) -> PyResult<PySaved> {
+    let to_save = opt_tensors(to_save, "save_for_backward")?;
+    let outputs = tensors(outputs, "outputs")?;
+    let s = autograd::function::SavedVariables::new(&to_save, &outputs).py()?;
+    Ok(PySaved { inner: s })
+}
+
+/// Whether ops record the graph on this thread.
+#[pyfunction]
+fn is_grad_enabled() -> bool {
+    grad_mode::is_grad_enabled()
+}
+/// Turn graph recording on or off for this thread.
+#[pyfunction]
+fn _set_grad_enabled(enabled: bool) {
+    grad_mode::set_grad_enabled(enabled);
+}
+/// Whether inference mode is on for this thread.
+#[pyfunction]
+fn is_inference_mode_enabled() -> bool {
+    grad_mode::is_inference_mode_enabled()
+}
+/// Turn inference mode on or off for this thread.
+#[pyfunction]
+fn _set_inference_mode(enabled: bool) {
+    grad_mode::set_inference_mode(enabled);
+}
+/// Turn anomaly detection on or off.
+#[pyfunction]
+#[pyo3(signature = (mode, check_nan=true))]
+fn _set_detect_anomaly(mode: bool, check_nan: bool) {
+    grad_mode::set_detect_anomaly(mode, check_nan);
+}
+/// Whether anomaly detection is on.
+#[pyfunction]
+fn is_anomaly_enabled() -> bool {
+    grad_mode::is_anomaly_enabled()
+}
+/// Whether anomaly detection checks for NaN.
+#[pyfunction]
+fn is_anomaly_check_nan_enabled() -> bool {
+    grad_mode::is_anomaly_check_nan_enabled()
+}
+/// Threads used by backward and parallel kernels.
+#[pyfunction]
+fn get_num_threads() -> usize {
+    autograd::get_num_threads()
+}
+/// Set the number of threads used by backward and parallel kernels.
+#[pyfunction]
+fn set_num_threads(n: i64) -> PyResult<()> {
+    if n <= 0 {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!("set_num_threads expects a positive integer, got {n}")));
+    }
+    autograd::set_num_threads(n as usize).py()
+}
+
+/// `cond ? a : b` elementwise, broadcasting.
+#[pyfunction]
+fn _where_tensors(py: Python<'_>, cond: &Bound<'_, PyAny>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    let (c, x, y) = (tensor::operand(cond)?, tensor::operand(a)?, tensor::operand(b)?);
+    wrap(py, guarded(|| Tensor::where_cond(&c, &x, &y))?)
+}
+
+#[pymodule]
+#[allow(non_snake_case)]
+fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<PyTensor>()?;
+    m.add_class::<PyDType>()?;
+    m.add_class::<PyNode>()?;
+    m.add_class::<PyHookHandle>()?;
+    m.add_class::<PySaved>()?;
+    for (name, d) in [("bool", DType::Bool), ("int64", DType::Int64), ("float32", DType::Float32), ("float64", DType::Float64)] {
+        m.add(name, dtype_object(py, d)?)?;
+    }
+    m.add_function(wrap_pyfunction!(_from_numpy, m)?)?;
+    m.add_function(wrap_pyfunction!(_full, m)?)?;
+    m.add_function(wrap_pyfunction!(_arange, m)?)?;
+    m.add_function(wrap_pyfunction!(_linspace, m)?)?;
+    m.add_function(wrap_pyfunction!(_eye, m)?)?;
+    m.add_function(wrap_pyfunction!(_rand, m)?)?;
+    m.add_function(wrap_pyfunction!(_randn, m)?)?;
+    m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(_backward, m)?)?;
+    m.add_function(wrap_pyfunction!(_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(_record_function, m)?)?;
+    m.add_function(wrap_pyfunction!(_save_tensors, m)?)?;
+    m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(is_inference_mode_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_inference_mode, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_detect_anomaly, m)?)?;
+    m.add_function(wrap_pyfunction!(is_anomaly_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(is_anomaly_check_nan_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(_where_tensors, m)?)?;
+    Ok(())
+}

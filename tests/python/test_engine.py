@@ -1,0 +1,355 @@
+"""Backward engine: determinism across thread counts, deep graphs, concurrency, Python nodes."""
+
+import gc
+import math
+import re
+import threading
+import weakref
+
+import ferrograd as fg
+import numpy as np
+import numpy.testing as npt
+import pytest
+
+ERR_TWICE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed)."
+)
+THREAD_TIMEOUT = 60.0
+N_BRANCHES = 16
+SIZE = 64
+
+
+@pytest.fixture(autouse=True)
+def _restore_num_threads():
+    before = fg.get_num_threads()
+    yield
+    fg.set_num_threads(before)
+
+
+def npv(t):
+    return t.detach().numpy()
+
+
+def run_with_timeout(fn, timeout=THREAD_TIMEOUT):
+    """Run fn in a daemon thread; fail (instead of hanging) if it does not finish in time."""
+    result = {}
+
+    def target():
+        try:
+            result["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised by the caller
+            result["error"] = exc
+
+    th = threading.Thread(target=target, daemon=True)
+    th.start()
+    th.join(timeout)
+    if th.is_alive():
+        pytest.fail(f"backward did not finish within {timeout}s (deadlock?)")
+    if "error" in result:
+        raise result["error"]
+    return result.get("value")
+
+
+@pytest.fixture
+def wide_data():
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((SIZE, SIZE)) * 0.3).astype(np.float32)
+    ws = [(rng.standard_normal((SIZE, SIZE)) * 0.2).astype(np.float32) for _ in range(N_BRANCHES)]
+    return x, ws
+
+
+def wide_grads(x_np, ws_np, branch=None):
+    """16 branches of tanh(x @ W_i), summed; returns the leaf grads as numpy arrays."""
+    x = fg.tensor(x_np, requires_grad=True)
+    ws = [fg.tensor(w, requires_grad=True) for w in ws_np]
+    branch = branch or (lambda a, w: (a @ w).tanh())
+    out = branch(x, ws[0])
+    for w in ws[1:]:
+        out = out + branch(x, w)
+    out.sum().backward()
+    return np.array(x.grad.numpy(), copy=True), [np.array(w.grad.numpy(), copy=True) for w in ws]
+
+
+def wide_grads_reference(x_np, ws_np):
+    x = x_np.astype(np.float64)
+    gx = np.zeros_like(x)
+    gws = []
+    for w in ws_np:
+        w = w.astype(np.float64)
+        d = 1.0 - np.tanh(x @ w) ** 2
+        gx += d @ w.T
+        gws.append(x.T @ d)
+    return gx, gws
+
+
+# --------------------------------------------------------------------------------------------
+# threads setting and determinism
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_set_num_threads_round_trips(n):
+    fg.set_num_threads(n)
+    assert fg.get_num_threads() == n
+
+
+def test_wide_graph_grads_match_reference(wide_data):
+    x_np, ws_np = wide_data
+    gx, gws = wide_grads(x_np, ws_np)
+    ref_x, ref_ws = wide_grads_reference(x_np, ws_np)
+    npt.assert_allclose(gx, ref_x, rtol=1e-4, atol=1e-4)
+    for got, ref in zip(gws, ref_ws):
+        npt.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_wide_graph_grads_bitwise_identical_for_one_and_two_threads(wide_data):
+    x_np, ws_np = wide_data
+    runs = []
+    for n_threads in (1, 2):
+        fg.set_num_threads(n_threads)
+        for _ in range(5):
+            runs.append(wide_grads(x_np, ws_np))
+    first_x, first_ws = runs[0]
+    for gx, gws in runs[1:]:
+        assert gx.tobytes() == first_x.tobytes()
+        for got, ref in zip(gws, first_ws):
+            assert got.tobytes() == ref.tobytes()
+
+
+# --------------------------------------------------------------------------------------------
+# deep graphs
+# --------------------------------------------------------------------------------------------
+
+CHAIN_LEN = 100_000
+
+
+class Marker:
+    pass
+
+
+def chain_with_marker(x, refs, length=CHAIN_LEN):
+    """x -> Tag (holds a Marker in its ctx) -> `length` multiplications."""
+
+    class Tag(fg.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.marker = Marker()
+            refs.append(weakref.ref(ctx.marker))
+            return t * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    y = Tag.apply(x)
+    for _ in range(length):
+        y = y * 1.00001
+    return y
+
+
+def test_long_chain_backward_works_and_chain_is_freed():
+    x = fg.tensor(1.0, dtype=fg.float64, requires_grad=True)
+    refs = []
+    y = chain_with_marker(x, refs)
+    npt.assert_allclose(y.item(), math.pow(1.00001, CHAIN_LEN), rtol=1e-9)
+    y.backward()
+    npt.assert_allclose(x.grad.item(), math.pow(1.00001, CHAIN_LEN), rtol=1e-9)
+    with pytest.raises(RuntimeError, match=re.escape(ERR_TWICE)):
+        y.backward()
+    del y
+    gc.collect()
+    assert refs[0]() is None, "graph of the chain is still alive after the root was dropped"
+
+
+def test_long_chain_dropped_without_backward_is_freed():
+    x = fg.tensor(1.0, dtype=fg.float64, requires_grad=True)
+    refs = []
+    y = chain_with_marker(x, refs)
+    assert refs[0]() is not None
+    del y
+    gc.collect()
+    assert refs[0]() is None
+    assert x.grad is None
+
+
+def test_long_chain_autograd_grad_works():
+    x = fg.tensor([1.0, 2.0], dtype=fg.float64, requires_grad=True)
+    y = x
+    for _ in range(CHAIN_LEN):
+        y = y + 0.5
+    (g,) = fg.autograd.grad(y.sum(), x)
+    npt.assert_array_equal(npv(g), [1.0, 1.0])
+    npt.assert_allclose(npv(y), [1.0 + CHAIN_LEN / 2, 2.0 + CHAIN_LEN / 2])
+
+
+# --------------------------------------------------------------------------------------------
+# concurrency
+# --------------------------------------------------------------------------------------------
+
+
+def test_backward_from_four_python_threads_on_independent_graphs():
+    n_threads, iters = 4, 20
+    barrier = threading.Barrier(n_threads)
+    errors = []
+
+    def worker(tid):
+        try:
+            rng = np.random.default_rng(tid)
+            barrier.wait(timeout=THREAD_TIMEOUT)
+            for _ in range(iters):
+                a = rng.standard_normal((8, 8))
+                w_np = rng.standard_normal((8, 8))
+                x = fg.tensor(a, requires_grad=True)
+                w = fg.tensor(w_np, requires_grad=True)
+                (x @ w).tanh().sum().backward()
+                d = 1.0 - np.tanh(a @ w_np) ** 2
+                npt.assert_allclose(x.grad.numpy(), d @ w_np.T, rtol=1e-10, atol=1e-12)
+                npt.assert_allclose(w.grad.numpy(), a.T @ d, rtol=1e-10, atol=1e-12)
+        except BaseException as exc:  # noqa: BLE001 - re-raised by the caller
+            errors.append((tid, exc))
+
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(n_threads)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(THREAD_TIMEOUT)
+    assert not any(th.is_alive() for th in threads), "a backward thread hung"
+    assert not errors, errors
+
+
+def test_concurrent_backward_with_multithreaded_engine():
+    fg.set_num_threads(2)
+    test_backward_from_four_python_threads_on_independent_graphs()
+
+
+PYTANH_GRAD_MODES = []  # grad mode seen by each PyTanh.backward call
+PYTANH_LOCK = threading.Lock()
+
+
+class PyTanh(fg.autograd.Function):
+    @staticmethod
+    def forward(ctx, a):
+        y = a.tanh()
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        with PYTANH_LOCK:
+            PYTANH_GRAD_MODES.append(fg.is_grad_enabled())
+        (y,) = ctx.saved_tensors
+        return g * (1 - y * y)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_python_functions_in_wide_graph_do_not_deadlock(wide_data, n_threads):
+    fg.set_num_threads(n_threads)
+    x_np, ws_np = wide_data
+    PYTANH_GRAD_MODES.clear()
+    gx, gws = run_with_timeout(
+        lambda: wide_grads(x_np, ws_np, branch=lambda a, w: PyTanh.apply(a @ w))
+    )
+    ref_x, ref_ws = wide_grads_reference(x_np, ws_np)
+    npt.assert_allclose(gx, ref_x, rtol=1e-4, atol=1e-4)
+    for got, ref in zip(gws, ref_ws):
+        npt.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+    assert PYTANH_GRAD_MODES == [False] * N_BRANCHES
+
+
+def test_python_functions_on_worker_threads_see_create_graph_grad_mode(wide_data):
+    fg.set_num_threads(2)
+    x_np, ws_np = wide_data
+    PYTANH_GRAD_MODES.clear()
+
+    def run():
+        x = fg.tensor(x_np, requires_grad=True)
+        loss = sum(PyTanh.apply(x @ fg.tensor(w)) for w in ws_np).sum()
+        with fg.no_grad():
+            (g,) = fg.autograd.grad(loss, x, create_graph=True)
+        return g
+
+    g = run_with_timeout(run)
+    assert g.requires_grad
+    assert PYTANH_GRAD_MODES == [True] * N_BRANCHES
+
+
+def test_python_functions_in_wide_graph_match_builtin_ops_bitwise(wide_data):
+    fg.set_num_threads(2)
+    x_np, ws_np = wide_data
+    first = run_with_timeout(
+        lambda: wide_grads(x_np, ws_np, branch=lambda a, w: PyTanh.apply(a @ w))
+    )
+    for _ in range(3):
+        again = run_with_timeout(
+            lambda: wide_grads(x_np, ws_np, branch=lambda a, w: PyTanh.apply(a @ w))
+        )
+        assert again[0].tobytes() == first[0].tobytes()
+
+
+def test_tensor_hooks_in_wide_graph_fire_once_each(wide_data):
+    fg.set_num_threads(2)
+    x_np, ws_np = wide_data
+    counts = [0] * N_BRANCHES
+    lock = threading.Lock()
+
+    def run():
+        x = fg.tensor(x_np, requires_grad=True)
+        out = None
+        for i, w in enumerate(ws_np):
+            h = x @ fg.tensor(w)
+
+            def hook(g, i=i):
+                with lock:
+                    counts[i] += 1
+                return g * 2
+
+            h.register_hook(hook)
+            b = h.tanh()
+            out = b if out is None else out + b
+        out.sum().backward()
+        return x.grad.numpy()
+
+    gx = run_with_timeout(run)
+    assert counts == [1] * N_BRANCHES
+    ref_x, _ = wide_grads_reference(x_np, ws_np)
+    npt.assert_allclose(gx, 2 * ref_x, rtol=1e-4, atol=1e-4)
+
+
+class BranchFailureError(Exception):
+    pass
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_exception_in_function_in_wide_graph_propagates_and_next_backward_works(
+    wide_data, n_threads
+):
+    fg.set_num_threads(n_threads)
+    x_np, ws_np = wide_data
+
+    class Failing(fg.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            raise BranchFailureError("branch 7 failed")
+
+    def branch_factory():
+        counter = iter(range(N_BRANCHES))
+
+        def branch(a, w):
+            i = next(counter)
+            h = (a @ w).tanh()
+            return Failing.apply(h) if i == 7 else h
+
+        return branch
+
+    with pytest.raises(BranchFailureError, match="branch 7 failed"):
+        run_with_timeout(lambda: wide_grads(x_np, ws_np, branch=branch_factory()))
+
+    gx, gws = run_with_timeout(lambda: wide_grads(x_np, ws_np))
+    ref_x, ref_ws = wide_grads_reference(x_np, ws_np)
+    npt.assert_allclose(gx, ref_x, rtol=1e-4, atol=1e-4)
+    npt.assert_allclose(gws[7], ref_ws[7], rtol=1e-4, atol=1e-4)
