@@ -86,4 +86,3 @@ impl std::error::Error for Error {}
 
 /// The crate's result type.
 pub type Result<T> = std::result::Result<T, Error>;
-

@@ -13,7 +13,16 @@ fn grad_of(t: &Tensor) -> Vec<f64> {
 #[test]
 fn test_chain_rule_matches_finite_differences() {
     let xs = [0.3, -1.2, 2.0];
-    let f = |x: &Tensor| x.sin().unwrap().mul(&x.exp().unwrap()).unwrap().tanh().unwrap().sum().unwrap();
+    let f = |x: &Tensor| {
+        x.sin()
+            .unwrap()
+            .mul(&x.exp().unwrap())
+            .unwrap()
+            .tanh()
+            .unwrap()
+            .sum()
+            .unwrap()
+    };
     let x = leaf(&xs, &[3]);
     f(&x).backward().unwrap();
     assert_close(&grad_of(&x), &fd_grad(f, &xs, &[3]), 1e-6);
@@ -34,7 +43,11 @@ fn test_second_backward_without_retain_graph_raises() {
     let y = x.mul(&x).unwrap().sum().unwrap();
     y.backward().unwrap();
     let e = y.backward().unwrap_err();
-    assert!(e.message().starts_with("Trying to backward through the graph a second time"), "{e}");
+    assert!(
+        e.message()
+            .starts_with("Trying to backward through the graph a second time"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -60,7 +73,15 @@ fn test_create_graph_gives_second_derivative() {
     // d/dx x^3 = 3x^2, d2/dx2 = 6x
     let x = leaf(&[2.0], &[1]);
     let y = x.pow_scalar(3.0).unwrap().sum().unwrap();
-    let g = autograd::grad(&[y], &[x.clone()], GradOptions { create_graph: true, ..Default::default() }).unwrap();
+    let g = autograd::grad(
+        &[y],
+        &[x.clone()],
+        GradOptions {
+            create_graph: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let g = g[0].clone().unwrap();
     assert_eq!(g.to_vec::<f64>().unwrap(), vec![12.0]);
     let gg = autograd::grad(&[g.sum().unwrap()], &[x.clone()], GradOptions::default()).unwrap();
@@ -71,10 +92,19 @@ fn test_create_graph_gives_second_derivative() {
 fn test_third_derivative_of_tanh() {
     let xv = 0.7f64;
     let x = leaf(&[xv], &[]);
-    let opts = || GradOptions { create_graph: true, ..Default::default() };
-    let g1 = autograd::grad(&[x.tanh().unwrap()], &[x.clone()], opts()).unwrap()[0].clone().unwrap();
-    let g2 = autograd::grad(&[g1], &[x.clone()], opts()).unwrap()[0].clone().unwrap();
-    let g3 = autograd::grad(&[g2], &[x.clone()], opts()).unwrap()[0].clone().unwrap();
+    let opts = || GradOptions {
+        create_graph: true,
+        ..Default::default()
+    };
+    let g1 = autograd::grad(&[x.tanh().unwrap()], &[x.clone()], opts()).unwrap()[0]
+        .clone()
+        .unwrap();
+    let g2 = autograd::grad(&[g1], &[x.clone()], opts()).unwrap()[0]
+        .clone()
+        .unwrap();
+    let g3 = autograd::grad(&[g2], &[x.clone()], opts()).unwrap()[0]
+        .clone()
+        .unwrap();
     let t = xv.tanh();
     let s2 = 1.0 - t * t;
     // d3/dx3 tanh = -2 sech^2 (sech^2 - 2 tanh^2)
@@ -87,10 +117,33 @@ fn test_grad_does_not_touch_dot_grad_and_unused_inputs_raise() {
     let x = leaf(&[1.0, 2.0], &[2]);
     let z = leaf(&[1.0], &[1]);
     let y = x.mul_scalar(2.0).unwrap().sum().unwrap();
-    let e = autograd::grad(&[y.clone()], &[x.clone(), z.clone()], GradOptions { retain_graph: Some(true), ..Default::default() }).unwrap_err();
-    assert!(e.message().contains("index 1 appears to not have been used"), "{e}");
-    let r = autograd::grad(&[y], &[x.clone(), z.clone()], GradOptions { allow_unused: Some(true), ..Default::default() }).unwrap();
-    assert_eq!(r[0].clone().unwrap().to_vec::<f64>().unwrap(), vec![2.0, 2.0]);
+    let e = autograd::grad(
+        &[y.clone()],
+        &[x.clone(), z.clone()],
+        GradOptions {
+            retain_graph: Some(true),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        e.message()
+            .contains("index 1 appears to not have been used"),
+        "{e}"
+    );
+    let r = autograd::grad(
+        &[y],
+        &[x.clone(), z.clone()],
+        GradOptions {
+            allow_unused: Some(true),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        r[0].clone().unwrap().to_vec::<f64>().unwrap(),
+        vec![2.0, 2.0]
+    );
     assert!(r[1].is_none());
     assert!(x.grad().is_none());
 }
@@ -100,7 +153,14 @@ fn test_backward_inputs_limits_accumulation_and_retains_nonleaf_grad() {
     let x = leaf(&[1.0, 2.0, 3.0], &[3]);
     let h = x.mul_scalar(2.0).unwrap();
     let y = h.mul(&h).unwrap().sum().unwrap();
-    autograd::backward(&[y], BackwardOptions { inputs: Some(vec![h.clone()]), ..Default::default() }).unwrap();
+    autograd::backward(
+        &[y],
+        BackwardOptions {
+            inputs: Some(vec![h.clone()]),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert_eq!(grad_of(&h), vec![4.0, 8.0, 12.0]);
     assert!(h.retains_grad());
     assert!(x.grad().is_none());
@@ -110,9 +170,24 @@ fn test_backward_inputs_limits_accumulation_and_retains_nonleaf_grad() {
 fn test_implicit_grad_only_for_scalars_and_shape_mismatch() {
     let x = leaf(&[1.0, 2.0, 3.0], &[3]);
     let y = x.mul_scalar(2.0).unwrap();
-    assert_eq!(y.backward().unwrap_err().message(), "grad can be implicitly created only for scalar outputs");
-    let e = y.backward_with(Some(Tensor::ones(&[4], ferrograd::DType::Float64)), None, false, None).unwrap_err();
-    assert!(e.message().starts_with("Mismatch in shape: grad_output[0] has a shape of [4] and output[0] has a shape of [3]"), "{e}");
+    assert_eq!(
+        y.backward().unwrap_err().message(),
+        "grad can be implicitly created only for scalar outputs"
+    );
+    let e = y
+        .backward_with(
+            Some(Tensor::ones(&[4], ferrograd::DType::Float64)),
+            None,
+            false,
+            None,
+        )
+        .unwrap_err();
+    assert!(
+        e.message().starts_with(
+            "Mismatch in shape: grad_output[0] has a shape of [4] and output[0] has a shape of [3]"
+        ),
+        "{e}"
+    );
 }
 
 #[test]
@@ -121,16 +196,26 @@ fn test_saved_tensor_modified_in_place_raises() {
     let y = x.exp().unwrap();
     y.add_(&Tensor::scalar(1.0f64)).unwrap();
     let e = y.sum().unwrap().backward().unwrap_err();
-    assert!(e.message().contains("modified by an inplace operation"), "{e}");
+    assert!(
+        e.message().contains("modified by an inplace operation"),
+        "{e}"
+    );
     assert!(e.message().contains("which is output 0 of Exp,"), "{e}");
-    assert!(e.message().contains("is at version 1; expected version 0 instead"), "{e}");
+    assert!(
+        e.message()
+            .contains("is at version 1; expected version 0 instead"),
+        "{e}"
+    );
 }
 
 #[test]
 fn test_in_place_on_leaf_requiring_grad_raises() {
     let x = leaf(&[1.0], &[1]);
     let e = x.add_(&Tensor::scalar(1.0f64)).unwrap_err();
-    assert_eq!(e.message(), "a leaf Variable that requires grad is being used in an in-place operation.");
+    assert_eq!(
+        e.message(),
+        "a leaf Variable that requires grad is being used in an in-place operation."
+    );
 }
 
 #[test]
@@ -150,9 +235,15 @@ fn test_in_place_through_view_of_nonleaf_rebases_history() {
 fn test_hooks_run_in_order_and_modify_gradient() {
     let x = leaf(&[1.0, 1.0], &[2]);
     let y = x.mul_scalar(2.0).unwrap();
-    y.register_hook(Arc::new(|g: &Tensor| Ok(Some(g.mul_scalar(2.0)?)))).unwrap();
-    let h = y.register_hook(Arc::new(|g: &Tensor| Ok(Some(g.add_scalar(1.0)?)))).unwrap();
-    y.sum().unwrap().backward_with(None, Some(true), false, None).unwrap();
+    y.register_hook(Arc::new(|g: &Tensor| Ok(Some(g.mul_scalar(2.0)?))))
+        .unwrap();
+    let h = y
+        .register_hook(Arc::new(|g: &Tensor| Ok(Some(g.add_scalar(1.0)?))))
+        .unwrap();
+    y.sum()
+        .unwrap()
+        .backward_with(None, Some(true), false, None)
+        .unwrap();
     // (1*2 + 1) * 2 = 6
     assert_eq!(grad_of(&x), vec![6.0, 6.0]);
     h.remove();
@@ -164,7 +255,14 @@ fn test_hooks_run_in_order_and_modify_gradient() {
 
 #[test]
 fn test_matmul_gradients_all_cases() {
-    let cases: &[(&[usize], &[usize])] = &[(&[3], &[3]), (&[2, 3], &[3]), (&[3], &[3, 2]), (&[2, 3], &[3, 4]), (&[2, 2, 3], &[3, 4]), (&[2, 1, 2, 3], &[3, 3, 2])];
+    let cases: &[(&[usize], &[usize])] = &[
+        (&[3], &[3]),
+        (&[2, 3], &[3]),
+        (&[3], &[3, 2]),
+        (&[2, 3], &[3, 4]),
+        (&[2, 2, 3], &[3, 4]),
+        (&[2, 1, 2, 3], &[3, 3, 2]),
+    ];
     for (sa, sb) in cases {
         let na: usize = sa.iter().product();
         let nb: usize = sb.iter().product();

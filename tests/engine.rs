@@ -6,11 +6,23 @@ use ferrograd::autograd;
 use ferrograd::{DType, Tensor};
 
 fn wide_graph_grad() -> Vec<f32> {
-    let x = Tensor::from_vec((0..64 * 64).map(|i| ((i as f32) * 0.01).sin()).collect::<Vec<_>>(), &[64, 64]).unwrap();
+    let x = Tensor::from_vec(
+        (0..64 * 64)
+            .map(|i| ((i as f32) * 0.01).sin())
+            .collect::<Vec<_>>(),
+        &[64, 64],
+    )
+    .unwrap();
     let x = x.requires_grad_(true).unwrap();
     let mut total: Option<Tensor> = None;
     for b in 0..16 {
-        let w = Tensor::from_vec((0..64 * 64).map(|i| (((i + b * 7) as f32) * 0.013).cos() * 0.1).collect::<Vec<_>>(), &[64, 64]).unwrap();
+        let w = Tensor::from_vec(
+            (0..64 * 64)
+                .map(|i| (((i + b * 7) as f32) * 0.013).cos() * 0.1)
+                .collect::<Vec<_>>(),
+            &[64, 64],
+        )
+        .unwrap();
         let mut h = x.clone();
         for _ in 0..4 {
             h = h.matmul(&w).unwrap().tanh().unwrap();
@@ -32,7 +44,10 @@ fn test_results_are_bitwise_identical_for_any_thread_count() {
     autograd::set_num_threads(4).unwrap();
     for _ in 0..3 {
         let many = wide_graph_grad();
-        assert!(one.iter().zip(&many).all(|(a, b)| a.to_bits() == b.to_bits()));
+        assert!(one
+            .iter()
+            .zip(&many)
+            .all(|(a, b)| a.to_bits() == b.to_bits()));
     }
     autograd::set_num_threads(2).unwrap();
 }

@@ -66,8 +66,8 @@ def tensor(
         if arr.dtype == object:
             raise TypeError(f"Could not infer dtype of {type(data).__name__}")
         target = check_dtype(dtype) if dtype is not None else _infer_dtype(arr)
-    arr = np.ascontiguousarray(arr, dtype=to_numpy_dtype(target))
-    return _finish(_C._from_numpy(arr, False), requires_grad)
+    arr = np.array(arr, dtype=to_numpy_dtype(target), order="C", copy=True)
+    return _finish(_C._from_numpy(arr, True), requires_grad)
 
 
 def as_tensor(data: Any, dtype: Optional[_C.dtype] = None) -> Tensor:

@@ -51,15 +51,16 @@ def _format_floats(values: np.ndarray) -> List[str]:
     nonzero = absf[absf > 0]
     integral = bool(np.all(finite == np.round(finite)))
     big, small = float(absf.max()), float(nonzero.min()) if nonzero.size else 1.0
-    sci = big >= 1e8 or (nonzero.size and (small < 1e-4 or big / small > 1000.0))
+    ratio_big = bool(nonzero.size) and big / small > 1000.0
+    sci = big >= 1e8 or ratio_big or (not integral and bool(nonzero.size) and small < 1e-4)
     out = []
     for v in values:
         if not np.isfinite(v):
             out.append(_special(v))
-        elif integral and not (big >= 1e8):
-            out.append(f"{v:.0f}.")
         elif sci:
             out.append(f"{v:.4e}")
+        elif integral:
+            out.append(f"{v:.0f}.")
         else:
             out.append(f"{v:.4f}")
     return out
@@ -243,9 +244,67 @@ def _data(self: Tensor) -> Tensor:
     return self.detach()
 
 
+# ----- grad_fn ----------------------------------------------------------------------------------
+
+
+class Node:
+    """A node of the backward graph; its class is named after the op (``MulBackward0``)."""
+
+    __slots__ = ("_node",)
+
+    def __init__(self, node: Any) -> None:
+        self._node = node
+
+    def name(self) -> str:
+        """torch's name for the node, e.g. ``MulBackward0``."""
+        return self._node.name()
+
+    @property
+    def next_functions(self) -> tuple:
+        """``((node or None, input_nr), ...)``, one per forward input."""
+        return tuple(
+            (None if n is None else _wrap_node(n), nr) for n, nr in self._node.next_functions
+        )
+
+    @property
+    def variable(self) -> Optional[Tensor]:
+        """For ``AccumulateGrad``: the leaf it accumulates into."""
+        return self._node.variable
+
+    def _sequence_nr(self) -> int:
+        return self._node._sequence_nr()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Node) and self._node == other._node
+
+    def __hash__(self) -> int:
+        return hash(self._node)
+
+    def __repr__(self) -> str:
+        return repr(self._node)
+
+
+_NODE_CLASSES: dict = {}
+
+
+def _wrap_node(node: Any) -> Node:
+    name = node.name()
+    cls = _NODE_CLASSES.get(name)
+    if cls is None:
+        cls = type(name, (Node,), {"__slots__": ()})
+        _NODE_CLASSES[name] = cls
+    return cls(node)
+
+
+def _grad_fn(self: Tensor) -> Optional[Node]:
+    raw = self._grad_fn
+    return None if raw is None else _wrap_node(raw)
+
+
 def _install() -> None:
     T = Tensor
     T.grad = property(_get_grad, _set_grad, _del_grad, doc="The accumulated gradient.")
+    T.grad_fn = property(_grad_fn, doc="The node that produced this tensor, or None.")
     T.__repr__ = _repr
     T.__str__ = _repr
     T.to = _to

@@ -62,8 +62,17 @@ static NUM_THREADS: AtomicUsize = AtomicUsize::new(0);
 fn default_threads() -> usize {
     ["FERROGRAD_NUM_THREADS", "RAYON_NUM_THREADS"]
         .iter()
-        .find_map(|k| std::env::var(k).ok().and_then(|v| v.trim().parse::<usize>().ok()).filter(|&n| n > 0))
-        .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+        .find_map(|k| {
+            std::env::var(k)
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .filter(|&n| n > 0)
+        })
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
 }
 
 /// Threads used by backward and parallel kernels (`FERROGRAD_NUM_THREADS`, then
@@ -134,11 +143,14 @@ pub(crate) fn execute(
     let mut ready = Vec::new();
     {
         for (i, (edge, grad)) in roots.into_iter().enumerate() {
-            let Some(&idx) = index.get(&Arc::as_ptr(&edge.node)) else { continue };
+            let Some(&idx) = index.get(&Arc::as_ptr(&edge.node)) else {
+                continue;
+            };
             task.states[idx].buffer.lock()[edge.input_nr].push(((u64::MAX, i), grad));
         }
         for (i, s) in task.states.iter().enumerate() {
-            if s.deps.load(Ordering::Relaxed) == 0 && s.buffer.lock().iter().any(|b| !b.is_empty()) {
+            if s.deps.load(Ordering::Relaxed) == 0 && s.buffer.lock().iter().any(|b| !b.is_empty())
+            {
                 ready.push(i);
             }
         }
@@ -153,7 +165,12 @@ pub(crate) fn execute(
 
 type NodeIndex = HashMap<*const Node, usize>;
 
-fn build(roots: &[(Edge, Tensor)], keep_graph: bool, create_graph: bool, targets: Targets) -> Result<(GraphTask, NodeIndex)> {
+fn build(
+    roots: &[(Edge, Tensor)],
+    keep_graph: bool,
+    create_graph: bool,
+    targets: Targets,
+) -> Result<(GraphTask, NodeIndex)> {
     // Iterative DFS: post-order so children come before parents.
     let mut index: NodeIndex = HashMap::new();
     let mut nodes: Vec<Arc<Node>> = Vec::new();
@@ -186,7 +203,12 @@ fn build(roots: &[(Edge, Tensor)], keep_graph: bool, create_graph: bool, targets
     }
     let children: Vec<Vec<Option<usize>>> = nodes
         .iter()
-        .map(|n| n.next_edges.iter().map(|e| e.as_ref().map(|e| index[&Arc::as_ptr(&e.node)])).collect())
+        .map(|n| {
+            n.next_edges
+                .iter()
+                .map(|e| e.as_ref().map(|e| index[&Arc::as_ptr(&e.node)]))
+                .collect()
+        })
         .collect();
 
     let n = nodes.len();
@@ -287,7 +309,10 @@ fn run(task: &GraphTask, ready: Vec<usize>) -> Result<()> {
 /// Run ready nodes, highest sequence number first (most recently created), continuing inline
 /// with newly ready nodes and handing heavy ones to other workers.
 fn drain<'s>(task: &'s GraphTask, ready: Vec<usize>, scope: Option<&rayon::Scope<'s>>) {
-    let mut heap: BinaryHeap<(u64, usize)> = ready.into_iter().map(|i| (task.states[i].node.sequence_nr(), i)).collect();
+    let mut heap: BinaryHeap<(u64, usize)> = ready
+        .into_iter()
+        .map(|i| (task.states[i].node.sequence_nr(), i))
+        .collect();
     while let Some((_, i)) = heap.pop() {
         if task.failed.load(Ordering::Relaxed) {
             return;
@@ -296,7 +321,10 @@ fn drain<'s>(task: &'s GraphTask, ready: Vec<usize>, scope: Option<&rayon::Scope
             Ok(newly_ready) => {
                 for c in newly_ready {
                     let st = &task.states[c];
-                    let heavy = st.node.output_meta.first().is_some_and(|m| m.shape.iter().product::<usize>() >= SPAWN_MIN_ELEMENTS);
+                    let heavy =
+                        st.node.output_meta.first().is_some_and(|m| {
+                            m.shape.iter().product::<usize>() >= SPAWN_MIN_ELEMENTS
+                        });
                     match scope {
                         Some(s) if heavy && !heap.is_empty() => {
                             let create_graph = task.create_graph;
@@ -358,7 +386,15 @@ fn evaluate(task: &GraphTask, i: usize) -> Result<Vec<usize>> {
         return Ok(Vec::new());
     }
 
-    let outputs = apply_node(task, node, grads)?;
+    let outputs = match apply_node(task, node, grads) {
+        Ok(o) => o,
+        Err(e) => {
+            if grad_mode::is_anomaly_enabled() {
+                grad_mode::report_anomaly(node.name(), node.trace.as_deref());
+            }
+            return Err(e);
+        }
+    };
     if !task.keep_graph {
         node.release_saved();
     }
@@ -366,7 +402,11 @@ fn evaluate(task: &GraphTask, i: usize) -> Result<Vec<usize>> {
         for (k, g) in outputs.iter().enumerate() {
             if let Some(g) = g {
                 if g.dtype().is_float() && crate::ops::reduce::has_nan(g)? {
-                    return Err(Error::runtime(format!("Function '{}' returned nan values in its {k}th output.", node.name())));
+                    grad_mode::report_anomaly(node.name(), node.trace.as_deref());
+                    return Err(Error::runtime(format!(
+                        "Function '{}' returned nan values in its {k}th output.",
+                        node.name()
+                    )));
                 }
             }
         }
@@ -374,7 +414,9 @@ fn evaluate(task: &GraphTask, i: usize) -> Result<Vec<usize>> {
 
     let mut newly_ready = Vec::new();
     for (k, g) in outputs.into_iter().enumerate() {
-        let Some(c) = st.children.get(k).copied().flatten() else { continue };
+        let Some(c) = st.children.get(k).copied().flatten() else {
+            continue;
+        };
         let child = &task.states[c];
         if let Some(g) = g {
             let input_nr = node.next_edges[k].as_ref().map_or(0, |e| e.input_nr);
@@ -389,7 +431,12 @@ fn evaluate(task: &GraphTask, i: usize) -> Result<Vec<usize>> {
 
 fn run_tensor_pre_hooks(node: &Arc<Node>, grads: &mut [Option<Tensor>]) -> Result<()> {
     if let NodeKind::Accumulate { variable } = &node.kind {
-        let hooks: Vec<_> = variable.meta().hooks.iter().map(|(_, h)| h.clone()).collect();
+        let hooks: Vec<_> = variable
+            .meta()
+            .hooks
+            .iter()
+            .map(|(_, h)| h.clone())
+            .collect();
         if let Some(g) = grads.get_mut(0) {
             for h in hooks {
                 apply_hook(&h, g)?;
@@ -400,8 +447,14 @@ fn run_tensor_pre_hooks(node: &Arc<Node>, grads: &mut [Option<Tensor>]) -> Resul
     let (pre, retain) = match node.hooks.lock().as_ref() {
         None => return Ok(()),
         Some(h) => (
-            h.pre.iter().map(|(nr, _, f)| (*nr, f.clone())).collect::<Vec<_>>(),
-            h.retain.iter().map(|(nr, w)| (*nr, w.clone())).collect::<Vec<_>>(),
+            h.pre
+                .iter()
+                .map(|(nr, _, f)| (*nr, f.clone()))
+                .collect::<Vec<_>>(),
+            h.retain
+                .iter()
+                .map(|(nr, w)| (*nr, w.clone()))
+                .collect::<Vec<_>>(),
         ),
     };
     for (nr, h) in pre {
@@ -411,7 +464,9 @@ fn run_tensor_pre_hooks(node: &Arc<Node>, grads: &mut [Option<Tensor>]) -> Resul
     }
     // retains_grad runs after every other tensor hook (torch's documented order).
     for (nr, w) in retain {
-        let (Some(t), Some(Some(g))) = (w.upgrade(), grads.get(nr)) else { continue };
+        let (Some(t), Some(Some(g))) = (w.upgrade(), grads.get(nr)) else {
+            continue;
+        };
         let t = Tensor(t);
         let mut m = t.meta();
         m.grad = Some(match m.grad.take() {
@@ -423,7 +478,9 @@ fn run_tensor_pre_hooks(node: &Arc<Node>, grads: &mut [Option<Tensor>]) -> Resul
 }
 
 fn apply_hook(hook: &super::TensorHook, grad: &mut Option<Tensor>) -> Result<()> {
-    let Some(g) = grad.as_ref() else { return Ok(()) };
+    let Some(g) = grad.as_ref() else {
+        return Ok(());
+    };
     if let Some(new) = hook(g)? {
         if new.shape() != g.shape() {
             return Err(Error::runtime("hook has changed the size of value"));
@@ -433,7 +490,11 @@ fn apply_hook(hook: &super::TensorHook, grad: &mut Option<Tensor>) -> Result<()>
     Ok(())
 }
 
-fn apply_node(task: &GraphTask, node: &Arc<Node>, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+fn apply_node(
+    task: &GraphTask,
+    node: &Arc<Node>,
+    grads: Vec<Option<Tensor>>,
+) -> Result<Vec<Option<Tensor>>> {
     let raw = match &node.kind {
         NodeKind::Accumulate { variable } => {
             if task.accumulate {
@@ -453,7 +514,11 @@ fn apply_node(task: &GraphTask, node: &Arc<Node>, grads: Vec<Option<Tensor>>) ->
             backward(&grads, &saved)?
         }
         NodeKind::Custom(c) => {
-            let grads = if c.materialize_grads() { materialize(node, grads).into_iter().map(Some).collect() } else { grads };
+            let grads = if c.materialize_grads() {
+                materialize(node, grads).into_iter().map(Some).collect()
+            } else {
+                grads
+            };
             c.apply(node, grads)?
         }
     };
@@ -464,7 +529,11 @@ fn materialize(node: &Node, grads: Vec<Option<Tensor>>) -> Vec<Tensor> {
     grads
         .into_iter()
         .enumerate()
-        .map(|(k, g)| g.unwrap_or_else(|| Tensor::zeros(&node.output_meta[k].shape, node.output_meta[k].dtype)))
+        .map(|(k, g)| {
+            g.unwrap_or_else(|| {
+                Tensor::zeros(&node.output_meta[k].shape, node.output_meta[k].dtype)
+            })
+        })
         .collect()
 }
 

@@ -29,7 +29,10 @@ impl SavedVariables {
                 Some(t) => SavedTensor::new(t, outputs.iter().position(|o| o.same(t))).map(Some),
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Arc::new(SavedVariables { inner: Mutex::new((saved, false)), node: OnceLock::new() }))
+        Ok(Arc::new(SavedVariables {
+            inner: Mutex::new((saved, false)),
+            node: OnceLock::new(),
+        }))
     }
 
     /// The saved tensors; ERR_TWICE after the graph was freed, the in-place error if one changed.
@@ -39,7 +42,9 @@ impl SavedVariables {
             return Err(Error::runtime(ERR_TWICE));
         }
         let node = self.node.get().and_then(Weak::upgrade);
-        g.0.iter().map(|s| s.as_ref().map(|s| s.unpack(node.as_ref())).transpose()).collect()
+        g.0.iter()
+            .map(|s| s.as_ref().map(|s| s.unpack(node.as_ref())).transpose())
+            .collect()
     }
 
     /// Free the saved tensors.
@@ -120,7 +125,10 @@ impl<F: CustomFunction> CustomBackward for RustFunctionNode<F> {
 /// `f.backward`.
 pub fn apply<F: CustomFunction>(f: Arc<F>, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
     let mut ctx = FunctionCtx {
-        needs_input_grad: inputs.iter().map(|t| t.requires_grad() && grad_mode::is_recording()).collect(),
+        needs_input_grad: inputs
+            .iter()
+            .map(|t| t.requires_grad() && grad_mode::is_recording())
+            .collect(),
         ..Default::default()
     };
     let outputs = {
@@ -132,10 +140,11 @@ pub fn apply<F: CustomFunction>(f: Arc<F>, inputs: &[Tensor]) -> Result<Vec<Tens
     let non_diff = std::mem::take(&mut ctx.non_differentiable);
     let dirty = std::mem::take(&mut ctx.dirty);
     let to_save = std::mem::take(&mut ctx.to_save);
-    let (outputs, saved) = record_custom(name, &args, outputs, &non_diff, &dirty, &to_save, |saved| {
-        ctx.saved = saved;
-        Box::new(RustFunctionNode { f, ctx })
-    })?;
+    let (outputs, saved) =
+        record_custom(name, &args, outputs, &non_diff, &dirty, &to_save, |saved| {
+            ctx.saved = saved;
+            Box::new(RustFunctionNode { f, ctx })
+        })?;
     let _ = saved;
     Ok(outputs)
 }
@@ -160,7 +169,9 @@ pub fn record_custom(
     let recording = grad_mode::is_recording() && args.iter().flatten().any(|t| t.requires_grad());
     for d in dirty {
         if recording && d.is_leaf() && d.requires_grad() {
-            return Err(Error::runtime("a leaf Variable that requires grad has been used in an in-place operation."));
+            return Err(Error::runtime(
+                "a leaf Variable that requires grad has been used in an in-place operation.",
+            ));
         }
         d.storage().bump_version();
     }
@@ -180,18 +191,34 @@ pub fn record_custom(
     if !recording {
         return Ok((outputs, None));
     }
-    let saved = if to_save.is_empty() { None } else { Some(SavedVariables::new(to_save, &outputs)?) };
+    let saved = if to_save.is_empty() {
+        None
+    } else {
+        Some(SavedVariables::new(to_save, &outputs)?)
+    };
     let backward = make(saved.clone());
-    let next_edges = args.iter().map(|a| a.as_ref().and_then(|t| t.gradient_edge())).collect();
+    let next_edges = args
+        .iter()
+        .map(|a| a.as_ref().and_then(|t| t.gradient_edge()))
+        .collect();
     let input_meta = args
         .iter()
         .map(|a| match a {
             Some(t) => TensorMeta::of(t),
-            None => TensorMeta { shape: Default::default(), dtype: crate::tensor::DType::Float32 },
+            None => TensorMeta {
+                shape: Default::default(),
+                dtype: crate::tensor::DType::Float32,
+            },
         })
         .collect();
     let output_meta = outputs.iter().map(TensorMeta::of).collect();
-    let node = Node::new(Cow::Owned(name), next_edges, input_meta, output_meta, NodeKind::Custom(backward));
+    let node = Node::new(
+        Cow::Owned(name),
+        next_edges,
+        input_meta,
+        output_meta,
+        NodeKind::Custom(backward),
+    );
     if let Some(s) = &saved {
         s.bind(&node);
     }

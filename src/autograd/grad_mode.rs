@@ -77,6 +77,35 @@ pub fn set_detect_anomaly(enabled: bool, check_nan: bool) {
     ANOMALY_CHECK_NAN.store(check_nan, Ordering::Relaxed);
 }
 
+/// Captures where an op was recorded (e.g. the Python stack), for anomaly reports.
+pub type ForwardTracer = fn() -> Option<String>;
+/// Reports a failing backward node under anomaly mode: its name and its forward trace.
+pub type AnomalyReporter = fn(&str, Option<&str>);
+
+static TRACER: std::sync::OnceLock<ForwardTracer> = std::sync::OnceLock::new();
+static REPORTER: std::sync::OnceLock<AnomalyReporter> = std::sync::OnceLock::new();
+
+/// Install the functions anomaly mode uses to record forward traces and report failures
+/// (the Python bindings install ones that capture the Python stack and emit a warning).
+pub fn set_anomaly_hooks(tracer: ForwardTracer, reporter: AnomalyReporter) {
+    let _ = TRACER.set(tracer);
+    let _ = REPORTER.set(reporter);
+}
+
+pub(crate) fn forward_trace() -> Option<String> {
+    if is_anomaly_enabled() {
+        TRACER.get().and_then(|t| t())
+    } else {
+        None
+    }
+}
+
+pub(crate) fn report_anomaly(node: &str, trace: Option<&str>) {
+    if let Some(r) = REPORTER.get() {
+        r(node, trace);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,9 @@ use std::sync::{Arc, Weak};
 
 pub use engine::{get_num_threads, set_num_threads};
 pub use function::{CustomFunction, FunctionCtx};
-pub use grad_mode::{is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled, GradModeGuard};
+pub use grad_mode::{
+    is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled, GradModeGuard,
+};
 pub use node::{Edge, Node};
 
 use crate::error::{Error, Result};
@@ -59,9 +61,17 @@ pub struct GradOptions {
 }
 
 /// Check the seeds against the roots (torch's `_make_grads`) and pair each root with its edge.
-fn make_roots(tensors: &[Tensor], grads: &[Option<Tensor>], create_graph: bool) -> Result<Vec<(Edge, Tensor)>> {
+fn make_roots(
+    tensors: &[Tensor],
+    grads: &[Option<Tensor>],
+    create_graph: bool,
+) -> Result<Vec<(Edge, Tensor)>> {
     if !grads.is_empty() && grads.len() < tensors.len() {
-        return Err(Error::runtime(format!("got {} tensors and {} gradients", tensors.len(), grads.len())));
+        return Err(Error::runtime(format!(
+            "got {} tensors and {} gradients",
+            tensors.len(),
+            grads.len()
+        )));
     }
     let mut roots = Vec::with_capacity(tensors.len());
     for (i, t) in tensors.iter().enumerate() {
@@ -75,7 +85,11 @@ fn make_roots(tensors: &[Tensor], grads: &[Option<Tensor>], create_graph: bool) 
                         fmt_shape(t.shape())
                     )));
                 }
-                let g = if g.dtype() != t.dtype() { g.to_dtype(t.dtype())? } else { g };
+                let g = if g.dtype() != t.dtype() {
+                    g.to_dtype(t.dtype())?
+                } else {
+                    g
+                };
                 if create_graph {
                     g
                 } else {
@@ -89,7 +103,9 @@ fn make_roots(tensors: &[Tensor], grads: &[Option<Tensor>], create_graph: bool) 
                     )));
                 }
                 if t.numel() != 1 {
-                    return Err(Error::runtime("grad can be implicitly created only for scalar outputs"));
+                    return Err(Error::runtime(
+                        "grad can be implicitly created only for scalar outputs",
+                    ));
                 }
                 Tensor::ones(t.shape(), t.dtype())
             }
@@ -118,18 +134,28 @@ pub fn backward(tensors: &[Tensor], opts: BackwardOptions) -> Result<()> {
         None => Targets::AllLeaves,
         Some(inputs) => {
             if inputs.is_empty() {
-                return Err(Error::runtime("`inputs` argument to `backward()` cannot be empty."));
+                return Err(Error::runtime(
+                    "`inputs` argument to `backward()` cannot be empty.",
+                ));
             }
             let mut edges = Vec::new();
             for t in inputs {
                 t.retain_grad()?;
                 if !t.requires_grad() {
-                    return Err(Error::runtime("One of the differentiated Tensors does not require grad"));
+                    return Err(Error::runtime(
+                        "One of the differentiated Tensors does not require grad",
+                    ));
                 }
                 if let Some(f) = t.grad_fn() {
-                    edges.push(Edge { node: f, input_nr: t.output_nr() });
+                    edges.push(Edge {
+                        node: f,
+                        input_nr: t.output_nr(),
+                    });
                 } else if let Some(acc) = t.existing_grad_accumulator() {
-                    edges.push(Edge { node: acc, input_nr: 0 });
+                    edges.push(Edge {
+                        node: acc,
+                        input_nr: 0,
+                    });
                 }
             }
             Targets::Only(edges)
@@ -143,9 +169,15 @@ pub fn backward(tensors: &[Tensor], opts: BackwardOptions) -> Result<()> {
 /// Compute and return the gradients of `outputs` with respect to `inputs` without touching any
 /// `.grad`. Unused inputs are an error unless `allow_unused` (then `None`) or
 /// `materialize_grads` (then zeros).
-pub fn grad(outputs: &[Tensor], inputs: &[Tensor], opts: GradOptions) -> Result<Vec<Option<Tensor>>> {
+pub fn grad(
+    outputs: &[Tensor],
+    inputs: &[Tensor],
+    opts: GradOptions,
+) -> Result<Vec<Option<Tensor>>> {
     if inputs.is_empty() {
-        return Err(Error::runtime("`inputs` argument to `grad()` cannot be empty."));
+        return Err(Error::runtime(
+            "`inputs` argument to `grad()` cannot be empty.",
+        ));
     }
     if opts.materialize_grads && opts.allow_unused == Some(false) {
         return Err(Error::value(
@@ -154,18 +186,32 @@ pub fn grad(outputs: &[Tensor], inputs: &[Tensor], opts: GradOptions) -> Result<
     }
     let allow_unused = opts.allow_unused.unwrap_or(opts.materialize_grads);
     let keep_graph = opts.retain_graph.unwrap_or(opts.create_graph);
+    // Roots first: a leaf that is itself an output gets its accumulator here.
+    let roots = make_roots(outputs, &opts.grad_outputs, opts.create_graph)?;
     let mut edges = Vec::with_capacity(inputs.len());
     for t in inputs {
         if !t.requires_grad() {
-            return Err(Error::runtime("One of the differentiated Tensors does not require grad"));
+            return Err(Error::runtime(
+                "One of the differentiated Tensors does not require grad",
+            ));
         }
         edges.push(match t.grad_fn() {
-            Some(f) => Some(Edge { node: f, input_nr: t.output_nr() }),
-            None => t.existing_grad_accumulator().map(|acc| Edge { node: acc, input_nr: 0 }),
+            Some(f) => Some(Edge {
+                node: f,
+                input_nr: t.output_nr(),
+            }),
+            None => t.existing_grad_accumulator().map(|acc| Edge {
+                node: acc,
+                input_nr: 0,
+            }),
         });
     }
-    let roots = make_roots(outputs, &opts.grad_outputs, opts.create_graph)?;
-    let results = engine::execute(roots, keep_graph, opts.create_graph, Targets::Capture(edges))?;
+    let results = engine::execute(
+        roots,
+        keep_graph,
+        opts.create_graph,
+        Targets::Capture(edges),
+    )?;
     results
         .into_iter()
         .enumerate()
@@ -208,7 +254,10 @@ impl HookHandle {
             }
             HookTarget::PostAccumulate(w) => {
                 if let Some(t) = w.upgrade() {
-                    Tensor(t).meta().post_acc_hooks.retain(|(i, _)| *i != self.id);
+                    Tensor(t)
+                        .meta()
+                        .post_acc_hooks
+                        .retain(|(i, _)| *i != self.id);
                 }
             }
         }
@@ -229,7 +278,12 @@ impl Tensor {
         create_graph: bool,
         inputs: Option<Vec<Tensor>>,
     ) -> Result<()> {
-        let opts = BackwardOptions { grad_tensors: vec![gradient], retain_graph, create_graph, inputs };
+        let opts = BackwardOptions {
+            grad_tensors: vec![gradient],
+            retain_graph,
+            create_graph,
+            inputs,
+        };
         backward(std::slice::from_ref(self), opts)
     }
 
@@ -237,7 +291,9 @@ impl Tensor {
     /// the previous one's result; a leaf's hooks see its summed gradient once per backward.
     pub fn register_hook(&self, hook: TensorHook) -> Result<HookHandle> {
         if !self.requires_grad() {
-            return Err(Error::runtime("cannot register a hook on a tensor that doesn't require gradient"));
+            return Err(Error::runtime(
+                "cannot register a hook on a tensor that doesn't require gradient",
+            ));
         }
         let m = self.meta();
         match &m.grad_fn {
@@ -246,27 +302,43 @@ impl Tensor {
                 let nr = m.output_nr;
                 drop(m);
                 let id = f.add_pre_hook(nr, hook);
-                Ok(HookHandle { id, target: HookTarget::Node(Arc::downgrade(&f)) })
+                Ok(HookHandle {
+                    id,
+                    target: HookTarget::Node(Arc::downgrade(&f)),
+                })
             }
             None => {
                 drop(m);
                 let id = next_hook_id();
                 self.meta().hooks.push((id, hook));
-                Ok(HookHandle { id, target: HookTarget::Leaf(self.downgrade()) })
+                Ok(HookHandle {
+                    id,
+                    target: HookTarget::Leaf(self.downgrade()),
+                })
             }
         }
     }
 
     /// Register a hook run after this leaf's `.grad` was accumulated.
-    pub fn register_post_accumulate_grad_hook(&self, hook: crate::tensor::PostAccumulateHook) -> Result<HookHandle> {
+    pub fn register_post_accumulate_grad_hook(
+        &self,
+        hook: crate::tensor::PostAccumulateHook,
+    ) -> Result<HookHandle> {
         if !self.requires_grad() {
-            return Err(Error::runtime("cannot register a hook on a tensor that doesn't require gradient"));
+            return Err(Error::runtime(
+                "cannot register a hook on a tensor that doesn't require gradient",
+            ));
         }
         if !self.is_leaf() {
-            return Err(Error::runtime("post accumulate grad hooks cannot be registered on non-leaf tensors"));
+            return Err(Error::runtime(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors",
+            ));
         }
         let id = next_hook_id();
         self.meta().post_acc_hooks.push((id, hook));
-        Ok(HookHandle { id, target: HookTarget::PostAccumulate(self.downgrade()) })
+        Ok(HookHandle {
+            id,
+            target: HookTarget::PostAccumulate(self.downgrade()),
+        })
     }
 }

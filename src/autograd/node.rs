@@ -39,7 +39,10 @@ pub struct TensorMeta {
 
 impl TensorMeta {
     pub(crate) fn of(t: &Tensor) -> Self {
-        TensorMeta { shape: t.shape().into(), dtype: t.dtype() }
+        TensorMeta {
+            shape: t.shape().into(),
+            dtype: t.dtype(),
+        }
     }
 }
 
@@ -78,11 +81,18 @@ impl SavedTensor {
         let (data, producer) = match output_nr {
             Some(_) => (t.detach(), None),
             None => {
-                let producer = t.grad_fn().map(|f| (t.output_nr(), f.forward_name().to_string()));
+                let producer = t
+                    .grad_fn()
+                    .map(|f| (t.output_nr(), f.forward_name().to_string()));
                 (t.clone(), producer)
             }
         };
-        Ok(SavedTensor { data, version: t.version(), output_nr, producer })
+        Ok(SavedTensor {
+            data,
+            version: t.version(),
+            output_nr,
+            producer,
+        })
     }
 
     pub(crate) fn unpack(&self, owner: Option<&Arc<Node>>) -> Result<Tensor> {
@@ -93,7 +103,9 @@ impl SavedTensor {
         if now != self.version {
             let desc = match (&self.producer, self.output_nr, owner) {
                 (Some((nr, op)), _, _) => format!(", which is output {nr} of {op},"),
-                (None, Some(nr), Some(node)) => format!(", which is output {nr} of {},", node.forward_name()),
+                (None, Some(nr), Some(node)) => {
+                    format!(", which is output {nr} of {},", node.forward_name())
+                }
                 _ => String::new(),
             };
             let hint = if grad_mode::is_anomaly_enabled() {
@@ -131,8 +143,13 @@ pub(crate) struct SavedState {
 }
 
 pub(crate) enum NodeKind {
-    Op { backward: Box<BackwardFn>, saved: Mutex<SavedState> },
-    Accumulate { variable: Tensor },
+    Op {
+        backward: Box<BackwardFn>,
+        saved: Mutex<SavedState>,
+    },
+    Accumulate {
+        variable: Tensor,
+    },
     Custom(Box<dyn CustomBackward>),
     /// A node that may not be differentiated (the result of a once-differentiable backward).
     Error(String),
@@ -154,6 +171,8 @@ pub struct Node {
     pub(crate) output_meta: Vec<TensorMeta>,
     pub(crate) kind: NodeKind,
     pub(crate) hooks: Mutex<Option<Box<NodeHooks>>>,
+    /// Where the forward op was recorded (anomaly mode only).
+    pub(crate) trace: Option<String>,
 }
 
 impl Node {
@@ -165,7 +184,17 @@ impl Node {
         kind: NodeKind,
     ) -> Arc<Node> {
         let seq = NEXT_SEQ.fetch_add(1, Ordering::Relaxed);
-        Arc::new(Node { seq, name, next_edges, input_meta, output_meta, kind, hooks: Mutex::new(None) })
+        let trace = grad_mode::forward_trace();
+        Arc::new(Node {
+            seq,
+            name,
+            next_edges,
+            input_meta,
+            output_meta,
+            kind,
+            hooks: Mutex::new(None),
+            trace,
+        })
     }
 
     pub(crate) fn accumulate_grad(variable: Tensor) -> Arc<Node> {
@@ -179,6 +208,7 @@ impl Node {
             output_meta: vec![meta],
             kind: NodeKind::Accumulate { variable },
             hooks: Mutex::new(None),
+            trace: None,
         })
     }
 
@@ -189,7 +219,9 @@ impl Node {
     /// The forward op's name, e.g. `Mul` for `MulBackward0`.
     pub fn forward_name(&self) -> &str {
         let n: &str = &self.name;
-        n.strip_suffix("Backward0").or_else(|| n.strip_suffix("Backward")).unwrap_or(n)
+        n.strip_suffix("Backward0")
+            .or_else(|| n.strip_suffix("Backward"))
+            .unwrap_or(n)
     }
     /// Creation order; later nodes run first among those ready.
     pub fn sequence_nr(&self) -> u64 {
@@ -215,7 +247,11 @@ impl Node {
     /// Add a hook on the gradient of output `output_nr`; returns an id for removal.
     pub(crate) fn add_pre_hook(&self, output_nr: usize, hook: TensorHook) -> u64 {
         let id = super::next_hook_id();
-        self.hooks.lock().get_or_insert_with(Default::default).pre.push((output_nr, id, hook));
+        self.hooks
+            .lock()
+            .get_or_insert_with(Default::default)
+            .pre
+            .push((output_nr, id, hook));
         id
     }
     pub(crate) fn remove_pre_hook(&self, id: u64) {
@@ -224,7 +260,11 @@ impl Node {
         }
     }
     pub(crate) fn add_retain_grad(&self, output_nr: usize, t: Weak<TensorImpl>) {
-        self.hooks.lock().get_or_insert_with(Default::default).retain.push((output_nr, t));
+        self.hooks
+            .lock()
+            .get_or_insert_with(Default::default)
+            .retain
+            .push((output_nr, t));
     }
     pub(crate) fn remove_retain_grad(&self, t: &Weak<TensorImpl>) {
         if let Some(h) = self.hooks.lock().as_mut() {
@@ -322,7 +362,14 @@ pub(crate) fn record<F>(
 where
     F: Fn(&[Tensor], &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static,
 {
-    record_node(Cow::Borrowed(name), inputs, outputs, saved, saves_scalar, Box::new(backward))
+    record_node(
+        Cow::Borrowed(name),
+        inputs,
+        outputs,
+        saved,
+        saves_scalar,
+        Box::new(backward),
+    )
 }
 
 pub(crate) fn record_node(
@@ -342,7 +389,14 @@ pub(crate) fn record_node(
     let next_edges = inputs.iter().map(|t| t.gradient_edge()).collect();
     let input_meta = inputs.iter().map(|t| TensorMeta::of(t)).collect();
     let output_meta = outputs.iter().map(|t| TensorMeta::of(t)).collect();
-    let kind = NodeKind::Op { backward, saved: Mutex::new(SavedState { tensors, has_saved, released: false }) };
+    let kind = NodeKind::Op {
+        backward,
+        saved: Mutex::new(SavedState {
+            tensors,
+            has_saved,
+            released: false,
+        }),
+    };
     let node = Node::new(name, next_edges, input_meta, output_meta, kind);
     for (i, o) in outputs.iter().enumerate() {
         if o.dtype().is_float() {

@@ -9,7 +9,10 @@ use crate::tensor::{DType, Tensor};
 
 /// The dtype torch gives `a (op) b`.
 pub fn result_dtype(a: &Tensor, b: &Tensor) -> DType {
-    result_type(&[(a.promotion_dtype(), a.promotion_priority()), (b.promotion_dtype(), b.promotion_priority())])
+    result_type(&[
+        (a.promotion_dtype(), a.promotion_priority()),
+        (b.promotion_dtype(), b.promotion_priority()),
+    ])
 }
 
 fn as_dtype(t: &Tensor, d: DType) -> Result<Tensor> {
@@ -60,7 +63,14 @@ impl Tensor {
     pub fn add(&self, other: &Tensor) -> Result<Tensor> {
         let out = promoted(self, other, |x, y| x + y, |x, y| x + y, i64::wrapping_add)?;
         if needs_grad(&[self, other]) {
-            record("AddBackward0", &[self, other], &[&out], &[], false, |g, _| Ok(vec![Some(g[0].clone()), Some(g[0].clone())]))?;
+            record(
+                "AddBackward0",
+                &[self, other],
+                &[&out],
+                &[],
+                false,
+                |g, _| Ok(vec![Some(g[0].clone()), Some(g[0].clone())]),
+            )?;
         }
         Ok(out)
     }
@@ -72,7 +82,14 @@ impl Tensor {
         }
         let out = promoted(self, other, |x, y| x - y, |x, y| x - y, i64::wrapping_sub)?;
         if needs_grad(&[self, other]) {
-            record("SubBackward0", &[self, other], &[&out], &[], false, |g, _| Ok(vec![Some(g[0].clone()), Some(g[0].neg()?)]))?;
+            record(
+                "SubBackward0",
+                &[self, other],
+                &[&out],
+                &[],
+                false,
+                |g, _| Ok(vec![Some(g[0].clone()), Some(g[0].neg()?)]),
+            )?;
         }
         Ok(out)
     }
@@ -81,9 +98,14 @@ impl Tensor {
     pub fn mul(&self, other: &Tensor) -> Result<Tensor> {
         let out = promoted(self, other, |x, y| x * y, |x, y| x * y, i64::wrapping_mul)?;
         if needs_grad(&[self, other]) {
-            record("MulBackward0", &[self, other], &[&out], &[self, other], false, |g, s| {
-                Ok(vec![Some(g[0].mul(&s[1])?), Some(g[0].mul(&s[0])?)])
-            })?;
+            record(
+                "MulBackward0",
+                &[self, other],
+                &[&out],
+                &[self, other],
+                false,
+                |g, s| Ok(vec![Some(g[0].mul(&s[1])?), Some(g[0].mul(&s[0])?)]),
+            )?;
         }
         Ok(out)
     }
@@ -94,12 +116,19 @@ impl Tensor {
         let ct = if rt.is_float() { rt } else { DType::Float32 };
         let out = arith(self, other, ct, |x, y| x / y, |x, y| x / y, |x, y| x / y)?;
         if needs_grad(&[self, other]) {
-            record("DivBackward0", &[self, other], &[&out], &[self, other], false, |g, s| {
-                let (a, b) = (&s[0], &s[1]);
-                let ga = g[0].div(b)?;
-                let gb = g[0].mul(a)?.div(&b.mul(b)?)?.neg()?;
-                Ok(vec![Some(ga), Some(gb)])
-            })?;
+            record(
+                "DivBackward0",
+                &[self, other],
+                &[&out],
+                &[self, other],
+                false,
+                |g, s| {
+                    let (a, b) = (&s[0], &s[1]);
+                    let ga = g[0].div(b)?;
+                    let gb = g[0].mul(a)?.div(&b.mul(b)?)?.neg()?;
+                    Ok(vec![Some(ga), Some(gb)])
+                },
+            )?;
         }
         Ok(out)
     }
@@ -111,58 +140,113 @@ impl Tensor {
             return self.pow_scalar(exponent.item()?);
         }
         let out = match rt {
-            DType::Float32 | DType::Float64 => arith(self, exponent, rt, f32::powf, f64::powf, |_, _| 0)?,
+            DType::Float32 | DType::Float64 => {
+                arith(self, exponent, rt, f32::powf, f64::powf, |_, _| 0)?
+            }
             _ => {
                 let e = as_dtype(exponent, DType::Int64)?;
                 if e.to_vec::<i64>()?.iter().any(|&v| v < 0) {
-                    return Err(Error::runtime("Integers to negative integer powers are not allowed."));
+                    return Err(Error::runtime(
+                        "Integers to negative integer powers are not allowed.",
+                    ));
                 }
-                let o = arith(self, &e, DType::Int64, f32::powf, f64::powf, |x, y| x.wrapping_pow(y as u32))?;
-                if rt == DType::Bool { cast(&o, DType::Bool)? } else { o }
+                let o = arith(self, &e, DType::Int64, f32::powf, f64::powf, |x, y| {
+                    x.wrapping_pow(y as u32)
+                })?;
+                if rt == DType::Bool {
+                    cast(&o, DType::Bool)?
+                } else {
+                    o
+                }
             }
         };
         if needs_grad(&[self, exponent]) {
             let base_is_scalar = self.is_wrapped_number();
-            record("PowBackward1", &[self, exponent], &[&out], &[self, exponent, &out], false, move |g, s| {
-                let (a, b, out) = (&s[0], &s[1], &s[2]);
-                let ga = if base_is_scalar { None } else { Some(g[0].mul(b)?.mul(&a.pow(&b.sub_scalar(1.0)?)?)?) };
-                // d/db a^b = a^b ln a; torch defines it as 0 where a == 0 and b >= 0.
-                let safe = a.eq_scalar(0.0)?.logical_and(&b.ge_scalar(0.0)?)?;
-                let gb = g[0].mul(&out.mul(&a.log()?)?)?.masked_fill(&safe, 0.0)?;
-                Ok(vec![ga, Some(gb)])
-            })?;
+            record(
+                "PowBackward1",
+                &[self, exponent],
+                &[&out],
+                &[self, exponent, &out],
+                false,
+                move |g, s| {
+                    let (a, b, out) = (&s[0], &s[1], &s[2]);
+                    let ga = if base_is_scalar {
+                        None
+                    } else {
+                        Some(g[0].mul(b)?.mul(&a.pow(&b.sub_scalar(1.0)?)?)?)
+                    };
+                    // d/db a^b = a^b ln a; torch defines it as 0 where a == 0 and b >= 0.
+                    let safe = a.eq_scalar(0.0)?.logical_and(&b.ge_scalar(0.0)?)?;
+                    let gb = g[0].mul(&out.mul(&a.log()?)?)?.masked_fill(&safe, 0.0)?;
+                    Ok(vec![ga, Some(gb)])
+                },
+            )?;
         }
         Ok(out)
     }
 
     /// `self ** p` for a Python number `p`.
     pub fn pow_scalar(&self, p: f64) -> Result<Tensor> {
-        let rt = if self.dtype().is_float() { self.dtype() } else if p.fract() == 0.0 { self.dtype() } else { DType::Float32 };
+        let rt = if self.dtype().is_float() {
+            self.dtype()
+        } else if p.fract() == 0.0 {
+            self.dtype()
+        } else {
+            DType::Float32
+        };
         let out = match rt {
-            DType::Float32 => crate::ops::elementwise::map::<f32, f32>(&as_dtype(self, rt)?, move |x| pow_f32(x, p))?,
-            DType::Float64 => crate::ops::elementwise::map::<f64, f64>(self, move |x| pow_f64(x, p))?,
+            DType::Float32 => {
+                crate::ops::elementwise::map::<f32, f32>(&as_dtype(self, rt)?, move |x| {
+                    pow_f32(x, p)
+                })?
+            }
+            DType::Float64 => {
+                crate::ops::elementwise::map::<f64, f64>(self, move |x| pow_f64(x, p))?
+            }
             _ => {
                 if p < 0.0 {
-                    return Err(Error::runtime("Integers to negative integer powers are not allowed."));
+                    return Err(Error::runtime(
+                        "Integers to negative integer powers are not allowed.",
+                    ));
                 }
-                let o = crate::ops::elementwise::map::<i64, i64>(&as_dtype(self, DType::Int64)?, move |x| x.wrapping_pow(p as u32))?;
-                if rt == DType::Bool { cast(&o, DType::Bool)? } else { o }
+                let o = crate::ops::elementwise::map::<i64, i64>(
+                    &as_dtype(self, DType::Int64)?,
+                    move |x| x.wrapping_pow(p as u32),
+                )?;
+                if rt == DType::Bool {
+                    cast(&o, DType::Bool)?
+                } else {
+                    o
+                }
             }
         };
         if needs_grad(&[self]) {
-            record("PowBackward0", &[self], &[&out], &[self], true, move |g, s| {
-                if p == 0.0 {
-                    return Ok(vec![Some(g[0].mul_scalar(0.0)?)]);
-                }
-                Ok(vec![Some(g[0].mul(&s[0].pow_scalar(p - 1.0)?.mul_scalar(p)?)?)])
-            })?;
+            record(
+                "PowBackward0",
+                &[self],
+                &[&out],
+                &[self],
+                true,
+                move |g, s| {
+                    if p == 0.0 {
+                        return Ok(vec![Some(g[0].mul_scalar(0.0)?)]);
+                    }
+                    Ok(vec![Some(
+                        g[0].mul(&s[0].pow_scalar(p - 1.0)?.mul_scalar(p)?)?,
+                    )])
+                },
+            )?;
         }
         Ok(out)
     }
 
     /// `base ** self` for a Python number `base`.
     pub fn rpow_scalar(&self, base: f64) -> Result<Tensor> {
-        let dt = if self.dtype().is_float() { self.dtype() } else { DType::Float32 };
+        let dt = if self.dtype().is_float() {
+            self.dtype()
+        } else {
+            DType::Float32
+        };
         Tensor::wrapped_scalar(base, dt).pow(self)
     }
 
@@ -256,7 +340,11 @@ comparison!(ge_t, ge_scalar, >=, "Elementwise `>=` (bool result).");
 impl Tensor {
     /// Elementwise logical and (bool result).
     pub fn logical_and(&self, other: &Tensor) -> Result<Tensor> {
-        zip::<bool, bool>(&as_dtype(self, DType::Bool)?, &as_dtype(other, DType::Bool)?, |x, y| x && y)
+        zip::<bool, bool>(
+            &as_dtype(self, DType::Bool)?,
+            &as_dtype(other, DType::Bool)?,
+            |x, y| x && y,
+        )
     }
 
     /// `self` with `value` where `mask` is true (differentiable in `self`).
@@ -277,10 +365,20 @@ impl Tensor {
             DType::Bool => crate::ops::elementwise::select::<bool>(&cond, &a2, &b2)?,
         };
         if needs_grad(&[a, b]) {
-            record("WhereBackward0", &[a, b], &[&out], &[&cond], false, |g, s| {
-                let zero = Tensor::wrapped_scalar(0.0, g[0].dtype());
-                Ok(vec![Some(Tensor::where_cond(&s[0], &g[0], &zero)?), Some(Tensor::where_cond(&s[0], &zero, &g[0])?)])
-            })?;
+            record(
+                "WhereBackward0",
+                &[a, b],
+                &[&out],
+                &[&cond],
+                false,
+                |g, s| {
+                    let zero = Tensor::wrapped_scalar(0.0, g[0].dtype());
+                    Ok(vec![
+                        Some(Tensor::where_cond(&s[0], &g[0], &zero)?),
+                        Some(Tensor::where_cond(&s[0], &zero, &g[0])?),
+                    ])
+                },
+            )?;
         }
         Ok(out)
     }

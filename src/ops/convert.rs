@@ -7,8 +7,14 @@ use crate::tensor::{Buffer, DType, Element, Tensor};
 
 fn convert_vec<S: Element, D: Element>(src: &[S]) -> Vec<D> {
     match D::DTYPE {
-        DType::Bool => src.iter().map(|&x| D::from_i64((x.to_f64() != 0.0) as i64)).collect(),
-        DType::Int64 if S::DTYPE.is_float() => src.iter().map(|&x| D::from_i64(x.to_f64() as i64)).collect(),
+        DType::Bool => src
+            .iter()
+            .map(|&x| D::from_i64((x.to_f64() != 0.0) as i64))
+            .collect(),
+        DType::Int64 if S::DTYPE.is_float() => src
+            .iter()
+            .map(|&x| D::from_i64(x.to_f64() as i64))
+            .collect(),
         DType::Int64 => src.iter().map(|&x| D::from_i64(x.to_i64())).collect(),
         _ => src.iter().map(|&x| D::from_f64(x.to_f64())).collect(),
     }
@@ -49,7 +55,14 @@ impl Tensor {
         let out = cast(self, dtype)?;
         if needs_grad(&[self]) && dtype.is_float() {
             let src = self.dtype();
-            record("ToCopyBackward0", &[self], &[&out], &[], false, move |g, _| Ok(vec![Some(g[0].to_dtype(src)?)]))?;
+            record(
+                "ToCopyBackward0",
+                &[self],
+                &[&out],
+                &[],
+                false,
+                move |g, _| Ok(vec![Some(g[0].to_dtype(src)?)]),
+            )?;
         }
         Ok(out)
     }
@@ -58,7 +71,9 @@ impl Tensor {
     pub fn clone_tensor(&self) -> Result<Tensor> {
         let out = copy_raw(self)?;
         if needs_grad(&[self]) {
-            record("CloneBackward0", &[self], &[&out], &[], false, |g, _| Ok(vec![Some(g[0].clone())]))?;
+            record("CloneBackward0", &[self], &[&out], &[], false, |g, _| {
+                Ok(vec![Some(g[0].clone())])
+            })?;
         }
         Ok(out)
     }

@@ -11,7 +11,10 @@ use crate::tensor::{DType, Element, Tensor};
 pub(crate) const PAR_MIN_ELEMENTS: usize = 1 << 16;
 
 /// `f` over every element of `t` (of type `T`), producing a new contiguous tensor.
-pub(crate) fn map<T: Element, U: Element>(t: &Tensor, f: impl Fn(T) -> U + Sync + Send) -> Result<Tensor> {
+pub(crate) fn map<T: Element, U: Element>(
+    t: &Tensor,
+    f: impl Fn(T) -> U + Sync + Send,
+) -> Result<Tensor> {
     let shape = t.shape().to_vec();
     let out: Vec<U> = if t.is_contiguous() {
         t.with_contiguous_slice::<T, _>(|s| {
@@ -29,14 +32,21 @@ pub(crate) fn map<T: Element, U: Element>(t: &Tensor, f: impl Fn(T) -> U + Sync 
 }
 
 /// `f` over broadcast pairs of elements of `a` and `b` (both of type `T`).
-pub(crate) fn zip<T: Element, U: Element>(a: &Tensor, b: &Tensor, f: impl Fn(T, T) -> U + Sync + Send) -> Result<Tensor> {
+pub(crate) fn zip<T: Element, U: Element>(
+    a: &Tensor,
+    b: &Tensor,
+    f: impl Fn(T, T) -> U + Sync + Send,
+) -> Result<Tensor> {
     let shape = broadcast_shapes(a.shape(), b.shape())?;
     if a.shape() == b.shape() && a.is_contiguous() && b.is_contiguous() {
         let out: Vec<U> = a.with_contiguous_slice::<T, _>(|x| {
             b.with_contiguous_slice::<T, _>(|y| {
                 if x.len() >= PAR_MIN_ELEMENTS {
                     use rayon::prelude::*;
-                    x.par_iter().zip(y.par_iter()).map(|(&p, &q)| f(p, q)).collect()
+                    x.par_iter()
+                        .zip(y.par_iter())
+                        .map(|(&p, &q)| f(p, q))
+                        .collect()
                 } else {
                     x.iter().zip(y).map(|(&p, &q)| f(p, q)).collect()
                 }
@@ -57,7 +67,9 @@ pub(crate) fn zip<T: Element, U: Element>(a: &Tensor, b: &Tensor, f: impl Fn(T, 
             let dim = IxDyn(&shape);
             match (av.broadcast(dim.clone()), bv.broadcast(dim)) {
                 (Some(av), Some(bv)) => Ok(Zip::from(&av).and(&bv).map_collect(|&p, &q| f(p, q))),
-                _ => Err(Error::runtime("internal error: broadcast failed after shape check")),
+                _ => Err(Error::runtime(
+                    "internal error: broadcast failed after shape check",
+                )),
             }
         })
     })???;
@@ -66,7 +78,11 @@ pub(crate) fn zip<T: Element, U: Element>(a: &Tensor, b: &Tensor, f: impl Fn(T, 
 
 /// Apply a float function to a float tensor, dispatching on f32/f64; non-float inputs are first
 /// converted to float32 as torch does for `exp`, `sin`, ...
-pub(crate) fn map_float_fn(t: &Tensor, f32f: impl Fn(f32) -> f32 + Sync + Send, f64f: impl Fn(f64) -> f64 + Sync + Send) -> Result<Tensor> {
+pub(crate) fn map_float_fn(
+    t: &Tensor,
+    f32f: impl Fn(f32) -> f32 + Sync + Send,
+    f64f: impl Fn(f64) -> f64 + Sync + Send,
+) -> Result<Tensor> {
     match t.dtype() {
         DType::Float32 => map::<f32, f32>(t, f32f),
         DType::Float64 => map::<f64, f64>(t, f64f),
@@ -82,7 +98,6 @@ macro_rules! map_float {
 }
 pub(crate) use map_float;
 
-
 /// `a` where `cond` else `b`, broadcasting the three (all of one element type `T`).
 pub(crate) fn select<T: Element>(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let shape = broadcast_shapes(&broadcast_shapes(cond.shape(), a.shape())?, b.shape())?;
@@ -90,11 +105,18 @@ pub(crate) fn select<T: Element>(cond: &Tensor, a: &Tensor, b: &Tensor) -> Resul
         a.with_view::<T, _>(|av| {
             b.with_view::<T, _>(|bv| -> Result<ndarray::ArrayD<T>> {
                 let dim = IxDyn(&shape);
-                match (cv.broadcast(dim.clone()), av.broadcast(dim.clone()), bv.broadcast(dim)) {
-                    (Some(cv), Some(av), Some(bv)) => {
-                        Ok(Zip::from(&cv).and(&av).and(&bv).map_collect(|&c, &x, &y| if c { x } else { y }))
-                    }
-                    _ => Err(Error::runtime("internal error: broadcast failed after shape check")),
+                match (
+                    cv.broadcast(dim.clone()),
+                    av.broadcast(dim.clone()),
+                    bv.broadcast(dim),
+                ) {
+                    (Some(cv), Some(av), Some(bv)) => Ok(Zip::from(&cv)
+                        .and(&av)
+                        .and(&bv)
+                        .map_collect(|&c, &x, &y| if c { x } else { y })),
+                    _ => Err(Error::runtime(
+                        "internal error: broadcast failed after shape check",
+                    )),
                 }
             })
         })

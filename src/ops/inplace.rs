@@ -15,7 +15,8 @@ use crate::tensor::{DType, Dims, Element, Tensor};
 fn write_typed<T: Element>(dst: &Tensor, src: &Tensor) -> Result<()> {
     let values = src.to_vec::<T>()?;
     let mut guard = dst.storage().write();
-    let data = T::data_mut(&mut guard).ok_or_else(|| Error::runtime("internal error: in-place dtype"))?;
+    let data =
+        T::data_mut(&mut guard).ok_or_else(|| Error::runtime("internal error: in-place dtype"))?;
     let mut view = dst.layout().view_mut(data.as_mut_slice())?;
     for (d, v) in view.iter_mut().zip(values) {
         *d = v;
@@ -25,8 +26,16 @@ fn write_typed<T: Element>(dst: &Tensor, src: &Tensor) -> Result<()> {
 
 /// Copy `src` (same shape) into `dst`'s memory, converting to `dst`'s dtype.
 fn write_into(dst: &Tensor, src: &Tensor) -> Result<()> {
-    let src = if Arc::ptr_eq(dst.storage(), src.storage()) { copy_raw(src)? } else { src.clone() };
-    let src = if src.dtype() == dst.dtype() { src } else { cast(&src, dst.dtype())? };
+    let src = if Arc::ptr_eq(dst.storage(), src.storage()) {
+        copy_raw(src)?
+    } else {
+        src.clone()
+    };
+    let src = if src.dtype() == dst.dtype() {
+        src
+    } else {
+        cast(&src, dst.dtype())?
+    };
     match dst.dtype() {
         DType::Float32 => write_typed::<f32>(dst, &src),
         DType::Float64 => write_typed::<f64>(dst, &src),
@@ -49,11 +58,21 @@ pub(crate) fn add_into_nograd(dst: &Tensor, src: &Tensor) -> Result<()> {
 /// Logical (row-major) index in `base` of every element of the view `view`.
 fn view_indices(base: &Tensor, view: &Tensor) -> Result<Vec<usize>> {
     let bl = base.layout();
-    let lookup: HashMap<usize, usize> = bl.offsets().into_iter().enumerate().map(|(i, o)| (o, i)).collect();
+    let lookup: HashMap<usize, usize> = bl
+        .offsets()
+        .into_iter()
+        .enumerate()
+        .map(|(i, o)| (o, i))
+        .collect();
     view.layout()
         .offsets()
         .into_iter()
-        .map(|o| lookup.get(&o).copied().ok_or_else(|| Error::runtime("internal error: view element outside its base")))
+        .map(|o| {
+            lookup
+                .get(&o)
+                .copied()
+                .ok_or_else(|| Error::runtime("internal error: view element outside its base"))
+        })
         .collect()
 }
 
@@ -66,12 +85,17 @@ impl Tensor {
             return Ok(());
         }
         let m = self.meta();
-        let base_is_grad_leaf = m.view_base.as_ref().is_some_and(|b| !b.same(self) && b.is_leaf() && b.requires_grad());
+        let base_is_grad_leaf = m
+            .view_base
+            .as_ref()
+            .is_some_and(|b| !b.same(self) && b.is_leaf() && b.requires_grad());
         if base_is_grad_leaf {
             return Err(Error::runtime("a view of a leaf Variable that requires grad is being used in an in-place operation."));
         }
         if m.grad_fn.is_none() && m.requires_grad {
-            return Err(Error::runtime("a leaf Variable that requires grad is being used in an in-place operation."));
+            return Err(Error::runtime(
+                "a leaf Variable that requires grad is being used in an in-place operation.",
+            ));
         }
         if let Some(op) = m.multi_view_op {
             return Err(Error::runtime(format!("Output {} of {op} is a view and is being modified inplace. This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.", m.output_nr)));
@@ -100,7 +124,11 @@ impl Tensor {
         if !(grad_mode::is_recording() && result.requires_grad()) {
             return Ok(());
         }
-        let result = if result.dtype() != self.dtype() { result.to_dtype(self.dtype())? } else { result };
+        let result = if result.dtype() != self.dtype() {
+            result.to_dtype(self.dtype())?
+        } else {
+            result
+        };
         let base = self.meta().view_base.clone();
         match base {
             Some(base) if !base.same(self) => self.rebase_view(&base, &result),
@@ -164,9 +192,18 @@ impl Tensor {
 
     /// `saves_self`: the op's backward reads `self`, whose memory is about to be overwritten,
     /// so it works on a copy of the old values (torch's `original_self`).
-    fn inplace_binary(&self, other: &Tensor, saves_self: bool, op: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>) -> Result<()> {
+    fn inplace_binary(
+        &self,
+        other: &Tensor,
+        saves_self: bool,
+        op: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
+    ) -> Result<()> {
         self.check_inplace(&[other])?;
-        let result = if saves_self && needs_grad(&[self, other]) { op(&self.clone_tensor()?, other)? } else { op(self, other)? };
+        let result = if saves_self && needs_grad(&[self, other]) {
+            op(&self.clone_tensor()?, other)?
+        } else {
+            op(self, other)?
+        };
         self.commit_inplace(result)
     }
 
@@ -192,7 +229,9 @@ impl Tensor {
         self.check_inplace(&[])?;
         let result = Tensor::full(self.shape(), value, self.dtype());
         if needs_grad(&[self]) {
-            record("FillBackward0", &[self], &[&result], &[], false, |g, _| Ok(vec![Some(g[0].mul_scalar(0.0)?)]))?;
+            record("FillBackward0", &[self], &[&result], &[], false, |g, _| {
+                Ok(vec![Some(g[0].mul_scalar(0.0)?)])
+            })?;
         }
         self.commit_inplace(result)
     }
@@ -205,13 +244,28 @@ impl Tensor {
     /// Copy `src` (broadcast to this shape, converted to this dtype) into this tensor.
     pub fn copy_(&self, src: &Tensor) -> Result<()> {
         self.check_inplace(&[src])?;
-        let b = if src.shape() == self.shape() { src.clone() } else { src.expand(self.shape())? };
+        let b = if src.shape() == self.shape() {
+            src.clone()
+        } else {
+            src.expand(self.shape())?
+        };
         let result = {
             let _g = GradModeGuard::new(false);
-            if b.dtype() == self.dtype() { copy_raw(&b)? } else { cast(&b, self.dtype())? }
+            if b.dtype() == self.dtype() {
+                copy_raw(&b)?
+            } else {
+                cast(&b, self.dtype())?
+            }
         };
         if needs_grad(&[self, src]) && self.dtype().is_float() {
-            record("CopyBackwards", &[self, src], &[&result], &[], false, |g, _| Ok(vec![Some(g[0].mul_scalar(0.0)?), Some(g[0].clone())]))?;
+            record(
+                "CopyBackwards",
+                &[self, src],
+                &[&result],
+                &[],
+                false,
+                |g, _| Ok(vec![Some(g[0].mul_scalar(0.0)?), Some(g[0].clone())]),
+            )?;
         }
         self.commit_inplace(result)
     }

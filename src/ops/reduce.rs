@@ -17,7 +17,9 @@ pub(crate) fn reduce_dims(dims: &[i64], ndim: usize) -> Result<Vec<usize>> {
     for &d in dims {
         let w = wrap_dim(d, ndim)?;
         if out.contains(&w) {
-            return Err(crate::error::Error::runtime(format!("dim {w} appears multiple times in the list of dims")));
+            return Err(crate::error::Error::runtime(format!(
+                "dim {w} appears multiple times in the list of dims"
+            )));
         }
         out.push(w);
     }
@@ -33,11 +35,21 @@ pub(crate) fn reduced_shape(shape: &[usize], dims: &[usize], keepdim: bool) -> D
     shape
         .iter()
         .enumerate()
-        .filter_map(|(i, &s)| if dims.contains(&i) { keepdim.then_some(1) } else { Some(s) })
+        .filter_map(|(i, &s)| {
+            if dims.contains(&i) {
+                keepdim.then_some(1)
+            } else {
+                Some(s)
+            }
+        })
         .collect()
 }
 
-fn sum_kernel<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(t: &Tensor, dims: &[usize], keepdim: bool) -> Result<Tensor> {
+fn sum_kernel<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(
+    t: &Tensor,
+    dims: &[usize],
+    keepdim: bool,
+) -> Result<Tensor> {
     let out_shape = reduced_shape(t.shape(), dims, keepdim);
     if dims.len() == t.dim() && t.is_contiguous() {
         let s = t.with_contiguous_slice::<T, _>(|s| sum_slice(s))?;
@@ -51,7 +63,11 @@ fn sum_kernel<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(t: &Ten
         a
     })?;
     // sum_axis returns row-major arrays, so the raw vector is already in order.
-    let v = if arr.is_standard_layout() { arr.into_raw_vec_and_offset().0 } else { arr.iter().copied().collect() };
+    let v = if arr.is_standard_layout() {
+        arr.into_raw_vec_and_offset().0
+    } else {
+        arr.iter().copied().collect()
+    };
     Tensor::from_vec(v, &out_shape)
 }
 
@@ -97,8 +113,14 @@ impl Tensor {
         if needs_grad(&[self]) {
             let in_shape: Dims = self.shape().into();
             let keep_shape = reduced_shape(self.shape(), &rd, true);
-            let name = if dims.is_empty() { "SumBackward0" } else { "SumBackward1" };
-            record(name, &[self], &[&out], &[], false, move |g, _| Ok(vec![Some(g[0].reshape(&keep_shape)?.expand(&in_shape)?)]))?;
+            let name = if dims.is_empty() {
+                "SumBackward0"
+            } else {
+                "SumBackward1"
+            };
+            record(name, &[self], &[&out], &[], false, move |g, _| {
+                Ok(vec![Some(g[0].reshape(&keep_shape)?.expand(&in_shape)?)])
+            })?;
         }
         Ok(out)
     }
@@ -122,13 +144,25 @@ impl Tensor {
             let _g = crate::autograd::grad_mode::GradModeGuard::new(false);
             self.sum_dims(dims, keepdim)?
         };
-        let out = crate::ops::elementwise::map_float_fn(&s, move |x| x / n as f32, move |x| x / n as f64)?;
+        let out = crate::ops::elementwise::map_float_fn(
+            &s,
+            move |x| x / n as f32,
+            move |x| x / n as f64,
+        )?;
         if needs_grad(&[self]) {
             let in_shape: Dims = self.shape().into();
             let keep_shape = reduced_shape(self.shape(), &rd, true);
-            let name = if dims.is_empty() { "MeanBackward0" } else { "MeanBackward1" };
+            let name = if dims.is_empty() {
+                "MeanBackward0"
+            } else {
+                "MeanBackward1"
+            };
             record(name, &[self], &[&out], &[], false, move |g, _| {
-                Ok(vec![Some(g[0].div_scalar(n as f64)?.reshape(&keep_shape)?.expand(&in_shape)?)])
+                Ok(vec![Some(
+                    g[0].div_scalar(n as f64)?
+                        .reshape(&keep_shape)?
+                        .expand(&in_shape)?,
+                )])
             })?;
         }
         Ok(out)
@@ -146,7 +180,11 @@ impl Tensor {
                 dims.push((lead + i) as i64);
             }
         }
-        let r = if dims.is_empty() { self.clone() } else { self.sum_dims(&dims, true)? };
+        let r = if dims.is_empty() {
+            self.clone()
+        } else {
+            self.sum_dims(&dims, true)?
+        };
         r.reshape(shape)
     }
 }

@@ -17,9 +17,13 @@ impl Tensor {
         let v = self.alias_with_layout(layout);
         let (base, no_grad_view) = {
             let m = self.meta();
-            (m.view_base.clone().unwrap_or_else(|| self.clone()), m.view_created_without_grad)
+            (
+                m.view_base.clone().unwrap_or_else(|| self.clone()),
+                m.view_created_without_grad,
+            )
         };
-        let created_without_grad = no_grad_view || (!grad_mode::is_recording() && self.requires_grad());
+        let created_without_grad =
+            no_grad_view || (!grad_mode::is_recording() && self.requires_grad());
         {
             let mut m = v.meta();
             m.view_base = Some(base);
@@ -49,19 +53,29 @@ impl Tensor {
     fn reshape_impl(&self, shape: &[usize], name: &'static str, view_only: bool) -> Result<Tensor> {
         let n: usize = shape.iter().product();
         if n != self.numel() {
-            return Err(Error::runtime(format!("shape '{}' is invalid for input of size {}", fmt_shape(shape), self.numel())));
+            return Err(Error::runtime(format!(
+                "shape '{}' is invalid for input of size {}",
+                fmt_shape(shape),
+                self.numel()
+            )));
         }
         if shape == self.shape() {
             // A no-op reshape still returns a new view, like torch.
             let out = self.make_view(self.layout().clone());
             if needs_grad(&[self]) {
                 let in_shape: Dims = self.shape().into();
-                record(name, &[self], &[&out], &[], false, move |g, _| Ok(vec![Some(g[0].reshape(&in_shape)?)]))?;
+                record(name, &[self], &[&out], &[], false, move |g, _| {
+                    Ok(vec![Some(g[0].reshape(&in_shape)?)])
+                })?;
             }
             return Ok(out);
         }
         let out = if self.is_contiguous() {
-            self.make_view(Layout { shape: shape.into(), strides: contiguous_strides(shape), offset: self.layout().offset })
+            self.make_view(Layout {
+                shape: shape.into(),
+                strides: contiguous_strides(shape),
+                offset: self.layout().offset,
+            })
         } else if view_only {
             return Err(Error::runtime("view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead."));
         } else {
@@ -70,7 +84,9 @@ impl Tensor {
         };
         if needs_grad(&[self]) {
             let in_shape: Dims = self.shape().into();
-            record(name, &[self], &[&out], &[], false, move |g, _| Ok(vec![Some(g[0].reshape(&in_shape)?)]))?;
+            record(name, &[self], &[&out], &[], false, move |g, _| {
+                Ok(vec![Some(g[0].reshape(&in_shape)?)])
+            })?;
         }
         Ok(out)
     }
@@ -82,7 +98,9 @@ impl Tensor {
         }
         let (s, e) = (wrap_dim(start, self.dim())?, wrap_dim(end, self.dim())?);
         if s > e {
-            return Err(Error::runtime("flatten() has invalid args: start_dim cannot come after end_dim"));
+            return Err(Error::runtime(
+                "flatten() has invalid args: start_dim cannot come after end_dim",
+            ));
         }
         let mut shape: Vec<usize> = self.shape()[..s].to_vec();
         shape.push(self.shape()[s..=e].iter().product());
@@ -92,6 +110,10 @@ impl Tensor {
 
     /// Swap two dimensions (a view).
     pub fn transpose(&self, d0: i64, d1: i64) -> Result<Tensor> {
+        self.transpose_named(d0, d1, "TransposeBackward0")
+    }
+
+    fn transpose_named(&self, d0: i64, d1: i64, name: &'static str) -> Result<Tensor> {
         let (a, b) = (wrap_dim(d0, self.dim())?, wrap_dim(d1, self.dim())?);
         let mut l = self.layout().clone();
         if self.dim() > 0 {
@@ -100,7 +122,9 @@ impl Tensor {
         }
         let out = self.make_view(l);
         if needs_grad(&[self]) {
-            record("TransposeBackward0", &[self], &[&out], &[], false, move |g, _| Ok(vec![Some(g[0].transpose(a as i64, b as i64)?)]))?;
+            record(name, &[self], &[&out], &[], false, move |g, _| {
+                Ok(vec![Some(g[0].transpose(a as i64, b as i64)?)])
+            })?;
         }
         Ok(out)
     }
@@ -108,12 +132,15 @@ impl Tensor {
     /// Transpose of a matrix (a view); 0-D and 1-D tensors are returned as they are.
     pub fn t(&self) -> Result<Tensor> {
         if self.dim() > 2 {
-            return Err(Error::runtime(format!("t() expects a tensor with <= 2 dimensions, but self is {}D", self.dim())));
+            return Err(Error::runtime(format!(
+                "t() expects a tensor with <= 2 dimensions, but self is {}D",
+                self.dim()
+            )));
         }
         if self.dim() < 2 {
-            return self.transpose(0, 0);
+            return self.transpose_named(0, 0, "TBackward0");
         }
-        self.transpose(0, 1)
+        self.transpose_named(0, 1, "TBackward0")
     }
 
     /// Reorder dimensions (a view).
@@ -144,7 +171,14 @@ impl Tensor {
             for (i, &p) in perm.iter().enumerate() {
                 inv[p] = i as i64;
             }
-            record("PermuteBackward0", &[self], &[&out], &[], false, move |g, _| Ok(vec![Some(g[0].permute(&inv)?)]))?;
+            record(
+                "PermuteBackward0",
+                &[self],
+                &[&out],
+                &[],
+                false,
+                move |g, _| Ok(vec![Some(g[0].permute(&inv)?)]),
+            )?;
         }
         Ok(out)
     }
@@ -153,13 +187,24 @@ impl Tensor {
     pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
         let d = wrap_dim(dim, self.dim() + 1)?;
         let mut l = self.layout().clone();
-        let stride = if d < l.shape.len() { l.strides[d] * l.shape[d] } else { 1 };
+        let stride = if d < l.shape.len() {
+            l.strides[d] * l.shape[d]
+        } else {
+            1
+        };
         l.shape.insert(d, 1);
         l.strides.insert(d, stride);
         let out = self.make_view(l);
         if needs_grad(&[self]) {
             let in_shape: Dims = self.shape().into();
-            record("UnsqueezeBackward0", &[self], &[&out], &[], false, move |g, _| Ok(vec![Some(g[0].reshape(&in_shape)?)]))?;
+            record(
+                "UnsqueezeBackward0",
+                &[self],
+                &[&out],
+                &[],
+                false,
+                move |g, _| Ok(vec![Some(g[0].reshape(&in_shape)?)]),
+            )?;
         }
         Ok(out)
     }
@@ -184,11 +229,21 @@ impl Tensor {
                 strides.push(l.strides[i]);
             }
         }
-        let out = self.make_view(Layout { shape, strides, offset: l.offset });
+        let out = self.make_view(Layout {
+            shape,
+            strides,
+            offset: l.offset,
+        });
         if needs_grad(&[self]) {
             let in_shape: Dims = self.shape().into();
-            let name = if dim.is_some() { "SqueezeBackward1" } else { "SqueezeBackward0" };
-            record(name, &[self], &[&out], &[], false, move |g, _| Ok(vec![Some(g[0].reshape(&in_shape)?)]))?;
+            let name = if dim.is_some() {
+                "SqueezeBackward1"
+            } else {
+                "SqueezeBackward0"
+            };
+            record(name, &[self], &[&out], &[], false, move |g, _| {
+                Ok(vec![Some(g[0].reshape(&in_shape)?)])
+            })?;
         }
         Ok(out)
     }
@@ -239,16 +294,33 @@ impl Tensor {
         if shape.as_slice() == self.shape() {
             return Ok(self.clone());
         }
-        let out = self.make_view(Layout { shape, strides, offset: l.offset });
+        let out = self.make_view(Layout {
+            shape,
+            strides,
+            offset: l.offset,
+        });
         if needs_grad(&[self]) {
             let in_shape: Dims = self.shape().into();
-            record("ExpandBackward0", &[self], &[&out], &[], false, move |g, _| Ok(vec![Some(g[0].sum_to(&in_shape)?)]))?;
+            record(
+                "ExpandBackward0",
+                &[self],
+                &[&out],
+                &[],
+                false,
+                move |g, _| Ok(vec![Some(g[0].sum_to(&in_shape)?)]),
+            )?;
         }
         Ok(out)
     }
 
     /// Elements `start..end` in steps of `step` along `dim` (Python slice semantics; a view).
-    pub fn slice(&self, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
+    pub fn slice(
+        &self,
+        dim: i64,
+        start: Option<i64>,
+        end: Option<i64>,
+        step: i64,
+    ) -> Result<Tensor> {
         if step <= 0 {
             return Err(Error::value("step must be greater than zero"));
         }
@@ -282,7 +354,9 @@ impl Tensor {
         let d = wrap_dim(dim, self.dim())?;
         let size = self.shape()[d] as i64;
         if index < -size || index >= size {
-            return Err(Error::index(format!("index {index} is out of bounds for dimension {d} with size {size}")));
+            return Err(Error::index(format!(
+                "index {index} is out of bounds for dimension {d} with size {size}"
+            )));
         }
         let i = if index < 0 { index + size } else { index } as usize;
         let transform = move |l: &Layout| -> Layout {
@@ -302,13 +376,19 @@ impl Tensor {
 
     /// A view made by `transform`ing the layout; its gradient scatters back through the same
     /// transform applied to a row-major layout of this tensor's shape.
-    fn indexed_view(&self, name: &'static str, transform: impl Fn(&Layout) -> Layout) -> Result<Tensor> {
+    fn indexed_view(
+        &self,
+        name: &'static str,
+        transform: impl Fn(&Layout) -> Layout,
+    ) -> Result<Tensor> {
         let out = self.make_view(transform(self.layout()));
         if needs_grad(&[self]) {
             let logical = transform(&Layout::contiguous(self.shape()));
             let idx: Arc<Vec<usize>> = Arc::new(logical.offsets());
             let in_shape: Dims = self.shape().into();
-            record(name, &[self], &[&out], &[], false, move |g, _| Ok(vec![Some(g[0].scatter_add_flat(&in_shape, &idx)?)]))?;
+            record(name, &[self], &[&out], &[], false, move |g, _| {
+                Ok(vec![Some(g[0].scatter_add_flat(&in_shape, &idx)?)])
+            })?;
         }
         Ok(out)
     }
@@ -334,7 +414,10 @@ pub(crate) fn infer_shape(shape: &[i64], numel: usize) -> Result<Vec<usize>> {
     if let Some(i) = infer {
         if known == 0 || numel % known != 0 {
             let parts: Vec<String> = shape.iter().map(|s| s.to_string()).collect();
-            return Err(Error::runtime(format!("shape '[{}]' is invalid for input of size {numel}", parts.join(", "))));
+            return Err(Error::runtime(format!(
+                "shape '[{}]' is invalid for input of size {numel}",
+                parts.join(", ")
+            )));
         }
         out[i] = numel / known;
     }

@@ -8,7 +8,11 @@ use crate::tensor::{DType, Tensor};
 
 /// Elementwise logical not (bool result).
 pub(crate) fn logical_not(t: &Tensor) -> Result<Tensor> {
-    let b = if t.dtype() == DType::Bool { t.clone() } else { t.ne_scalar(0.0)? };
+    let b = if t.dtype() == DType::Bool {
+        t.clone()
+    } else {
+        t.ne_scalar(0.0)?
+    };
     map::<bool, bool>(&b, |x| !x)
 }
 
@@ -26,7 +30,9 @@ impl Tensor {
             }
         };
         if needs_grad(&[self]) {
-            record("NegBackward0", &[self], &[&out], &[], false, |g, _| Ok(vec![Some(g[0].neg()?)]))?;
+            record("NegBackward0", &[self], &[&out], &[], false, |g, _| {
+                Ok(vec![Some(g[0].neg()?)])
+            })?;
         }
         Ok(out)
     }
@@ -35,7 +41,9 @@ impl Tensor {
     pub fn exp(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.exp())?;
         if needs_grad(&[self]) {
-            record("ExpBackward0", &[self], &[&out], &[&out], false, |g, s| Ok(vec![Some(g[0].mul(&s[0])?)]))?;
+            record("ExpBackward0", &[self], &[&out], &[&out], false, |g, s| {
+                Ok(vec![Some(g[0].mul(&s[0])?)])
+            })?;
         }
         Ok(out)
     }
@@ -44,7 +52,9 @@ impl Tensor {
     pub fn log(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.ln())?;
         if needs_grad(&[self]) {
-            record("LogBackward0", &[self], &[&out], &[self], false, |g, s| Ok(vec![Some(g[0].div(&s[0])?)]))?;
+            record("LogBackward0", &[self], &[&out], &[self], false, |g, s| {
+                Ok(vec![Some(g[0].div(&s[0])?)])
+            })?;
         }
         Ok(out)
     }
@@ -53,7 +63,9 @@ impl Tensor {
     pub fn sin(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.sin())?;
         if needs_grad(&[self]) {
-            record("SinBackward0", &[self], &[&out], &[self], false, |g, s| Ok(vec![Some(g[0].mul(&s[0].cos()?)?)]))?;
+            record("SinBackward0", &[self], &[&out], &[self], false, |g, s| {
+                Ok(vec![Some(g[0].mul(&s[0].cos()?)?)])
+            })?;
         }
         Ok(out)
     }
@@ -62,7 +74,9 @@ impl Tensor {
     pub fn cos(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.cos())?;
         if needs_grad(&[self]) {
-            record("CosBackward0", &[self], &[&out], &[self], false, |g, s| Ok(vec![Some(g[0].mul(&s[0].sin()?.neg()?)?)]))?;
+            record("CosBackward0", &[self], &[&out], &[self], false, |g, s| {
+                Ok(vec![Some(g[0].mul(&s[0].sin()?.neg()?)?)])
+            })?;
         }
         Ok(out)
     }
@@ -81,12 +95,23 @@ impl Tensor {
 
     /// Logistic sigmoid; d/dx = y (1 - y).
     pub fn sigmoid(&self) -> Result<Tensor> {
-        let out = map_float!(self, |x| if x >= 0.0 { 1.0 / (1.0 + (-x).exp()) } else { x.exp() / (1.0 + x.exp()) })?;
+        let out = map_float!(self, |x| if x >= 0.0 {
+            1.0 / (1.0 + (-x).exp())
+        } else {
+            x.exp() / (1.0 + x.exp())
+        })?;
         if needs_grad(&[self]) {
-            record("SigmoidBackward0", &[self], &[&out], &[&out], false, |g, s| {
-                let y = &s[0];
-                Ok(vec![Some(g[0].mul(&y.mul(&y.rsub_scalar(1.0)?)?)?)])
-            })?;
+            record(
+                "SigmoidBackward0",
+                &[self],
+                &[&out],
+                &[&out],
+                false,
+                |g, s| {
+                    let y = &s[0];
+                    Ok(vec![Some(g[0].mul(&y.mul(&y.rsub_scalar(1.0)?)?)?)])
+                },
+            )?;
         }
         Ok(out)
     }
@@ -96,11 +121,21 @@ impl Tensor {
         let out = match self.dtype() {
             DType::Int64 => map::<i64, i64>(self, |x| x.max(0))?,
             DType::Bool => self.clone(),
-            _ => map_float!(self, |x| if x > 0.0 { x } else if x.is_nan() { x } else { 0.0 })?,
+            _ => map_float!(self, |x| if x > 0.0 {
+                x
+            } else if x.is_nan() {
+                x
+            } else {
+                0.0
+            })?,
         };
         if needs_grad(&[self]) {
             record("ReluBackward0", &[self], &[&out], &[&out], false, |g, s| {
-                Ok(vec![Some(Tensor::where_cond(&s[0].gt_scalar(0.0)?, &g[0], &Tensor::wrapped_scalar(0.0, g[0].dtype()))?)])
+                Ok(vec![Some(Tensor::where_cond(
+                    &s[0].gt_scalar(0.0)?,
+                    &g[0],
+                    &Tensor::wrapped_scalar(0.0, g[0].dtype()),
+                )?)])
             })?;
         }
         Ok(out)
@@ -110,7 +145,9 @@ impl Tensor {
     pub fn sqrt(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.sqrt())?;
         if needs_grad(&[self]) {
-            record("SqrtBackward0", &[self], &[&out], &[&out], false, |g, s| Ok(vec![Some(g[0].div(&s[0].mul_scalar(2.0)?)?)]))?;
+            record("SqrtBackward0", &[self], &[&out], &[&out], false, |g, s| {
+                Ok(vec![Some(g[0].div(&s[0].mul_scalar(2.0)?)?)])
+            })?;
         }
         Ok(out)
     }
@@ -123,7 +160,9 @@ impl Tensor {
             _ => map_float!(self, |x| x.abs())?,
         };
         if needs_grad(&[self]) {
-            record("AbsBackward0", &[self], &[&out], &[self], false, |g, s| Ok(vec![Some(g[0].mul(&s[0].sign()?)?)]))?;
+            record("AbsBackward0", &[self], &[&out], &[self], false, |g, s| {
+                Ok(vec![Some(g[0].mul(&s[0].sign()?)?)])
+            })?;
         }
         Ok(out)
     }
@@ -133,10 +172,18 @@ impl Tensor {
         let out = match self.dtype() {
             DType::Int64 => map::<i64, i64>(self, i64::signum)?,
             DType::Bool => self.clone(),
-            _ => map_float!(self, |x| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { x })?,
+            _ => map_float!(self, |x| if x > 0.0 {
+                1.0
+            } else if x < 0.0 {
+                -1.0
+            } else {
+                x
+            })?,
         };
         if needs_grad(&[self]) {
-            record("SignBackward0", &[self], &[&out], &[], false, |g, _| Ok(vec![Some(g[0].mul_scalar(0.0)?)]))?;
+            record("SignBackward0", &[self], &[&out], &[], false, |g, _| {
+                Ok(vec![Some(g[0].mul_scalar(0.0)?)])
+            })?;
         }
         Ok(out)
     }

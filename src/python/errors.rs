@@ -4,7 +4,9 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use pyo3::exceptions::{PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError,
+};
 use pyo3::prelude::*;
 
 use crate::error::{Error, ErrorKind};
@@ -21,10 +23,12 @@ pub(crate) fn from_py(e: PyErr) -> Error {
 /// Map a ferrograd error to the Python exception a torch user expects.
 pub(crate) fn to_py(e: Error) -> PyErr {
     match e {
-        Error::External(payload, msg) => match (payload.as_ref() as &dyn std::any::Any).downcast_ref::<PyCallbackError>() {
-            Some(p) => Python::attach(|py| p.0.clone_ref(py)),
-            None => PyRuntimeError::new_err(msg),
-        },
+        Error::External(payload, msg) => {
+            match (payload.as_ref() as &dyn std::any::Any).downcast_ref::<PyCallbackError>() {
+                Some(p) => Python::attach(|py| p.0.clone_ref(py)),
+                None => PyRuntimeError::new_err(msg),
+            }
+        }
         Error::Msg(kind, msg) => match kind {
             ErrorKind::Type => PyTypeError::new_err(msg),
             ErrorKind::Value => PyValueError::new_err(msg),
@@ -58,10 +62,16 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
 
 /// Run `f` with the GIL released, turning a panic into `RuntimeError` instead of letting it
 /// reach Python as `PanicException` (a `BaseException`).
-pub(crate) fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> crate::error::Result<T> + Send) -> PyResult<T> {
+pub(crate) fn detached<T: Send>(
+    py: Python<'_>,
+    f: impl FnOnce() -> crate::error::Result<T> + Send,
+) -> PyResult<T> {
     match py.detach(|| std::panic::catch_unwind(AssertUnwindSafe(f))) {
         Ok(r) => r.py(),
-        Err(p) => Err(PyRuntimeError::new_err(format!("internal error in ferrograd: {}", panic_message(p)))),
+        Err(p) => Err(PyRuntimeError::new_err(format!(
+            "internal error in ferrograd: {}",
+            panic_message(p)
+        ))),
     }
 }
 
@@ -69,6 +79,9 @@ pub(crate) fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> crate::error
 pub(crate) fn guarded<T>(f: impl FnOnce() -> crate::error::Result<T>) -> PyResult<T> {
     match std::panic::catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r.py(),
-        Err(p) => Err(PyRuntimeError::new_err(format!("internal error in ferrograd: {}", panic_message(p)))),
+        Err(p) => Err(PyRuntimeError::new_err(format!(
+            "internal error in ferrograd: {}",
+            panic_message(p)
+        ))),
     }
 }

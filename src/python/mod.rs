@@ -81,7 +81,9 @@ fn shape_of(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
     dims.into_iter()
         .map(|d| {
             usize::try_from(d).map_err(|_| {
-                pyo3::exceptions::PyRuntimeError::new_err(format!("Trying to create tensor with negative dimension {d}"))
+                pyo3::exceptions::PyRuntimeError::new_err(format!(
+                    "Trying to create tensor with negative dimension {d}"
+                ))
             })
         })
         .collect()
@@ -95,20 +97,40 @@ fn _from_numpy(py: Python<'_>, array: &Bound<'_, PyAny>, share: bool) -> PyResul
 
 /// A tensor filled with `value`.
 #[pyfunction]
-fn _full(py: Python<'_>, shape: &Bound<'_, PyAny>, value: f64, dtype: PyRef<'_, PyDType>) -> PyResult<Py<PyTensor>> {
+fn _full(
+    py: Python<'_>,
+    shape: &Bound<'_, PyAny>,
+    value: f64,
+    dtype: PyRef<'_, PyDType>,
+) -> PyResult<Py<PyTensor>> {
     wrap(py, Tensor::full(&shape_of(shape)?, value, dtype.d))
 }
 
 /// Values from `start` to `end` by `step`.
 #[pyfunction]
-fn _arange(py: Python<'_>, start: f64, end: f64, step: f64, dtype: PyRef<'_, PyDType>) -> PyResult<Py<PyTensor>> {
+fn _arange(
+    py: Python<'_>,
+    start: f64,
+    end: f64,
+    step: f64,
+    dtype: PyRef<'_, PyDType>,
+) -> PyResult<Py<PyTensor>> {
     wrap(py, guarded(|| Tensor::arange(start, end, step, dtype.d))?)
 }
 
 /// `steps` evenly spaced values from `start` to `end`.
 #[pyfunction]
-fn _linspace(py: Python<'_>, start: f64, end: f64, steps: usize, dtype: PyRef<'_, PyDType>) -> PyResult<Py<PyTensor>> {
-    wrap(py, guarded(|| Tensor::linspace(start, end, steps, dtype.d))?)
+fn _linspace(
+    py: Python<'_>,
+    start: f64,
+    end: f64,
+    steps: usize,
+    dtype: PyRef<'_, PyDType>,
+) -> PyResult<Py<PyTensor>> {
+    wrap(
+        py,
+        guarded(|| Tensor::linspace(start, end, steps, dtype.d))?,
+    )
 }
 
 /// An identity matrix.
@@ -119,14 +141,22 @@ fn _eye(py: Python<'_>, n: usize, m: usize, dtype: PyRef<'_, PyDType>) -> PyResu
 
 /// Uniform [0, 1) samples.
 #[pyfunction]
-fn _rand(py: Python<'_>, shape: &Bound<'_, PyAny>, dtype: PyRef<'_, PyDType>) -> PyResult<Py<PyTensor>> {
+fn _rand(
+    py: Python<'_>,
+    shape: &Bound<'_, PyAny>,
+    dtype: PyRef<'_, PyDType>,
+) -> PyResult<Py<PyTensor>> {
     let s = shape_of(shape)?;
     wrap(py, guarded(|| Tensor::rand(&s, dtype.d))?)
 }
 
 /// Standard normal samples.
 #[pyfunction]
-fn _randn(py: Python<'_>, shape: &Bound<'_, PyAny>, dtype: PyRef<'_, PyDType>) -> PyResult<Py<PyTensor>> {
+fn _randn(
+    py: Python<'_>,
+    shape: &Bound<'_, PyAny>,
+    dtype: PyRef<'_, PyDType>,
+) -> PyResult<Py<PyTensor>> {
     let s = shape_of(shape)?;
     wrap(py, guarded(|| Tensor::randn(&s, dtype.d))?)
 }
@@ -151,7 +181,12 @@ fn _backward(
     let roots = self::tensors(tensors, "tensors")?;
     let grads = opt_tensors(grad_tensors, "grad_tensors")?;
     let inputs = inputs.map(|i| self::tensors(i, "inputs")).transpose()?;
-    let opts = BackwardOptions { grad_tensors: grads, retain_graph, create_graph, inputs };
+    let opts = BackwardOptions {
+        grad_tensors: grads,
+        retain_graph,
+        create_graph,
+        inputs,
+    };
     detached(py, move || autograd::backward(&roots, opts))
 }
 
@@ -172,7 +207,13 @@ fn _grad<'py>(
     let outs = tensors(outputs, "outputs")?;
     let ins = tensors(inputs, "inputs")?;
     let grads = opt_tensors(grad_outputs, "grad_outputs")?;
-    let opts = GradOptions { grad_outputs: grads, retain_graph, create_graph, allow_unused, materialize_grads };
+    let opts = GradOptions {
+        grad_outputs: grads,
+        retain_graph,
+        create_graph,
+        allow_unused,
+        materialize_grads,
+    };
     let res = detached(py, move || autograd::grad(&outs, &ins, opts))?;
     let objs: Vec<Py<PyAny>> = res
         .into_iter()
@@ -207,7 +248,11 @@ fn _record_function<'py>(
     let to_save = opt_tensors(to_save, "save_for_backward")?;
     let (outs, saved) = guarded(|| {
         record_custom(name, &args, outputs, &non_diff, &dirty, &to_save, |saved| {
-            Box::new(PyFunctionBackward { backward, saved, materialize: materialize_grads })
+            Box::new(PyFunctionBackward {
+                backward,
+                saved,
+                materialize: materialize_grads,
+            })
         })
     })?;
     let list = PyList::empty(py);
@@ -271,28 +316,71 @@ fn get_num_threads() -> usize {
 #[pyfunction]
 fn set_num_threads(n: i64) -> PyResult<()> {
     if n <= 0 {
-        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!("set_num_threads expects a positive integer, got {n}")));
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+            "set_num_threads expects a positive integer, got {n}"
+        )));
     }
     autograd::set_num_threads(n as usize).py()
 }
 
 /// `cond ? a : b` elementwise, broadcasting.
 #[pyfunction]
-fn _where_tensors(py: Python<'_>, cond: &Bound<'_, PyAny>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-    let (c, x, y) = (tensor::operand(cond)?, tensor::operand(a)?, tensor::operand(b)?);
+fn _where_tensors(
+    py: Python<'_>,
+    cond: &Bound<'_, PyAny>,
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyTensor>> {
+    let (c, x, y) = (
+        tensor::operand(cond)?,
+        tensor::operand(a)?,
+        tensor::operand(b)?,
+    );
     wrap(py, guarded(|| Tensor::where_cond(&c, &x, &y))?)
 }
 
-#[pymodule]
+fn python_stack() -> Option<String> {
+    Python::attach(|py| {
+        let tb = py.import("traceback").ok()?;
+        let lines: Vec<String> = tb.call_method0("format_stack").ok()?.extract().ok()?;
+        Some(lines.concat())
+    })
+}
+
+fn warn_anomaly(node: &str, trace: Option<&str>) {
+    Python::attach(|py| {
+        let msg = format!(
+            "Error detected in {node}. Traceback of forward call that caused the error:\n{}",
+            trace.unwrap_or(
+                "  (no trace was recorded: enable anomaly mode before the forward pass)\n"
+            )
+        );
+        let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+        let _ = PyErr::warn(
+            py,
+            &category,
+            &std::ffi::CString::new(msg).unwrap_or_default(),
+            1,
+        );
+    });
+}
+
+#[pymodule(gil_used = true)]
 #[allow(non_snake_case)]
 fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    grad_mode::set_anomaly_hooks(python_stack, warn_anomaly);
     m.add_class::<PyTensor>()?;
     m.add_class::<PyDType>()?;
     m.add_class::<PyNode>()?;
     m.add_class::<PyHookHandle>()?;
     m.add_class::<PySaved>()?;
-    for (name, d) in [("bool", DType::Bool), ("int64", DType::Int64), ("float32", DType::Float32), ("float64", DType::Float64)] {
+    for (name, d) in [
+        ("bool", DType::Bool),
+        ("int64", DType::Int64),
+        ("float32", DType::Float32),
+        ("float64", DType::Float64),
+    ] {
         m.add(name, dtype_object(py, d)?)?;
     }
     m.add_function(wrap_pyfunction!(_from_numpy, m)?)?;

@@ -34,8 +34,25 @@ impl PyNode {
             .iter()
             .map(|e| -> PyResult<Bound<'py, PyAny>> {
                 match e {
-                    Some(e) => Ok(PyTuple::new(py, [Py::new(py, PyNode { inner: e.node.clone() })?.into_any(), e.input_nr.into_pyobject(py)?.into_any().unbind()])?.into_any()),
-                    None => Ok(PyTuple::new(py, [py.None(), 0usize.into_pyobject(py)?.into_any().unbind()])?.into_any()),
+                    Some(e) => Ok(PyTuple::new(
+                        py,
+                        [
+                            Py::new(
+                                py,
+                                PyNode {
+                                    inner: e.node.clone(),
+                                },
+                            )?
+                            .into_any(),
+                            e.input_nr.into_pyobject(py)?.into_any().unbind(),
+                        ],
+                    )?
+                    .into_any()),
+                    None => Ok(PyTuple::new(
+                        py,
+                        [py.None(), 0usize.into_pyobject(py)?.into_any().unbind()],
+                    )?
+                    .into_any()),
                 }
             })
             .collect::<PyResult<_>>()?;
@@ -44,17 +61,26 @@ impl PyNode {
     /// For `AccumulateGrad`: the leaf it accumulates into.
     #[getter]
     fn variable(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {
-        self.inner.variable().map(|t| wrap(py, t.clone())).transpose()
+        self.inner
+            .variable()
+            .map(|t| wrap(py, t.clone()))
+            .transpose()
     }
     /// Creation order.
     fn _sequence_nr(&self) -> u64 {
         self.inner.sequence_nr()
     }
     fn __repr__(&self) -> String {
-        format!("<{} object at {:#x}>", self.inner.name(), Arc::as_ptr(&self.inner) as usize)
+        format!(
+            "<{} object at {:#x}>",
+            self.inner.name(),
+            Arc::as_ptr(&self.inner) as usize
+        )
     }
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        other.cast::<PyNode>().is_ok_and(|o| Arc::ptr_eq(&o.get().inner, &self.inner))
+        other
+            .cast::<PyNode>()
+            .is_ok_and(|o| Arc::ptr_eq(&o.get().inner, &self.inner))
     }
     fn __hash__(&self) -> isize {
         Arc::as_ptr(&self.inner) as isize
@@ -124,7 +150,10 @@ impl CustomBackward for PyFunctionBackward {
             let args = PyTuple::new(py, args).map_err(from_py)?;
             let out = self.backward.call1(py, args).map_err(from_py)?;
             let items: Vec<Bound<'_, PyAny>> = out.bind(py).extract().map_err(from_py)?;
-            items.iter().map(|o| opt_tensor_of(o, "gradient").map_err(from_py)).collect()
+            items
+                .iter()
+                .map(|o| opt_tensor_of(o, "gradient").map_err(from_py))
+                .collect()
         })
     }
     fn release(&self) {

@@ -17,8 +17,16 @@ pub struct StorageOwner {
 
 /// A NumPy array sharing `t`'s memory.
 pub(crate) fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
-    fn typed<'py, T: Element + numpy::Element>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
-        let owner = Bound::new(py, StorageOwner { _storage: t.storage().clone() })?;
+    fn typed<'py, T: Element + numpy::Element>(
+        py: Python<'py>,
+        t: &Tensor,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let owner = Bound::new(
+            py,
+            StorageOwner {
+                _storage: t.storage().clone(),
+            },
+        )?;
         let guard = t.storage().read();
         let data = T::data(&guard).ok_or_else(|| PyTypeError::new_err("dtype mismatch"))?;
         let view = t.layout().view(data.as_slice()).py()?;
@@ -50,14 +58,32 @@ fn shared<T: Element + numpy::Element>(arr: &Bound<'_, PyArrayDyn<T>>) -> PyResu
     }
     let ptr = arr.data();
     if (ptr as usize) % std::mem::align_of::<T>() != 0 {
-        return Err(PyValueError::new_err("the numpy array is not aligned for its dtype; copy it first"));
+        return Err(PyValueError::new_err(
+            "the numpy array is not aligned for its dtype; copy it first",
+        ));
     }
     let numel: usize = shape.iter().product();
-    let span = if numel == 0 { 0 } else { 1 + shape.iter().zip(&strides).map(|(&d, &s)| (d - 1) * s).sum::<usize>() };
+    let span = if numel == 0 {
+        0
+    } else {
+        1 + shape
+            .iter()
+            .zip(&strides)
+            .map(|(&d, &s)| (d - 1) * s)
+            .sum::<usize>()
+    };
     let keep: Py<PyAny> = arr.clone().into_any().unbind();
     // SAFETY: `ptr` addresses `span` elements of the array's buffer, kept alive by `keep`.
     let storage = unsafe { Storage::from_foreign(ptr, span, Box::new(keep)) };
-    Ok(Tensor::from_parts(Arc::new(storage), Layout { shape: shape.into(), strides: strides.into(), offset: 0 }, T::DTYPE))
+    Ok(Tensor::from_parts(
+        Arc::new(storage),
+        Layout {
+            shape: shape.into(),
+            strides: strides.into(),
+            offset: 0,
+        },
+        T::DTYPE,
+    ))
 }
 
 fn copied<T: Element + numpy::Element>(arr: &Bound<'_, PyArrayDyn<T>>) -> PyResult<Tensor> {
@@ -70,7 +96,11 @@ pub(crate) fn from_numpy(arr: &Bound<'_, PyAny>, share: bool) -> PyResult<Tensor
     macro_rules! try_type {
         ($t:ty) => {
             if let Ok(a) = arr.cast::<PyArrayDyn<$t>>() {
-                return if share { shared::<$t>(a) } else { copied::<$t>(a) };
+                return if share {
+                    shared::<$t>(a)
+                } else {
+                    copied::<$t>(a)
+                };
             }
         };
     }
@@ -78,7 +108,10 @@ pub(crate) fn from_numpy(arr: &Bound<'_, PyAny>, share: bool) -> PyResult<Tensor
     try_type!(f64);
     try_type!(i64);
     try_type!(bool);
-    let dt = arr.getattr("dtype").map(|d| d.to_string()).unwrap_or_default();
+    let dt = arr
+        .getattr("dtype")
+        .map(|d| d.to_string())
+        .unwrap_or_default();
     Err(PyTypeError::new_err(format!(
         "can't convert np.ndarray of type numpy.{dt}. The only supported types are: float64, float32, int64, and bool."
     )))

@@ -1,6 +1,7 @@
 //! The Python `Tensor` class: argument parsing and conversion only; every computation is a call
 //! into the crate.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
@@ -15,14 +16,35 @@ use crate::error::Error;
 use crate::tensor::{DType, Tensor};
 
 /// A ferrograd tensor.
-#[pyclass(name = "Tensor", module = "ferrograd._C", frozen, weakref, dict, subclass)]
+#[pyclass(name = "Tensor", module = "ferrograd._C", frozen, weakref, dict)]
 pub struct PyTensor {
     pub(crate) inner: Tensor,
 }
 
-/// Wrap a tensor as a new Python object.
+/// The Python object for a tensor: the existing one if it is alive (so identity holds, as in
+/// torch), else a new one registered in the tensor's binding slot.
 pub(crate) fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyTensor>> {
-    Py::new(py, PyTensor { inner: t })
+    let slot = &t.0.binding_slot;
+    let existing = slot.load(Ordering::Acquire);
+    if !existing.is_null() {
+        // SAFETY: the slot holds a live PyTensor; it is cleared (under the GIL) in Drop before
+        // the object is freed, and we hold the GIL here.
+        let obj = unsafe { Bound::from_borrowed_ptr(py, existing as *mut pyo3::ffi::PyObject) };
+        return Ok(obj.cast_into::<PyTensor>().map_err(PyErr::from)?.unbind());
+    }
+    let obj = Py::new(py, PyTensor { inner: t.clone() })?;
+    slot.store(obj.as_ptr() as *mut std::ffi::c_void, Ordering::Release);
+    Ok(obj)
+}
+
+impl Drop for PyTensor {
+    fn drop(&mut self) {
+        // Only one Python object per tensor is ever registered, and it is this one.
+        self.inner
+            .0
+            .binding_slot
+            .store(std::ptr::null_mut(), Ordering::Release);
+    }
 }
 
 /// The tensor inside a Python `Tensor`, or a TypeError naming `what`.
@@ -31,7 +53,10 @@ pub(crate) fn tensor_of(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Tensor> 
         Ok(t) => Ok(t.get().inner.clone()),
         Err(_) => Err(PyTypeError::new_err(format!(
             "{what} must be a Tensor, not {}",
-            obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
         ))),
     }
 }
@@ -209,7 +234,9 @@ impl PyTensor {
             Some(d) => {
                 let w = crate::tensor::shape::wrap_dim(d, self.inner.dim()).py()?;
                 if self.inner.dim() == 0 {
-                    return Err(pyo3::exceptions::PyIndexError::new_err("dimension specified as 0 but tensor has no dimensions"));
+                    return Err(pyo3::exceptions::PyIndexError::new_err(
+                        "dimension specified as 0 but tensor has no dimensions",
+                    ));
                 }
                 Ok(self.inner.shape()[w].into_pyobject(py)?.into_any())
             }
@@ -258,7 +285,9 @@ impl PyTensor {
     #[getter]
     fn _version(&self) -> PyResult<u64> {
         if self.inner.is_inference() {
-            return Err(PyRuntimeError::new_err("Inference tensors do not track version counter."));
+            return Err(PyRuntimeError::new_err(
+                "Inference tensors do not track version counter.",
+            ));
         }
         Ok(self.inner.version())
     }
@@ -286,7 +315,9 @@ impl PyTensor {
     }
     #[setter]
     fn set_requires_grad(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        let v: bool = value.extract().map_err(|_| PyTypeError::new_err("requires_grad must be a bool"))?;
+        let v: bool = value
+            .extract()
+            .map_err(|_| PyTypeError::new_err("requires_grad must be a bool"))?;
         guarded(|| self.inner.set_requires_grad(v))
     }
     /// Set `requires_grad` on a leaf and return it.
@@ -294,7 +325,9 @@ impl PyTensor {
     fn requires_grad_(slf: &Bound<'_, Self>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
         let t = &slf.get().inner;
         if requires_grad && !t.dtype().is_float() && t.is_leaf() {
-            return Err(PyRuntimeError::new_err("only Tensors of floating point dtype can require gradients"));
+            return Err(PyRuntimeError::new_err(
+                "only Tensors of floating point dtype can require gradients",
+            ));
         }
         guarded(|| t.set_requires_grad(requires_grad))?;
         Ok(slf.clone().unbind())
@@ -304,8 +337,8 @@ impl PyTensor {
     fn is_leaf(&self) -> bool {
         self.inner.is_leaf()
     }
-    /// The node that produced this tensor, or None.
-    #[getter]
+    /// The node that produced this tensor, or None (wrapped in Python as `grad_fn`).
+    #[getter(_grad_fn)]
     fn grad_fn(&self) -> Option<PyNode> {
         self.inner.grad_fn().map(|n| PyNode { inner: n })
     }
@@ -347,7 +380,9 @@ impl PyTensor {
         let name = Python::attach(|py| hook_name(hook.bind(py)));
         let h = python_hook(hook, name);
         let handle = guarded(|| self.inner.register_hook(h))?;
-        Ok(PyHookHandle { inner: Arc::new(handle) })
+        Ok(PyHookHandle {
+            inner: Arc::new(handle),
+        })
     }
     /// Register `hook(tensor) -> None` run after this leaf's `.grad` was accumulated.
     fn register_post_accumulate_grad_hook(&self, hook: Py<PyAny>) -> PyResult<PyHookHandle> {
@@ -358,12 +393,16 @@ impl PyTensor {
                 if r.is_none(py) {
                     Ok(())
                 } else {
-                    Err(Error::runtime("Tensor post accumulate grad hooks should return None."))
+                    Err(Error::runtime(
+                        "Tensor post accumulate grad hooks should return None.",
+                    ))
                 }
             })
         });
         let handle = guarded(|| self.inner.register_post_accumulate_grad_hook(h))?;
-        Ok(PyHookHandle { inner: Arc::new(handle) })
+        Ok(PyHookHandle {
+            inner: Arc::new(handle),
+        })
     }
 
     // ----- conversion ----------------------------------------------------------------------
@@ -373,7 +412,9 @@ impl PyTensor {
         let v = guarded(|| self.inner.item_f64())?;
         Ok(match self.inner.dtype() {
             DType::Bool => PyBool::new(py, v != 0.0).to_owned().into_any(),
-            DType::Int64 => (guarded(|| self.inner.to_vec::<i64>())?[0]).into_pyobject(py)?.into_any(),
+            DType::Int64 => (guarded(|| self.inner.to_vec::<i64>())?[0])
+                .into_pyobject(py)?
+                .into_any(),
             _ => v.into_pyobject(py)?.into_any(),
         })
     }
@@ -407,14 +448,24 @@ impl PyTensor {
 
     /// Sum over all elements or `dim`.
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn sum(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyTensor>> {
+    fn sum(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyTensor>> {
         let dims = dim_list(dim)?;
         let t = guarded(|| self.inner.sum_dims(&dims, keepdim))?;
         wrap(py, t)
     }
     /// Mean over all elements or `dim`.
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn mean(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyTensor>> {
+    fn mean(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyTensor>> {
         let dims = dim_list(dim)?;
         let t = guarded(|| self.inner.mean_dims(&dims, keepdim))?;
         wrap(py, t)
@@ -435,10 +486,20 @@ impl PyTensor {
         let t = detached(py, move || o.matmul(&a))?;
         wrap(py, t)
     }
-    fn __pow__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, _modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    fn __pow__(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        _modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
         self.pow(py, other)
     }
-    fn __rpow__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, _modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    fn __rpow__(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        _modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
         let o = operand(other)?;
         let t = guarded(|| o.pow(&self.inner))?;
         wrap(py, t)
@@ -503,7 +564,14 @@ impl PyTensor {
     }
     /// Elements `start..stop` by `step` along `dim` (a view).
     #[pyo3(signature = (dim, start, stop, step))]
-    fn _slice(&self, py: Python<'_>, dim: i64, start: Option<i64>, stop: Option<i64>, step: i64) -> PyResult<Py<PyTensor>> {
+    fn _slice(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        start: Option<i64>,
+        stop: Option<i64>,
+        step: i64,
+    ) -> PyResult<Py<PyTensor>> {
         let t = guarded(|| self.inner.slice(dim, start, stop, step))?;
         wrap(py, t)
     }
@@ -513,7 +581,13 @@ impl PyTensor {
         wrap(py, t)
     }
     /// `length` elements from `start` along `dim` (a view).
-    fn narrow(&self, py: Python<'_>, dim: i64, start: i64, length: usize) -> PyResult<Py<PyTensor>> {
+    fn narrow(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        start: i64,
+        length: usize,
+    ) -> PyResult<Py<PyTensor>> {
         let t = guarded(|| self.inner.narrow(dim, start, length))?;
         wrap(py, t)
     }
@@ -534,7 +608,12 @@ impl PyTensor {
         Ok(slf.clone().unbind())
     }
     /// `cond ? self : other` elementwise.
-    fn _where(&self, py: Python<'_>, cond: &Bound<'_, PyAny>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    fn _where(
+        &self,
+        py: Python<'_>,
+        cond: &Bound<'_, PyAny>,
+        other: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
         let c = operand(cond)?;
         let o = operand(other)?;
         let t = guarded(|| Tensor::where_cond(&c, &self.inner, &o))?;
@@ -553,7 +632,11 @@ impl PyTensor {
         if self.inner.numel() != 1 {
             return Err(PyRuntimeError::new_err(format!(
                 "Boolean value of Tensor with {} values is ambiguous",
-                if self.inner.numel() == 0 { "no" } else { "more than one" }
+                if self.inner.numel() == 0 {
+                    "no"
+                } else {
+                    "more than one"
+                }
             )));
         }
         Ok(guarded(|| self.inner.item_f64())? != 0.0)
@@ -566,7 +649,9 @@ impl PyTensor {
     }
     fn __index__(&self) -> PyResult<i64> {
         if self.inner.dtype() != DType::Int64 || self.inner.numel() != 1 {
-            return Err(PyTypeError::new_err("only integer tensors of a single element can be converted to an index"));
+            return Err(PyTypeError::new_err(
+                "only integer tensors of a single element can be converted to an index",
+            ));
         }
         Ok(guarded(|| self.inner.to_vec::<i64>())?[0])
     }
@@ -577,7 +662,9 @@ impl PyTensor {
 
 /// A short name for a hook in messages (`<lambda>`, the function's `__name__`).
 fn hook_name(hook: &Bound<'_, PyAny>) -> String {
-    hook.getattr("__name__").and_then(|n| n.extract::<String>()).unwrap_or_else(|_| "hook".into())
+    hook.getattr("__name__")
+        .and_then(|n| n.extract::<String>())
+        .unwrap_or_else(|_| "hook".into())
 }
 
 /// A tensor hook that calls a Python callable, with torch's checks on what it returns.
@@ -591,12 +678,20 @@ pub(crate) fn python_hook(hook: Py<PyAny>, name: String) -> TensorHook {
                 return Ok(None);
             }
             let Ok(t) = r.cast::<PyTensor>() else {
-                let tn = r.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-                return Err(Error::type_error(format!("expected Variable, but hook returned '{tn}'")));
+                let tn = r
+                    .get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default();
+                return Err(Error::type_error(format!(
+                    "expected Variable, but hook returned '{tn}'"
+                )));
             };
             let t = t.get().inner.clone();
             if t.shape() != g.shape() {
-                return Err(Error::runtime(format!("hook '{name}' has changed the size of value")));
+                return Err(Error::runtime(format!(
+                    "hook '{name}' has changed the size of value"
+                )));
             }
             if t.dtype() != g.dtype() {
                 return Err(Error::runtime(format!(

@@ -60,10 +60,14 @@ impl Tensor {
             return Err(Error::runtime("step must be nonzero"));
         }
         if !(start.is_finite() && end.is_finite()) {
-            return Err(Error::runtime(format!("unsupported range: {start} -> {end}")));
+            return Err(Error::runtime(format!(
+                "unsupported range: {start} -> {end}"
+            )));
         }
         if (step > 0.0 && end < start) || (step < 0.0 && end > start) {
-            return Err(Error::runtime("upper bound and larger bound inconsistent with step sign"));
+            return Err(Error::runtime(
+                "upper bound and larger bound inconsistent with step sign",
+            ));
         }
         let n = ((end - start) / step).ceil().max(0.0) as usize;
         let vals: Vec<f64> = (0..n).map(|i| start + step * i as f64).collect();
@@ -80,7 +84,13 @@ impl Tensor {
                 // Fill symmetric halves from both ends, as torch does, so the last value is `end`.
                 let half = steps / 2;
                 (0..steps)
-                    .map(|i| if i < half { start + step * i as f64 } else { end - step * (steps - 1 - i) as f64 })
+                    .map(|i| {
+                        if i < half {
+                            start + step * i as f64
+                        } else {
+                            end - step * (steps - 1 - i) as f64
+                        }
+                    })
                     .collect()
             }
         };
@@ -93,7 +103,9 @@ impl Tensor {
         for i in 0..n.min(m) {
             v[i * m + i] = 1.0;
         }
-        Tensor::from_vec(v, &[n, m]).and_then(|t| t.to_dtype(dtype)).expect("valid shape")
+        Tensor::from_vec(v, &[n, m])
+            .and_then(|t| t.to_dtype(dtype))
+            .expect("valid shape")
     }
 
     /// Uniform samples in [0, 1).
@@ -109,16 +121,25 @@ impl Tensor {
 
 fn random(shape: &[usize], dtype: DType, sample: impl Fn(&mut SmallRng) -> f64) -> Result<Tensor> {
     if !dtype.is_float() {
-        return Err(Error::runtime(format!("\"check_uniform_bounds\" not implemented for '{}'", super::scalar_type_name(dtype))));
+        return Err(Error::runtime(format!(
+            "\"check_uniform_bounds\" not implemented for '{}'",
+            super::scalar_type_name(dtype)
+        )));
     }
     let n: usize = shape.iter().product();
     with_rng(|r| match dtype {
-        DType::Float32 => Tensor::from_vec((0..n).map(|_| sample(r) as f32).collect::<Vec<_>>(), shape),
+        DType::Float32 => {
+            Tensor::from_vec((0..n).map(|_| sample(r) as f32).collect::<Vec<_>>(), shape)
+        }
         _ => Tensor::from_vec((0..n).map(|_| sample(r)).collect::<Vec<_>>(), shape),
     })
 }
 
 /// Bernoulli keep-mask with probability `1 - p` of one, for dropout.
 pub(crate) fn bernoulli_mask<T: Element>(n: usize, p: f64) -> Vec<T> {
-    with_rng(|r| (0..n).map(|_| T::from_f64(if r.random::<f64>() >= p { 1.0 } else { 0.0 })).collect())
+    with_rng(|r| {
+        (0..n)
+            .map(|_| T::from_f64(if r.random::<f64>() >= p { 1.0 } else { 0.0 }))
+            .collect()
+    })
 }

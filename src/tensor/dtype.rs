@@ -117,27 +117,42 @@ mod tests {
 
     #[test]
     fn float32_tensor_times_python_float_stays_float32() {
-        let t = result_type(&[(DType::Float32, Priority::Dim), (DType::Float32, Priority::Scalar)]);
+        let t = result_type(&[
+            (DType::Float32, Priority::Dim),
+            (DType::Float32, Priority::Scalar),
+        ]);
         assert_eq!(t, DType::Float32);
     }
 
     #[test]
     fn int_tensor_times_python_float_is_default_float() {
-        let t = result_type(&[(DType::Int64, Priority::Dim), (DType::Float32, Priority::Scalar)]);
+        let t = result_type(&[
+            (DType::Int64, Priority::Dim),
+            (DType::Float32, Priority::Scalar),
+        ]);
         assert_eq!(t, DType::Float32);
     }
 
     #[test]
     fn zero_dim_double_does_not_promote_float_tensor() {
-        let t = result_type(&[(DType::Float32, Priority::Dim), (DType::Float64, Priority::ZeroDim)]);
+        let t = result_type(&[
+            (DType::Float32, Priority::Dim),
+            (DType::Float64, Priority::ZeroDim),
+        ]);
         assert_eq!(t, DType::Float32);
-        let t = result_type(&[(DType::Int64, Priority::Dim), (DType::Float64, Priority::ZeroDim)]);
+        let t = result_type(&[
+            (DType::Int64, Priority::Dim),
+            (DType::Float64, Priority::ZeroDim),
+        ]);
         assert_eq!(t, DType::Float64);
     }
 
     #[test]
     fn bool_tensor_plus_python_int_is_int64() {
-        let t = result_type(&[(DType::Bool, Priority::Dim), (DType::Int64, Priority::Scalar)]);
+        let t = result_type(&[
+            (DType::Bool, Priority::Dim),
+            (DType::Int64, Priority::Scalar),
+        ]);
         assert_eq!(t, DType::Int64);
     }
 }

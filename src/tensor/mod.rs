@@ -58,6 +58,9 @@ pub struct TensorImpl {
     pub(crate) inference: bool,
     /// A Python number wrapped as a tensor: lowest priority in type promotion.
     pub(crate) wrapped_number: bool,
+    /// Opaque slot for language bindings (the Python object currently representing this
+    /// tensor, so identity is preserved: `x.grad is x.grad`).
+    pub(crate) binding_slot: std::sync::atomic::AtomicPtr<std::ffi::c_void>,
 }
 
 impl Drop for TensorImpl {
@@ -75,7 +78,13 @@ pub struct Tensor(pub(crate) Arc<TensorImpl>);
 
 impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Tensor(shape={:?}, dtype={}, requires_grad={})", self.shape(), self.dtype(), self.requires_grad())
+        write!(
+            f,
+            "Tensor(shape={:?}, dtype={}, requires_grad={})",
+            self.shape(),
+            self.dtype(),
+            self.requires_grad()
+        )
     }
 }
 
@@ -91,6 +100,7 @@ impl Tensor {
             meta: Mutex::new(AutogradMeta::default()),
             inference: grad_mode::is_inference_mode_enabled(),
             wrapped_number: false,
+            binding_slot: Default::default(),
         }))
     }
 
@@ -105,7 +115,11 @@ impl Tensor {
             )));
         }
         let dtype = buf.dtype();
-        Ok(Tensor::from_parts(Arc::new(Storage::new(buf)), Layout::contiguous(shape), dtype))
+        Ok(Tensor::from_parts(
+            Arc::new(Storage::new(buf)),
+            Layout::contiguous(shape),
+            dtype,
+        ))
     }
 
     /// A contiguous tensor from a vector of elements and a shape.
@@ -139,6 +153,7 @@ impl Tensor {
             meta: Mutex::new(AutogradMeta::default()),
             inference: false,
             wrapped_number: true,
+            binding_slot: Default::default(),
         }))
     }
 
@@ -292,7 +307,9 @@ impl Tensor {
             ));
         }
         if requires_grad && !self.dtype().is_float() {
-            return Err(Error::runtime("only Tensors of floating point and complex dtype can require gradients"));
+            return Err(Error::runtime(
+                "only Tensors of floating point and complex dtype can require gradients",
+            ));
         }
         if requires_grad && self.0.inference && !grad_mode::is_inference_mode_enabled() {
             return Err(Error::runtime("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed."));
@@ -304,7 +321,9 @@ impl Tensor {
     /// Builder form of [`Tensor::set_requires_grad`].
     pub fn requires_grad_(self, requires_grad: bool) -> Result<Tensor> {
         if requires_grad && !self.dtype().is_float() && self.is_leaf() {
-            return Err(Error::runtime("only Tensors of floating point dtype can require gradients"));
+            return Err(Error::runtime(
+                "only Tensors of floating point dtype can require gradients",
+            ));
         }
         self.set_requires_grad(requires_grad)?;
         Ok(self)
@@ -315,7 +334,9 @@ impl Tensor {
         let mut m = self.meta();
         if m.grad_fn.is_none() {
             if !m.requires_grad {
-                return Err(Error::runtime("can't retain_grad on Tensor that has requires_grad=False"));
+                return Err(Error::runtime(
+                    "can't retain_grad on Tensor that has requires_grad=False",
+                ));
             }
             return Ok(());
         }
@@ -357,23 +378,35 @@ impl Tensor {
     pub(crate) fn gradient_edge(&self) -> Option<Edge> {
         let m = self.meta();
         if let Some(f) = &m.grad_fn {
-            return Some(Edge { node: f.clone(), input_nr: m.output_nr });
+            return Some(Edge {
+                node: f.clone(),
+                input_nr: m.output_nr,
+            });
         }
         if !m.requires_grad {
             return None;
         }
         if let Some(acc) = m.grad_accumulator.upgrade() {
-            return Some(Edge { node: acc, input_nr: 0 });
+            return Some(Edge {
+                node: acc,
+                input_nr: 0,
+            });
         }
         drop(m);
         let acc = Node::accumulate_grad(self.clone());
         let mut m = self.meta();
         // Another thread may have raced us; keep the first accumulator.
         if let Some(existing) = m.grad_accumulator.upgrade() {
-            return Some(Edge { node: existing, input_nr: 0 });
+            return Some(Edge {
+                node: existing,
+                input_nr: 0,
+            });
         }
         m.grad_accumulator = Arc::downgrade(&acc);
-        Some(Edge { node: acc, input_nr: 0 })
+        Some(Edge {
+            node: acc,
+            input_nr: 0,
+        })
     }
 
     /// The leaf's accumulator if the graph still holds it.
@@ -397,7 +430,10 @@ impl Tensor {
             let guard = self.0.storage.read();
             let data = T::data(&guard).ok_or_else(|| dtype_mismatch(T::DTYPE, self.dtype()))?;
             let start = self.0.layout.offset;
-            let slice = data.as_slice().get(start..start + self.numel()).unwrap_or(&[]);
+            let slice = data
+                .as_slice()
+                .get(start..start + self.numel())
+                .unwrap_or(&[]);
             Ok(f(slice))
         } else {
             let v = self.to_vec::<T>()?;
@@ -412,7 +448,11 @@ impl Tensor {
                 let guard = self.0.storage.read();
                 let data = T::data(&guard).ok_or_else(|| dtype_mismatch(T::DTYPE, self.dtype()))?;
                 let start = self.0.layout.offset;
-                return Ok(data.as_slice().get(start..start + self.numel()).unwrap_or(&[]).to_vec());
+                return Ok(data
+                    .as_slice()
+                    .get(start..start + self.numel())
+                    .unwrap_or(&[])
+                    .to_vec());
             }
             return self.with_view::<T, _>(|v| v.iter().copied().collect());
         }
@@ -423,7 +463,8 @@ impl Tensor {
     /// The elements as an owned ndarray of type `T` (converted if needed).
     pub fn to_array<T: Element>(&self) -> Result<ArrayD<T>> {
         let v = self.to_vec::<T>()?;
-        ArrayD::from_shape_vec(IxDyn(self.shape()), v).map_err(|e| Error::runtime(format!("internal error: {e}")))
+        ArrayD::from_shape_vec(IxDyn(self.shape()), v)
+            .map_err(|e| Error::runtime(format!("internal error: {e}")))
     }
 
     /// The single element of a one-element tensor, as f64.
@@ -449,5 +490,9 @@ pub fn scalar_type_name(d: DType) -> &'static str {
 }
 
 pub(crate) fn dtype_mismatch(expected: DType, got: DType) -> Error {
-    Error::runtime(format!("expected scalar type {} but found {}", scalar_type_name(expected), scalar_type_name(got)))
+    Error::runtime(format!(
+        "expected scalar type {} but found {}",
+        scalar_type_name(expected),
+        scalar_type_name(got)
+    ))
 }

@@ -8,8 +8,16 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Dims> {
     let n = a.len().max(b.len());
     let mut out: Dims = smallvec::smallvec![0; n];
     for i in 0..n {
-        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
-        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        let da = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
         out[i] = if da == db || db == 1 {
             da
         } else if da == 1 {
@@ -29,7 +37,9 @@ pub fn is_expandable_to(from: &[usize], to: &[usize]) -> bool {
         return false;
     }
     let off = to.len() - from.len();
-    from.iter().enumerate().all(|(i, &d)| d == 1 || d == to[i + off])
+    from.iter()
+        .enumerate()
+        .all(|(i, &d)| d == 1 || d == to[i + off])
 }
 
 /// Wrap a possibly negative dimension index into `0..ndim`, torch's message on failure.
@@ -42,7 +52,11 @@ pub fn wrap_dim(dim: i64, ndim: usize) -> Result<usize> {
             n - 1
         )));
     }
-    Ok(if dim < 0 { (dim + n) as usize } else { dim as usize })
+    Ok(if dim < 0 {
+        (dim + n) as usize
+    } else {
+        dim as usize
+    })
 }
 
 /// Format a shape like torch prints sizes in messages: `[2, 3]`.
@@ -57,10 +71,15 @@ mod tests {
 
     #[test]
     fn broadcasting_follows_numpy() {
-        assert_eq!(broadcast_shapes(&[2, 1, 3], &[4, 1]).unwrap().as_slice(), &[2, 4, 3]);
+        assert_eq!(
+            broadcast_shapes(&[2, 1, 3], &[4, 1]).unwrap().as_slice(),
+            &[2, 4, 3]
+        );
         assert_eq!(broadcast_shapes(&[], &[5]).unwrap().as_slice(), &[5]);
         let e = broadcast_shapes(&[3], &[4]).unwrap_err();
-        assert!(e.message().contains("size of tensor a (3) must match the size of tensor b (4)"));
+        assert!(e
+            .message()
+            .contains("size of tensor a (3) must match the size of tensor b (4)"));
     }
 
     #[test]

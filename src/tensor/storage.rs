@@ -104,7 +104,9 @@ impl Buffer {
 }
 
 /// A scalar element type stored in tensors.
-pub trait Element: Copy + Send + Sync + Default + PartialEq + PartialOrd + std::fmt::Debug + 'static {
+pub trait Element:
+    Copy + Send + Sync + Default + PartialEq + PartialOrd + std::fmt::Debug + 'static
+{
     /// The matching dtype.
     const DTYPE: DType;
     /// The typed data, if the buffer holds this type.
@@ -157,10 +159,42 @@ macro_rules! element {
         }
     };
 }
-element!(f32, F32, DType::Float32, |x: f32| x as f64, |v: f64| v as f32, |x: f32| x as i64, |v: i64| v as f32);
-element!(f64, F64, DType::Float64, |x: f64| x, |v: f64| v, |x: f64| x as i64, |v: i64| v as f64);
-element!(i64, I64, DType::Int64, |x: i64| x as f64, |v: f64| v as i64, |x: i64| x, |v: i64| v);
-element!(bool, Bool, DType::Bool, |x: bool| x as u8 as f64, |v: f64| v != 0.0, |x: bool| x as i64, |v: i64| v != 0);
+element!(
+    f32,
+    F32,
+    DType::Float32,
+    |x: f32| x as f64,
+    |v: f64| v as f32,
+    |x: f32| x as i64,
+    |v: i64| v as f32
+);
+element!(
+    f64,
+    F64,
+    DType::Float64,
+    |x: f64| x,
+    |v: f64| v,
+    |x: f64| x as i64,
+    |v: i64| v as f64
+);
+element!(
+    i64,
+    I64,
+    DType::Int64,
+    |x: i64| x as f64,
+    |v: f64| v as i64,
+    |x: i64| x,
+    |v: i64| v
+);
+element!(
+    bool,
+    Bool,
+    DType::Bool,
+    |x: bool| x as u8 as f64,
+    |v: f64| v != 0.0,
+    |x: bool| x as i64,
+    |v: i64| v != 0
+);
 
 /// A buffer shared by aliasing tensors, with the version counter they share.
 pub struct Storage {
@@ -171,7 +205,10 @@ pub struct Storage {
 impl Storage {
     /// A storage owning `buf`.
     pub fn new(buf: Buffer) -> Self {
-        Storage { buf: RwLock::new(buf), version: AtomicU64::new(0) }
+        Storage {
+            buf: RwLock::new(buf),
+            version: AtomicU64::new(0),
+        }
     }
 
     /// A storage over foreign memory.
@@ -179,13 +216,27 @@ impl Storage {
     /// # Safety
     /// `ptr` must point to `len` initialised, suitably aligned elements of `T` that stay valid
     /// (and are not freed) for as long as `keep` is alive.
-    pub unsafe fn from_foreign<T: Element>(ptr: *mut T, len: usize, keep: Box<dyn Any + Send + Sync>) -> Self {
-        let data = Data::Foreign(Foreign { ptr, len, _keep: keep });
+    pub unsafe fn from_foreign<T: Element>(
+        ptr: *mut T,
+        len: usize,
+        keep: Box<dyn Any + Send + Sync>,
+    ) -> Self {
+        let data = Data::Foreign(Foreign {
+            ptr,
+            len,
+            _keep: keep,
+        });
         let buf = match T::DTYPE {
-            DType::Float32 => Buffer::F32(unsafe { std::mem::transmute::<Data<T>, Data<f32>>(data) }),
-            DType::Float64 => Buffer::F64(unsafe { std::mem::transmute::<Data<T>, Data<f64>>(data) }),
+            DType::Float32 => {
+                Buffer::F32(unsafe { std::mem::transmute::<Data<T>, Data<f32>>(data) })
+            }
+            DType::Float64 => {
+                Buffer::F64(unsafe { std::mem::transmute::<Data<T>, Data<f64>>(data) })
+            }
             DType::Int64 => Buffer::I64(unsafe { std::mem::transmute::<Data<T>, Data<i64>>(data) }),
-            DType::Bool => Buffer::Bool(unsafe { std::mem::transmute::<Data<T>, Data<bool>>(data) }),
+            DType::Bool => {
+                Buffer::Bool(unsafe { std::mem::transmute::<Data<T>, Data<bool>>(data) })
+            }
         };
         Storage::new(buf)
     }
@@ -236,7 +287,11 @@ pub fn contiguous_strides(shape: &[usize]) -> Dims {
 impl Layout {
     /// A row-major layout starting at offset 0.
     pub fn contiguous(shape: &[usize]) -> Self {
-        Layout { shape: shape.into(), strides: contiguous_strides(shape), offset: 0 }
+        Layout {
+            shape: shape.into(),
+            strides: contiguous_strides(shape),
+            offset: 0,
+        }
     }
     /// Number of elements.
     pub fn numel(&self) -> usize {
@@ -283,8 +338,11 @@ impl Layout {
     pub fn view<'a, T>(&self, data: &'a [T]) -> Result<ArrayViewD<'a, T>> {
         let tail = data.get(self.offset..).unwrap_or(&[]);
         let shape = IxDyn(&self.shape).strides(IxDyn(&self.strides));
-        ArrayViewD::from_shape(shape, tail)
-            .map_err(|e| Error::runtime(format!("internal error: invalid tensor layout {self:?}: {e}")))
+        ArrayViewD::from_shape(shape, tail).map_err(|e| {
+            Error::runtime(format!(
+                "internal error: invalid tensor layout {self:?}: {e}"
+            ))
+        })
     }
     /// A mutable ndarray view of `data`; fails when elements overlap (an expanded tensor).
     pub fn view_mut<'a, T>(&self, data: &'a mut [T]) -> Result<ArrayViewMutD<'a, T>> {
@@ -307,7 +365,11 @@ mod tests {
 
     #[test]
     fn offsets_follow_strides() {
-        let l = Layout { shape: smallvec::smallvec![2, 3], strides: smallvec::smallvec![1, 2], offset: 1 };
+        let l = Layout {
+            shape: smallvec::smallvec![2, 3],
+            strides: smallvec::smallvec![1, 2],
+            offset: 1,
+        };
         assert_eq!(l.offsets(), vec![1, 3, 5, 2, 4, 6]);
         assert!(!l.is_contiguous());
         assert!(Layout::contiguous(&[2, 1, 3]).is_contiguous());

@@ -5,7 +5,10 @@ use ferrograd::Tensor;
 
 /// A float64 leaf requiring grad.
 pub fn leaf(v: &[f64], shape: &[usize]) -> Tensor {
-    Tensor::from_vec(v.to_vec(), shape).unwrap().requires_grad_(true).unwrap()
+    Tensor::from_vec(v.to_vec(), shape)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap()
 }
 
 /// Central finite-difference gradient of the scalar function `f` at `x` (float64).
@@ -27,6 +30,9 @@ pub fn fd_grad(f: impl Fn(&Tensor) -> Tensor, x: &[f64], shape: &[usize]) -> Vec
 pub fn assert_close(a: &[f64], b: &[f64], tol: f64) {
     assert_eq!(a.len(), b.len(), "lengths differ: {a:?} vs {b:?}");
     for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        assert!((x - y).abs() <= tol * (1.0 + y.abs()), "element {i}: {x} vs {y} (all: {a:?} vs {b:?})");
+        assert!(
+            (x - y).abs() <= tol * (1.0 + y.abs()),
+            "element {i}: {x} vs {y} (all: {a:?} vs {b:?})"
+        );
     }
 }

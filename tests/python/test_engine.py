@@ -188,7 +188,9 @@ def test_long_chain_autograd_grad_works():
 # --------------------------------------------------------------------------------------------
 
 
-def test_backward_from_four_python_threads_on_independent_graphs():
+@pytest.mark.parametrize("engine_threads", [1, 2])
+def test_backward_from_four_python_threads_on_independent_graphs(engine_threads):
+    fg.set_num_threads(engine_threads)
     n_threads, iters = 4, 20
     barrier = threading.Barrier(n_threads)
     errors = []
@@ -206,7 +208,7 @@ def test_backward_from_four_python_threads_on_independent_graphs():
                 d = 1.0 - np.tanh(a @ w_np) ** 2
                 npt.assert_allclose(x.grad.numpy(), d @ w_np.T, rtol=1e-10, atol=1e-12)
                 npt.assert_allclose(w.grad.numpy(), a.T @ d, rtol=1e-10, atol=1e-12)
-        except BaseException as exc:  # noqa: BLE001 - re-raised by the caller
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
             errors.append((tid, exc))
 
     threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(n_threads)]
@@ -216,11 +218,6 @@ def test_backward_from_four_python_threads_on_independent_graphs():
         th.join(THREAD_TIMEOUT)
     assert not any(th.is_alive() for th in threads), "a backward thread hung"
     assert not errors, errors
-
-
-def test_concurrent_backward_with_multithreaded_engine():
-    fg.set_num_threads(2)
-    test_backward_from_four_python_threads_on_independent_graphs()
 
 
 PYTANH_GRAD_MODES = []  # grad mode seen by each PyTanh.backward call

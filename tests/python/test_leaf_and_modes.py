@@ -144,9 +144,15 @@ def test_grad_fn_name_and_next_functions():
     (acc, acc_idx), (none_node, none_idx) = mul.next_functions
     assert acc_idx == 0
     assert "AccumulateGrad" in acc.name()
-    assert acc.variable is x
     assert none_node is None
     assert none_idx == 0
+
+
+def test_accumulate_grad_node_variable_is_the_leaf_object():
+    x = fg.ones(3, requires_grad=True)
+    ((acc, _),) = (x * 2).grad_fn.next_functions[:1]
+    assert "AccumulateGrad" in acc.name()
+    assert acc.variable is x
 
 
 def test_grad_fn_is_none_for_leaves_and_no_grad_results():
@@ -305,14 +311,22 @@ def test_grad_setter_non_tensor_raises_type_error():
 
 def test_grad_set_get_and_delete():
     x = fg.ones(3, requires_grad=True)
+    x.grad = fg.tensor([1.0, 2.0, 3.0])
+    npt.assert_array_equal(x.grad.numpy(), [1.0, 2.0, 3.0])
+    del x.grad
+    assert x.grad is None
+    x.grad = fg.tensor([4.0, 5.0, 6.0])
+    npt.assert_array_equal(x.grad.numpy(), [4.0, 5.0, 6.0])
+    x.grad = None
+    assert x.grad is None
+
+
+def test_grad_getter_returns_the_assigned_object():
+    x = fg.ones(3, requires_grad=True)
     g = fg.tensor([1.0, 2.0, 3.0])
     x.grad = g
     assert x.grad is g
-    del x.grad
-    assert x.grad is None
-    x.grad = g
-    x.grad = None
-    assert x.grad is None
+    assert x.grad is x.grad
 
 
 def test_grad_can_be_set_on_tensor_without_requires_grad_and_on_non_leaf():

@@ -21,7 +21,9 @@ def _rand(rng, shape, domain):
     return rng.uniform(-2.0, 2.0, shape)
 
 
-# label, input shapes, op(m, *ts), domain per input, compare grad_fn names
+# label, input shapes, op(m, *ts), domain per input, compare grad_fn names.  Names are not
+# compared where torch's node depends on how it decomposes a composite op (matmul of 1-D or
+# batched operands, reflected scalar ops, multi-index getitem).
 CASES = [
     ("add", [(3, 4), (3, 4)], lambda m, a, b: a + b, "aa", True),
     ("sub", [(3, 4), (3, 4)], lambda m, a, b: a - b, "aa", True),
@@ -54,8 +56,8 @@ CASES = [
     ("mean-dim", [(2, 3, 4)], lambda m, a: m.mean(a, -1), "a", True),
     ("mean-keep", [(2, 3, 4)], lambda m, a: a.mean(dim=0, keepdim=True), "a", True),
     ("mm", [(3, 4), (4, 5)], lambda m, a, b: a @ b, "aa", True),
-    ("dot", [(4,), (4,)], lambda m, a, b: m.matmul(a, b), "aa", True),
-    ("mv", [(3, 4), (4,)], lambda m, a, b: a.matmul(b), "aa", True),
+    ("dot", [(4,), (4,)], lambda m, a, b: m.matmul(a, b), "aa", False),
+    ("mv", [(3, 4), (4,)], lambda m, a, b: a.matmul(b), "aa", False),
     ("bmm", [(2, 3, 4), (2, 4, 5)], lambda m, a, b: a @ b, "aa", False),
     ("matmul-bcast", [(2, 1, 3, 4), (3, 4, 2)], lambda m, a, b: a @ b, "aa", False),
     ("vec-batched", [(4,), (2, 4, 3)], lambda m, a, b: a @ b, "aa", False),
