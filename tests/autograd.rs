@@ -75,7 +75,7 @@ fn test_create_graph_gives_second_derivative() {
     let y = x.pow_scalar(3.0).unwrap().sum().unwrap();
     let g = autograd::grad(
         &[y],
-        &[x.clone()],
+        std::slice::from_ref(&x),
         GradOptions {
             create_graph: true,
             ..Default::default()
@@ -84,7 +84,7 @@ fn test_create_graph_gives_second_derivative() {
     .unwrap();
     let g = g[0].clone().unwrap();
     assert_eq!(g.to_vec::<f64>().unwrap(), vec![12.0]);
-    let gg = autograd::grad(&[g.sum().unwrap()], &[x.clone()], GradOptions::default()).unwrap();
+    let gg = autograd::grad(&[g.sum().unwrap()], std::slice::from_ref(&x), GradOptions::default()).unwrap();
     assert_eq!(gg[0].clone().unwrap().to_vec::<f64>().unwrap(), vec![12.0]);
 }
 
@@ -96,13 +96,13 @@ fn test_third_derivative_of_tanh() {
         create_graph: true,
         ..Default::default()
     };
-    let g1 = autograd::grad(&[x.tanh().unwrap()], &[x.clone()], opts()).unwrap()[0]
+    let g1 = autograd::grad(&[x.tanh().unwrap()], std::slice::from_ref(&x), opts()).unwrap()[0]
         .clone()
         .unwrap();
-    let g2 = autograd::grad(&[g1], &[x.clone()], opts()).unwrap()[0]
+    let g2 = autograd::grad(&[g1], std::slice::from_ref(&x), opts()).unwrap()[0]
         .clone()
         .unwrap();
-    let g3 = autograd::grad(&[g2], &[x.clone()], opts()).unwrap()[0]
+    let g3 = autograd::grad(&[g2], std::slice::from_ref(&x), opts()).unwrap()[0]
         .clone()
         .unwrap();
     let t = xv.tanh();
@@ -118,7 +118,7 @@ fn test_grad_does_not_touch_dot_grad_and_unused_inputs_raise() {
     let z = leaf(&[1.0], &[1]);
     let y = x.mul_scalar(2.0).unwrap().sum().unwrap();
     let e = autograd::grad(
-        &[y.clone()],
+        std::slice::from_ref(&y),
         &[x.clone(), z.clone()],
         GradOptions {
             retain_graph: Some(true),

@@ -19,8 +19,10 @@ def _size(size: tuple) -> list:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     for s in size:
-        if isinstance(s, _bool) or not isinstance(s, (int, np.integer)) and not hasattr(
-            s, "__index__"
+        if (
+            isinstance(s, _bool)
+            or not isinstance(s, (int, np.integer))
+            and not hasattr(s, "__index__")
         ):
             raise TypeError(f"size must be a sequence of ints, but got {type(s).__name__}")
     return [int(s) for s in size]
@@ -94,7 +96,9 @@ def _factory(value: Union[_float, None], size: tuple, dtype: Any, requires_grad:
     return _finish(_C._full(_size(size), 0.0 if value is None else value, dt), requires_grad)
 
 
-def zeros(*size: Any, dtype: Any = None, requires_grad: _bool = False, device: Any = None) -> Tensor:
+def zeros(
+    *size: Any, dtype: Any = None, requires_grad: _bool = False, device: Any = None
+) -> Tensor:
     """A tensor of zeros."""
     return _factory(0.0, size, dtype, requires_grad)
 
@@ -104,7 +108,9 @@ def ones(*size: Any, dtype: Any = None, requires_grad: _bool = False, device: An
     return _factory(1.0, size, dtype, requires_grad)
 
 
-def empty(*size: Any, dtype: Any = None, requires_grad: _bool = False, device: Any = None) -> Tensor:
+def empty(
+    *size: Any, dtype: Any = None, requires_grad: _bool = False, device: Any = None
+) -> Tensor:
     """An uninitialised tensor (ferrograd zero-fills it)."""
     return _factory(None, size, dtype, requires_grad)
 
@@ -124,7 +130,9 @@ def full(
             dtype = int64
         else:
             dtype = float32
-    return _finish(_C._full(_size(tuple(size)), _float(fill_value), check_dtype(dtype)), requires_grad)
+    return _finish(
+        _C._full(_size(tuple(size)), _float(fill_value), check_dtype(dtype)), requires_grad
+    )
 
 
 def zeros_like(t: Tensor, dtype: Any = None, requires_grad: _bool = False) -> Tensor:
@@ -137,7 +145,9 @@ def ones_like(t: Tensor, dtype: Any = None, requires_grad: _bool = False) -> Ten
     return ones(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
 
 
-def full_like(t: Tensor, fill_value: _float, dtype: Any = None, requires_grad: _bool = False) -> Tensor:
+def full_like(
+    t: Tensor, fill_value: _float, dtype: Any = None, requires_grad: _bool = False
+) -> Tensor:
     """``fill_value`` with ``t``'s shape and dtype."""
     return full(t.shape, fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad)
 
@@ -153,7 +163,9 @@ def rand(*size: Any, dtype: Any = None, requires_grad: _bool = False, device: An
     return _finish(_C._rand(_size(size), dt), requires_grad)
 
 
-def randn(*size: Any, dtype: Any = None, requires_grad: _bool = False, device: Any = None) -> Tensor:
+def randn(
+    *size: Any, dtype: Any = None, requires_grad: _bool = False, device: Any = None
+) -> Tensor:
     """Standard normal samples (seeded by ``manual_seed``)."""
     dt = float32 if dtype is None else check_dtype(dtype)
     return _finish(_C._randn(_size(size), dt), requires_grad)
@@ -197,9 +209,7 @@ def linspace(
     return _finish(_C._linspace(_float(start), _float(end), int(steps), dt), requires_grad)
 
 
-def eye(
-    n: int, m: Optional[int] = None, dtype: Any = None, requires_grad: _bool = False
-) -> Tensor:
+def eye(n: int, m: Optional[int] = None, dtype: Any = None, requires_grad: _bool = False) -> Tensor:
     """An ``n`` x ``m`` identity matrix."""
     if n < 0 or (m is not None and m < 0):
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")

@@ -108,7 +108,9 @@ def _repr(self: Tensor) -> str:
     suffixes = []
     if arr.size == 0 and arr.ndim != 1:
         suffixes.append(f"size={tuple(arr.shape)}")
-    if self.dtype not in (_C.float32, _C.int64, _C.bool) or (arr.size == 0 and self.dtype != _C.float32):
+    if self.dtype not in (_C.float32, _C.int64, _C.bool) or (
+        arr.size == 0 and self.dtype != _C.float32
+    ):
         suffixes.append(f"dtype={self.dtype!r}")
     fn = self.grad_fn
     if fn is not None:

@@ -22,12 +22,15 @@ const SPAWN_MIN_ELEMENTS: usize = 16 * 1024;
 /// Key that fixes the summation order of gradients arriving at one slot: (producer, edge).
 type Key = (u64, usize);
 
+/// Contributions to one gradient slot, summed in key order once the node is ready.
+type Slot = SmallVec<[(Key, Tensor); 1]>;
+
 struct NodeState {
     node: Arc<Node>,
     /// Index into `states` of each next edge's node (None when the edge is absent or unused).
     children: Vec<Option<usize>>,
     deps: AtomicUsize,
-    buffer: Mutex<Vec<SmallVec<[(Key, Tensor); 1]>>>,
+    buffer: Mutex<Vec<Slot>>,
     execute: bool,
     /// (slot, result index) pairs captured for `grad()`.
     captures: SmallVec<[(usize, usize); 1]>,
@@ -351,7 +354,7 @@ fn drain<'s>(task: &'s GraphTask, ready: Vec<usize>, scope: Option<&rayon::Scope
 }
 
 /// Sum the contributions to each slot in key order.
-fn sum_slots(slots: Vec<SmallVec<[(Key, Tensor); 1]>>) -> Result<Vec<Option<Tensor>>> {
+fn sum_slots(slots: Vec<Slot>) -> Result<Vec<Option<Tensor>>> {
     slots
         .into_iter()
         .map(|mut parts| {
@@ -504,7 +507,6 @@ fn apply_node(
             }
             return Ok(Vec::new());
         }
-        NodeKind::Error(msg) => return Err(Error::runtime(msg.clone())),
         NodeKind::Op { backward, .. } => {
             if grads.iter().all(Option::is_none) {
                 return Ok(vec![None; node.next_edges.len()]);

@@ -151,8 +151,6 @@ pub(crate) enum NodeKind {
         variable: Tensor,
     },
     Custom(Box<dyn CustomBackward>),
-    /// A node that may not be differentiated (the result of a once-differentiable backward).
-    Error(String),
 }
 
 /// Tensor hooks of a node's outputs and the non-leaves that retain their grad.

@@ -187,9 +187,7 @@ impl Tensor {
 
     /// `self ** p` for a Python number `p`.
     pub fn pow_scalar(&self, p: f64) -> Result<Tensor> {
-        let rt = if self.dtype().is_float() {
-            self.dtype()
-        } else if p.fract() == 0.0 {
+        let rt = if self.dtype().is_float() || p.fract() == 0.0 {
             self.dtype()
         } else {
             DType::Float32

@@ -6,17 +6,17 @@ use crate::error::Result;
 use crate::ops::elementwise::{map, map_float};
 use crate::tensor::{DType, Tensor};
 
-/// Elementwise logical not (bool result).
-pub(crate) fn logical_not(t: &Tensor) -> Result<Tensor> {
-    let b = if t.dtype() == DType::Bool {
-        t.clone()
-    } else {
-        t.ne_scalar(0.0)?
-    };
-    map::<bool, bool>(&b, |x| !x)
-}
-
 impl Tensor {
+    /// Elementwise logical not (bool result).
+    pub fn logical_not(&self) -> Result<Tensor> {
+        let b = if self.dtype() == DType::Bool {
+            self.clone()
+        } else {
+            self.ne_scalar(0.0)?
+        };
+        map::<bool, bool>(&b, |x| !x)
+    }
+
     /// `-self`.
     pub fn neg(&self) -> Result<Tensor> {
         let out = match self.dtype() {
@@ -121,13 +121,7 @@ impl Tensor {
         let out = match self.dtype() {
             DType::Int64 => map::<i64, i64>(self, |x| x.max(0))?,
             DType::Bool => self.clone(),
-            _ => map_float!(self, |x| if x > 0.0 {
-                x
-            } else if x.is_nan() {
-                x
-            } else {
-                0.0
-            })?,
+            _ => map_float!(self, |x| if x > 0.0 || x.is_nan() { x } else { 0.0 })?,
         };
         if needs_grad(&[self]) {
             record("ReluBackward0", &[self], &[&out], &[&out], false, |g, s| {

@@ -365,9 +365,8 @@ fn warn_anomaly(node: &str, trace: Option<&str>) {
     });
 }
 
-#[pymodule(gil_used = true)]
-#[allow(non_snake_case)]
-fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
+#[pymodule(gil_used = true, name = "_C")]
+fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     grad_mode::set_anomaly_hooks(python_stack, warn_anomaly);
     m.add_class::<PyTensor>()?;

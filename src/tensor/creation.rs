@@ -5,7 +5,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
 
-use super::{Buffer, DType, Element, Tensor};
+use super::{Buffer, DType, Tensor};
 use crate::error::{Error, Result};
 
 static RNG: Mutex<Option<SmallRng>> = Mutex::new(None);
@@ -132,14 +132,5 @@ fn random(shape: &[usize], dtype: DType, sample: impl Fn(&mut SmallRng) -> f64) 
             Tensor::from_vec((0..n).map(|_| sample(r) as f32).collect::<Vec<_>>(), shape)
         }
         _ => Tensor::from_vec((0..n).map(|_| sample(r)).collect::<Vec<_>>(), shape),
-    })
-}
-
-/// Bernoulli keep-mask with probability `1 - p` of one, for dropout.
-pub(crate) fn bernoulli_mask<T: Element>(n: usize, p: f64) -> Vec<T> {
-    with_rng(|r| {
-        (0..n)
-            .map(|_| T::from_f64(if r.random::<f64>() >= p { 1.0 } else { 0.0 }))
-            .collect()
     })
 }

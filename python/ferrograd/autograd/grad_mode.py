@@ -22,7 +22,7 @@ is_grad_enabled = _C.is_grad_enabled
 class _DecoratorContextManager:
     """A context manager usable as a decorator: each call (or generator resume) runs inside it."""
 
-    def clone(self) -> "_DecoratorContextManager":
+    def clone(self) -> _DecoratorContextManager:
         return self.__class__()
 
     def __call__(self, func: F) -> F:
@@ -130,7 +130,7 @@ class set_grad_enabled(_DecoratorContextManager):
     def __exit__(self, *exc: Any) -> None:
         _C._set_grad_enabled(self.prev)
 
-    def clone(self) -> "set_grad_enabled":
+    def clone(self) -> set_grad_enabled:
         return self.__class__(self.mode)
 
 
@@ -156,5 +156,5 @@ class inference_mode(_DecoratorContextManager):
         _C._set_inference_mode(self.prev[0])
         _C._set_grad_enabled(self.prev[1])
 
-    def clone(self) -> "inference_mode":
+    def clone(self) -> inference_mode:
         return self.__class__(self.mode)
