@@ -73,7 +73,11 @@ fn main() -> Result<()> {
         mse(&model(&x64, &p)?, &y64)
     };
     let w2 = p64[2].detach().requires_grad_(true)?;
-    let analytic = autograd::grad(&[loss_at(&w2)?], std::slice::from_ref(&w2), GradOptions::default())?[0]
+    let analytic = autograd::grad(
+        &[loss_at(&w2)?],
+        std::slice::from_ref(&w2),
+        GradOptions::default(),
+    )?[0]
         .clone()
         .expect("w2 is used")
         .to_vec::<f64>()?[3];

@@ -84,7 +84,12 @@ fn test_create_graph_gives_second_derivative() {
     .unwrap();
     let g = g[0].clone().unwrap();
     assert_eq!(g.to_vec::<f64>().unwrap(), vec![12.0]);
-    let gg = autograd::grad(&[g.sum().unwrap()], std::slice::from_ref(&x), GradOptions::default()).unwrap();
+    let gg = autograd::grad(
+        &[g.sum().unwrap()],
+        std::slice::from_ref(&x),
+        GradOptions::default(),
+    )
+    .unwrap();
     assert_eq!(gg[0].clone().unwrap().to_vec::<f64>().unwrap(), vec![12.0]);
 }
 
@@ -279,4 +284,24 @@ fn test_matmul_gradients_all_cases() {
         fb(&b).backward().unwrap();
         assert_close(&grad_of(&b), &fd_grad(fb, &bv, sb), 1e-6);
     }
+}
+
+#[test]
+fn test_readme_rust_example_second_derivative() {
+    // y = sum(x sin x); dy/dx = sin x + x cos x; d2y/dx2 = 2 cos x - x sin x
+    let xs = [1.0f64, 2.0, 3.0];
+    let x = leaf(&xs, &[3]);
+    let y = x.sin().unwrap().mul(&x).unwrap().sum().unwrap();
+    let opts = GradOptions {
+        create_graph: true,
+        ..Default::default()
+    };
+    let g = autograd::grad(&[y], std::slice::from_ref(&x), opts).unwrap();
+    autograd::backward(
+        &[g[0].clone().unwrap().sum().unwrap()],
+        BackwardOptions::default(),
+    )
+    .unwrap();
+    let expected: Vec<f64> = xs.iter().map(|v| 2.0 * v.cos() - v * v.sin()).collect();
+    assert_close(&grad_of(&x), &expected, 1e-12);
 }

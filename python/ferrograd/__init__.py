@@ -7,6 +7,7 @@ Code written for ``torch.autograd`` runs by changing the import::
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from . import _C
@@ -57,7 +58,7 @@ is_anomaly_check_nan_enabled = _C.is_anomaly_check_nan_enabled
 __version__ = "0.1.0"
 
 
-def is_tensor(obj: Any) -> bool:
+def is_tensor(obj: Any) -> builtins.bool:
     """Whether ``obj`` is a ferrograd tensor."""
     return isinstance(obj, Tensor)
 

@@ -304,38 +304,42 @@ def _grad_fn(self: Tensor) -> Optional[Node]:
 
 
 def _install() -> None:
-    T = Tensor
-    T.grad = property(_get_grad, _set_grad, _del_grad, doc="The accumulated gradient.")
-    T.grad_fn = property(_grad_fn, doc="The node that produced this tensor, or None.")
-    T.__repr__ = _repr
-    T.__str__ = _repr
-    T.to = _to
-    T.float = lambda self: self.to(_C.float32)
-    T.double = lambda self: self.to(_C.float64)
-    T.long = lambda self: self.to(_C.int64)
-    T.int = lambda self: self.to(_C.int64)
-    T.bool = lambda self: self.to(_C.bool)
-    T.type_as = _type_as
-    T.tolist = _tolist
-    T.__array__ = _array
-    T.__array_priority__ = 1000
-    T.__getitem__ = _getitem
-    T.__setitem__ = _setitem
-    T.__iter__ = _iter
-    T.backward = _backward
-    T.data = property(_data, doc="A detached alias of this tensor.")
-    T.T = property(lambda self: self.permute(*reversed(range(self.dim()))))
-    T.mT = property(lambda self: self.transpose(-2, -1))
-    T.ndimension = lambda self: self.dim()
-    T.nelement = lambda self: self.numel()
-    T.is_cuda = False
-    T.new_tensor = lambda self, data, dtype=None: _new_tensor(self, data, dtype)
-    T.new_zeros = lambda self, *size, dtype=None: _new_full(self, size, 0.0, dtype)
-    T.new_ones = lambda self, *size, dtype=None: _new_full(self, size, 1.0, dtype)
-    T.where = lambda self, condition, other: self._where(condition, other)
-    T.square = lambda self: self * self
-    T.__abs__ = lambda self: self.abs()
-    T.__pos__ = lambda self: self
+    members = {
+        "grad": property(_get_grad, _set_grad, _del_grad, doc="The accumulated gradient."),
+        "grad_fn": property(_grad_fn, doc="The node that produced this tensor, or None."),
+        "__repr__": _repr,
+        "__str__": _repr,
+        "to": _to,
+        "float": lambda self: self.to(_C.float32),
+        "double": lambda self: self.to(_C.float64),
+        "long": lambda self: self.to(_C.int64),
+        "int": lambda self: self.to(_C.int64),
+        "bool": lambda self: self.to(_C.bool),
+        "type_as": _type_as,
+        "tolist": _tolist,
+        "__array__": _array,
+        "__array_priority__": 1000,
+        "__getitem__": _getitem,
+        "__setitem__": _setitem,
+        "__iter__": _iter,
+        "backward": _backward,
+        "data": property(_data, doc="A detached alias of this tensor."),
+        "T": property(lambda self: self.permute(*reversed(range(self.dim())))),
+        "mT": property(lambda self: self.transpose(-2, -1)),
+        "ndimension": lambda self: self.dim(),
+        "nelement": lambda self: self.numel(),
+        "is_cuda": False,
+        "new_tensor": lambda self, data, dtype=None: _new_tensor(self, data, dtype),
+        "new_zeros": lambda self, *size, dtype=None: _new_full(self, size, 0.0, dtype),
+        "new_ones": lambda self, *size, dtype=None: _new_full(self, size, 1.0, dtype),
+        "where": lambda self, condition, other: self._where(condition, other),
+        "square": lambda self: self * self,
+        "__abs__": lambda self: self.abs(),
+        "__pos__": lambda self: self,
+    }
+    # setattr: these complete the Rust class, whose stub already declares them.
+    for name, value in members.items():
+        setattr(Tensor, name, value)
 
 
 def _new_tensor(self: Tensor, data: Any, dtype: Any) -> Tensor:

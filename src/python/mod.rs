@@ -374,6 +374,7 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyNode>()?;
     m.add_class::<PyHookHandle>()?;
     m.add_class::<PySaved>()?;
+    m.add_class::<numpy_interop::StorageOwner>()?;
     for (name, d) in [
         ("bool", DType::Bool),
         ("int64", DType::Int64),

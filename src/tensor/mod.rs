@@ -60,6 +60,7 @@ pub struct TensorImpl {
     pub(crate) wrapped_number: bool,
     /// Opaque slot for language bindings (the Python object currently representing this
     /// tensor, so identity is preserved: `x.grad is x.grad`).
+    #[cfg_attr(not(feature = "python"), allow(dead_code))]
     pub(crate) binding_slot: std::sync::atomic::AtomicPtr<std::ffi::c_void>,
 }
 

@@ -1,0 +1,615 @@
+"""Type stubs for ``ferrograd._C``, the compiled (Rust/PyO3) core of ferrograd.
+
+Hand-written from ``src/python/*.rs``; checked against the built module with
+``python -m mypy.stubtest ferrograd._C --allowlist python/stubtest-allowlist.txt``.
+"""
+
+from __future__ import annotations
+
+from builtins import bool as _bool
+from builtins import float as _float
+from builtins import int as _int
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from types import EllipsisType, TracebackType
+from typing import Any, SupportsIndex, final, overload
+
+import numpy.typing as npt
+from typing_extensions import TypeAlias
+
+from ferrograd._tensor import Node as _GradFn
+
+# The other operand of arithmetic and comparison ops: a tensor or a Python number (wrapped as a
+# 0-dim tensor of dtype bool / int64 / float64, like torch's wrapped scalars).
+_Operand: TypeAlias = Tensor | _float | _int | _bool
+# Where anything array-like is accepted too (converted with ``ferrograd.tensor``).
+_ArrayOperand: TypeAlias = Tensor | _float | _int | _bool | npt.NDArray[Any] | Sequence[Any]
+# One item of a ``tensor[...]`` index.
+_IndexItem: TypeAlias = SupportsIndex | slice | EllipsisType | None
+_Index: TypeAlias = _IndexItem | tuple[_IndexItem, ...]
+# ``Tensor`` has a ``dtype`` property, which shadows the class name inside its body.
+_dtype: TypeAlias = dtype
+
+__all__ = [
+    "Tensor",
+    "dtype",
+    "Node",
+    "RemovableHandle",
+    "SavedVariables",
+    "StorageOwner",
+    "bool",
+    "int64",
+    "float32",
+    "float64",
+    "_from_numpy",
+    "_full",
+    "_arange",
+    "_linspace",
+    "_eye",
+    "_rand",
+    "_randn",
+    "manual_seed",
+    "_backward",
+    "_grad",
+    "_record_function",
+    "_save_tensors",
+    "is_grad_enabled",
+    "_set_grad_enabled",
+    "is_inference_mode_enabled",
+    "_set_inference_mode",
+    "_set_detect_anomaly",
+    "is_anomaly_enabled",
+    "is_anomaly_check_nan_enabled",
+    "get_num_threads",
+    "set_num_threads",
+    "_where_tensors",
+]
+
+# ----- classes ------------------------------------------------------------------------------------
+
+@final
+class dtype:
+    """An element type (``ferrograd.float32``, ...); one singleton object per type."""
+
+    @property
+    def is_floating_point(self) -> _bool:
+        """Whether this is a floating point type."""
+    @property
+    def itemsize(self) -> _int:
+        """Bytes per element."""
+    @property
+    def _numpy_name(self) -> str:
+        """The NumPy dtype name."""
+    def __eq__(self, other: object, /) -> _bool:
+        """Whether both are the same element type."""
+    def __hash__(self) -> _int:
+        """Hash of the element type."""
+
+@final
+class Node:
+    """A node of the backward graph (the raw object behind ``tensor.grad_fn``)."""
+
+    def name(self) -> str:
+        """torch's name for the node, e.g. ``MulBackward0``."""
+    @property
+    def next_functions(self) -> tuple[tuple[Node | None, _int], ...]:
+        """``((node or None, input_nr), ...)``, one per forward input."""
+    @property
+    def variable(self) -> Tensor | None:
+        """For ``AccumulateGrad``: the leaf it accumulates into; else None."""
+    def _sequence_nr(self) -> _int:
+        """Creation order."""
+    def __eq__(self, other: object, /) -> _bool:
+        """Whether both are the same graph node."""
+    def __hash__(self) -> _int:
+        """Hash of the node's identity."""
+
+@final
+class RemovableHandle:
+    """A handle that unregisters a hook; also a context manager that removes it on exit."""
+
+    def remove(self) -> None:
+        """Unregister the hook (idempotent)."""
+    def __enter__(self) -> RemovableHandle:
+        """Return the handle itself."""
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+        /,
+    ) -> None:
+        """Unregister the hook."""
+
+@final
+class SavedVariables:
+    """Tensors a custom Function saved; read with ``unpack()`` (version-checked)."""
+
+    def unpack(self) -> tuple[Tensor | None, ...]:
+        """The saved tensors (None where None was saved)."""
+
+# Not registered with the module (no ``m.add_class``), so ``ferrograd._C.StorageOwner`` does not
+# exist at runtime; declared for the type of ``t.numpy().base`` (allowlisted for stubtest).
+@final
+class StorageOwner:
+    """Keeps a tensor's storage alive while a NumPy array views it (``t.numpy().base``)."""
+
+@final
+class Tensor:
+    """A ferrograd tensor."""
+
+    # ----- properties -----------------------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[_int, ...]:
+        """Sizes of the dimensions."""
+    @property
+    def ndim(self) -> _int:
+        """Number of dimensions."""
+    @property
+    def dtype(self) -> _dtype:
+        """Element type."""
+    @property
+    def device(self) -> str:
+        """The device; always ``"cpu"``."""
+    @property
+    def _version(self) -> _int:
+        """The version counter shared with aliases (bumped by in-place ops)."""
+    @property
+    def requires_grad(self) -> _bool:
+        """Whether gradients flow to or through this tensor."""
+    @requires_grad.setter
+    def requires_grad(self, value: _bool) -> None: ...
+    @property
+    def is_leaf(self) -> _bool:
+        """Whether no recorded op produced this tensor."""
+    @property
+    def retains_grad(self) -> _bool:
+        """Whether a non-leaf keeps its ``.grad``."""
+    @property
+    def _grad_fn(self) -> Node | None:
+        """The raw node that produced this tensor, or None."""
+
+    # ----- shape and metadata -----------------------------------------------------------------
+
+    @overload
+    def size(self, dim: None = None) -> tuple[_int, ...]:
+        """All dimension sizes."""
+    @overload
+    def size(self, dim: _int) -> _int:
+        """Size of one dimension."""
+    @overload
+    def stride(self, dim: None = None) -> tuple[_int, ...]:
+        """All strides, in elements."""
+    @overload
+    def stride(self, dim: _int) -> _int:
+        """Stride of one dimension, in elements."""
+    def dim(self) -> _int:
+        """Number of dimensions."""
+    def numel(self) -> _int:
+        """Number of elements."""
+    def is_contiguous(self) -> _bool:
+        """Whether the elements are row-major without gaps."""
+    def is_floating_point(self) -> _bool:
+        """Whether the dtype is float32 or float64."""
+    def is_inference(self) -> _bool:
+        """Whether this tensor was made in inference mode."""
+    def data_ptr(self) -> _int:
+        """Address of the first element (shared by aliases of one storage)."""
+
+    # ----- autograd -------------------------------------------------------------------------------
+
+    def requires_grad_(self, requires_grad: _bool = True) -> Tensor:
+        """Set ``requires_grad`` on a leaf and return it."""
+    def _get_grad(self) -> Tensor | None:
+        """The accumulated gradient, without the non-leaf warning."""
+    def _set_grad(self, value: Tensor | None) -> None:
+        """Set ``.grad`` (None clears it)."""
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf after backward."""
+    def detach(self) -> Tensor:
+        """A tensor sharing storage, cut from the graph."""
+    def detach_(self) -> Tensor:
+        """Cut this tensor from the graph in place."""
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
+        """Register ``hook(grad) -> Tensor | None`` on this tensor's gradient."""
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> RemovableHandle:
+        """Register ``hook(tensor) -> None``, run after this leaf's ``.grad`` is accumulated."""
+
+    # ----- conversion -----------------------------------------------------------------------------
+
+    def item(self) -> _int | _float | _bool:
+        """The value of a one-element tensor as a Python number."""
+    def _to_dtype(self, dtype: _dtype) -> Tensor:
+        """Convert to ``dtype`` (a copy unless it already has it)."""
+    def clone(self) -> Tensor:
+        """A copy in new memory that keeps the graph."""
+    def contiguous(self) -> Tensor:
+        """Row-major (the tensor itself when already so)."""
+    def numpy(self) -> npt.NDArray[Any]:
+        """A NumPy array sharing this tensor's memory."""
+
+    # ----- elementwise ----------------------------------------------------------------------------
+
+    def exp(self) -> Tensor:
+        """e^x elementwise."""
+    def log(self) -> Tensor:
+        """Natural logarithm elementwise."""
+    def sin(self) -> Tensor:
+        """Sine elementwise."""
+    def cos(self) -> Tensor:
+        """Cosine elementwise."""
+    def tanh(self) -> Tensor:
+        """Hyperbolic tangent elementwise."""
+    def sigmoid(self) -> Tensor:
+        """Logistic sigmoid elementwise."""
+    def relu(self) -> Tensor:
+        """max(x, 0) elementwise."""
+    def sqrt(self) -> Tensor:
+        """Square root elementwise."""
+    def abs(self) -> Tensor:
+        """Absolute value elementwise."""
+    def neg(self) -> Tensor:
+        """Negation elementwise."""
+    def sign(self) -> Tensor:
+        """Sign (-1, 0, 1) elementwise."""
+    def add(self, other: _Operand) -> Tensor:
+        """``self + other``, broadcasting."""
+    def sub(self, other: _Operand) -> Tensor:
+        """``self - other``, broadcasting."""
+    def mul(self, other: _Operand) -> Tensor:
+        """``self * other``, broadcasting."""
+    def div(self, other: _Operand) -> Tensor:
+        """``self / other`` (true division), broadcasting."""
+    def pow(self, other: _Operand) -> Tensor:
+        """``self ** other``, broadcasting."""
+    def eq(self, other: _Operand) -> Tensor:
+        """``self == other`` elementwise (a bool tensor)."""
+    def ne(self, other: _Operand) -> Tensor:
+        """``self != other`` elementwise (a bool tensor)."""
+    def lt(self, other: _Operand) -> Tensor:
+        """``self < other`` elementwise (a bool tensor)."""
+    def le(self, other: _Operand) -> Tensor:
+        """``self <= other`` elementwise (a bool tensor)."""
+    def gt(self, other: _Operand) -> Tensor:
+        """``self > other`` elementwise (a bool tensor)."""
+    def ge(self, other: _Operand) -> Tensor:
+        """``self >= other`` elementwise (a bool tensor)."""
+    def add_(self, other: _Operand) -> Tensor:
+        """``self += other`` in place; returns self."""
+    def sub_(self, other: _Operand) -> Tensor:
+        """``self -= other`` in place; returns self."""
+    def mul_(self, other: _Operand) -> Tensor:
+        """``self *= other`` in place; returns self."""
+    def div_(self, other: _Operand) -> Tensor:
+        """``self /= other`` in place; returns self."""
+
+    # ----- operators ------------------------------------------------------------------------------
+
+    def __add__(self, other: _Operand, /) -> Tensor:
+        """``self + other``."""
+    def __radd__(self, other: _Operand, /) -> Tensor:
+        """``other + self``."""
+    def __sub__(self, other: _Operand, /) -> Tensor:
+        """``self - other``."""
+    def __rsub__(self, other: _Operand, /) -> Tensor:
+        """``other - self``."""
+    def __mul__(self, other: _Operand, /) -> Tensor:
+        """``self * other``."""
+    def __rmul__(self, other: _Operand, /) -> Tensor:
+        """``other * self``."""
+    def __truediv__(self, other: _Operand, /) -> Tensor:
+        """``self / other``."""
+    def __rtruediv__(self, other: _Operand, /) -> Tensor:
+        """``other / self``."""
+    def __pow__(self, other: _Operand, modulo: None = None, /) -> Tensor:
+        """``self ** other``."""
+    def __rpow__(self, other: _Operand, modulo: None = None, /) -> Tensor:
+        """``other ** self``."""
+    def __matmul__(self, other: Tensor, /) -> Tensor:
+        """``self @ other``."""
+    def __rmatmul__(self, other: Tensor, /) -> Tensor:
+        """``other @ self``."""
+    def __iadd__(self, other: _Operand, /) -> Tensor:
+        """``self += other`` in place."""
+    def __isub__(self, other: _Operand, /) -> Tensor:
+        """``self -= other`` in place."""
+    def __imul__(self, other: _Operand, /) -> Tensor:
+        """``self *= other`` in place."""
+    def __itruediv__(self, other: _Operand, /) -> Tensor:
+        """``self /= other`` in place."""
+    def __neg__(self) -> Tensor:
+        """``-self``."""
+    def __eq__(self, other: _Operand, /) -> Tensor:  # type: ignore[override]
+        """``self == other`` elementwise (a bool tensor)."""
+    def __ne__(self, other: _Operand, /) -> Tensor:  # type: ignore[override]
+        """``self != other`` elementwise (a bool tensor)."""
+    def __lt__(self, other: _Operand, /) -> Tensor:
+        """``self < other`` elementwise (a bool tensor)."""
+    def __le__(self, other: _Operand, /) -> Tensor:
+        """``self <= other`` elementwise (a bool tensor)."""
+    def __gt__(self, other: _Operand, /) -> Tensor:
+        """``self > other`` elementwise (a bool tensor)."""
+    def __ge__(self, other: _Operand, /) -> Tensor:
+        """``self >= other`` elementwise (a bool tensor)."""
+    def __hash__(self) -> _int:
+        """Identity hash (tensors hash by object, like torch)."""
+    def __len__(self) -> _int:
+        """Size of the first dimension (TypeError for a 0-d tensor)."""
+    def __bool__(self) -> _bool:
+        """Truth value of a one-element tensor."""
+    def __float__(self) -> _float:
+        """Value of a one-element tensor as a float."""
+    def __int__(self) -> _int:
+        """Value of a one-element tensor as an int."""
+    def __index__(self) -> _int:
+        """Value of a one-element int64 tensor as an index."""
+
+    # ----- reductions, linear algebra, views ------------------------------------------------------
+
+    def sum(self, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False) -> Tensor:
+        """Sum over all elements or over ``dim``."""
+    def mean(self, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False) -> Tensor:
+        """Mean over all elements or over ``dim``."""
+    def matmul(self, other: Tensor) -> Tensor:
+        """Matrix product with torch's broadcasting rules."""
+    @overload
+    def reshape(self, shape: Sequence[_int], /) -> Tensor:
+        """Same elements with another shape (a view when possible)."""
+    @overload
+    def reshape(self, *shape: _int) -> Tensor:
+        """Same elements with another shape (a view when possible)."""
+    @overload
+    def view(self, shape: Sequence[_int], /) -> Tensor:
+        """A view with another shape."""
+    @overload
+    def view(self, *shape: _int) -> Tensor:
+        """A view with another shape."""
+    @overload
+    def expand(self, sizes: Sequence[_int], /) -> Tensor:
+        """Broadcast to a shape without copying (-1 keeps a size)."""
+    @overload
+    def expand(self, *sizes: _int) -> Tensor:
+        """Broadcast to a shape without copying (-1 keeps a size)."""
+    @overload
+    def permute(self, dims: Sequence[_int], /) -> Tensor:
+        """Reorder dimensions."""
+    @overload
+    def permute(self, *dims: _int) -> Tensor:
+        """Reorder dimensions."""
+    def transpose(self, dim0: _int, dim1: _int) -> Tensor:
+        """Swap two dimensions."""
+    def t(self) -> Tensor:
+        """Matrix transpose (at most 2-D)."""
+    def unsqueeze(self, dim: _int) -> Tensor:
+        """Insert a size-1 dimension."""
+    def squeeze(self, dim: _int | None = None) -> Tensor:
+        """Remove size-1 dimensions (all, or only ``dim``)."""
+    def flatten(self, start_dim: _int = 0, end_dim: _int = ...) -> Tensor:
+        """Flatten dims ``start_dim..=end_dim`` (``end_dim`` defaults to -1)."""
+    def _slice(self, dim: _int, start: _int | None, stop: _int | None, step: _int) -> Tensor:
+        """Elements ``start..stop`` by ``step`` along ``dim`` (a view)."""
+    def select(self, dim: _int, index: _int) -> Tensor:
+        """The sub-tensor at ``index`` along ``dim`` (a view)."""
+    def narrow(self, dim: _int, start: _int, length: _int) -> Tensor:
+        """``length`` elements from ``start`` along ``dim`` (a view)."""
+
+    # ----- in place -------------------------------------------------------------------------------
+
+    def fill_(self, value: _float) -> Tensor:
+        """Fill with ``value`` in place; returns self."""
+    def zero_(self) -> Tensor:
+        """Fill with zeros in place; returns self."""
+    def copy_(self, src: _ArrayOperand) -> Tensor:
+        """Copy ``src`` into this tensor in place (broadcast, converted); returns self."""
+    def _where(self, cond: _ArrayOperand, other: _ArrayOperand) -> Tensor:
+        """``cond ? self : other`` elementwise."""
+
+    # ----- installed from Python at import (python/ferrograd/_tensor.py, ``_install``) ------------
+
+    @property
+    def grad(self) -> Tensor | None:
+        """The accumulated gradient (warns when read on a non-leaf that does not retain it)."""
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None: ...
+    @grad.deleter
+    def grad(self) -> None: ...
+    @property
+    def grad_fn(self) -> _GradFn | None:
+        """The node that produced this tensor, or None for leaves."""
+    @property
+    def data(self) -> Tensor:
+        """A detached alias of this tensor."""
+    @property
+    def T(self) -> Tensor:
+        """All dimensions reversed."""
+    @property
+    def mT(self) -> Tensor:
+        """The last two dimensions swapped."""
+    is_cuda: _bool
+    """Always False: ferrograd computes on the CPU."""
+    __array_priority__: _int
+    """Makes NumPy defer binary operators to the tensor."""
+    @overload
+    def to(self, dtype: _dtype, /, *, non_blocking: _bool = False, copy: _bool = False) -> Tensor:
+        """Convert to ``dtype`` (itself when it already has it, unless ``copy``)."""
+    @overload
+    def to(
+        self,
+        device: str | None = None,
+        dtype: _dtype | None = None,
+        *,
+        non_blocking: _bool = False,
+        copy: _bool = False,
+    ) -> Tensor:
+        """Convert to ``dtype``; ``device`` must be a CPU device."""
+    @overload
+    def to(self, other: Tensor, /, *, non_blocking: _bool = False, copy: _bool = False) -> Tensor:
+        """Convert to ``other``'s dtype."""
+    def float(self) -> Tensor:
+        """``self.to(float32)``."""
+    def double(self) -> Tensor:
+        """``self.to(float64)``."""
+    def long(self) -> Tensor:
+        """``self.to(int64)``."""
+    def int(self) -> Tensor:
+        """``self.to(int64)`` (ferrograd has no int32)."""
+    def bool(self) -> Tensor:
+        """``self.to(bool)``."""
+    def type_as(self, other: Tensor) -> Tensor:
+        """``self.to(other.dtype)``."""
+    def tolist(self) -> Any:
+        """The elements as (nested) Python lists, or a number for a 0-d tensor."""
+    def __array__(
+        self, dtype: npt.DTypeLike | None = None, copy: _bool | None = None
+    ) -> npt.NDArray[Any]:
+        """The tensor as a NumPy array (NumPy's array protocol)."""
+    def __getitem__(self, index: _Index) -> Tensor:
+        """Basic indexing: ints, slices, ``...`` and ``None`` (always a view)."""
+    def __setitem__(self, index: _Index, value: _ArrayOperand) -> None:
+        """Assign ``value`` (broadcast) to the indexed view."""
+    def __iter__(self) -> Iterator[Tensor]:
+        """The sub-tensors along the first dimension."""
+    def backward(
+        self,
+        gradient: Tensor | None = None,
+        retain_graph: _bool | None = None,
+        create_graph: _bool = False,
+        inputs: Tensor | Sequence[Tensor] | None = None,
+    ) -> None:
+        """Accumulate the gradient of this tensor into the graph leaves' ``.grad``."""
+    def ndimension(self) -> _int:
+        """Number of dimensions (``dim()``)."""
+    def nelement(self) -> _int:
+        """Number of elements (``numel()``)."""
+    def new_tensor(self, data: Any, dtype: _dtype | None = None) -> Tensor:
+        """A new tensor from ``data``, with this tensor's dtype by default."""
+    @overload
+    def new_zeros(self, size: Sequence[_int], /, *, dtype: _dtype | None = None) -> Tensor:
+        """Zeros of shape ``size``, with this tensor's dtype by default."""
+    @overload
+    def new_zeros(self, *size: _int, dtype: _dtype | None = None) -> Tensor:
+        """Zeros of shape ``size``, with this tensor's dtype by default."""
+    @overload
+    def new_ones(self, size: Sequence[_int], /, *, dtype: _dtype | None = None) -> Tensor:
+        """Ones of shape ``size``, with this tensor's dtype by default."""
+    @overload
+    def new_ones(self, *size: _int, dtype: _dtype | None = None) -> Tensor:
+        """Ones of shape ``size``, with this tensor's dtype by default."""
+    def where(self, condition: _ArrayOperand, other: _ArrayOperand) -> Tensor:
+        """``self`` where ``condition`` else ``other``, broadcasting."""
+    def square(self) -> Tensor:
+        """``self * self``."""
+    def __abs__(self) -> Tensor:
+        """``abs(self)`` elementwise."""
+    def __pos__(self) -> Tensor:
+        """``+self``: the tensor itself."""
+    def __repr__(self) -> str:
+        """torch-style ``tensor([...])`` formatting."""
+    def __str__(self) -> str:
+        """Same as ``repr``."""
+
+# ----- dtype constants ----------------------------------------------------------------------------
+
+bool: dtype
+"""Boolean element type."""
+int64: dtype
+"""64-bit signed integer element type."""
+float32: dtype
+"""32-bit floating point element type."""
+float64: dtype
+"""64-bit floating point element type."""
+
+# ----- creation -----------------------------------------------------------------------------------
+
+def _from_numpy(array: npt.NDArray[Any], share: _bool) -> Tensor:
+    """A tensor from a NumPy array: ``share=True`` keeps the memory, else copies."""
+
+def _full(shape: Sequence[_int], value: _float, dtype: dtype) -> Tensor:
+    """A tensor filled with ``value``."""
+
+def _arange(start: _float, end: _float, step: _float, dtype: dtype) -> Tensor:
+    """Values from ``start`` to ``end`` (exclusive) by ``step``."""
+
+def _linspace(start: _float, end: _float, steps: _int, dtype: dtype) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end``."""
+
+def _eye(n: _int, m: _int, dtype: dtype) -> Tensor:
+    """An ``n`` x ``m`` identity matrix."""
+
+def _rand(shape: Sequence[_int], dtype: dtype) -> Tensor:
+    """Uniform [0, 1) samples."""
+
+def _randn(shape: Sequence[_int], dtype: dtype) -> Tensor:
+    """Standard normal samples."""
+
+def manual_seed(seed: _int) -> None:
+    """Seed the random generator."""
+
+# ----- autograd -----------------------------------------------------------------------------------
+
+def _backward(
+    tensors: Iterable[Tensor],
+    grad_tensors: Iterable[Tensor | None],
+    retain_graph: _bool | None,
+    create_graph: _bool,
+    inputs: Iterable[Tensor] | None,
+) -> None:
+    """``autograd.backward`` after Python normalised the arguments."""
+
+def _grad(
+    outputs: Iterable[Tensor],
+    inputs: Iterable[Tensor],
+    grad_outputs: Iterable[Tensor | None],
+    retain_graph: _bool | None,
+    create_graph: _bool,
+    allow_unused: _bool | None,
+    materialize_grads: _bool,
+) -> tuple[Tensor | None, ...]:
+    """``autograd.grad`` after Python normalised the arguments."""
+
+def _record_function(
+    name: str,
+    args: Iterable[Tensor | None],
+    outputs: Iterable[Tensor],
+    non_differentiable: Iterable[Tensor],
+    dirty: Iterable[Tensor],
+    to_save: Iterable[Tensor | None],
+    materialize_grads: _bool,
+    backward: Callable[..., Sequence[Tensor | None]],
+) -> tuple[list[Tensor], SavedVariables | None]:
+    """Record an ``autograd.Function`` call: the outputs to hand back and the saved tensors."""
+
+def _save_tensors(to_save: Iterable[Tensor | None], outputs: Iterable[Tensor]) -> SavedVariables:
+    """Save tensors outside a recorded node (forward without inputs requiring grad)."""
+
+def is_grad_enabled() -> _bool:
+    """Whether ops record the graph on this thread."""
+
+def _set_grad_enabled(enabled: _bool) -> None:
+    """Turn graph recording on or off for this thread."""
+
+def is_inference_mode_enabled() -> _bool:
+    """Whether inference mode is on for this thread."""
+
+def _set_inference_mode(enabled: _bool) -> None:
+    """Turn inference mode on or off for this thread."""
+
+def _set_detect_anomaly(mode: _bool, check_nan: _bool = True) -> None:
+    """Turn anomaly detection on or off."""
+
+def is_anomaly_enabled() -> _bool:
+    """Whether anomaly detection is on."""
+
+def is_anomaly_check_nan_enabled() -> _bool:
+    """Whether anomaly detection checks for NaN."""
+
+def get_num_threads() -> _int:
+    """Threads used by backward and parallel kernels."""
+
+def set_num_threads(n: _int) -> None:
+    """Set the number of threads used by backward and parallel kernels (must be positive)."""
+
+# ----- ops ----------------------------------------------------------------------------------------
+
+def _where_tensors(cond: _ArrayOperand, a: _ArrayOperand, b: _ArrayOperand) -> Tensor:
+    """``cond ? a : b`` elementwise, broadcasting."""
