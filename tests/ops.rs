@@ -7,6 +7,8 @@ use ferrograd::autograd::{self, GradOptions};
 use ferrograd::{DType, Tensor};
 
 type Op = fn(&Tensor) -> Tensor;
+type Scalar = fn(f64) -> f64;
+type Binary = fn(&Tensor, &Tensor) -> Tensor;
 
 /// Weights so that sum(w * op(x)) has a non-trivial gradient.
 fn weighted(t: &Tensor) -> Tensor {
@@ -40,7 +42,7 @@ const POS: [f64; 6] = [0.3, 0.8, 1.7, 0.05, 1.4, 0.9];
 
 #[test]
 fn test_unary_ops_forward_and_backward() {
-    let table: &[(&str, Op, fn(f64) -> f64, &[f64])] = &[
+    let table: &[(&str, Op, Scalar, &[f64])] = &[
         ("neg", |t| t.neg().unwrap(), |v| -v, &XS),
         ("exp", |t| t.exp().unwrap(), f64::exp, &XS),
         ("log", |t| t.log().unwrap(), f64::ln, &POS),
@@ -80,7 +82,7 @@ fn test_unary_ops_forward_and_backward() {
 #[test]
 fn test_binary_ops_with_broadcasting() {
     let other = Tensor::from_vec(vec![1.3f64, -0.4, 0.7], &[3]).unwrap();
-    let table: &[(&str, fn(&Tensor, &Tensor) -> Tensor, fn(f64, f64) -> f64)] = &[
+    let table: &[(&str, Binary, fn(f64, f64) -> f64)] = &[
         ("add", |a, b| a.add(b).unwrap(), |a, b| a + b),
         ("sub", |a, b| a.sub(b).unwrap(), |a, b| a - b),
         ("mul", |a, b| a.mul(b).unwrap(), |a, b| a * b),
@@ -152,7 +154,7 @@ fn test_reductions_and_views() {
 #[test]
 fn test_second_derivatives_match_closed_forms() {
     // (op, f'', input)
-    let table: &[(&str, Op, fn(f64) -> f64)] = &[
+    let table: &[(&str, Op, Scalar)] = &[
         ("exp", |t| t.exp().unwrap(), f64::exp),
         ("sin", |t| t.sin().unwrap(), |v| -v.sin()),
         ("cos", |t| t.cos().unwrap(), |v| -v.cos()),
