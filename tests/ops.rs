@@ -9,6 +9,7 @@ use ferrograd::{DType, Tensor};
 type Op = fn(&Tensor) -> Tensor;
 type Scalar = fn(f64) -> f64;
 type Binary = fn(&Tensor, &Tensor) -> Tensor;
+type ScalarBinary = fn(f64, f64) -> f64;
 
 /// Weights so that sum(w * op(x)) has a non-trivial gradient.
 fn weighted(t: &Tensor) -> Tensor {
@@ -82,7 +83,7 @@ fn test_unary_ops_forward_and_backward() {
 #[test]
 fn test_binary_ops_with_broadcasting() {
     let other = Tensor::from_vec(vec![1.3f64, -0.4, 0.7], &[3]).unwrap();
-    let table: &[(&str, Binary, fn(f64, f64) -> f64)] = &[
+    let table: &[(&str, Binary, ScalarBinary)] = &[
         ("add", |a, b| a.add(b).unwrap(), |a, b| a + b),
         ("sub", |a, b| a.sub(b).unwrap(), |a, b| a - b),
         ("mul", |a, b| a.mul(b).unwrap(), |a, b| a * b),
