@@ -336,6 +336,12 @@ impl Layout {
     }
     /// An ndarray view of `data` through this layout.
     pub fn view<'a, T>(&self, data: &'a [T]) -> Result<ArrayViewD<'a, T>> {
+        if self.numel() == 0 {
+            // Nothing to address: strides are irrelevant and ndarray would reject them.
+            return ArrayViewD::from_shape(IxDyn(&self.shape), &[]).map_err(|e| {
+                Error::runtime(format!("internal error: empty layout {self:?}: {e}"))
+            });
+        }
         let tail = data.get(self.offset..).unwrap_or(&[]);
         let shape = IxDyn(&self.shape).strides(IxDyn(&self.strides));
         ArrayViewD::from_shape(shape, tail).map_err(|e| {
@@ -346,6 +352,11 @@ impl Layout {
     }
     /// A mutable ndarray view of `data`; fails when elements overlap (an expanded tensor).
     pub fn view_mut<'a, T>(&self, data: &'a mut [T]) -> Result<ArrayViewMutD<'a, T>> {
+        if self.numel() == 0 {
+            return ArrayViewMutD::from_shape(IxDyn(&self.shape), &mut []).map_err(|e| {
+                Error::runtime(format!("internal error: empty layout {self:?}: {e}"))
+            });
+        }
         let tail = match data.get_mut(self.offset..) {
             Some(t) => t,
             None => &mut [],

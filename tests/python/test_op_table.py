@@ -1,0 +1,291 @@
+"""Every op in ``optables/*`` checked the same way: float64 gradients and second derivatives
+against central finite differences, float32 against float64, non-contiguous inputs, and torch
+parity when torch is installed."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import Any, List
+
+import numpy as np
+import pytest
+
+import ferrograd as fg
+
+import optables
+from optables.spec import Arg, OpSpec
+
+try:  # parity is checked only where torch is installed
+    import torch
+except ImportError:  # pragma: no cover - depends on the machine
+    torch = None
+
+
+def _collect() -> List[OpSpec]:
+    specs: List[OpSpec] = []
+    for mod in pkgutil.iter_modules(optables.__path__):
+        if mod.name == "spec":
+            continue
+        specs.extend(importlib.import_module(f"{optables.__name__}.{mod.name}").OPS)
+    return specs
+
+
+SPECS = _collect()
+CASES = [
+    pytest.param(spec, i, id=f"{spec.name}-{i}")
+    for spec in SPECS
+    for i in range(len(spec.all_arg_sets()))
+]
+
+
+def _make_arrays(args: List[Arg], seed: int) -> List[Any]:
+    rng = np.random.default_rng(seed)
+    out: List[Any] = []
+    for a in args:
+        if a.kind == "float":
+            out.append(rng.uniform(a.low, a.high, size=a.shape))
+        elif a.kind == "int":
+            out.append(rng.integers(0, a.int_high, size=a.shape).astype(np.int64))
+        elif a.kind == "bool":
+            out.append(rng.random(size=a.shape) < 0.5)
+        else:
+            out.append(a.value)
+    return out
+
+
+def _to_lib(
+    lib: Any, arrays: List[Any], args: List[Arg], dtype: Any, grad: bool, noncontig: bool = False
+) -> List[Any]:
+    vals = []
+    for arr, a in zip(arrays, args):
+        if a.kind == "const":
+            vals.append(arr)
+            continue
+        if a.kind == "float":
+            t = lib.tensor(np.array(arr), dtype=dtype)
+        else:
+            t = lib.tensor(np.array(arr))
+        if noncontig and t.dim() >= 2:
+            # same values, transposed memory layout
+            t = lib.tensor(
+                np.ascontiguousarray(np.array(arr).swapaxes(0, 1)), dtype=t.dtype
+            ).transpose(0, 1)
+        if grad and a.kind == "float" and a.requires_grad:
+            t.requires_grad_(True)
+        vals.append(t)
+    return vals
+
+
+def _outputs(res: Any) -> List[Any]:
+    return list(res) if isinstance(res, (tuple, list)) else [res]
+
+
+def _float_outputs(res: Any) -> List[Any]:
+    return [
+        o
+        for o in _outputs(res)
+        if o.dtype in (fg.float32, fg.float64)
+        or (torch is not None and isinstance(o, torch.Tensor) and o.is_floating_point())
+    ]
+
+
+def _weights(outs: List[Any], seed: int) -> List[np.ndarray]:
+    rng = np.random.default_rng(seed + 1000)
+    return [rng.uniform(0.5, 1.5, size=tuple(o.shape)) for o in outs]
+
+
+def _scalar_loss(lib: Any, outs: List[Any], weights: List[np.ndarray]) -> Any:
+    total = None
+    for o, w in zip(outs, weights):
+        term = (o * lib.tensor(w, dtype=o.dtype)).sum()
+        total = term if total is None else total + term
+    return total
+
+
+def _loss_value(
+    spec: OpSpec, arrays: List[Any], args: List[Arg], weights: List[np.ndarray]
+) -> float:
+    vals = _to_lib(fg, arrays, args, fg.float64, grad=False)
+    with fg.no_grad():
+        outs = _float_outputs(spec.fn(fg, *vals))
+        return float(_scalar_loss(fg, outs, weights).item())
+
+
+def _fd(
+    spec: OpSpec,
+    arrays: List[Any],
+    args: List[Arg],
+    weights: List[np.ndarray],
+    k: int,
+    eps: float = 1e-6,
+) -> np.ndarray:
+    base = np.array(arrays[k], dtype=np.float64)
+    grad = np.zeros_like(base)
+    for idx in np.ndindex(base.shape):
+        plus = [a.copy() if isinstance(a, np.ndarray) else a for a in arrays]
+        minus = [a.copy() if isinstance(a, np.ndarray) else a for a in arrays]
+        plus[k][idx] += eps
+        minus[k][idx] -= eps
+        grad[idx] = (
+            _loss_value(spec, plus, args, weights) - _loss_value(spec, minus, args, weights)
+        ) / (2 * eps)
+    return grad
+
+
+def _grad_inputs(args: List[Arg]) -> List[int]:
+    return [i for i, a in enumerate(args) if a.kind == "float" and a.requires_grad]
+
+
+@pytest.mark.parametrize("spec,case", CASES)
+def test_gradient_matches_finite_differences(spec: OpSpec, case: int) -> None:
+    args = spec.all_arg_sets()[case]
+    arrays = _make_arrays(args, seed=case)
+    vals = _to_lib(fg, arrays, args, fg.float64, grad=spec.grad)
+    res = spec.fn(fg, *vals)
+    outs = _float_outputs(res)
+    if not spec.grad or not outs or not _grad_inputs(args):
+        for o in _outputs(res):
+            assert not o.requires_grad or o.dtype in (fg.float32, fg.float64), (
+                f"{spec.name}: int/bool output requires grad"
+            )
+        return
+    weights = _weights(outs, case)
+    loss = _scalar_loss(fg, outs, weights)
+    ins = [vals[i] for i in _grad_inputs(args)]
+    grads = fg.autograd.grad(loss, ins, allow_unused=True)
+    for k, g in zip(_grad_inputs(args), grads):
+        fd = _fd(spec, arrays, args, weights, k)
+        got = np.zeros_like(fd) if g is None else g.detach().numpy()
+        assert got.shape == fd.shape, f"{spec.name}: grad shape {got.shape} vs {fd.shape}"
+        np.testing.assert_allclose(
+            got, fd, atol=spec.atol, rtol=spec.rtol, err_msg=f"{spec.name} input {k}"
+        )
+
+
+@pytest.mark.parametrize("spec,case", CASES)
+def test_second_derivative_matches_finite_differences(spec: OpSpec, case: int) -> None:
+    if not (spec.grad and spec.gradgrad):
+        pytest.skip(spec.note or "not twice differentiable")
+    args = spec.all_arg_sets()[case]
+    gi = _grad_inputs(args)
+    if not gi:
+        pytest.skip("no differentiable input")
+    arrays = _make_arrays(args, seed=case)
+    vals = _to_lib(fg, arrays, args, fg.float64, grad=True)
+    outs = _float_outputs(spec.fn(fg, *vals))
+    if not outs:
+        pytest.skip("no float output")
+    weights = _weights(outs, case)
+    k = gi[0]
+    rng = np.random.default_rng(case + 7)
+
+    def first_grad_dot(xs: List[Any], v: np.ndarray) -> float:
+        vv = _to_lib(fg, xs, args, fg.float64, grad=True)
+        o = _float_outputs(spec.fn(fg, *vv))
+        (g,) = fg.autograd.grad(_scalar_loss(fg, o, weights), [vv[k]], allow_unused=True)
+        return 0.0 if g is None else float((g.detach().numpy() * v).sum())
+
+    v = rng.uniform(-1, 1, size=np.shape(arrays[k]))
+    (g,) = fg.autograd.grad(
+        _scalar_loss(fg, outs, weights), [vals[k]], create_graph=True, allow_unused=True
+    )
+    if g is None or not g.requires_grad:
+        return  # the first derivative does not depend on the inputs (a linear op)
+    (gg,) = fg.autograd.grad((g * fg.tensor(v)).sum(), [vals[k]], allow_unused=True)
+    got = np.zeros(np.shape(arrays[k])) if gg is None else gg.detach().numpy()
+    eps = 1e-5
+    fd = np.zeros(np.shape(arrays[k]))
+    for idx in np.ndindex(fd.shape):
+        plus = [a.copy() if isinstance(a, np.ndarray) else a for a in arrays]
+        minus = [a.copy() if isinstance(a, np.ndarray) else a for a in arrays]
+        plus[k][idx] += eps
+        minus[k][idx] -= eps
+        fd[idx] = (first_grad_dot(plus, v) - first_grad_dot(minus, v)) / (2 * eps)
+    np.testing.assert_allclose(got, fd, atol=1e-5, rtol=1e-4, err_msg=spec.name)
+
+
+@pytest.mark.parametrize("spec,case", CASES)
+def test_float32_forward_close_to_float64(spec: OpSpec, case: int) -> None:
+    args = spec.all_arg_sets()[case]
+    arrays = _make_arrays(args, seed=case)
+    r64 = _outputs(spec.fn(fg, *_to_lib(fg, arrays, args, fg.float64, grad=False)))
+    r32 = _outputs(spec.fn(fg, *_to_lib(fg, arrays, args, fg.float32, grad=False)))
+    for a, b in zip(r32, r64):
+        if a.dtype == fg.float32:
+            np.testing.assert_allclose(
+                a.numpy(), b.numpy(), rtol=spec.f32_rtol, atol=1e-5, err_msg=spec.name
+            )
+        else:
+            np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=spec.name)
+
+
+@pytest.mark.parametrize("spec,case", CASES)
+def test_noncontiguous_inputs_give_same_values_and_grads(spec: OpSpec, case: int) -> None:
+    args = spec.all_arg_sets()[case]
+    if not spec.noncontiguous or not any(a.kind != "const" and len(a.shape) >= 2 for a in args):
+        pytest.skip("no input of two or more dims")
+    arrays = _make_arrays(args, seed=case)
+    grad = spec.grad and bool(_grad_inputs(args))
+    a = _to_lib(fg, arrays, args, fg.float64, grad=grad)
+    b = _to_lib(fg, arrays, args, fg.float64, grad=grad, noncontig=True)
+    ra, rb = _outputs(spec.fn(fg, *a)), _outputs(spec.fn(fg, *b))
+    for x, y in zip(ra, rb):
+        np.testing.assert_allclose(
+            x.detach().numpy(), y.detach().numpy(), rtol=1e-12, atol=1e-12, err_msg=spec.name
+        )
+    fa, fb = _float_outputs(ra), _float_outputs(rb)
+    if grad and fa:
+        w = _weights(fa, case)
+        ins = _grad_inputs(args)
+        ga = fg.autograd.grad(_scalar_loss(fg, fa, w), [a[i] for i in ins], allow_unused=True)
+        gb = fg.autograd.grad(_scalar_loss(fg, fb, w), [b[i] for i in ins], allow_unused=True)
+        for x, y in zip(ga, gb):
+            if x is not None and y is not None:
+                np.testing.assert_allclose(
+                    x.numpy(), y.numpy(), rtol=1e-12, atol=1e-12, err_msg=spec.name
+                )
+
+
+@pytest.mark.parametrize("spec,case", CASES)
+def test_matches_torch(spec: OpSpec, case: int) -> None:
+    if torch is None:
+        pytest.skip("torch is not installed")
+    if not spec.torch_parity:
+        pytest.skip(spec.note or "no torch counterpart")
+    args = spec.all_arg_sets()[case]
+    arrays = _make_arrays(args, seed=case)
+    grad = spec.grad and bool(_grad_inputs(args))
+    ours = _to_lib(fg, arrays, args, fg.float64, grad=grad)
+    theirs = _to_lib(torch, arrays, args, torch.float64, grad=grad)
+    tfn = spec.torch_fn or spec.fn
+    ro, rt = _outputs(spec.fn(fg, *ours)), _outputs(tfn(torch, *theirs))
+    assert len(ro) == len(rt), spec.name
+    for x, y in zip(ro, rt):
+        assert tuple(x.shape) == tuple(y.shape), (
+            f"{spec.name}: shape {tuple(x.shape)} vs torch {tuple(y.shape)}"
+        )
+        np.testing.assert_allclose(
+            x.detach().numpy(), y.detach().numpy(), rtol=1e-10, atol=1e-12, err_msg=spec.name
+        )
+    fo, ft = _float_outputs(ro), _float_outputs(rt)
+    if grad and fo:
+        w = _weights(fo, case)
+        ins = _grad_inputs(args)
+        go = fg.autograd.grad(_scalar_loss(fg, fo, w), [ours[i] for i in ins], allow_unused=True)
+        gt = torch.autograd.grad(
+            _scalar_loss(torch, ft, w), [theirs[i] for i in ins], allow_unused=True
+        )
+        for x, y in zip(go, gt):
+            if x is None or y is None:
+                assert x is None or not x.numpy().any(), spec.name
+                continue
+            np.testing.assert_allclose(
+                x.numpy(), y.numpy(), rtol=1e-9, atol=1e-12, err_msg=spec.name
+            )
+
+
+def test_every_table_entry_is_checked() -> None:
+    names = [s.name for s in SPECS]
+    assert len(names) == len(set(names)), "duplicate op names in the tables"
+    assert len(SPECS) > 0
