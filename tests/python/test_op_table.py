@@ -8,12 +8,10 @@ import importlib
 import pkgutil
 from typing import Any, List
 
-import numpy as np
-import pytest
-
 import ferrograd as fg
-
+import numpy as np
 import optables
+import pytest
 from optables.spec import Arg, OpSpec
 
 try:  # parity is checked only where torch is installed
