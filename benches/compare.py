@@ -1,0 +1,355 @@
+"""Side-by-side benchmarks: ferrograd vs torch (CPU) vs a NumPy-only baseline.
+
+Every library sees the same float32 inputs (NumPy, fixed seed). Libraries alternate within each
+repetition so machine noise hits them alike; the table shows medians and the ratio
+ferrograd / torch.
+
+    python benches/compare.py                # all workloads
+    python benches/compare.py --quick        # fewer repetitions
+    python benches/compare.py tiny_chain hvp # some workloads
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+import ferrograd as fg
+import numpy as np
+
+try:
+    import torch
+except ImportError:  # the table then shows ferrograd and NumPy only
+    torch = None
+
+THREADS = int(os.environ.get("BENCH_THREADS", "2"))
+fg.set_num_threads(THREADS)
+if torch is not None:
+    torch.set_num_threads(THREADS)
+
+RNG = np.random.default_rng(0)
+
+
+def _rand(*shape: int, scale: float = 1.0) -> np.ndarray:
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+def _leaf(lib: Any, arr: np.ndarray) -> Any:
+    return lib.tensor(arr).requires_grad_()
+
+
+# ----- workloads: each returns {library: step function} and a figure formatter ----------------
+
+
+def tiny_chain() -> Dict[str, Any]:
+    n_ops = 5000
+    x0 = _rand(16)
+
+    def make(lib: Any) -> Callable[[], None]:
+        x = _leaf(lib, x0)
+
+        def step() -> None:
+            y = x
+            for _ in range(n_ops // 4):
+                y = ((y * 0.999) + 0.001).tanh().sin()
+            y.sum().backward()
+            x.grad = None
+
+        return step
+
+    def numpy_step() -> None:
+        y, tape = x0.astype(np.float32), []
+        for _ in range(n_ops // 4):
+            a = y * np.float32(0.999) + np.float32(0.001)
+            t = np.tanh(a)
+            tape.append((t, np.cos(t)))
+            y = np.sin(t)
+        g = np.ones_like(y)
+        for t, c in reversed(tape):
+            g = g * c * (1 - t * t) * np.float32(0.999)
+
+    return {"make": make, "numpy": numpy_step, "unit": "us/op", "scale": 1e6 / n_ops}
+
+
+def scalar_mlp() -> Dict[str, Any]:
+    w = [
+        _rand(2, 16, scale=0.5),
+        _rand(16),
+        _rand(16, 16, scale=0.25),
+        _rand(16),
+        _rand(16, 1, scale=0.25),
+        _rand(1),
+    ]
+    xs = _rand(64, 1, 2)
+
+    def make(lib: Any) -> Callable[[], None]:
+        ps = [_leaf(lib, a) for a in w]
+        inputs = [lib.tensor(x) for x in xs]
+
+        def step() -> None:
+            total = None
+            for x in inputs:
+                h = (x @ ps[0] + ps[1]).tanh()
+                h = (h @ ps[2] + ps[3]).tanh()
+                out = (h @ ps[4] + ps[5]).sum()
+                total = out if total is None else total + out
+            total.backward()
+            for p in ps:
+                p.grad = None
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
+def mlp_train() -> Dict[str, Any]:
+    dims = [784, 512, 512, 10]
+    ws = [_rand(a, b, scale=(2.0 / a) ** 0.5) for a, b in zip(dims, dims[1:])]
+    bs = [np.zeros(b, np.float32) for b in dims[1:]]
+    x0, y0 = _rand(128, 784), _rand(128, 10)
+    flops = 3 * 2 * 128 * sum(a * b for a, b in zip(dims, dims[1:]))
+
+    def make(lib: Any) -> Callable[[], None]:
+        W = [_leaf(lib, w) for w in ws]
+        B = [_leaf(lib, b) for b in bs]
+        x, y = lib.tensor(x0), lib.tensor(y0)
+
+        def step() -> None:
+            h = x
+            for i in range(3):
+                h = h @ W[i] + B[i]
+                if i < 2:
+                    h = h.relu()
+            loss = ((h - y) ** 2).mean()
+            loss.backward()
+            for p in W + B:
+                p.grad = None
+
+        return step
+
+    def numpy_step() -> None:
+        acts, h = [x0], x0
+        for i in range(3):
+            h = h @ ws[i] + bs[i]
+            if i < 2:
+                h = np.maximum(h, 0)
+            acts.append(h)
+        g = 2 * (h - y0) / h.size
+        for i in reversed(range(3)):
+            if i < 2:
+                g = g * (acts[i + 1] > 0)
+            _gw, _gb = acts[i].T @ g, g.sum(0)
+            g = g @ ws[i].T
+
+    return {"make": make, "numpy": numpy_step, "unit": "ms/step", "scale": 1e3, "flops": flops}
+
+
+def wide_graph() -> Dict[str, Any]:
+    x0 = _rand(192, 192)
+    ws = [_rand(192, 192, scale=0.07) for _ in range(16)]
+
+    def make(lib: Any) -> Callable[[], None]:
+        x = _leaf(lib, x0)
+        W = [lib.tensor(w) for w in ws]
+
+        def step() -> None:
+            total = None
+            for w in W:
+                h = x
+                for _ in range(8):
+                    h = (h @ w).tanh()
+                s = h.sum()
+                total = s if total is None else total + s
+            total.backward()
+            x.grad = None
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
+def matmul_big() -> Dict[str, Any]:
+    a0, b0 = _rand(1024, 1024), _rand(1024, 1024)
+    flops = 3 * 2 * 1024**3
+
+    def make(lib: Any) -> Callable[[], None]:
+        a, b = _leaf(lib, a0), _leaf(lib, b0)
+
+        def step() -> None:
+            (a @ b).sum().backward()
+            a.grad = None
+            b.grad = None
+
+        return step
+
+    def numpy_step() -> None:
+        _c = a0 @ b0
+        g = np.ones((1024, 1024), np.float32)
+        _ga, _gb = g @ b0.T, a0.T @ g
+
+    return {"make": make, "numpy": numpy_step, "unit": "GFLOP/s", "flops": flops, "rate": True}
+
+
+def hvp() -> Dict[str, Any]:
+    x0, w0, v0 = _rand(64, 256), _rand(256, 256, scale=0.06), _rand(256, 256)
+
+    def make(lib: Any) -> Callable[[], None]:
+        x, w, v = lib.tensor(x0), _leaf(lib, w0), lib.tensor(v0)
+
+        def step() -> None:
+            loss = ((x @ w).tanh() ** 2).sum()
+            (g,) = lib.autograd.grad(loss, w, create_graph=True)
+            (_h,) = lib.autograd.grad((g * v).sum(), w)
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
+def elementwise_big() -> Dict[str, Any]:
+    x0 = _rand(4_000_000)
+
+    def make(lib: Any) -> Callable[[], None]:
+        x = _leaf(lib, x0)
+
+        def step() -> None:
+            (x.sin() * x + x.exp() * 0.5).sum().backward()
+            x.grad = None
+
+        return step
+
+    def numpy_step() -> None:
+        _y = (np.sin(x0) * x0 + np.exp(x0) * np.float32(0.5)).sum()
+        _g = np.cos(x0) * x0 + np.sin(x0) + np.exp(x0) * np.float32(0.5)
+
+    return {"make": make, "numpy": numpy_step, "unit": "ms/step", "scale": 1e3}
+
+
+WORKLOADS = {
+    "tiny_chain": (tiny_chain, 0.10),
+    "scalar_mlp": (scalar_mlp, 0.30),
+    "mlp_train": (mlp_train, 1.00),
+    "wide_graph": (wide_graph, 0.70),
+    "matmul_big": (matmul_big, 1.05),
+    "hvp": (hvp, 1.00),
+    "elementwise_big": (elementwise_big, 0.70),
+}
+
+
+def _time(fn: Callable[[], None]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def run_workload(name: str, reps: int) -> Dict[str, Any]:
+    spec = WORKLOADS[name][0]()
+    steps: Dict[str, Callable[[], None]] = {"ferrograd": spec["make"](fg)}
+    if torch is not None:
+        steps["torch"] = spec["make"](torch)
+    if "numpy" in spec:
+        steps["numpy"] = spec["numpy"]
+    for fn in steps.values():  # warm up
+        fn()
+    times: Dict[str, List[float]] = {k: [] for k in steps}
+    for _ in range(reps):
+        for lib, fn in steps.items():  # alternate libraries within each repetition
+            times[lib].append(_time(fn))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {"spec": spec, "median": med}
+
+
+def fmt_figure(spec: Dict[str, Any], seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "-"
+    if spec.get("rate"):
+        return f"{spec['flops'] / seconds / 1e9:.1f}"
+    return f"{seconds * spec['scale']:.3g}"
+
+
+def peak_rss_mb(code: str) -> float:
+    """Peak resident memory of a fresh child Python running ``code``, in MB."""
+    report = "\nimport resource\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    out = subprocess.run(
+        [sys.executable, "-c", code + report], check=True, capture_output=True, text=True
+    )
+    return int(out.stdout.strip().splitlines()[-1]) / 1024.0
+
+
+def import_time_ms(module: str, runs: int = 5) -> float:
+    def once(code: str) -> float:
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True)
+        return time.perf_counter() - t0
+
+    base = statistics.median(once("pass") for _ in range(runs))
+    return (statistics.median(once(f"import {module}") for _ in range(runs)) - base) * 1e3
+
+
+def installed_size_mb(module: Any) -> float:
+    root = os.path.dirname(module.__file__)
+    total = 0
+    for d, _, files in os.walk(root):
+        total += sum(os.path.getsize(os.path.join(d, f)) for f in files)
+    return total / 1e6
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("workloads", nargs="*", default=list(WORKLOADS))
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--no-extras", action="store_true", help="skip RSS, import time and size")
+    opts = ap.parse_args()
+    reps = 5 if opts.quick else 15
+    torch_version = torch.__version__ if torch else "not installed"
+    print(f"threads: {THREADS}  torch: {torch_version}  numpy: {np.__version__}")
+    cols = ("ferrograd", "torch", "numpy")
+    header = f"{'workload':16} {'figure':8} " + " ".join(f"{c:>10}" for c in cols)
+    header += f" {'fg/torch':>9} {'goal':>6}"
+    print(header)
+    print("-" * len(header))
+    for name in opts.workloads:
+        r = run_workload(name, reps)
+        spec, med = r["spec"], r["median"]
+        ratio = med["ferrograd"] / med["torch"] if "torch" in med else None
+        goal = WORKLOADS[name][1]
+        ok = "" if ratio is None else ("ok" if ratio <= goal else "MISS")
+        cells = [fmt_figure(spec, med.get(k)) for k in ("ferrograd", "torch", "numpy")]
+        ratio_s = "-" if ratio is None else f"{ratio:.2f}"
+        row = f"{name:16} {spec['unit']:8} " + " ".join(f"{c:>10}" for c in cells)
+        print(row + f" {ratio_s:>9} {goal:>6.2f} {ok}")
+        if "flops" in spec and not spec.get("rate"):
+            gf = spec["flops"] / med["ferrograd"] / 1e9
+            tg = f", torch {spec['flops'] / med['torch'] / 1e9:.1f}" if "torch" in med else ""
+            print(f"{'':16} GFLOP/s  ferrograd {gf:.1f}{tg}")
+    if opts.no_extras:
+        return
+    chain = (
+        "import {m} as L\nx = L.ones(16, requires_grad=True)\ny = x\n"
+        "for _ in range(100000):\n    y = (y * 0.999).tanh()\ny.sum().backward()\n"
+    )
+    mlp = (
+        "import numpy as np, {m} as L\nr = np.random.default_rng(0)\n"
+        "dims = [(784, 512), (512, 512), (512, 10)]\n"
+        "W = [L.tensor(r.standard_normal(d).astype('f') * 0.05).requires_grad_() for d in dims]\n"
+        "x = L.tensor(r.standard_normal((128, 784)).astype('f'))\n"
+        "for _ in range(5):\n    h = x\n    for i, w in enumerate(W):\n"
+        "        h = h @ w\n        h = h.relu() if i < 2 else h\n    (h * h).mean().backward()\n"
+    )
+    libs = ["ferrograd"] + (["torch"] if torch is not None else [])
+    for label, code in (("peak RSS mlp_train", mlp), ("peak RSS 100k chain", chain)):
+        cells = "  ".join(f"{m} {peak_rss_mb(code.format(m=m)):.0f} MB" for m in libs)
+        print(f"{label:22} {cells}")
+    print(f"{'import time':22} " + "  ".join(f"{m} {import_time_ms(m):.0f} ms" for m in libs))
+    print(f"{'installed size':22} ferrograd {installed_size_mb(fg):.1f} MB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""Thread count: the environment variables and set/get_num_threads."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import ferrograd as fg
+
+
+def _threads_in_child(env_extra):
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("FERROGRAD_NUM_THREADS", "RAYON_NUM_THREADS")
+    }
+    env.update(env_extra)
+    out = subprocess.run(
+        [sys.executable, "-c", "import ferrograd as fg; print(fg.get_num_threads())"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(out.stdout.strip())
+
+
+def test_ferrograd_num_threads_env_var_sets_the_thread_count():
+    assert _threads_in_child({"FERROGRAD_NUM_THREADS": "3"}) == 3
+
+
+def test_rayon_num_threads_is_the_fallback_and_ferrograd_wins():
+    assert _threads_in_child({"RAYON_NUM_THREADS": "5"}) == 5
+    assert _threads_in_child({"RAYON_NUM_THREADS": "5", "FERROGRAD_NUM_THREADS": "2"}) == 2
+
+
+def test_set_num_threads_round_trips_and_rejects_non_positive():
+    before = fg.get_num_threads()
+    try:
+        fg.set_num_threads(3)
+        assert fg.get_num_threads() == 3
+        with pytest.raises(RuntimeError, match="positive"):
+            fg.set_num_threads(0)
+        assert fg.get_num_threads() == 3
+    finally:
+        fg.set_num_threads(before)
