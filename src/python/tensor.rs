@@ -94,6 +94,24 @@ pub(crate) fn operand(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     tensor_of(&t, "other")
 }
 
+/// From this many elements an op releases the GIL while it runs (below, the hand-off costs more
+/// than it frees).
+pub(crate) const HEAVY_ELEMENTS: usize = 1 << 15;
+
+/// Run `f(t)`, releasing the GIL when `t` is large.
+pub(crate) fn heavy(
+    py: Python<'_>,
+    t: &Tensor,
+    f: impl FnOnce(&Tensor) -> crate::error::Result<Tensor> + Send,
+) -> PyResult<Tensor> {
+    if t.numel() >= HEAVY_ELEMENTS {
+        let t = t.clone();
+        detached(py, move || f(&t))
+    } else {
+        guarded(|| f(t))
+    }
+}
+
 /// Dimensions given as `*dims` or as one sequence.
 pub(crate) fn dims_arg(args: &Bound<'_, PyTuple>) -> PyResult<Vec<i64>> {
     if args.len() == 1 {
@@ -127,7 +145,7 @@ macro_rules! unary_methods {
             $(
                 #[doc = $doc]
                 fn $name(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-                    let t = guarded(|| self.inner.$name())?;
+                    let t = heavy(py, &self.inner, |x| x.$name())?;
                     wrap(py, t)
                 }
             )*
@@ -156,7 +174,12 @@ macro_rules! binary_methods {
                 fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
                     let o = operand(other)?;
                     let f: fn(&Tensor, &Tensor) -> crate::error::Result<Tensor> = $call;
-                    let t = guarded(|| f(&self.inner, &o))?;
+                    let t = if self.inner.numel().max(o.numel()) >= HEAVY_ELEMENTS {
+                        let a = self.inner.clone();
+                        detached(py, move || f(&a, &o))?
+                    } else {
+                        guarded(|| f(&self.inner, &o))?
+                    };
                     wrap(py, t)
                 }
             )*
@@ -455,7 +478,7 @@ impl PyTensor {
         keepdim: bool,
     ) -> PyResult<Py<PyTensor>> {
         let dims = dim_list(dim)?;
-        let t = guarded(|| self.inner.sum_dims(&dims, keepdim))?;
+        let t = heavy(py, &self.inner, move |x| x.sum_dims(&dims, keepdim))?;
         wrap(py, t)
     }
     /// Mean over all elements or `dim`.
@@ -467,7 +490,7 @@ impl PyTensor {
         keepdim: bool,
     ) -> PyResult<Py<PyTensor>> {
         let dims = dim_list(dim)?;
-        let t = guarded(|| self.inner.mean_dims(&dims, keepdim))?;
+        let t = heavy(py, &self.inner, move |x| x.mean_dims(&dims, keepdim))?;
         wrap(py, t)
     }
     /// Matrix product with torch's broadcasting rules.
