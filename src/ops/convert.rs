@@ -31,6 +31,7 @@ fn convert_to<D: Element>(t: &Tensor) -> Result<Vec<D>> {
 
 /// A contiguous copy of `t` converted to `dtype`, without recording.
 pub(crate) fn cast(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    crate::tensor::creation::ensure_allocatable(t.numel(), dtype)?;
     let buf = match dtype {
         DType::Float32 => Buffer::F32(Data::Own(convert_to::<f32>(t)?)),
         DType::Float64 => Buffer::F64(Data::Own(convert_to::<f64>(t)?)),

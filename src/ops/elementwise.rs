@@ -4,6 +4,7 @@
 use ndarray::{IxDyn, Zip};
 
 use crate::error::{Error, Result};
+use crate::tensor::creation::{checked_numel, ensure_allocatable};
 use crate::tensor::shape::broadcast_shapes;
 use crate::tensor::{DType, Element, Tensor};
 
@@ -38,6 +39,7 @@ pub(crate) fn zip<T: Element, U: Element>(
     f: impl Fn(T, T) -> U + Sync + Send,
 ) -> Result<Tensor> {
     let shape = broadcast_shapes(a.shape(), b.shape())?;
+    ensure_allocatable(checked_numel(&shape)?, U::DTYPE)?;
     if a.shape() == b.shape() && a.is_contiguous() && b.is_contiguous() {
         let out: Vec<U> = a.with_contiguous_slice::<T, _>(|x| {
             b.with_contiguous_slice::<T, _>(|y| {
@@ -101,6 +103,7 @@ pub(crate) use map_float;
 /// `a` where `cond` else `b`, broadcasting the three (all of one element type `T`).
 pub(crate) fn select<T: Element>(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let shape = broadcast_shapes(&broadcast_shapes(cond.shape(), a.shape())?, b.shape())?;
+    ensure_allocatable(checked_numel(&shape)?, T::DTYPE)?;
     let arr = cond.with_view::<bool, _>(|cv| {
         a.with_view::<T, _>(|av| {
             b.with_view::<T, _>(|bv| -> Result<ndarray::ArrayD<T>> {

@@ -103,7 +103,8 @@ fn _full(
     value: f64,
     dtype: PyRef<'_, PyDType>,
 ) -> PyResult<Py<PyTensor>> {
-    wrap(py, Tensor::full(&shape_of(shape)?, value, dtype.d))
+    let s = shape_of(shape)?;
+    wrap(py, guarded(|| Tensor::try_full(&s, value, dtype.d))?)
 }
 
 /// Values from `start` to `end` by `step`.

@@ -21,15 +21,69 @@ fn with_rng<R>(f: impl FnOnce(&mut SmallRng) -> R) -> R {
     f(rng)
 }
 
-fn filled(shape: &[usize], dtype: DType, v: f64) -> Tensor {
-    let n: usize = shape.iter().product();
+/// A buffer of `n` copies of `v`, failing cleanly (not aborting) when it cannot be allocated.
+fn try_filled_vec<T: Clone>(n: usize, v: T, dtype: DType) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(n).map_err(|_| {
+        Error::runtime(format!(
+            "DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes.",
+            (n as u128) * dtype.size() as u128
+        ))
+    })?;
+    out.resize(n, v);
+    Ok(out)
+}
+
+/// Check that `n` elements of `dtype` can be allocated, so a huge request becomes an error
+/// instead of an allocation failure that aborts the process. Small requests are not checked.
+pub(crate) fn ensure_allocatable(n: usize, dtype: DType) -> Result<()> {
+    const CHECK_FROM_BYTES: usize = 1 << 26;
+    let bytes = n.checked_mul(dtype.size());
+    match bytes {
+        Some(b) if b < CHECK_FROM_BYTES => Ok(()),
+        Some(b) if Vec::<u8>::new().try_reserve_exact(b).is_ok() => Ok(()),
+        _ => Err(Error::runtime(format!(
+            "DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes.",
+            n as u128 * dtype.size() as u128
+        ))),
+    }
+}
+
+/// The number of elements of `shape`, or an error when it overflows.
+pub(crate) fn checked_numel(shape: &[usize]) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| {
+            Error::runtime(format!(
+                "numel of shape {} overflows",
+                super::shape::fmt_shape(shape)
+            ))
+        })
+}
+
+/// A tensor of `shape` filled with `v`, or an error when it cannot be allocated.
+pub(crate) fn try_filled(shape: &[usize], dtype: DType, v: f64) -> Result<Tensor> {
+    let n = checked_numel(shape)?;
     let buf = match dtype {
-        DType::Float32 => Buffer::F32(super::storage::Data::Own(vec![v as f32; n])),
-        DType::Float64 => Buffer::F64(super::storage::Data::Own(vec![v; n])),
-        DType::Int64 => Buffer::I64(super::storage::Data::Own(vec![v as i64; n])),
-        DType::Bool => Buffer::Bool(super::storage::Data::Own(vec![v != 0.0; n])),
+        DType::Float32 => Buffer::F32(super::storage::Data::Own(try_filled_vec(
+            n, v as f32, dtype,
+        )?)),
+        DType::Float64 => Buffer::F64(super::storage::Data::Own(try_filled_vec(n, v, dtype)?)),
+        DType::Int64 => Buffer::I64(super::storage::Data::Own(try_filled_vec(
+            n, v as i64, dtype,
+        )?)),
+        DType::Bool => Buffer::Bool(super::storage::Data::Own(try_filled_vec(
+            n,
+            v != 0.0,
+            dtype,
+        )?)),
     };
-    Tensor::from_buffer(buf, shape).expect("length matches shape by construction")
+    Tensor::from_buffer(buf, shape)
+}
+
+fn filled(shape: &[usize], dtype: DType, v: f64) -> Tensor {
+    try_filled(shape, dtype, v).expect("internal shapes are small enough to allocate")
 }
 
 impl Tensor {
@@ -44,6 +98,12 @@ impl Tensor {
     /// A tensor filled with `value` (converted to `dtype`).
     pub fn full(shape: &[usize], value: f64, dtype: DType) -> Tensor {
         filled(shape, dtype, value)
+    }
+
+    /// Like [`Tensor::full`], but an error instead of an abort when the memory cannot be had
+    /// (used for sizes that come from users).
+    pub fn try_full(shape: &[usize], value: f64, dtype: DType) -> Result<Tensor> {
+        try_filled(shape, dtype, value)
     }
     /// Zeros with this tensor's shape and dtype.
     pub fn zeros_like(&self) -> Tensor {
@@ -126,7 +186,13 @@ fn random(shape: &[usize], dtype: DType, sample: impl Fn(&mut SmallRng) -> f64) 
             super::scalar_type_name(dtype)
         )));
     }
-    let n: usize = shape.iter().product();
+    let n = checked_numel(shape)?;
+    if n > (isize::MAX as usize) / 8 {
+        return Err(Error::runtime(format!(
+            "DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes.",
+            n as u128 * 8
+        )));
+    }
     with_rng(|r| match dtype {
         DType::Float32 => {
             Tensor::from_vec((0..n).map(|_| sample(r) as f32).collect::<Vec<_>>(), shape)

@@ -444,6 +444,7 @@ impl Tensor {
 
     /// The elements in row-major order, converted to `T`.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        creation::ensure_allocatable(self.numel(), T::DTYPE)?;
         if self.dtype() == T::DTYPE {
             if self.is_contiguous() {
                 let guard = self.0.storage.read();

@@ -1,12 +1,11 @@
-"""Thread count: the environment variables and set/get_num_threads."""
+"""Thread count (environment variables, set/get_num_threads) and allocation limits."""
 
 import os
 import subprocess
 import sys
 
-import pytest
-
 import ferrograd as fg
+import pytest
 
 
 def _threads_in_child(env_extra):
@@ -45,3 +44,16 @@ def test_set_num_threads_round_trips_and_rejects_non_positive():
         assert fg.get_num_threads() == 3
     finally:
         fg.set_num_threads(before)
+
+
+def test_huge_allocations_raise_instead_of_aborting():
+    with pytest.raises(RuntimeError, match="can't allocate memory"):
+        fg.zeros(10**7, 10**7)
+    with pytest.raises(RuntimeError, match="can't allocate memory|overflows"):
+        fg.randn(2**40, 2**40)
+    a = fg.ones(10**6, 1).expand(10**6, 10**7)
+    with pytest.raises(RuntimeError, match="can't allocate memory"):
+        a.contiguous()
+    with pytest.raises(RuntimeError, match="can't allocate memory"):
+        fg.ones(10**7, 1) + fg.ones(1, 10**7)
+    assert fg.ones(3).sum().item() == 3.0  # still usable afterwards
