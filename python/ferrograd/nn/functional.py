@@ -101,11 +101,28 @@ def _where(cond: Any, a: Any, b: Any) -> Tensor:
 
 
 def _log1p(x: Tensor) -> Tensor:
-    return x.log1p() if _has("log1p") else (x + 1.0).log()
+    """``log(1 + x)``, accurate for tiny ``x``: ``Tensor.log1p`` when present, else Goldberg's
+    ``log(w) * x / (w - 1)`` with ``w = 1 + x`` (exactly ``x`` where ``w`` rounds to 1)."""
+    if _has("log1p"):
+        return x.log1p()
+    w = x + 1.0
+    d = w - 1.0
+    tiny = d == 0
+    return _where(tiny, x, w.log() * x / _where(tiny, 1.0, d))
 
 
 def _expm1(x: Tensor) -> Tensor:
     return x.expm1() if _has("expm1") else x.exp() - 1.0
+
+
+def _log1pexp(z: Tensor) -> Tensor:
+    """``log(1 + exp(z))`` without overflow and with the exact derivative ``sigmoid(z)`` at every
+    point (including 0): ``z + log1p(exp(-z))`` for ``z > 0``, ``log1p(exp(z))`` otherwise; each
+    branch only ever sees non-positive exponents, so the unused one stays finite."""
+    pos = z > 0
+    zp = _where(pos, z, 0.0)
+    zn = _where(pos, 0.0, z)
+    return _where(pos, zp + _log1p((-zp).exp()), _log1p(zn.exp()))
 
 
 def _inplace(input: Tensor, result: Tensor, inplace: bool) -> Tensor:
@@ -223,17 +240,16 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold``; evaluated as
-    ``(max(bx, 0) + log1p(exp(-|bx|))) / beta`` so it never overflows."""
+    """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold``; evaluated so that
+    ``exp`` never sees a positive number (see ``_log1pexp``)."""
     bx = input * beta
-    smooth = (bx.relu() + _log1p((-bx.abs()).exp())) / beta
-    return _where(bx > threshold, input, smooth)
+    return _where(bx > threshold, input, _log1pexp(bx) / beta)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` for ``x > 0``, else ``alpha (exp(x) - 1)`` (``exp`` only sees ``min(x, 0)``, so no
     overflow and no ``0 * inf`` in the gradient). Gradient ``alpha`` at 0, as torch."""
-    neg = -((-input).relu())  # min(x, 0)
+    neg = _where(input > 0, 0.0, input)  # min(x, 0), slope 1 at 0
     return _inplace(input, _where(input > 0, input, _expm1(neg) * alpha), inplace)
 
 
@@ -610,7 +626,7 @@ def binary_cross_entropy_with_logits(
         raise ValueError(
             f"Target size ({_size(target)}) must be the same as input size ({_size(input)})"
         )
-    softplus_neg = _log1p((-input.abs()).exp()) + (-input).relu()  # log(1 + exp(-x))
+    softplus_neg = _log1pexp(-input)  # log(1 + exp(-x)), stable
     if pos_weight is not None:
         log_weight = (pos_weight - 1.0) * target + 1.0
         loss = (1.0 - target) * input + log_weight * softplus_neg
