@@ -16,7 +16,9 @@ fn seq(n: usize) -> Vec<f64> {
 
 fn weights(n: usize) -> Tensor {
     Tensor::from_vec(
-        (0..n).map(|i| 0.5 + (i as f64 * 0.7).sin()).collect::<Vec<_>>(),
+        (0..n)
+            .map(|i| 0.5 + (i as f64 * 0.7).sin())
+            .collect::<Vec<_>>(),
         &[n],
     )
     .unwrap()
@@ -58,7 +60,9 @@ fn col2im_is_the_adjoint_of_im2col() {
     let (k, d, p, s) = ([2, 3], [1, 2], [1, 0], [2, 1]);
     let cols = x.im2col(&k, &d, &p, &s).unwrap();
     let y = Tensor::from_vec(
-        (0..cols.numel()).map(|i| ((i * 13) % 7) as f64 - 3.0).collect(),
+        (0..cols.numel())
+            .map(|i| ((i * 13) % 7) as f64 - 3.0)
+            .collect(),
         cols.shape(),
     )
     .unwrap();
@@ -66,14 +70,19 @@ fn col2im_is_the_adjoint_of_im2col() {
     assert_eq!(back.shape(), &shape);
     let lhs = cols.mul(&y).unwrap().sum().unwrap().item().unwrap();
     let rhs = x.mul(&back).unwrap().sum().unwrap().item().unwrap();
-    assert!((lhs - rhs).abs() < 1e-9, "<unfold x, y> = {lhs} but <x, fold y> = {rhs}");
+    assert!(
+        (lhs - rhs).abs() < 1e-9,
+        "<unfold x, y> = {lhs} but <x, fold y> = {rhs}"
+    );
 }
 
 #[test]
 fn fold_of_unfold_counts_window_overlaps() {
     let x = Tensor::from_vec(vec![1.0; 9], &[1, 1, 3, 3]).unwrap();
     let cols = x.im2col(&[2, 2], &[1, 1], &[0, 0], &[1, 1]).unwrap();
-    let back = cols.col2im(&[3, 3], &[2, 2], &[1, 1], &[0, 0], &[1, 1]).unwrap();
+    let back = cols
+        .col2im(&[3, 3], &[2, 2], &[1, 1], &[0, 0], &[1, 1])
+        .unwrap();
     // corners are in 1 window, edges in 2, the centre in 4
     assert_close(
         &back.to_vec::<f64>().unwrap(),
@@ -127,7 +136,11 @@ fn im2col_gradient_and_second_derivative_match_finite_differences() {
             .unwrap();
         g.mul(&v).unwrap().sum().unwrap()
     };
-    assert_close(&hv.to_vec::<f64>().unwrap(), &fd_grad(gv, &xs, &shape), 1e-5);
+    assert_close(
+        &hv.to_vec::<f64>().unwrap(),
+        &fd_grad(gv, &xs, &shape),
+        1e-5,
+    );
 }
 
 #[test]
@@ -135,7 +148,9 @@ fn col2im_gradient_is_im2col() {
     let xs: Vec<f64> = (0..16).map(|i| (i as f64 * 0.3).sin()).collect();
     let shape = [1, 4, 4];
     let f = |y: &Tensor| {
-        let img = y.col2im(&[3, 3], &[2, 2], &[1, 1], &[0, 0], &[1, 1]).unwrap();
+        let img = y
+            .col2im(&[3, 3], &[2, 2], &[1, 1], &[0, 0], &[1, 1])
+            .unwrap();
         let w = weights(9).reshape_i(&[1, 1, 3, 3]).unwrap();
         img.mul(&img).unwrap().mul(&w).unwrap().sum().unwrap()
     };
@@ -161,7 +176,11 @@ fn gather_padded_reads_zero_at_pad_and_scatters_back() {
     assert_close(&y.to_vec::<f64>().unwrap(), &[3.0, 0.0, 1.0, 3.0], 0.0);
     assert_eq!(y.grad_fn().unwrap().name(), "Im2ColBackward0");
     y.sum().unwrap().backward().unwrap();
-    assert_close(&x.grad().unwrap().to_vec::<f64>().unwrap(), &[1.0, 0.0, 2.0], 0.0);
+    assert_close(
+        &x.grad().unwrap().to_vec::<f64>().unwrap(),
+        &[1.0, 0.0, 2.0],
+        0.0,
+    );
 }
 
 #[test]
@@ -169,24 +188,55 @@ fn errors_name_the_problem() {
     let x = Tensor::from_vec(seq(9), &[1, 1, 3, 3]).unwrap();
     let e = x.im2col(&[4, 4], &[1, 1], &[0, 0], &[1, 1]).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Runtime);
-    assert!(e.message().contains("larger than the padded input"), "{}", e.message());
+    assert!(
+        e.message().contains("larger than the padded input"),
+        "{}",
+        e.message()
+    );
     let e = x.im2col(&[2, 2], &[1, 1], &[0, 0], &[0, 1]).unwrap_err();
-    assert!(e.message().contains("stride should be greater than zero"), "{}", e.message());
+    assert!(
+        e.message().contains("stride should be greater than zero"),
+        "{}",
+        e.message()
+    );
     let e = x.im2col(&[2], &[1], &[0], &[1]).unwrap_err();
-    assert!(e.message().contains("expected a 3-D (batched) input"), "{}", e.message());
+    assert!(
+        e.message().contains("expected a 3-D (batched) input"),
+        "{}",
+        e.message()
+    );
     let cols = Tensor::from_vec(seq(12), &[1, 4, 3]).unwrap();
     let e = cols
         .col2im(&[3, 3], &[2, 2], &[1, 1], &[0, 0], &[1, 1])
         .unwrap_err();
-    assert!(e.message().contains("calculated number of sliding blocks 4"), "{}", e.message());
+    assert!(
+        e.message()
+            .contains("calculated number of sliding blocks 2 * 2 = 4, but got input.size(2)=3."),
+        "{}",
+        e.message()
+    );
     let e = cols
         .col2im(&[3, 3], &[3, 3], &[1, 1], &[0, 0], &[1, 1])
         .unwrap_err();
-    assert!(e.message().contains("divisible by the product of kernel_size"), "{}", e.message());
-    let i = Tensor::from_vec(vec![1i64, 2, 3], &[3]).unwrap();
+    assert!(
+        e.message()
+            .contains("divisible by the product of kernel_size"),
+        "{}",
+        e.message()
+    );
+    let i = Tensor::from_vec(vec![1i64, 2, 3], &[1, 1, 3]).unwrap();
     let e = i.im2col(&[1], &[1], &[0], &[1]).unwrap_err();
-    assert!(e.message().contains("not implemented for 'Long'"), "{}", e.message());
-    let names = GatherNames { gather: "G", scatter: "S" };
-    let e = x.gather_padded(&Arc::new(vec![9]), &[1], names).unwrap_err();
+    assert!(
+        e.message().contains("not implemented for 'Long'"),
+        "{}",
+        e.message()
+    );
+    let names = GatherNames {
+        gather: "G",
+        scatter: "S",
+    };
+    let e = x
+        .gather_padded(&Arc::new(vec![9]), &[1], names)
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Index);
 }

@@ -184,16 +184,22 @@ impl Tensor {
         }
         let mut in_shape = vec![s[0], s[1] / k];
         in_shape.extend_from_slice(output_size);
-        let (idx, cols_shape, _) =
+        let (idx, cols_shape, grid) =
             window_index("col2im", &in_shape, kernel, dilation, padding, stride)?;
         if cols_shape[2] != s[2] {
+            let tuple = |v: &[usize]| {
+                let items: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+                format!("({})", items.join(", "))
+            };
+            let blocks: Vec<String> = grid.iter().map(|x| x.to_string()).collect();
             return Err(Error::runtime(format!(
-                "Given output_size={}, kernel_size={}, dilation={}, padding={}, stride={}, expected size of input's dimension 2 to match the calculated number of sliding blocks {}, but got input.size(2)={}.",
-                fmt_shape(output_size),
-                fmt_shape(kernel),
-                fmt_shape(dilation),
-                fmt_shape(padding),
-                fmt_shape(stride),
+                "Given output_size={}, kernel_size={}, dilation={}, padding={}, stride={}, expected size of input's dimension 2 to match the calculated number of sliding blocks {} = {}, but got input.size(2)={}.",
+                tuple(output_size),
+                tuple(kernel),
+                tuple(dilation),
+                tuple(padding),
+                tuple(stride),
+                blocks.join(" * "),
                 cols_shape[2],
                 s[2]
             )));

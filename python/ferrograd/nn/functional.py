@@ -433,9 +433,7 @@ def _class_last(x: Tensor) -> Tensor:
 def _check_target(target: Tensor, name: str) -> None:
     if target.dtype != _C.int64:
         raise RuntimeError(
-            f"expected scalar type Long but found {_type_name(target)}"
-            if target.dtype != _C.bool
-            else f"{name}: expected target of type Long but found Bool"
+            f"expected target dtype to be Long or Byte, but got {_type_name(target)}"
         )
 
 
@@ -945,11 +943,6 @@ def _convnd(
     dilation: _int_or_tuple,
     groups: int,
 ) -> Tensor:
-    if weight.dim() != nd + 2:
-        raise RuntimeError(
-            f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional weight "
-            f"{_size(weight)}, but got {weight.dim()}-dimensional weight of size {_size(weight)}"
-        )
     if input.dim() not in (nd + 1, nd + 2):
         raise RuntimeError(
             f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got "
@@ -957,6 +950,11 @@ def _convnd(
         )
     batched = input.dim() == nd + 2
     x = input if batched else input.unsqueeze(0)
+    if weight.dim() != nd + 2:
+        raise RuntimeError(
+            f"Expected {weight.dim()}-dimensional input for {weight.dim()}-dimensional weight "
+            f"{_size(weight)}, but got {x.dim()}-dimensional input of size {_size(x)} instead"
+        )
     s = _tuple(stride, nd, "stride")
     d = _tuple(dilation, nd, "dilation")
     k = list(weight.shape[2:])
@@ -1050,6 +1048,7 @@ def conv2d(
 def _pool_geometry(
     name: str,
     shape: Sequence[int],
+    channels: int,
     kernel_size: _int_or_tuple,
     stride: Optional[_int_or_tuple],
     padding: _int_or_tuple,
@@ -1068,7 +1067,9 @@ def _pool_geometry(
         raise RuntimeError(
             f"kernel size should be greater than zero, but got kH: {k[0]} kW: {k[1]}"
         )
-    if any(v <= 0 for v in s):
+    if any(v == 0 for v in s):
+        raise RuntimeError("stride should not be zero")
+    if any(v < 0 for v in s):
         raise RuntimeError(f"stride should be greater than zero, but got dH: {s[0]} dW: {s[1]}")
     if any(v <= 0 for v in d):
         raise RuntimeError(
@@ -1087,21 +1088,18 @@ def _pool_geometry(
         o = (-(-num // s[i]) if ceil_mode else num // s[i]) + 1
         if ceil_mode and (o - 1) * s[i] >= size + p[i]:
             o -= 1
-        if o <= 0:
-            raise RuntimeError(
-                f"Given input size: ({shape[0]}x{shape[1]}). Calculated output size: "
-                f"({o if i == 0 else '?'}x{o if i == 1 else '?'}). Output size is too small"
-            )
         out.append(o)
+    if min(out) <= 0:
+        raise RuntimeError(
+            f"Given input size: ({channels}x{shape[0]}x{shape[1]}). Calculated output size: "
+            f"({channels}x{out[0]}x{out[1]}). Output size is too small"
+        )
     return k, s, p, d, out
 
 
 def _pool_input(name: str, input: Tensor) -> Tuple[Tensor, bool]:
     if input.dim() not in (3, 4):
-        raise RuntimeError(
-            f"{name}: Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for "
-            f"input, but got:{_size(input)}"
-        )
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
     return (input, True) if input.dim() == 4 else (input.unsqueeze(0), False)
 
 
@@ -1120,7 +1118,7 @@ def max_pool2d(
     x, batched = _pool_input("max_pool2d", input)
     n, c, h, w = x.shape
     k, s, p, d, (oh, ow) = _pool_geometry(
-        "max_pool2d", (h, w), kernel_size, stride, padding, dilation, ceil_mode
+        "max_pool2d", (h, w), c, kernel_size, stride, padding, dilation, ceil_mode
     )
     a = _np(x).astype(np.float64)
     rows = np.arange(oh)[:, None] * s[0] + np.arange(k[0])[None, :] * d[0] - p[0]  # (oh, kh)
@@ -1165,7 +1163,7 @@ def avg_pool2d(
     x, batched = _pool_input("avg_pool2d", input)
     n, c, h, w = x.shape
     k, s, p, _, (oh, ow) = _pool_geometry(
-        "avg_pool2d", (h, w), kernel_size, stride, padding, 1, ceil_mode
+        "avg_pool2d", (h, w), c, kernel_size, stride, padding, 1, ceil_mode
     )
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
