@@ -213,3 +213,11 @@ def test_layer_norm_and_conv_second_derivatives_match_torch():
         torch.tensor(wa, requires_grad=True),
     )
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-9, atol=1e-10)
+
+
+def test_nn_is_reachable_from_the_top_level_package():
+    import importlib
+
+    top = importlib.import_module("ferrograd")
+    assert top.nn.functional is F
+    assert top.nn.functional.relu is F.relu
