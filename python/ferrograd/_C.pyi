@@ -62,6 +62,10 @@ __all__ = [
     "get_num_threads",
     "set_num_threads",
     "_where_tensors",
+    # ----- ops_nn -----
+    "_nn_im2col",
+    "_nn_col2im",
+    "_nn_gather",
 ]
 
 # ----- classes ------------------------------------------------------------------------------------
@@ -613,3 +617,28 @@ def set_num_threads(n: _int) -> None:
 
 def _where_tensors(cond: _ArrayOperand, a: _ArrayOperand, b: _ArrayOperand) -> Tensor:
     """``cond ? a : b`` elementwise, broadcasting."""
+
+# ----- ops_nn -------------------------------------------------------------------------------------
+
+def _nn_im2col(
+    input: Tensor,
+    kernel_size: Sequence[_int],
+    dilation: Sequence[_int],
+    padding: Sequence[_int],
+    stride: Sequence[_int],
+) -> Tensor:
+    """``unfold`` (im2col): ``(N, C, *spatial)`` to ``(N, C*prod(kernel_size), L)``."""
+
+def _nn_col2im(
+    input: Tensor,
+    output_size: Sequence[_int],
+    kernel_size: Sequence[_int],
+    dilation: Sequence[_int],
+    padding: Sequence[_int],
+    stride: Sequence[_int],
+) -> Tensor:
+    """``fold`` (col2im): ``(N, C*prod(kernel_size), L)`` to ``(N, C, *output_size)``."""
+
+def _nn_gather(input: Tensor, index: Sequence[_int], shape: Sequence[_int], kind: str) -> Tensor:
+    """Elements of ``input`` at flat positions ``index`` (-1 reads as zero), shaped ``shape``;
+    differentiable (its backward scatters). ``kind`` picks torch's node name."""

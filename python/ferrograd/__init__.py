@@ -37,6 +37,7 @@ from ._tensor import _install
 _install()
 
 from . import autograd  # noqa: E402
+from ._ops_nn import *  # noqa: F401,F403,E402
 from .autograd.grad_mode import (  # noqa: E402
     enable_grad,
     inference_mode,

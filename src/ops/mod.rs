@@ -2,6 +2,7 @@
 //! rules are written with these same ops, so `create_graph` gives higher-order gradients.
 
 pub mod binary;
+pub mod conv;
 pub mod convert;
 pub(crate) mod elementwise;
 pub mod index;

@@ -4,6 +4,7 @@
 mod errors;
 mod node;
 mod numpy_interop;
+mod ops_nn;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -406,5 +407,6 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(_where_tensors, m)?)?;
+    ops_nn::register(m)?;
     Ok(())
 }

@@ -162,3 +162,7 @@ def grad(
     if keys is not None:
         return dict(zip(keys, result))
     return result
+
+
+from . import functional  # noqa: E402, F401
+from .gradcheck import gradcheck, gradgradcheck  # noqa: E402, F401

@@ -1,0 +1,124 @@
+//! Bindings of the sliding-window primitives used by `ferrograd.nn.functional`: im2col
+//! (`unfold`), col2im (`fold`) and the padded gather behind padding and max pooling.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+
+use super::errors::guarded;
+use super::tensor::{tensor_of, wrap, PyTensor};
+use crate::error::Error;
+use crate::ops::conv::{GatherNames, IM2COL, PAD_INDEX};
+
+fn usizes(v: &[i64], what: &str) -> PyResult<Vec<usize>> {
+    v.iter()
+        .map(|&x| {
+            usize::try_from(x).map_err(|_| {
+                pyo3::exceptions::PyRuntimeError::new_err(format!(
+                    "{what} must be non-negative, but got {what}={v:?}"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// `unfold` (im2col): `(N, C, *spatial)` to `(N, C*prod(kernel_size), L)`.
+#[pyfunction]
+fn _nn_im2col(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    kernel_size: Vec<i64>,
+    dilation: Vec<i64>,
+    padding: Vec<i64>,
+    stride: Vec<i64>,
+) -> PyResult<Py<PyTensor>> {
+    let x = tensor_of(input, "input")?;
+    let (k, d) = (
+        usizes(&kernel_size, "kernel_size")?,
+        usizes(&dilation, "dilation")?,
+    );
+    let (p, s) = (usizes(&padding, "padding")?, usizes(&stride, "stride")?);
+    wrap(py, guarded(|| x.im2col(&k, &d, &p, &s))?)
+}
+
+/// `fold` (col2im): `(N, C*prod(kernel_size), L)` to `(N, C, *output_size)`.
+#[pyfunction]
+fn _nn_col2im(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    output_size: Vec<i64>,
+    kernel_size: Vec<i64>,
+    dilation: Vec<i64>,
+    padding: Vec<i64>,
+    stride: Vec<i64>,
+) -> PyResult<Py<PyTensor>> {
+    let x = tensor_of(input, "input")?;
+    let o = usizes(&output_size, "output_size")?;
+    let (k, d) = (
+        usizes(&kernel_size, "kernel_size")?,
+        usizes(&dilation, "dilation")?,
+    );
+    let (p, s) = (usizes(&padding, "padding")?, usizes(&stride, "stride")?);
+    wrap(py, guarded(|| x.col2im(&o, &k, &d, &p, &s))?)
+}
+
+fn names(kind: &str) -> crate::error::Result<GatherNames> {
+    Ok(match kind {
+        "im2col" => IM2COL,
+        "constant_pad" => GatherNames {
+            gather: "ConstantPadNdBackward0",
+            scatter: "ConstantPadNdBackwardBackward0",
+        },
+        "reflection_pad" => GatherNames {
+            gather: "ReflectionPadBackward0",
+            scatter: "ReflectionPadBackwardBackward0",
+        },
+        "replication_pad" => GatherNames {
+            gather: "ReplicationPadBackward0",
+            scatter: "ReplicationPadBackwardBackward0",
+        },
+        "circular_pad" => GatherNames {
+            gather: "CircularPadBackward0",
+            scatter: "CircularPadBackwardBackward0",
+        },
+        "max_pool" => GatherNames {
+            gather: "MaxPool2DWithIndicesBackward0",
+            scatter: "MaxPool2DWithIndicesBackwardBackward0",
+        },
+        "embedding" => GatherNames {
+            gather: "EmbeddingBackward0",
+            scatter: "EmbeddingBackwardBackward0",
+        },
+        _ => return Err(Error::value(format!("unknown gather kind {kind:?}"))),
+    })
+}
+
+/// Elements of `input` at flat positions `index` (-1 reads as zero), shaped `shape`;
+/// differentiable (its backward scatters). `kind` picks torch's node name.
+#[pyfunction]
+fn _nn_gather(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    index: Vec<i64>,
+    shape: Vec<i64>,
+    kind: &str,
+) -> PyResult<Py<PyTensor>> {
+    let x = tensor_of(input, "input")?;
+    let shape = usizes(&shape, "shape")?;
+    let idx: Vec<usize> = index
+        .iter()
+        .map(|&i| if i < 0 { PAD_INDEX } else { i as usize })
+        .collect();
+    wrap(
+        py,
+        guarded(|| x.gather_padded(&Arc::new(idx), &shape, names(kind)?))?,
+    )
+}
+
+/// Register the nn bindings on `ferrograd._C`.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_nn_im2col, m)?)?;
+    m.add_function(wrap_pyfunction!(_nn_col2im, m)?)?;
+    m.add_function(wrap_pyfunction!(_nn_gather, m)?)?;
+    Ok(())
+}
