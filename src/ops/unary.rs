@@ -221,9 +221,14 @@ impl Tensor {
     pub fn log10(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.log10())?;
         if needs_grad(&[self]) {
-            record("Log10Backward0", &[self], &[&out], &[self], false, |g, s| {
-                Ok(vec![Some(g[0].div(&s[0].mul_scalar(LN10)?)?)])
-            })?;
+            record(
+                "Log10Backward0",
+                &[self],
+                &[&out],
+                &[self],
+                false,
+                |g, s| Ok(vec![Some(g[0].div(&s[0].mul_scalar(LN10)?)?)]),
+            )?;
         }
         Ok(out)
     }
@@ -232,9 +237,14 @@ impl Tensor {
     pub fn log1p(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.ln_1p())?;
         if needs_grad(&[self]) {
-            record("Log1PBackward0", &[self], &[&out], &[self], false, |g, s| {
-                Ok(vec![Some(g[0].div(&s[0].add_scalar(1.0)?)?)])
-            })?;
+            record(
+                "Log1PBackward0",
+                &[self],
+                &[&out],
+                &[self],
+                false,
+                |g, s| Ok(vec![Some(g[0].div(&s[0].add_scalar(1.0)?)?)]),
+            )?;
         }
         Ok(out)
     }
@@ -243,9 +253,14 @@ impl Tensor {
     pub fn expm1(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.exp_m1())?;
         if needs_grad(&[self]) {
-            record("Expm1Backward0", &[self], &[&out], &[&out], false, |g, s| {
-                Ok(vec![Some(g[0].mul(&s[0].add_scalar(1.0)?)?)])
-            })?;
+            record(
+                "Expm1Backward0",
+                &[self],
+                &[&out],
+                &[&out],
+                false,
+                |g, s| Ok(vec![Some(g[0].mul(&s[0].add_scalar(1.0)?)?)]),
+            )?;
         }
         Ok(out)
     }
@@ -254,9 +269,18 @@ impl Tensor {
     pub fn rsqrt(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| 1.0 / x.sqrt())?;
         if needs_grad(&[self]) {
-            record("RsqrtBackward0", &[self], &[&out], &[&out], false, |g, s| {
-                Ok(vec![Some(g[0].mul(&s[0].pow_scalar(3.0)?.mul_scalar(-0.5)?)?)])
-            })?;
+            record(
+                "RsqrtBackward0",
+                &[self],
+                &[&out],
+                &[&out],
+                false,
+                |g, s| {
+                    Ok(vec![Some(
+                        g[0].mul(&s[0].pow_scalar(3.0)?.mul_scalar(-0.5)?)?,
+                    )])
+                },
+            )?;
         }
         Ok(out)
     }
@@ -357,10 +381,17 @@ impl Tensor {
     pub fn asinh(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.asinh())?;
         if needs_grad(&[self]) {
-            record("AsinhBackward0", &[self], &[&out], &[self], false, |g, s| {
-                let d = s[0].mul(&s[0])?.add_scalar(1.0)?.rsqrt()?;
-                Ok(vec![Some(g[0].mul(&d)?)])
-            })?;
+            record(
+                "AsinhBackward0",
+                &[self],
+                &[&out],
+                &[self],
+                false,
+                |g, s| {
+                    let d = s[0].mul(&s[0])?.add_scalar(1.0)?.rsqrt()?;
+                    Ok(vec![Some(g[0].mul(&d)?)])
+                },
+            )?;
         }
         Ok(out)
     }
@@ -369,10 +400,17 @@ impl Tensor {
     pub fn acosh(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.acosh())?;
         if needs_grad(&[self]) {
-            record("AcoshBackward0", &[self], &[&out], &[self], false, |g, s| {
-                let d = s[0].mul(&s[0])?.sub_scalar(1.0)?.rsqrt()?;
-                Ok(vec![Some(g[0].mul(&d)?)])
-            })?;
+            record(
+                "AcoshBackward0",
+                &[self],
+                &[&out],
+                &[self],
+                false,
+                |g, s| {
+                    let d = s[0].mul(&s[0])?.sub_scalar(1.0)?.rsqrt()?;
+                    Ok(vec![Some(g[0].mul(&d)?)])
+                },
+            )?;
         }
         Ok(out)
     }
@@ -381,9 +419,14 @@ impl Tensor {
     pub fn atanh(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.atanh())?;
         if needs_grad(&[self]) {
-            record("AtanhBackward0", &[self], &[&out], &[self], false, |g, s| {
-                Ok(vec![Some(g[0].div(&s[0].mul(&s[0])?.rsub_scalar(1.0)?)?)])
-            })?;
+            record(
+                "AtanhBackward0",
+                &[self],
+                &[&out],
+                &[self],
+                false,
+                |g, s| Ok(vec![Some(g[0].div(&s[0].mul(&s[0])?.rsub_scalar(1.0)?)?)]),
+            )?;
         }
         Ok(out)
     }
@@ -393,7 +436,11 @@ impl Tensor {
         let out = crate::ops::elementwise::map_float_fn(self, libm::erff, libm::erf)?;
         if needs_grad(&[self]) {
             record("ErfBackward0", &[self], &[&out], &[self], false, |g, s| {
-                let d = s[0].mul(&s[0])?.neg()?.exp()?.mul_scalar(TWO_OVER_SQRT_PI)?;
+                let d = s[0]
+                    .mul(&s[0])?
+                    .neg()?
+                    .exp()?
+                    .mul_scalar(TWO_OVER_SQRT_PI)?;
                 Ok(vec![Some(g[0].mul(&d)?)])
             })?;
         }
@@ -601,10 +648,21 @@ impl Tensor {
             _ => crate::ops::convert::copy_raw(self)?,
         };
         if needs_grad(&[self]) {
-            record("NanToNumBackward0", &[self], &[&out], &[self], false, |g, s| {
-                let zero = Tensor::wrapped_scalar(0.0, g[0].dtype());
-                Ok(vec![Some(Tensor::where_cond(&s[0].isfinite()?, &g[0], &zero)?)])
-            })?;
+            record(
+                "NanToNumBackward0",
+                &[self],
+                &[&out],
+                &[self],
+                false,
+                |g, s| {
+                    let zero = Tensor::wrapped_scalar(0.0, g[0].dtype());
+                    Ok(vec![Some(Tensor::where_cond(
+                        &s[0].isfinite()?,
+                        &g[0],
+                        &zero,
+                    )?)])
+                },
+            )?;
         }
         Ok(out)
     }
