@@ -4,6 +4,7 @@
 mod errors;
 mod node;
 mod numpy_interop;
+mod ops_math;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -405,5 +406,6 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(_where_tensors, m)?)?;
+    ops_math::register(m)?;
     Ok(())
 }
