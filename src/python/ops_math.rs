@@ -32,7 +32,6 @@ math_unary!(
     log1p => "ln(1 + x) elementwise.",
     expm1 => "e^x - 1 elementwise.",
     rsqrt => "1 / sqrt(x) elementwise.",
-    square => "x * x elementwise.",
     reciprocal => "1 / x elementwise.",
     tan => "Tangent elementwise.",
     asin => "Arcsine elementwise.",
