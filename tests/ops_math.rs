@@ -130,7 +130,11 @@ fn unary_gradients_and_second_derivatives_match_finite_differences() {
         ("sinh", |x| x.sinh().unwrap(), &XS),
         ("cosh", |x| x.cosh().unwrap(), &XS),
         ("asinh", |x| x.asinh().unwrap(), &XS),
-        ("acosh", |x| x.add_scalar(2.0).unwrap().acosh().unwrap(), &pos),
+        (
+            "acosh",
+            |x| x.add_scalar(2.0).unwrap().acosh().unwrap(),
+            &pos,
+        ),
         ("atanh", |x| x.atanh().unwrap(), &unit),
         ("erf", |x| x.erf().unwrap(), &XS),
         ("erfc", |x| x.erfc().unwrap(), &XS),
@@ -158,7 +162,12 @@ fn prod_and_cumprod_gradients_are_exact_with_zeros() {
     let two_zeros = [0.0, 0.0, 0.8, 1.5, 0.0, 0.9];
     for xs in [&with_zero, &two_zeros] {
         check_fd("prod", |x| x.prod().unwrap(), xs, &[2, 3]);
-        check_fd("prod_dim", |x| x.prod_dims(&[1], false).unwrap(), xs, &[2, 3]);
+        check_fd(
+            "prod_dim",
+            |x| x.prod_dims(&[1], false).unwrap(),
+            xs,
+            &[2, 3],
+        );
         check_fd("cumprod", |x| x.cumprod(1).unwrap(), xs, &[2, 3]);
         check_fd("cumprod0", |x| x.cumprod(0).unwrap(), xs, &[2, 3]);
         check_gradgrad("prod", |x| x.prod_dims(&[1], false).unwrap(), xs, &[2, 3]);
@@ -167,7 +176,11 @@ fn prod_and_cumprod_gradients_are_exact_with_zeros() {
     // Closed form: d/dx0 prod([0, 2, 3]) = 6, the others 0.
     let x = leaf(&[0.0, 2.0, 3.0], &[3]);
     x.prod().unwrap().backward().unwrap();
-    assert_close(&x.grad().unwrap().to_vec::<f64>().unwrap(), &[6.0, 0.0, 0.0], 0.0);
+    assert_close(
+        &x.grad().unwrap().to_vec::<f64>().unwrap(),
+        &[6.0, 0.0, 0.0],
+        0.0,
+    );
 }
 
 #[test]
@@ -175,18 +188,34 @@ fn ties_split_the_gradient_like_torch() {
     let a = leaf(&[1.0, 2.0, 5.0], &[3]);
     let b = leaf(&[1.0, 3.0, 4.0], &[3]);
     a.maximum(&b).unwrap().sum().unwrap().backward().unwrap();
-    assert_close(&a.grad().unwrap().to_vec::<f64>().unwrap(), &[0.5, 0.0, 1.0], 0.0);
-    assert_close(&b.grad().unwrap().to_vec::<f64>().unwrap(), &[0.5, 1.0, 0.0], 0.0);
+    assert_close(
+        &a.grad().unwrap().to_vec::<f64>().unwrap(),
+        &[0.5, 0.0, 1.0],
+        0.0,
+    );
+    assert_close(
+        &b.grad().unwrap().to_vec::<f64>().unwrap(),
+        &[0.5, 1.0, 0.0],
+        0.0,
+    );
     let x = leaf(&[3.0, 1.0, 3.0, 3.0], &[4]);
     x.amax(&[], false).unwrap().backward().unwrap();
     let third = 1.0 / 3.0;
-    assert_close(&x.grad().unwrap().to_vec::<f64>().unwrap(), &[third, 0.0, third, third], 1e-15);
+    assert_close(
+        &x.grad().unwrap().to_vec::<f64>().unwrap(),
+        &[third, 0.0, third, third],
+        1e-15,
+    );
     // The dim form sends everything to the first index, like torch.
     let y = leaf(&[3.0, 1.0, 3.0], &[3]);
     let (v, i) = y.extreme_dim(0, false, true).unwrap();
     assert_eq!(i.to_vec::<i64>().unwrap(), vec![0]);
     v.backward().unwrap();
-    assert_close(&y.grad().unwrap().to_vec::<f64>().unwrap(), &[1.0, 0.0, 0.0], 0.0);
+    assert_close(
+        &y.grad().unwrap().to_vec::<f64>().unwrap(),
+        &[1.0, 0.0, 0.0],
+        0.0,
+    );
 }
 
 #[test]
@@ -197,7 +226,11 @@ fn clamp_gradient_passes_on_the_closed_interval() {
     let y = x.clamp(Some(&lo), Some(&hi)).unwrap();
     assert_close(&y.to_vec::<f64>().unwrap(), &[0.0, 0.0, 0.5, 1.0, 1.0], 0.0);
     y.sum().unwrap().backward().unwrap();
-    assert_close(&x.grad().unwrap().to_vec::<f64>().unwrap(), &[0.0, 1.0, 1.0, 1.0, 0.0], 0.0);
+    assert_close(
+        &x.grad().unwrap().to_vec::<f64>().unwrap(),
+        &[0.0, 1.0, 1.0, 1.0, 0.0],
+        0.0,
+    );
 }
 
 #[test]
@@ -210,7 +243,10 @@ fn logsumexp_and_softmax_are_stable() {
     let ls = x.log_softmax(0).unwrap().to_vec::<f64>().unwrap();
     assert_close(&ls, &[-(3f64.ln()); 3], 1e-15);
     let neg = Tensor::from_vec(vec![f64::NEG_INFINITY; 2], &[2]).unwrap();
-    assert_eq!(neg.logsumexp(&[0], false).unwrap().item().unwrap(), f64::NEG_INFINITY);
+    assert_eq!(
+        neg.logsumexp(&[0], false).unwrap().item().unwrap(),
+        f64::NEG_INFINITY
+    );
 }
 
 #[test]
@@ -222,19 +258,28 @@ fn integer_rules_and_rounding_division() {
     assert_eq!(fl.to_vec::<i64>().unwrap(), vec![-4, -4, 1]);
     let tr = a.div_mode(&b, Some(RoundingMode::Trunc)).unwrap();
     assert_eq!(tr.to_vec::<i64>().unwrap(), vec![-3, -3, 1]);
-    assert_eq!(a.remainder(&b).unwrap().to_vec::<i64>().unwrap(), vec![1, -1, 0]);
+    assert_eq!(
+        a.remainder(&b).unwrap().to_vec::<i64>().unwrap(),
+        vec![1, -1, 0]
+    );
     assert_eq!(a.fmod(&b).unwrap().to_vec::<i64>().unwrap(), vec![-1, 1, 0]);
     assert_eq!(a.exp().unwrap().dtype(), DType::Float32);
     assert_eq!(a.erf().unwrap().dtype(), DType::Float32);
     assert_eq!(a.floor().unwrap().dtype(), DType::Int64);
     assert_eq!(a.prod().unwrap().item().unwrap(), -245.0);
-    assert_eq!(a.cumsum(0).unwrap().to_vec::<i64>().unwrap(), vec![-7, 0, 5]);
+    assert_eq!(
+        a.cumsum(0).unwrap().to_vec::<i64>().unwrap(),
+        vec![-7, 0, 5]
+    );
     let zero = Tensor::from_vec(vec![0i64, 1, 1], &[3]).unwrap();
     assert!(a.remainder(&zero).is_err());
     assert!(a.div_mode(&zero, Some(RoundingMode::Floor)).is_err());
     // Floats keep torch's floor-division and round-half-even conventions.
     let f = Tensor::from_vec(vec![-7.5f64, 2.5, 0.5], &[3]).unwrap();
-    assert_eq!(f.round().unwrap().to_vec::<f64>().unwrap(), vec![-8.0, 2.0, 0.0]);
+    assert_eq!(
+        f.round().unwrap().to_vec::<f64>().unwrap(),
+        vec![-8.0, 2.0, 0.0]
+    );
     let two = Tensor::wrapped_scalar(2.0, DType::Float64);
     let q = f.div_mode(&two, Some(RoundingMode::Floor)).unwrap();
     assert_eq!(q.to_vec::<f64>().unwrap(), vec![-4.0, 1.0, 0.0]);

@@ -635,9 +635,9 @@ class Tensor:
     def amin(self, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False) -> Tensor:
         """Smallest elements over ``dim`` (all when empty); ties share the gradient."""
     def max(self, dim: _int | Tensor | None = None, keepdim: _bool = False) -> Any:
-        """``max()`` (all), ``max(dim, keepdim=False)`` -> ``(values, indices)``, or ``max(other)``."""
+        """``max()``, ``max(dim, keepdim=False)`` -> ``(values, indices)``, or ``max(other)``."""
     def min(self, dim: _int | Tensor | None = None, keepdim: _bool = False) -> Any:
-        """``min()`` (all), ``min(dim, keepdim=False)`` -> ``(values, indices)``, or ``min(other)``."""
+        """``min()``, ``min(dim, keepdim=False)`` -> ``(values, indices)``, or ``min(other)``."""
     def argmax(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor:
         """Index of the largest element (of the flattened tensor when ``dim`` is None)."""
     def argmin(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor:

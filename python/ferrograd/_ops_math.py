@@ -378,7 +378,9 @@ def norm(
     return input.norm(p, dim, keepdim, dtype)
 
 
-def logsumexp(input: Tensor, dim: Union[int, Sequence[int]], keepdim: builtins.bool = False) -> Tensor:
+def logsumexp(
+    input: Tensor, dim: Union[int, Sequence[int]], keepdim: builtins.bool = False
+) -> Tensor:
     """``log(sum(exp(input), dim))`` computed stably (the maximum subtracted first)."""
     return input.logsumexp(dim, keepdim)
 

@@ -110,4 +110,6 @@ def norm(
         return vector_norm(A, ord, dims, keepdim, dtype=dtype)
     if len(dims) == 2:
         return matrix_norm(A, ord, dims, keepdim, dtype=dtype)  # type: ignore[arg-type]
-    raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {list(dims)}")
+    raise RuntimeError(
+        f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {list(dims)}"
+    )

@@ -691,7 +691,7 @@ impl Tensor {
                 BitOp::Or => x | y,
                 BitOp::Xor => x ^ y,
             }),
-            _ => Err(Error::runtime(format!(
+            _ => Err(Error::not_implemented(format!(
                 "\"bitwise_{}_cpu\" not implemented for '{}'",
                 match op {
                     BitOp::And => "and",

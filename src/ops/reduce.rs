@@ -468,7 +468,11 @@ impl Tensor {
         let op = if is_max { "argmax" } else { "argmin" };
         let (rd, src) = match dim {
             None => {
-                check_nonempty(self, &[], op)?;
+                if self.numel() == 0 {
+                    return Err(Error::index(format!(
+                        "{op}(): Expected reduction dim to be specified for input.numel() == 0."
+                    )));
+                }
                 (vec![0], self.reshape(&[self.numel()])?.detach())
             }
             Some(d) => {
@@ -533,7 +537,7 @@ impl Tensor {
     /// default 1). Built from differentiable ops, so it is differentiable to any order.
     pub fn var_dims(&self, dims: &[i64], correction: f64, keepdim: bool) -> Result<Tensor> {
         if !self.dtype().is_float() {
-            return Err(Error::runtime(
+            return Err(Error::not_implemented(
                 "std and var only support floating point and complex dtypes",
             ));
         }
@@ -554,7 +558,7 @@ impl Tensor {
     /// subgradient is 0 where the norm is 0 (torch's choice).
     pub fn vector_norm(&self, ord: f64, dims: &[i64], keepdim: bool) -> Result<Tensor> {
         if !self.dtype().is_float() {
-            return Err(Error::runtime(format!(
+            return Err(Error::not_implemented(format!(
                 "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
                 crate::tensor::scalar_type_name(self.dtype())
             )));
@@ -562,7 +566,7 @@ impl Tensor {
         let rd = reduce_dims(dims, self.dim())?;
         if ord.is_infinite() {
             if self.numel() == 0 {
-                return Err(Error::index(
+                return Err(Error::runtime(
                     "linalg.vector_norm cannot compute the inf norm on an empty tensor because the operation does not have an identity",
                 ));
             }

@@ -8,6 +8,18 @@ use crate::ops::reduce::reduce_dims;
 use crate::tensor::shape::wrap_dim;
 use crate::tensor::{DType, Tensor};
 
+/// Softmax kernels take floats only (torch raises NotImplementedError for integers).
+fn float_only(t: &Tensor, kernel: &str) -> Result<()> {
+    if t.dtype().is_float() {
+        Ok(())
+    } else {
+        Err(crate::error::Error::not_implemented(format!(
+            "\"{kernel}\" not implemented for '{}'",
+            crate::tensor::scalar_type_name(t.dtype())
+        )))
+    }
+}
+
 /// A float version of `t` (integers and bools become float32, as torch promotes them).
 fn floated(t: &Tensor) -> Result<Tensor> {
     if t.dtype().is_float() {
@@ -48,9 +60,10 @@ impl Tensor {
         }
     }
 
-    /// Softmax along `dim`: `exp(x - m) / Σ exp(x - m)`. Backward: `y (g - Σ g y)`, written with
+    /// Softmax along `dim` (float inputs only, like torch): `exp(x - m) / Σ exp(x - m)`. Backward: `y (g - Σ g y)`, written with
     /// differentiable ops on the saved output.
     pub fn softmax(&self, dim: i64) -> Result<Tensor> {
+        float_only(self, "softmax_kernel_impl")?;
         let x = floated(self)?;
         let d = wrap_dim(dim, x.dim())? as i64;
         let out = {
@@ -77,6 +90,7 @@ impl Tensor {
 
     /// Log-softmax along `dim`: `x - m - log Σ exp(x - m)`. Backward: `g - exp(y) Σ g`.
     pub fn log_softmax(&self, dim: i64) -> Result<Tensor> {
+        float_only(self, "log_softmax_kernel_impl")?;
         let x = floated(self)?;
         let d = wrap_dim(dim, x.dim())? as i64;
         let out = {

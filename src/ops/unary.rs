@@ -505,9 +505,10 @@ impl Tensor {
             return self.round();
         }
         if !self.dtype().is_float() {
-            return Err(crate::error::Error::runtime(
-                "round_cpu not implemented for 'Long' with decimals",
-            ));
+            return Err(crate::error::Error::not_implemented(format!(
+                "\"round_cpu\" not implemented for '{}'",
+                crate::tensor::scalar_type_name(self.dtype())
+            )));
         }
         // torch: positive decimals round(x * 10^d) / 10^d, negative ones round(x / 10^-d) * 10^-d.
         let ten = 10f64.powi(decimals.unsigned_abs().min(400) as i32);
@@ -545,11 +546,6 @@ impl Tensor {
         if min.is_none() && max.is_none() {
             return Err(crate::error::Error::runtime(
                 "torch.clamp: At least one of 'min' or 'max' must not be None",
-            ));
-        }
-        if self.dtype() == DType::Bool {
-            return Err(crate::error::Error::runtime(
-                "\"clamp_cpu\" not implemented for 'Bool'",
             ));
         }
         let out = {
@@ -700,7 +696,7 @@ impl Tensor {
             DType::Bool => map::<bool, bool>(self, |x| !x),
             DType::Int64 => map::<i64, i64>(self, |x| !x),
             _ => Err(crate::error::Error::type_error(
-                "bitwise_not_cpu not implemented for 'Float'; ~ needs a bool or integer tensor",
+                "~ (operator.invert) is only implemented on integer and Boolean-type tensors",
             )),
         }
     }

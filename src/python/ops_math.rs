@@ -526,8 +526,8 @@ fn var_args(
         d => (d, unbiased),
     };
     if unbiased.is_some() && correction.is_some() {
-        return Err(PyRuntimeError::new_err(
-            "Cannot specify both unbiased and correction",
+        return Err(PyTypeError::new_err(
+            "var() received an invalid combination of arguments - got both unbiased and correction",
         ));
     }
     let c = match (unbiased, correction) {

@@ -71,7 +71,9 @@ def test_broadcast_mismatch_names_shapes() -> None:
 )
 def test_empty_reductions_without_identity(call, msg) -> None:
     e = fg.zeros(0, 3)
-    with pytest.raises((IndexError, RuntimeError), match=msg.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(
+        (IndexError, RuntimeError), match=msg.replace("(", r"\(").replace(")", r"\)")
+    ):
         call(e)
 
 
@@ -94,33 +96,40 @@ def test_bad_rounding_mode() -> None:
 
 
 def test_float_only_reductions_reject_integers() -> None:
-    with pytest.raises(RuntimeError, match="std and var only support floating point"):
+    with pytest.raises(NotImplementedError, match="std and var only support floating point"):
         fg.tensor([1, 2, 3]).var()
-    with pytest.raises(RuntimeError, match="std and var only support floating point"):
+    with pytest.raises(NotImplementedError, match="std and var only support floating point"):
         fg.tensor([1, 2, 3]).std(0)
-    with pytest.raises(RuntimeError, match="linalg.vector_norm: Expected a floating point"):
+    with pytest.raises(
+        NotImplementedError, match="linalg.vector_norm: Expected a floating point .* Got Long"
+    ):
         fg.tensor([1, 2, 3]).norm()
+    with pytest.raises(
+        NotImplementedError, match="\"softmax_kernel_impl\" not implemented for 'Long'"
+    ):
+        fg.tensor([1, 2, 3]).softmax(0)
+    with pytest.raises(NotImplementedError, match='log_softmax_kernel_impl" not implemented'):
+        fg.log_softmax(fg.tensor([True]), 0)
 
 
 def test_bitwise_ops_reject_floats() -> None:
-    with pytest.raises(RuntimeError, match="bitwise_and_cpu\" not implemented for 'Float'"):
+    with pytest.raises(NotImplementedError, match="bitwise_and_cpu\" not implemented for 'Float'"):
         x23() & x23()
-    with pytest.raises(TypeError, match="bitwise_not"):
+    with pytest.raises(TypeError, match=r"~ \(operator.invert\) is only implemented on integer"):
         ~x23()
 
 
 def test_clamp_needs_a_bound() -> None:
     with pytest.raises(RuntimeError, match="At least one of 'min' or 'max' must not be None"):
         x23().clamp()
-    with pytest.raises(RuntimeError, match="clamp_cpu\" not implemented for 'Bool'"):
-        (x23() > 0).clamp(0, 1)
+    b = (x23() > 0).clamp(False, False)  # bool clamps like torch (no error)
+    assert b.dtype == fg.bool and not b.any().item()
 
 
 def test_var_argument_conflicts() -> None:
-    with pytest.raises(RuntimeError, match="Cannot specify both unbiased and correction"):
+    with pytest.raises(TypeError, match="var\\(\\) received an invalid combination of arguments"):
         x23().var(0, unbiased=True, correction=0)
-    with pytest.raises(TypeError, match="dim must be an int or a tuple of ints"):
-        x23().sum  # noqa: B018 - make sure the attribute exists
+    with pytest.raises(TypeError, match="dim must be an int or a tuple of ints, not float"):
         x23().prod(1.5)
 
 
@@ -130,7 +139,9 @@ def test_max_dim_must_be_int() -> None:
 
 
 def test_linalg_norm_errors() -> None:
-    with pytest.raises(RuntimeError, match="If dim is not specified but ord is, the input must be 1D or 2D"):
+    with pytest.raises(
+        RuntimeError, match="If dim is not specified but ord is, the input must be 1D or 2D"
+    ):
         fg.linalg.norm(fg.ones(2, 2, 2), ord=1)
     with pytest.raises(NotImplementedError, match="singular values"):
         fg.linalg.norm(fg.ones(2, 2), ord="nuc")
@@ -138,12 +149,12 @@ def test_linalg_norm_errors() -> None:
         fg.linalg.matrix_norm(fg.ones(3))
     with pytest.raises(RuntimeError, match="Order 3 not supported"):
         fg.linalg.matrix_norm(fg.ones(2, 2), ord=3)
-    with pytest.raises(IndexError, match="cannot compute the inf norm on an empty tensor"):
+    with pytest.raises(RuntimeError, match="cannot compute the inf norm on an empty tensor"):
         fg.linalg.vector_norm(fg.zeros(0), ord=math.inf)
 
 
 def test_round_decimals_rejects_integers() -> None:
-    with pytest.raises(RuntimeError, match="round_cpu not implemented for 'Long' with decimals"):
+    with pytest.raises(NotImplementedError, match="\"round_cpu\" not implemented for 'Long'"):
         fg.tensor([1, 2]).round(decimals=1)
 
 
@@ -218,7 +229,6 @@ def test_integer_inputs_promote_to_float32(name: str, dtype) -> None:
         (lambda x: x // 2, fg.int64),
         (lambda x: x % 2, fg.int64),
         (lambda x: x.atan2(x), fg.float32),
-        (lambda x: x.softmax(0), fg.float32),
         (lambda x: x.logsumexp(0), fg.float32),
         (lambda x: x.all(), fg.bool),
         (lambda x: x.isnan(), fg.bool),
@@ -273,7 +283,12 @@ def test_clamp_gradient_is_inclusive_at_the_bounds() -> None:
 def test_nan_to_num_defaults() -> None:
     x = fg.tensor([math.nan, math.inf, -math.inf, 1.5])
     y = x.nan_to_num()
-    assert y.tolist() == [0.0, float(np.finfo(np.float32).max), float(np.finfo(np.float32).min), 1.5]
+    assert y.tolist() == [
+        0.0,
+        float(np.finfo(np.float32).max),
+        float(np.finfo(np.float32).min),
+        1.5,
+    ]
     z = fg.nan_to_num(x.double(), nan=1.0, posinf=2.0)
     assert z.tolist() == [1.0, 2.0, float(np.finfo(np.float64).min), 1.5]
 

@@ -44,7 +44,9 @@ OPS = [
     OpSpec("exp2_method", lambda L, x: x.exp2(), [A]),
     OpSpec("log2", lambda L, x: L.log2(x), [POS], shape_sets=_unary_sets(0.2, 2.0)),
     OpSpec("log10", lambda L, x: x.log10(), [POS], shape_sets=_unary_sets(0.2, 2.0)),
-    OpSpec("log1p", lambda L, x: L.log1p(x), [Arg((2, 3), low=-0.5)], shape_sets=_unary_sets(-0.5, 2)),
+    OpSpec(
+        "log1p", lambda L, x: L.log1p(x), [Arg((2, 3), low=-0.5)], shape_sets=_unary_sets(-0.5, 2)
+    ),
     OpSpec("expm1", lambda L, x: x.expm1(), [A], shape_sets=UNARY_SETS),
     OpSpec("rsqrt", lambda L, x: L.rsqrt(x), [POS], shape_sets=_unary_sets(0.2, 2.0)),
     OpSpec("square", lambda L, x: L.square(x), [A], shape_sets=UNARY_SETS),
@@ -105,9 +107,12 @@ OPS = [
     OpSpec("nan_to_num_method", lambda L, x: x.nan_to_num(), [A]),
     OpSpec(
         "nan_to_num_inf",
-        lambda L, x: (x * 0.0 + _mask(L, x, [math.nan, INF, -INF])).nan_to_num(
-            nan=1.0, posinf=2.0, neginf=-3.0
-        ) + x,
+        lambda L, x: (
+            (x * 0.0 + _mask(L, x, [math.nan, INF, -INF])).nan_to_num(
+                nan=1.0, posinf=2.0, neginf=-3.0
+            )
+            + x
+        ),
         [B3],
     ),
     # ----- elementwise binary -------------------------------------------------------------------
@@ -137,7 +142,13 @@ OPS = [
         shape_sets=[[A, NEG_DIVISOR], [Arg(()), Arg((2, 3), low=0.5)]],
     ),
     OpSpec("mod_operator", lambda L, x, y: x % y, [A, NEG_DIVISOR]),
-    OpSpec("rmod_operator", lambda L, x: 2.5 % x, [POS]),
+    OpSpec(
+        "rmod_operator",
+        lambda L, x: 2.5 % x,
+        [POS],
+        torch_fn=lambda L, x: L.remainder(L.full_like(x, 2.5), x),
+        note="torch has no derivative for remainder(Scalar, Tensor); ferrograd gives -floor(a/b)",
+    ),
     OpSpec("remainder_int", lambda L, a, b: L.remainder(a - 3, b + 1), [INT, INT3]),
     OpSpec("fmod_int", lambda L, a, b: L.fmod(a - 3, -(b + 1)), [INT, INT3]),
     OpSpec(
@@ -162,8 +173,20 @@ OPS = [
     ),
     OpSpec("div_none", lambda L, x, y: L.div(x, y, rounding_mode=None), [A, DIVISOR]),
     OpSpec("divide_floor", lambda L, x, y: L.divide(x, y, rounding_mode="floor"), [A, DIVISOR]),
-    OpSpec("floordiv_operator", lambda L, x, y: x // y, [A, DIVISOR]),
-    OpSpec("rfloordiv_operator", lambda L, x: 3.0 // x, [POS]),
+    OpSpec(
+        "floordiv_operator",
+        lambda L, x, y: x // y,
+        [A, DIVISOR],
+        torch_fn=lambda L, x, y: L.div(x, y, rounding_mode="floor"),
+        note="torch's floor_divide has no derivative (backward raises); ferrograd's is zero",
+    ),
+    OpSpec(
+        "rfloordiv_operator",
+        lambda L, x: 3.0 // x,
+        [POS],
+        torch_fn=lambda L, x: L.div(L.full_like(x, 3.0), x, rounding_mode="floor"),
+        note="torch's floor_divide has no derivative (backward raises); ferrograd's is zero",
+    ),
     OpSpec(
         "div_floor_int",
         lambda L, a, b: L.div(a - 3, b + 1, rounding_mode="floor"),
@@ -256,7 +279,7 @@ OPS = [
     OpSpec("prod_int", lambda L, a: (a.prod(), L.prod(a, 0)), [INT]),
     OpSpec(
         "amax",
-        lambda L, x: L.amax(x, 1),
+        lambda L, x: L.amax(x, -1),
         [A],
         shape_sets=[[A3], [Arg(())]],
         gradgrad=False,
@@ -355,7 +378,7 @@ OPS = [
     ),
     OpSpec(
         "logsumexp",
-        lambda L, x: L.logsumexp(x, 1),
+        lambda L, x: L.logsumexp(x, -1),
         [A],
         shape_sets=[[A3], [Arg(())], [Arg((2, 0))]],
     ),
@@ -363,7 +386,7 @@ OPS = [
     OpSpec("logsumexp_large", lambda L, x: L.logsumexp(x + 1000.0, dim=-1), [A]),
     OpSpec(
         "softmax",
-        lambda L, x: L.softmax(x, 1),
+        lambda L, x: L.softmax(x, -1),
         [A],
         shape_sets=[[A3], [Arg(())], [Arg((0, 3))], [Arg((2, 1))]],
     ),
@@ -377,10 +400,10 @@ OPS = [
     ),
     OpSpec("log_softmax_method", lambda L, x: x.log_softmax(0), [A3]),
     OpSpec("log_softmax_large", lambda L, x: (x * 400.0).log_softmax(1), [A]),
-    OpSpec("softmax_int_promotes", lambda L, a: L.softmax(a, 0), [INT]),
+    OpSpec("logsumexp_int_promotes", lambda L, a: L.logsumexp(a, 0), [INT]),
     OpSpec(
         "cumsum",
-        lambda L, x: L.cumsum(x, 1),
+        lambda L, x: L.cumsum(x, -1),
         [A],
         shape_sets=[[A3], [Arg(())], [Arg((0, 3))]],
     ),
@@ -388,7 +411,7 @@ OPS = [
     OpSpec("cumsum_int", lambda L, a: (a.cumsum(0), L.cumsum(a > 2, 1)), [INT]),
     OpSpec(
         "cumprod",
-        lambda L, x: L.cumprod(x, 1),
+        lambda L, x: L.cumprod(x, -1),
         [A],
         shape_sets=[[A3], [Arg(())], [Arg((0, 3))]],
     ),
