@@ -424,6 +424,11 @@ impl Tensor {
         name: &'static str,
     ) -> Result<Tensor> {
         let rd = reduce_dims(dims, self.dim())?;
+        if self.numel() == 0 && (op == "max" || op == "min") {
+            return Err(Error::runtime(format!(
+                "{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+            )));
+        }
         check_nonempty(self, &rd, op)?;
         let out = match self.dtype() {
             DType::Float32 => {

@@ -233,7 +233,7 @@ def test_integer_inputs_promote_to_float32(name: str, dtype) -> None:
         (lambda x: x.all(), fg.bool),
         (lambda x: x.isnan(), fg.bool),
         (lambda x: (x > 1) & (x < 3), fg.bool),
-        (lambda x: fg.maximum(x, x), fg.int64),
+        (lambda x: x.maximum(x), fg.int64),
     ],
 )
 def test_integer_result_dtypes_follow_torch(call, expected) -> None:
