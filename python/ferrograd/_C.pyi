@@ -262,8 +262,6 @@ class Tensor:
         """``self - other``, broadcasting."""
     def mul(self, other: _Operand) -> Tensor:
         """``self * other``, broadcasting."""
-    def div(self, other: _Operand) -> Tensor:
-        """``self / other`` (true division), broadcasting."""
     def pow(self, other: _Operand) -> Tensor:
         """``self ** other``, broadcasting."""
     def eq(self, other: _Operand) -> Tensor:
@@ -511,6 +509,187 @@ class Tensor:
         """torch-style ``tensor([...])`` formatting."""
     def __str__(self) -> str:
         """Same as ``repr``."""
+
+    # ----- ops_math -------------------------------------------------------------------------------
+
+    def exp2(self) -> Tensor:
+        """2^x elementwise."""
+    def log2(self) -> Tensor:
+        """Base-2 logarithm elementwise."""
+    def log10(self) -> Tensor:
+        """Base-10 logarithm elementwise."""
+    def log1p(self) -> Tensor:
+        """ln(1 + x) elementwise."""
+    def expm1(self) -> Tensor:
+        """e^x - 1 elementwise."""
+    def rsqrt(self) -> Tensor:
+        """1 / sqrt(x) elementwise."""
+    def reciprocal(self) -> Tensor:
+        """1 / x elementwise."""
+    def tan(self) -> Tensor:
+        """Tangent elementwise."""
+    def asin(self) -> Tensor:
+        """Arcsine elementwise."""
+    def acos(self) -> Tensor:
+        """Arccosine elementwise."""
+    def atan(self) -> Tensor:
+        """Arctangent elementwise."""
+    def sinh(self) -> Tensor:
+        """Hyperbolic sine elementwise."""
+    def cosh(self) -> Tensor:
+        """Hyperbolic cosine elementwise."""
+    def asinh(self) -> Tensor:
+        """Inverse hyperbolic sine elementwise."""
+    def acosh(self) -> Tensor:
+        """Inverse hyperbolic cosine elementwise."""
+    def atanh(self) -> Tensor:
+        """Inverse hyperbolic tangent elementwise."""
+    def erf(self) -> Tensor:
+        """Error function elementwise."""
+    def erfc(self) -> Tensor:
+        """Complementary error function elementwise."""
+    def floor(self) -> Tensor:
+        """Round down elementwise (zero gradient)."""
+    def ceil(self) -> Tensor:
+        """Round up elementwise (zero gradient)."""
+    def trunc(self) -> Tensor:
+        """Round towards zero elementwise (zero gradient)."""
+    def isnan(self) -> Tensor:
+        """Elementwise NaN test (bool)."""
+    def isinf(self) -> Tensor:
+        """Elementwise infinity test (bool)."""
+    def isfinite(self) -> Tensor:
+        """Elementwise finiteness test (bool)."""
+    def logical_not(self) -> Tensor:
+        """Elementwise logical not (bool)."""
+    def bitwise_not(self) -> Tensor:
+        """Bitwise not (bool or integer tensors)."""
+    def __invert__(self) -> Tensor:
+        """``~self``: bitwise not."""
+    def maximum(self, other: _Operand) -> Tensor:
+        """``maximum(self, other)`` elementwise, broadcasting."""
+    def minimum(self, other: _Operand) -> Tensor:
+        """``minimum(self, other)`` elementwise, broadcasting."""
+    def fmod(self, other: _Operand) -> Tensor:
+        """``fmod(self, other)`` elementwise, broadcasting."""
+    def remainder(self, other: _Operand) -> Tensor:
+        """``remainder(self, other)`` elementwise, broadcasting."""
+    def atan2(self, other: _Operand) -> Tensor:
+        """``atan2(self, other)`` elementwise, broadcasting."""
+    def arctan2(self, other: _Operand) -> Tensor:
+        """``arctan2(self, other)`` elementwise, broadcasting."""
+    def logical_and(self, other: _Operand) -> Tensor:
+        """``logical_and(self, other)`` elementwise, broadcasting."""
+    def logical_or(self, other: _Operand) -> Tensor:
+        """``logical_or(self, other)`` elementwise, broadcasting."""
+    def logical_xor(self, other: _Operand) -> Tensor:
+        """``logical_xor(self, other)`` elementwise, broadcasting."""
+    def bitwise_and(self, other: _Operand) -> Tensor:
+        """``bitwise_and(self, other)`` elementwise, broadcasting."""
+    def bitwise_or(self, other: _Operand) -> Tensor:
+        """``bitwise_or(self, other)`` elementwise, broadcasting."""
+    def bitwise_xor(self, other: _Operand) -> Tensor:
+        """``bitwise_xor(self, other)`` elementwise, broadcasting."""
+    def floor_divide(self, other: _Operand) -> Tensor:
+        """``floor_divide(self, other)`` elementwise, broadcasting."""
+    def __and__(self, other: _Operand, /) -> Tensor:
+        """The ``__and__`` operator, broadcasting."""
+    def __rand__(self, other: _Operand, /) -> Tensor:
+        """The ``__rand__`` operator, broadcasting."""
+    def __or__(self, other: _Operand, /) -> Tensor:
+        """The ``__or__`` operator, broadcasting."""
+    def __ror__(self, other: _Operand, /) -> Tensor:
+        """The ``__ror__`` operator, broadcasting."""
+    def __xor__(self, other: _Operand, /) -> Tensor:
+        """The ``__xor__`` operator, broadcasting."""
+    def __rxor__(self, other: _Operand, /) -> Tensor:
+        """The ``__rxor__`` operator, broadcasting."""
+    def __mod__(self, other: _Operand, /) -> Tensor:
+        """The ``__mod__`` operator, broadcasting."""
+    def __rmod__(self, other: _Operand, /) -> Tensor:
+        """The ``__rmod__`` operator, broadcasting."""
+    def __floordiv__(self, other: _Operand, /) -> Tensor:
+        """The ``__floordiv__`` operator, broadcasting."""
+    def __rfloordiv__(self, other: _Operand, /) -> Tensor:
+        """The ``__rfloordiv__`` operator, broadcasting."""
+    def round(self, *, decimals: _int = 0) -> Tensor:
+        """Nearest integer (halves to even), or to ``decimals`` decimal places."""
+    def clamp(self, min: _Operand | None = None, max: _Operand | None = None) -> Tensor:
+        """Clamp into ``[min, max]`` (numbers or tensors; either may be None)."""
+    def clip(self, min: _Operand | None = None, max: _Operand | None = None) -> Tensor:
+        """Alias of ``clamp``."""
+    def nan_to_num(
+        self, nan: _float = 0.0, posinf: _float | None = None, neginf: _float | None = None
+    ) -> Tensor:
+        """Replace NaN, +inf and -inf with finite numbers."""
+    def div(self, other: _Operand, *, rounding_mode: str | None = None) -> Tensor:
+        """``self / other``; ``rounding_mode`` "trunc" or "floor" rounds the quotient."""
+    def divide(self, other: _Operand, *, rounding_mode: str | None = None) -> Tensor:
+        """Alias of ``div``."""
+    def prod(
+        self,
+        dim: _int | Sequence[_int] | None = None,
+        keepdim: _bool = False,
+        *,
+        dtype: _dtype | None = None,
+    ) -> Tensor:
+        """Product over all elements or ``dim``."""
+    def amax(self, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False) -> Tensor:
+        """Largest elements over ``dim`` (all when empty); ties share the gradient."""
+    def amin(self, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False) -> Tensor:
+        """Smallest elements over ``dim`` (all when empty); ties share the gradient."""
+    def max(self, dim: _int | Tensor | None = None, keepdim: _bool = False) -> Any:
+        """``max()``, ``max(dim, keepdim=False)`` -> ``(values, indices)``, or ``max(other)``."""
+    def min(self, dim: _int | Tensor | None = None, keepdim: _bool = False) -> Any:
+        """``min()``, ``min(dim, keepdim=False)`` -> ``(values, indices)``, or ``min(other)``."""
+    def argmax(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor:
+        """Index of the largest element (of the flattened tensor when ``dim`` is None)."""
+    def argmin(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor:
+        """Index of the smallest element (of the flattened tensor when ``dim`` is None)."""
+    def var(
+        self,
+        dim: _int | Sequence[_int] | _bool | None = None,
+        unbiased: _bool | None = None,
+        keepdim: _bool = False,
+        *,
+        correction: _float | None = None,
+    ) -> Tensor:
+        """Variance over ``dim`` with ``correction`` (default 1) or the legacy ``unbiased`` flag."""
+    def std(
+        self,
+        dim: _int | Sequence[_int] | _bool | None = None,
+        unbiased: _bool | None = None,
+        keepdim: _bool = False,
+        *,
+        correction: _float | None = None,
+    ) -> Tensor:
+        """Standard deviation over ``dim`` with ``correction`` (default 1) or ``unbiased``."""
+    def norm(
+        self,
+        p: _float | str | None = None,
+        dim: _int | Sequence[_int] | None = None,
+        keepdim: _bool = False,
+        dtype: _dtype | None = None,
+    ) -> Tensor:
+        """The ``p``-norm over ``dim`` (all when None); ``'fro'`` is the 2-norm."""
+    def _vector_norm(
+        self, ord: _float = 2.0, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False
+    ) -> Tensor:
+        """The vector ``ord``-norm (``torch.linalg.vector_norm``)."""
+    def logsumexp(self, dim: _int | Sequence[_int], keepdim: _bool = False) -> Tensor:
+        """log of the sum of exp over ``dim``, stable for large inputs."""
+    def softmax(self, dim: _int, dtype: _dtype | None = None) -> Tensor:
+        """Softmax along ``dim`` (after converting to ``dtype`` when given)."""
+    def log_softmax(self, dim: _int, dtype: _dtype | None = None) -> Tensor:
+        """Log-softmax along ``dim`` (after converting to ``dtype`` when given)."""
+    def cumsum(self, dim: _int, *, dtype: _dtype | None = None) -> Tensor:
+        """Cumulative sum along ``dim``."""
+    def cumprod(self, dim: _int, *, dtype: _dtype | None = None) -> Tensor:
+        """Cumulative product along ``dim``."""
+    def all(self, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False) -> Tensor:
+        """Whether all elements (over ``dim``) are nonzero."""
+    def any(self, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False) -> Tensor:
+        """Whether any element (over ``dim``) is nonzero."""
 
 # ----- dtype constants ----------------------------------------------------------------------------
 

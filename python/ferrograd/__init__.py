@@ -229,3 +229,4 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+from ._ops_math import *  # noqa: E402,F401,F403

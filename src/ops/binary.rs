@@ -409,3 +409,317 @@ impl std::ops::Neg for &Tensor {
         Tensor::neg(self)
     }
 }
+
+/// Integer division by zero is an error in torch (floats give inf/NaN instead).
+fn check_int_divisor(other: &Tensor, ct: DType) -> Result<()> {
+    if !ct.is_float() && as_dtype(other, DType::Int64)?.to_vec::<i64>()?.contains(&0) {
+        return Err(Error::runtime("ZeroDivisionError"));
+    }
+    Ok(())
+}
+
+/// Python-style modulus: the result takes the divisor's sign.
+fn py_mod_f<F: num_traits::Float>(a: F, b: F) -> F {
+    let m = a % b;
+    if m != F::zero() && ((b < F::zero()) != (m < F::zero())) {
+        m + b
+    } else {
+        m
+    }
+}
+
+/// torch's floor division of floats (`div_floor_floating`): exact near integers.
+fn floor_div_f<F: num_traits::Float>(a: F, b: F) -> F {
+    if b == F::zero() {
+        return a / b;
+    }
+    let m = a % b;
+    let mut div = (a - m) / b;
+    if m != F::zero() && ((b < F::zero()) != (m < F::zero())) {
+        div = div - F::one();
+    }
+    if div != F::zero() {
+        let mut fd = div.floor();
+        if div - fd > F::from(0.5).unwrap_or_else(F::one) {
+            fd = fd + F::one();
+        }
+        fd
+    } else {
+        F::zero().copysign(a / b)
+    }
+}
+
+fn floor_div_i(a: i64, b: i64) -> i64 {
+    let q = a.wrapping_div(b);
+    if (a % b != 0) && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+fn py_mod_i(a: i64, b: i64) -> i64 {
+    let m = a.wrapping_rem(b);
+    if m != 0 && ((b < 0) != (m < 0)) {
+        m + b
+    } else {
+        m
+    }
+}
+
+fn nan_max<F: num_traits::Float>(a: F, b: F) -> F {
+    if a.is_nan() || b.is_nan() {
+        F::nan()
+    } else if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+fn nan_min<F: num_traits::Float>(a: F, b: F) -> F {
+    if a.is_nan() || b.is_nan() {
+        F::nan()
+    } else if a < b {
+        a
+    } else {
+        b
+    }
+}
+
+impl Tensor {
+    /// Elementwise maximum, broadcasting; NaN propagates. At ties the gradient is split
+    /// 0.5/0.5 between the operands, as in torch.
+    pub fn maximum(&self, other: &Tensor) -> Result<Tensor> {
+        self.extremum(other, true)
+    }
+
+    /// Elementwise minimum, broadcasting; NaN propagates; ties split the gradient 0.5/0.5.
+    pub fn minimum(&self, other: &Tensor) -> Result<Tensor> {
+        self.extremum(other, false)
+    }
+
+    fn extremum(&self, other: &Tensor, is_max: bool) -> Result<Tensor> {
+        let rt = result_dtype(self, other);
+        let out = if rt == DType::Bool {
+            let (a, b) = (as_dtype(self, rt)?, as_dtype(other, rt)?);
+            if is_max {
+                zip::<bool, bool>(&a, &b, |x, y| x || y)?
+            } else {
+                zip::<bool, bool>(&a, &b, |x, y| x && y)?
+            }
+        } else if is_max {
+            arith(self, other, rt, nan_max, nan_max, i64::max)?
+        } else {
+            arith(self, other, rt, nan_min, nan_min, i64::min)?
+        };
+        if needs_grad(&[self, other]) {
+            let name = if is_max {
+                "MaximumBackward0"
+            } else {
+                "MinimumBackward0"
+            };
+            record(
+                name,
+                &[self, other],
+                &[&out],
+                &[self, other],
+                false,
+                move |g, s| {
+                    let (a, b) = (&s[0], &s[1]);
+                    let zero = Tensor::wrapped_scalar(0.0, g[0].dtype());
+                    let half = g[0].mul_scalar(0.5)?;
+                    let tie = a.eq_t(b)?;
+                    let a_wins = if is_max { a.gt_t(b)? } else { a.lt_t(b)? };
+                    let b_wins = if is_max { a.lt_t(b)? } else { a.gt_t(b)? };
+                    let ga = Tensor::where_cond(
+                        &tie,
+                        &half,
+                        &Tensor::where_cond(&a_wins, &g[0], &zero)?,
+                    )?;
+                    let gb = Tensor::where_cond(
+                        &tie,
+                        &half,
+                        &Tensor::where_cond(&b_wins, &g[0], &zero)?,
+                    )?;
+                    Ok(vec![Some(ga), Some(gb)])
+                },
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// C-style remainder `a - trunc(a / b) * b` (sign of the dividend), broadcasting.
+    /// Gradients: `g` for `a`, `-g * trunc(a / b)` for `b`.
+    pub fn fmod(&self, other: &Tensor) -> Result<Tensor> {
+        let rt = result_dtype(self, other);
+        check_int_divisor(other, rt)?;
+        let out = promoted(self, other, |x, y| x % y, |x, y| x % y, i64::wrapping_rem)?;
+        if needs_grad(&[self, other]) {
+            record(
+                "FmodBackward1",
+                &[self, other],
+                &[&out],
+                &[self, other],
+                false,
+                |g, s| {
+                    let q = s[0].div(&s[1])?.trunc()?;
+                    Ok(vec![Some(g[0].clone()), Some(g[0].mul(&q)?.neg()?)])
+                },
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// Python-style remainder `a - floor(a / b) * b` (sign of the divisor), broadcasting.
+    /// Gradients: `g` for `a`, `-g * floor(a / b)` for `b`.
+    pub fn remainder(&self, other: &Tensor) -> Result<Tensor> {
+        let rt = result_dtype(self, other);
+        check_int_divisor(other, rt)?;
+        let out = promoted(self, other, py_mod_f, py_mod_f, py_mod_i)?;
+        if needs_grad(&[self, other]) {
+            record(
+                "RemainderBackward1",
+                &[self, other],
+                &[&out],
+                &[self, other],
+                false,
+                |g, s| {
+                    let q = s[0].div_mode(&s[1], Some(RoundingMode::Floor))?;
+                    Ok(vec![Some(g[0].clone()), Some(g[0].mul(&q)?.neg()?)])
+                },
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// atan2(a, b), the angle of (b, a); integers give float32.
+    pub fn atan2(&self, other: &Tensor) -> Result<Tensor> {
+        let rt = result_dtype(self, other);
+        let ct = if rt.is_float() { rt } else { DType::Float32 };
+        let out = arith(self, other, ct, f32::atan2, f64::atan2, |_, _| 0)?;
+        if needs_grad(&[self, other]) {
+            record(
+                "Atan2Backward0",
+                &[self, other],
+                &[&out],
+                &[self, other],
+                false,
+                |g, s| {
+                    let (a, b) = (&s[0], &s[1]);
+                    let r = a.mul(a)?.add(&b.mul(b)?)?;
+                    Ok(vec![
+                        Some(g[0].mul(b)?.div(&r)?),
+                        Some(g[0].mul(a)?.div(&r)?.neg()?),
+                    ])
+                },
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// `self / other` with torch's `rounding_mode`: `None` is true division, `Trunc` rounds
+    /// towards zero and `Floor` down; the rounded forms keep integer dtypes and have zero
+    /// gradient (as in torch).
+    pub fn div_mode(&self, other: &Tensor, mode: Option<RoundingMode>) -> Result<Tensor> {
+        let Some(mode) = mode else {
+            return self.div(other);
+        };
+        let rt = result_dtype(self, other);
+        check_int_divisor(other, rt)?;
+        let out = match mode {
+            RoundingMode::Trunc => promoted(
+                self,
+                other,
+                |x, y| (x / y).trunc(),
+                |x, y| (x / y).trunc(),
+                i64::wrapping_div,
+            )?,
+            RoundingMode::Floor => promoted(self, other, floor_div_f, floor_div_f, floor_div_i)?,
+        };
+        let out = if rt == DType::Bool {
+            cast(&out, DType::Int64)?
+        } else {
+            out
+        };
+        if needs_grad(&[self, other]) {
+            record(
+                "DivBackward2",
+                &[self, other],
+                &[&out],
+                &[],
+                false,
+                |g, _| {
+                    let z = g[0].mul_scalar(0.0)?;
+                    Ok(vec![Some(z.clone()), Some(z)])
+                },
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// Elementwise logical or (bool result).
+    pub fn logical_or(&self, other: &Tensor) -> Result<Tensor> {
+        zip::<bool, bool>(
+            &as_dtype(self, DType::Bool)?,
+            &as_dtype(other, DType::Bool)?,
+            |x, y| x || y,
+        )
+    }
+
+    /// Elementwise logical exclusive or (bool result).
+    pub fn logical_xor(&self, other: &Tensor) -> Result<Tensor> {
+        zip::<bool, bool>(
+            &as_dtype(self, DType::Bool)?,
+            &as_dtype(other, DType::Bool)?,
+            |x, y| x != y,
+        )
+    }
+
+    /// Bitwise and/or/xor on bool or integer tensors (`&`, `|`, `^` in Python).
+    pub fn bitwise(&self, other: &Tensor, op: BitOp) -> Result<Tensor> {
+        let rt = result_dtype(self, other);
+        let (a, b) = (as_dtype(self, rt)?, as_dtype(other, rt)?);
+        match rt {
+            DType::Bool => zip::<bool, bool>(&a, &b, move |x, y| match op {
+                BitOp::And => x & y,
+                BitOp::Or => x | y,
+                BitOp::Xor => x ^ y,
+            }),
+            DType::Int64 => zip::<i64, i64>(&a, &b, move |x, y| match op {
+                BitOp::And => x & y,
+                BitOp::Or => x | y,
+                BitOp::Xor => x ^ y,
+            }),
+            _ => Err(Error::not_implemented(format!(
+                "\"bitwise_{}_cpu\" not implemented for '{}'",
+                match op {
+                    BitOp::And => "and",
+                    BitOp::Or => "or",
+                    BitOp::Xor => "xor",
+                },
+                crate::tensor::scalar_type_name(rt)
+            ))),
+        }
+    }
+}
+
+/// `rounding_mode` of [`Tensor::div_mode`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoundingMode {
+    /// Round towards zero.
+    Trunc,
+    /// Round towards negative infinity.
+    Floor,
+}
+
+/// The operation of [`Tensor::bitwise`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BitOp {
+    /// `&`
+    And,
+    /// `|`
+    Or,
+    /// `^`
+    Xor,
+}

@@ -10,4 +10,5 @@ pub mod inplace;
 pub mod matmul;
 pub mod reduce;
 pub mod shape_ops;
+pub mod softmax;
 pub mod unary;

@@ -1,9 +1,11 @@
 //! Reductions: sum and mean over all or some dimensions, and `sum_to` (undoing broadcasting).
 
+use std::sync::Arc;
+
 use ndarray::{ArrayD, Axis};
 
 use crate::autograd::node::{needs_grad, record};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ops::convert::cast;
 use crate::tensor::shape::wrap_dim;
 use crate::tensor::{DType, Dims, Element, Tensor};
@@ -196,4 +198,574 @@ pub(crate) fn has_nan(t: &Tensor) -> Result<bool> {
         DType::Float64 => t.with_contiguous_slice::<f64, _>(|s| s.iter().any(|x| x.is_nan())),
         _ => Ok(false),
     }
+}
+
+// ----- general reductions ------------------------------------------------------------------------
+
+/// The elements of `t` regrouped so each reduction group (the elements sharing the kept
+/// coordinates) is one contiguous run of `n`: returns the row-major data and `n`.
+fn grouped<T: Element>(t: &Tensor, dims: &[usize]) -> Result<(Vec<T>, usize)> {
+    let n: usize = dims.iter().map(|&d| t.shape()[d]).product();
+    if dims.is_empty()
+        || dims
+            .iter()
+            .enumerate()
+            .all(|(i, &d)| d == t.dim() - dims.len() + i)
+    {
+        return Ok((t.to_vec::<T>()?, n));
+    }
+    let mut order: Vec<i64> = (0..t.dim())
+        .filter(|d| !dims.contains(d))
+        .map(|d| d as i64)
+        .collect();
+    order.extend(dims.iter().map(|&d| d as i64));
+    let p = {
+        let _g = crate::autograd::grad_mode::GradModeGuard::new(false);
+        t.detach().permute(&order)?
+    };
+    Ok((p.to_vec::<T>()?, n))
+}
+
+/// `f` over each reduction group of `t` (dims already wrapped and sorted).
+fn reduce_groups<T: Element, U: Element>(
+    t: &Tensor,
+    dims: &[usize],
+    keepdim: bool,
+    f: impl Fn(&[T]) -> U,
+) -> Result<Tensor> {
+    let out_shape = reduced_shape(t.shape(), dims, keepdim);
+    let (data, n) = grouped::<T>(t, dims)?;
+    let groups: usize = out_shape.iter().product();
+    let out: Vec<U> = if n == 0 {
+        (0..groups).map(|_| f(&[])).collect()
+    } else {
+        data.chunks(n).map(&f).collect()
+    };
+    Tensor::from_vec(out, &out_shape)
+}
+
+/// Torch's error for reducing an empty dimension without identity (max, amin, argmax, ...).
+fn check_nonempty(t: &Tensor, dims: &[usize], op: &str) -> Result<()> {
+    if t.numel() != 0 {
+        return Ok(());
+    }
+    for &d in dims {
+        if t.shape()[d] == 0 {
+            return Err(Error::index(format!(
+                "{op}(): Expected reduction dim {d} to have non-zero size."
+            )));
+        }
+    }
+    if dims.is_empty() && t.dim() > 0 || dims.len() == t.dim() {
+        return Err(Error::runtime(format!(
+            "{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+        )));
+    }
+    Ok(())
+}
+
+/// Largest (or smallest) element and its position within a group; NaN wins (first NaN).
+fn arg_extreme<F: Copy + PartialOrd>(s: &[F], is_max: bool) -> (usize, F) {
+    let mut best = 0;
+    #[allow(clippy::eq_op)]
+    let is_nan = |v: F| v != v;
+    for (i, &v) in s.iter().enumerate().skip(1) {
+        let b = s[best];
+        if is_nan(b) {
+            break;
+        }
+        if is_nan(v) || (is_max && v > b) || (!is_max && v < b) {
+            best = i;
+        }
+    }
+    (best, s[best])
+}
+
+/// Row-major flat positions in `shape` of the elements picked by `idx` (one per group, the
+/// position within the group) when reducing the single dimension `dim`.
+fn picked_positions(shape: &[usize], dim: usize, idx: &[i64]) -> Vec<usize> {
+    let n = shape[dim];
+    let inner: usize = shape[dim + 1..].iter().product();
+    idx.iter()
+        .enumerate()
+        .map(|(g, &i)| {
+            let (outer, rest) = (g / inner.max(1), g % inner.max(1));
+            outer * n * inner + i as usize * inner + rest
+        })
+        .collect()
+}
+
+/// Flat row-major indices mapping each position of `shape` to the one with coordinate `f(i)`
+/// along `dim` (the rest kept): the gather behind flip and shift.
+fn remap_dim(shape: &[usize], dim: usize, f: impl Fn(usize, usize) -> usize) -> Vec<usize> {
+    let n = shape[dim];
+    let inner: usize = shape[dim + 1..].iter().product();
+    let total: usize = shape.iter().product();
+    (0..total)
+        .map(|p| {
+            let outer = p / (n * inner);
+            let i = (p / inner) % n;
+            let rest = p % inner;
+            outer * n * inner + f(i, n) * inner + rest
+        })
+        .collect()
+}
+
+impl Tensor {
+    /// This tensor reversed along `dim` (differentiable: a gather whose adjoint is a scatter).
+    pub(crate) fn flip_dim(&self, dim: usize) -> Result<Tensor> {
+        if self.numel() == 0 {
+            return Ok(self.clone());
+        }
+        let idx = Arc::new(remap_dim(self.shape(), dim, |i, n| n - 1 - i));
+        self.take_flat(&idx, self.shape())
+    }
+
+    /// Shifted one step along `dim` (element `i` takes `i - 1`) with 1 in the first slot.
+    fn shift_right_one(&self, dim: usize) -> Result<Tensor> {
+        if self.numel() == 0 {
+            return Ok(self.clone());
+        }
+        let idx = Arc::new(remap_dim(self.shape(), dim, |i, _| i.saturating_sub(1)));
+        let taken = self.take_flat(&idx, self.shape())?;
+        let first = Arc::new(remap_dim(self.shape(), dim, |i, _| i));
+        let mask: Vec<bool> = {
+            let n = self.shape()[dim];
+            let inner: usize = self.shape()[dim + 1..].iter().product();
+            first.iter().map(|&p| (p / inner) % n == 0).collect()
+        };
+        let mask = Tensor::from_vec(mask, self.shape())?;
+        Tensor::where_cond(&mask, &Tensor::wrapped_scalar(1.0, self.dtype()), &taken)
+    }
+
+    /// For each element, the product of the others along `dim` (zeros handled), with
+    /// differentiable exclusive cumulative products from both ends.
+    fn prod_others_dim(&self, dim: usize) -> Result<Tensor> {
+        let d = dim as i64;
+        let left = self.cumprod(d)?.shift_right_one(dim)?;
+        let right = self
+            .flip_dim(dim)?
+            .cumprod(d)?
+            .shift_right_one(dim)?
+            .flip_dim(dim)?;
+        left.mul(&right)
+    }
+
+    /// Product of all elements (integers and bools give int64).
+    pub fn prod(&self) -> Result<Tensor> {
+        self.prod_dims(&[], false)
+    }
+
+    /// Product over `dims` (empty: all). The gradient is the product of the other elements,
+    /// exact when zeros are present (no division by them).
+    pub fn prod_dims(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+        let rd = reduce_dims(dims, self.dim())?;
+        let out = match self.dtype() {
+            DType::Float32 => {
+                reduce_groups::<f32, f32>(self, &rd, keepdim, |s| s.iter().product())?
+            }
+            DType::Float64 => {
+                reduce_groups::<f64, f64>(self, &rd, keepdim, |s| s.iter().product())?
+            }
+            _ => reduce_groups::<i64, i64>(&cast(self, DType::Int64)?, &rd, keepdim, |s| {
+                s.iter().fold(1i64, |a, &b| a.wrapping_mul(b))
+            })?,
+        };
+        if needs_grad(&[self]) {
+            let in_shape: Dims = self.shape().into();
+            let keep_shape = reduced_shape(self.shape(), &rd, true);
+            let name = if dims.is_empty() {
+                "ProdBackward0"
+            } else {
+                "ProdBackward1"
+            };
+            let rd2 = rd.clone();
+            record(name, &[self], &[&out], &[self, &out], false, move |g, s| {
+                let (x, out) = (&s[0], &s[1]);
+                let gk = g[0].reshape(&keep_shape)?.expand(&in_shape)?;
+                let has_zero = x.eq_scalar(0.0)?.to_vec::<bool>()?.contains(&true);
+                let others = if !has_zero {
+                    out.reshape(&keep_shape)?.expand(&in_shape)?.div(x)?
+                } else {
+                    prod_others(x, &rd2)?
+                };
+                Ok(vec![Some(gk.mul(&others)?)])
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// Largest elements over `dims` (empty: all). The gradient is split evenly among ties.
+    pub fn amax(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+        self.extreme_reduce(dims, keepdim, true, "amax", "AmaxBackward0")
+    }
+
+    /// Smallest elements over `dims` (empty: all). The gradient is split evenly among ties.
+    pub fn amin(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+        self.extreme_reduce(dims, keepdim, false, "amin", "AminBackward0")
+    }
+
+    /// The largest element (`x.max()`); ties share the gradient evenly, as in torch.
+    pub fn max_all(&self) -> Result<Tensor> {
+        self.extreme_reduce(&[], false, true, "max", "MaxBackward1")
+    }
+
+    /// The smallest element (`x.min()`); ties share the gradient evenly, as in torch.
+    pub fn min_all(&self) -> Result<Tensor> {
+        self.extreme_reduce(&[], false, false, "min", "MinBackward1")
+    }
+
+    fn extreme_reduce(
+        &self,
+        dims: &[i64],
+        keepdim: bool,
+        is_max: bool,
+        op: &str,
+        name: &'static str,
+    ) -> Result<Tensor> {
+        let rd = reduce_dims(dims, self.dim())?;
+        if self.numel() == 0 && (op == "max" || op == "min") {
+            return Err(Error::runtime(format!(
+                "{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+            )));
+        }
+        check_nonempty(self, &rd, op)?;
+        let out = match self.dtype() {
+            DType::Float32 => {
+                reduce_groups::<f32, f32>(self, &rd, keepdim, |s| arg_extreme(s, is_max).1)?
+            }
+            DType::Float64 => {
+                reduce_groups::<f64, f64>(self, &rd, keepdim, |s| arg_extreme(s, is_max).1)?
+            }
+            DType::Int64 => {
+                reduce_groups::<i64, i64>(self, &rd, keepdim, |s| arg_extreme(s, is_max).1)?
+            }
+            DType::Bool => {
+                reduce_groups::<bool, bool>(self, &rd, keepdim, |s| arg_extreme(s, is_max).1)?
+            }
+        };
+        if needs_grad(&[self]) {
+            let in_shape: Dims = self.shape().into();
+            let keep_shape = reduced_shape(self.shape(), &rd, true);
+            let rdi: Vec<i64> = rd.iter().map(|&d| d as i64).collect();
+            record(name, &[self], &[&out], &[self, &out], false, move |g, s| {
+                let (x, out) = (&s[0], &s[1]);
+                let ok = out.reshape(&keep_shape)?;
+                // Ties (or NaN positions when the result is NaN) share the gradient.
+                let mask = x
+                    .eq_t(&ok)?
+                    .logical_or(&x.isnan()?.logical_and(&ok.isnan()?)?)?;
+                let count = mask.sum_dims(&rdi, true)?;
+                let share = g[0]
+                    .reshape(&keep_shape)?
+                    .div(&cast(&count, g[0].dtype())?)?
+                    .expand(&in_shape)?;
+                let zero = Tensor::wrapped_scalar(0.0, g[0].dtype());
+                Ok(vec![Some(Tensor::where_cond(&mask, &share, &zero)?)])
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// Positions of the largest (`is_max`) or smallest elements along `dim` (`None`: of the
+    /// flattened tensor), int64; the first one among ties; NaN counts as the extreme.
+    pub fn arg_extreme(&self, dim: Option<i64>, keepdim: bool, is_max: bool) -> Result<Tensor> {
+        let op = if is_max { "argmax" } else { "argmin" };
+        let (rd, src) = match dim {
+            None => {
+                if self.numel() == 0 {
+                    return Err(Error::index(format!(
+                        "{op}(): Expected reduction dim to be specified for input.numel() == 0."
+                    )));
+                }
+                (vec![0], self.reshape(&[self.numel()])?.detach())
+            }
+            Some(d) => {
+                let w = reduce_dims(&[d], self.dim())?;
+                check_nonempty(self, &w, op)?;
+                (w, self.detach())
+            }
+        };
+        let out = match src.dtype() {
+            DType::Float32 => {
+                reduce_groups::<f32, i64>(&src, &rd, keepdim, |s| arg_extreme(s, is_max).0 as i64)?
+            }
+            DType::Float64 => {
+                reduce_groups::<f64, i64>(&src, &rd, keepdim, |s| arg_extreme(s, is_max).0 as i64)?
+            }
+            DType::Int64 => {
+                reduce_groups::<i64, i64>(&src, &rd, keepdim, |s| arg_extreme(s, is_max).0 as i64)?
+            }
+            DType::Bool => {
+                reduce_groups::<bool, i64>(&src, &rd, keepdim, |s| arg_extreme(s, is_max).0 as i64)?
+            }
+        };
+        if dim.is_none() && keepdim {
+            return out.reshape(&vec![1; self.dim()]);
+        }
+        Ok(out)
+    }
+
+    /// `(values, indices)` of the largest (`is_max`) or smallest elements along `dim`, like
+    /// `x.max(dim)`. The values are gathered from `self`, so the gradient goes to the chosen
+    /// index only (torch's rule for the dim form).
+    pub fn extreme_dim(&self, dim: i64, keepdim: bool, is_max: bool) -> Result<(Tensor, Tensor)> {
+        let w = reduce_dims(&[dim], self.dim())?;
+        check_nonempty(self, &w, if is_max { "max" } else { "min" })?;
+        let idx = self.arg_extreme(Some(dim), keepdim, is_max)?;
+        let pos = if self.dim() == 0 {
+            vec![0]
+        } else {
+            picked_positions(self.shape(), w[0], &idx.to_vec::<i64>()?)
+        };
+        let values = self.take_flat(&Arc::new(pos), idx.shape())?;
+        Ok((values, idx))
+    }
+
+    /// Whether all elements (over `dims`; empty: all) are nonzero (bool result).
+    pub fn all_dims(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+        let rd = reduce_dims(dims, self.dim())?;
+        reduce_groups::<bool, bool>(&cast(self, DType::Bool)?, &rd, keepdim, |s| {
+            s.iter().all(|&b| b)
+        })
+    }
+
+    /// Whether any element (over `dims`; empty: all) is nonzero (bool result).
+    pub fn any_dims(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+        let rd = reduce_dims(dims, self.dim())?;
+        reduce_groups::<bool, bool>(&cast(self, DType::Bool)?, &rd, keepdim, |s| {
+            s.iter().any(|&b| b)
+        })
+    }
+
+    /// Variance over `dims` (empty: all) divided by `N - correction` (torch's `correction`,
+    /// default 1). Built from differentiable ops, so it is differentiable to any order.
+    pub fn var_dims(&self, dims: &[i64], correction: f64, keepdim: bool) -> Result<Tensor> {
+        if !self.dtype().is_float() {
+            return Err(Error::not_implemented(
+                "std and var only support floating point and complex dtypes",
+            ));
+        }
+        let rd = reduce_dims(dims, self.dim())?;
+        let n: usize = rd.iter().map(|&d| self.shape()[d]).product();
+        let dev = self.sub(&self.mean_dims(dims, true)?)?;
+        let ss = dev.mul(&dev)?.sum_dims(dims, keepdim)?;
+        ss.div_scalar((n as f64 - correction).max(0.0))
+    }
+
+    /// Standard deviation: the square root of [`Tensor::var_dims`].
+    pub fn std_dims(&self, dims: &[i64], correction: f64, keepdim: bool) -> Result<Tensor> {
+        self.var_dims(dims, correction, keepdim)?.sqrt()
+    }
+
+    /// The vector `ord`-norm over `dims` (empty: all), like `torch.linalg.vector_norm`:
+    /// `ord` = inf/-inf are max/min |x|, 0 counts nonzeros, otherwise (Σ|x|^p)^(1/p). The
+    /// subgradient is 0 where the norm is 0 (torch's choice).
+    pub fn vector_norm(&self, ord: f64, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+        if !self.dtype().is_float() {
+            return Err(Error::not_implemented(format!(
+                "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
+                crate::tensor::scalar_type_name(self.dtype())
+            )));
+        }
+        let rd = reduce_dims(dims, self.dim())?;
+        if ord.is_infinite() {
+            if self.numel() == 0 {
+                return Err(Error::runtime(
+                    "linalg.vector_norm cannot compute the inf norm on an empty tensor because the operation does not have an identity",
+                ));
+            }
+            let a = self.abs()?;
+            return if ord > 0.0 {
+                a.amax(dims, keepdim)
+            } else {
+                a.amin(dims, keepdim)
+            };
+        }
+        if ord == 0.0 {
+            let nz = self.ne_scalar(0.0)?;
+            let c = cast(&nz, self.dtype())?.sum_dims(dims, keepdim)?;
+            if needs_grad(&[self]) {
+                // Piecewise constant: zero gradient (through a multiply by 0).
+                return c.add(&self.mul_scalar(0.0)?.sum_dims(dims, keepdim)?);
+            }
+            return Ok(c);
+        }
+        if ord == 1.0 {
+            return self.abs()?.sum_dims(dims, keepdim);
+        }
+        let out = {
+            let _g = crate::autograd::grad_mode::GradModeGuard::new(false);
+            let s = self.abs()?.pow_scalar(ord)?.sum_dims(dims, keepdim)?;
+            if ord == 2.0 {
+                s.sqrt()?
+            } else {
+                s.pow_scalar(1.0 / ord)?
+            }
+        };
+        if needs_grad(&[self]) {
+            let in_shape: Dims = self.shape().into();
+            let keep_shape = reduced_shape(self.shape(), &rd, true);
+            record(
+                "LinalgVectorNormBackward0",
+                &[self],
+                &[&out],
+                &[self, &out],
+                true,
+                move |g, s| {
+                    let (x, n) = (&s[0], &s[1].reshape(&keep_shape)?);
+                    let gk = g[0].reshape(&keep_shape)?;
+                    // d/dx (Σ|x|^p)^(1/p) = sign(x) |x|^(p-1) / n^(p-1)
+                    let num = if ord == 2.0 {
+                        x.clone()
+                    } else {
+                        x.sign()?.mul(&x.abs()?.pow_scalar(ord - 1.0)?)?
+                    };
+                    let den = if ord == 2.0 {
+                        n.clone()
+                    } else {
+                        n.pow_scalar(ord - 1.0)?
+                    };
+                    let zero = Tensor::wrapped_scalar(0.0, gk.dtype());
+                    let is0 = n.eq_scalar(0.0)?;
+                    let safe_den =
+                        Tensor::where_cond(&is0, &Tensor::wrapped_scalar(1.0, gk.dtype()), &den)?;
+                    let scale = Tensor::where_cond(&is0, &zero, &gk.div(&safe_den)?)?;
+                    Ok(vec![Some(num.mul(&scale.expand(&in_shape)?)?)])
+                },
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// Cumulative sum along `dim` (integers and bools give int64); the gradient is the reversed
+    /// cumulative sum of the incoming gradient.
+    pub fn cumsum(&self, dim: i64) -> Result<Tensor> {
+        let d = wrap_dim(dim, self.dim())?;
+        let out = match self.dtype() {
+            DType::Float32 => scan::<f32>(self, d, |a, b| a + b)?,
+            DType::Float64 => scan::<f64>(self, d, |a, b| a + b)?,
+            _ => scan::<i64>(&cast(self, DType::Int64)?, d, i64::wrapping_add)?,
+        };
+        if needs_grad(&[self]) {
+            record(
+                "CumsumBackward0",
+                &[self],
+                &[&out],
+                &[],
+                false,
+                move |g, _| {
+                    if g[0].dim() == 0 {
+                        return Ok(vec![Some(g[0].clone())]);
+                    }
+                    Ok(vec![Some(g[0].flip_dim(d)?.cumsum(d as i64)?.flip_dim(d)?)])
+                },
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// Cumulative product along `dim`. The gradient is exact with zeros present: without zeros
+    /// it is `rev_cumsum(g * out) / x`; with zeros, the sum over later outputs of the products
+    /// that leave each element out (O(n²) in the length of `dim`).
+    pub fn cumprod(&self, dim: i64) -> Result<Tensor> {
+        let d = wrap_dim(dim, self.dim())?;
+        let out = match self.dtype() {
+            DType::Float32 => scan::<f32>(self, d, |a, b| a * b)?,
+            DType::Float64 => scan::<f64>(self, d, |a, b| a * b)?,
+            _ => scan::<i64>(&cast(self, DType::Int64)?, d, i64::wrapping_mul)?,
+        };
+        if needs_grad(&[self]) {
+            record(
+                "CumprodBackward0",
+                &[self],
+                &[&out],
+                &[self, &out],
+                false,
+                move |g, s| {
+                    let (x, out) = (&s[0], &s[1]);
+                    if x.dim() == 0 {
+                        return Ok(vec![Some(g[0].clone())]);
+                    }
+                    let has_zero = x.eq_scalar(0.0)?.to_vec::<bool>()?.contains(&true);
+                    if !has_zero {
+                        let r = g[0].mul(out)?.flip_dim(d)?.cumsum(d as i64)?.flip_dim(d)?;
+                        return Ok(vec![Some(r.div(x)?)]);
+                    }
+                    Ok(vec![Some(cumprod_grad_with_zeros(x, &g[0], d)?)])
+                },
+            )?;
+        }
+        Ok(out)
+    }
+}
+
+/// Inclusive scan with `f` along `dim` (a contiguous result of the same shape).
+fn scan<T: Element>(t: &Tensor, dim: usize, f: impl Fn(T, T) -> T) -> Result<Tensor> {
+    let data = t.to_vec::<T>()?;
+    if t.dim() == 0 || t.numel() == 0 {
+        return Tensor::from_vec(data, t.shape());
+    }
+    let n = t.shape()[dim];
+    let inner: usize = t.shape()[dim + 1..].iter().product();
+    let mut out = data;
+    for block in out.chunks_mut(n * inner) {
+        for i in 1..n {
+            for r in 0..inner {
+                block[i * inner + r] = f(block[(i - 1) * inner + r], block[i * inner + r]);
+            }
+        }
+    }
+    Tensor::from_vec(out, t.shape())
+}
+
+/// For each element, the product of the others in its reduction group over `dims`.
+fn prod_others(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
+    if x.dim() == 0 {
+        return Ok(Tensor::ones(&[], x.dtype()));
+    }
+    let mut order: Vec<i64> = (0..x.dim())
+        .filter(|d| !dims.contains(d))
+        .map(|d| d as i64)
+        .collect();
+    order.extend(dims.iter().map(|&d| d as i64));
+    let p = x.permute(&order)?;
+    let kept: Vec<usize> = p.shape()[..x.dim() - dims.len()].to_vec();
+    let n: usize = dims.iter().map(|&d| x.shape()[d]).product();
+    let mut flat_shape = kept.clone();
+    flat_shape.push(n);
+    let last = flat_shape.len() - 1;
+    let others = p.reshape(&flat_shape)?.prod_others_dim(last)?;
+    let back = others.reshape(p.shape())?;
+    let mut inverse = vec![0i64; order.len()];
+    for (i, &o) in order.iter().enumerate() {
+        inverse[o as usize] = i as i64;
+    }
+    back.permute(&inverse)
+}
+
+/// The cumprod gradient where `x` has zeros: for each k, Σ_{i≥k} g_i Π_{j≤i, j≠k} x_j, built
+/// from differentiable ops on an n×n expansion along `dim`.
+fn cumprod_grad_with_zeros(x: &Tensor, g: &Tensor, dim: usize) -> Result<Tensor> {
+    let last = x.dim() as i64 - 1;
+    let xt = x.transpose(dim as i64, last)?;
+    let gt = g.transpose(dim as i64, last)?;
+    let n = xt.shape()[xt.dim() - 1];
+    let mut big: Vec<usize> = xt.shape().to_vec();
+    big.insert(big.len() - 1, n);
+    let xe = xt.unsqueeze(-2)?.expand(&big)?; // [..., k, j] = x_j
+    let eye = Tensor::from_vec(
+        (0..n * n).map(|p| p / n == p % n).collect::<Vec<bool>>(),
+        &[n, n],
+    )?;
+    let tri = Tensor::from_vec(
+        (0..n * n).map(|p| p % n >= p / n).collect::<Vec<bool>>(),
+        &[n, n],
+    )?;
+    let one = Tensor::wrapped_scalar(1.0, x.dtype());
+    let zero = Tensor::wrapped_scalar(0.0, x.dtype());
+    let c = Tensor::where_cond(&eye, &one, &xe)?.cumprod(-1)?; // [k, i] = Π_{j≤i, j≠k} x_j
+    let c = Tensor::where_cond(&tri, &c, &zero)?;
+    let r = c.mul(&gt.unsqueeze(-2)?)?.sum_dims(&[-1], false)?;
+    r.transpose(dim as i64, last)
 }

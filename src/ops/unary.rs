@@ -182,3 +182,539 @@ impl Tensor {
         Ok(out)
     }
 }
+
+/// Natural log of 2 and 10 (for the log2/log10/exp2 derivatives).
+const LN2: f64 = std::f64::consts::LN_2;
+const LN10: f64 = std::f64::consts::LN_10;
+/// 2 / sqrt(pi), the scale of erf's derivative.
+const TWO_OVER_SQRT_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI;
+
+impl Tensor {
+    /// Zero gradient in the shape of `g` (for the step functions floor, ceil, round, trunc).
+    fn zero_grad_like(g: &Tensor) -> Result<Tensor> {
+        g.mul_scalar(0.0)
+    }
+
+    /// 2^x; d/dx = 2^x ln 2.
+    pub fn exp2(&self) -> Result<Tensor> {
+        let out = map_float!(self, |x| x.exp2())?;
+        if needs_grad(&[self]) {
+            record("Exp2Backward0", &[self], &[&out], &[&out], false, |g, s| {
+                Ok(vec![Some(g[0].mul(&s[0].mul_scalar(LN2)?)?)])
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// Base-2 logarithm; d/dx = 1 / (x ln 2).
+    pub fn log2(&self) -> Result<Tensor> {
+        let out = map_float!(self, |x| x.log2())?;
+        if needs_grad(&[self]) {
+            record("Log2Backward0", &[self], &[&out], &[self], false, |g, s| {
+                Ok(vec![Some(g[0].div(&s[0].mul_scalar(LN2)?)?)])
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// Base-10 logarithm; d/dx = 1 / (x ln 10).
+    pub fn log10(&self) -> Result<Tensor> {
+        let out = map_float!(self, |x| x.log10())?;
+        if needs_grad(&[self]) {
+            record(
+                "Log10Backward0",
+                &[self],
+                &[&out],
+                &[self],
+                false,
+                |g, s| Ok(vec![Some(g[0].div(&s[0].mul_scalar(LN10)?)?)]),
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// ln(1 + x), accurate near 0; d/dx = 1 / (1 + x).
+    pub fn log1p(&self) -> Result<Tensor> {
+        let out = map_float!(self, |x| x.ln_1p())?;
+        if needs_grad(&[self]) {
+            record(
+                "Log1PBackward0",
+                &[self],
+                &[&out],
+                &[self],
+                false,
+                |g, s| Ok(vec![Some(g[0].div(&s[0].add_scalar(1.0)?)?)]),
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// e^x - 1, accurate near 0; d/dx = e^x = out + 1.
+    pub fn expm1(&self) -> Result<Tensor> {
+        let out = map_float!(self, |x| x.exp_m1())?;
+        if needs_grad(&[self]) {
+            record(
+                "Expm1Backward0",
+                &[self],
+                &[&out],
+                &[&out],
+                false,
+                |g, s| Ok(vec![Some(g[0].mul(&s[0].add_scalar(1.0)?)?)]),
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// 1 / sqrt(x); d/dx = -out³ / 2.
+    pub fn rsqrt(&self) -> Result<Tensor> {
+        let out = map_float!(self, |x| 1.0 / x.sqrt())?;
+        if needs_grad(&[self]) {
+            record(
+                "RsqrtBackward0",
+                &[self],
+                &[&out],
+                &[&out],
+                false,
+                |g, s| {
+                    Ok(vec![Some(
+                        g[0].mul(&s[0].pow_scalar(3.0)?.mul_scalar(-0.5)?)?,
+                    )])
+                },
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// x² (integers stay integers, bools become int64, like torch's `pow(x, 2)`).
+    pub fn square(&self) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return crate::ops::convert::cast(self, DType::Int64)?.pow_scalar(2.0);
+        }
+        self.pow_scalar(2.0)
+    }
+
+    /// 1 / x (integers give float32); d/dx = -out².
+    pub fn reciprocal(&self) -> Result<Tensor> {
+        let out = map_float!(self, |x| 1.0 / x)?;
+        if needs_grad(&[self]) {
+            record(
+                "ReciprocalBackward0",
+                &[self],
+                &[&out],
+                &[&out],
+                false,
+                |g, s| Ok(vec![Some(g[0].mul(&s[0].mul(&s[0])?.neg()?)?)]),
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// Tangent; d/dx = 1 + tan².
+    pub fn tan(&self) -> Result<Tensor> {
+        let out = map_float!(self, |x| x.tan())?;
+        if needs_grad(&[self]) {
+            record("TanBackward0", &[self], &[&out], &[&out], false, |g, s| {
+                Ok(vec![Some(g[0].mul(&s[0].mul(&s[0])?.add_scalar(1.0)?)?)])
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// Arcsine; d/dx = 1 / sqrt(1 - x²).
+    pub fn asin(&self) -> Result<Tensor> {
+        let out = map_float!(self, |x| x.asin())?;
+        if needs_grad(&[self]) {
+            record("AsinBackward0", &[self], &[&out], &[self], false, |g, s| {
+                let d = s[0].mul(&s[0])?.rsub_scalar(1.0)?.rsqrt()?;
+                Ok(vec![Some(g[0].mul(&d)?)])
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// Arccosine; d/dx = -1 / sqrt(1 - x²).
+    pub fn acos(&self) -> Result<Tensor> {
+        let out = map_float!(self, |x| x.acos())?;
+        if needs_grad(&[self]) {
+            record("AcosBackward0", &[self], &[&out], &[self], false, |g, s| {
+                let d = s[0].mul(&s[0])?.rsub_scalar(1.0)?.rsqrt()?.neg()?;
+                Ok(vec![Some(g[0].mul(&d)?)])
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// Arctangent; d/dx = 1 / (1 + x²).
+    pub fn atan(&self) -> Result<Tensor> {
+        let out = map_float!(self, |x| x.atan())?;
+        if needs_grad(&[self]) {
+            record("AtanBackward0", &[self], &[&out], &[self], false, |g, s| {
+                Ok(vec![Some(g[0].div(&s[0].mul(&s[0])?.add_scalar(1.0)?)?)])
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// Hyperbolic sine; d/dx = cosh.
+    pub fn sinh(&self) -> Result<Tensor> {
+        let out = map_float!(self, |x| x.sinh())?;
+        if needs_grad(&[self]) {
+            record("SinhBackward0", &[self], &[&out], &[self], false, |g, s| {
+                Ok(vec![Some(g[0].mul(&s[0].cosh()?)?)])
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// Hyperbolic cosine; d/dx = sinh.
+    pub fn cosh(&self) -> Result<Tensor> {
+        let out = map_float!(self, |x| x.cosh())?;
+        if needs_grad(&[self]) {
+            record("CoshBackward0", &[self], &[&out], &[self], false, |g, s| {
+                Ok(vec![Some(g[0].mul(&s[0].sinh()?)?)])
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// Inverse hyperbolic sine; d/dx = 1 / sqrt(x² + 1).
+    pub fn asinh(&self) -> Result<Tensor> {
+        let out = map_float!(self, |x| x.asinh())?;
+        if needs_grad(&[self]) {
+            record(
+                "AsinhBackward0",
+                &[self],
+                &[&out],
+                &[self],
+                false,
+                |g, s| {
+                    let d = s[0].mul(&s[0])?.add_scalar(1.0)?.rsqrt()?;
+                    Ok(vec![Some(g[0].mul(&d)?)])
+                },
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// Inverse hyperbolic cosine; d/dx = 1 / sqrt(x² - 1).
+    pub fn acosh(&self) -> Result<Tensor> {
+        let out = map_float!(self, |x| x.acosh())?;
+        if needs_grad(&[self]) {
+            record(
+                "AcoshBackward0",
+                &[self],
+                &[&out],
+                &[self],
+                false,
+                |g, s| {
+                    let d = s[0].mul(&s[0])?.sub_scalar(1.0)?.rsqrt()?;
+                    Ok(vec![Some(g[0].mul(&d)?)])
+                },
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// Inverse hyperbolic tangent; d/dx = 1 / (1 - x²).
+    pub fn atanh(&self) -> Result<Tensor> {
+        let out = map_float!(self, |x| x.atanh())?;
+        if needs_grad(&[self]) {
+            record(
+                "AtanhBackward0",
+                &[self],
+                &[&out],
+                &[self],
+                false,
+                |g, s| Ok(vec![Some(g[0].div(&s[0].mul(&s[0])?.rsub_scalar(1.0)?)?)]),
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// The error function (via the `libm` crate); d/dx = 2/sqrt(pi) e^(-x²).
+    pub fn erf(&self) -> Result<Tensor> {
+        let out = crate::ops::elementwise::map_float_fn(self, libm::erff, libm::erf)?;
+        if needs_grad(&[self]) {
+            record("ErfBackward0", &[self], &[&out], &[self], false, |g, s| {
+                let d = s[0]
+                    .mul(&s[0])?
+                    .neg()?
+                    .exp()?
+                    .mul_scalar(TWO_OVER_SQRT_PI)?;
+                Ok(vec![Some(g[0].mul(&d)?)])
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// The complementary error function 1 - erf(x) (via `libm`); d/dx = -2/sqrt(pi) e^(-x²).
+    pub fn erfc(&self) -> Result<Tensor> {
+        let out = crate::ops::elementwise::map_float_fn(self, libm::erfcf, libm::erfc)?;
+        if needs_grad(&[self]) {
+            record("ErfcBackward0", &[self], &[&out], &[self], false, |g, s| {
+                let d = s[0]
+                    .mul(&s[0])?
+                    .neg()?
+                    .exp()?
+                    .mul_scalar(-TWO_OVER_SQRT_PI)?;
+                Ok(vec![Some(g[0].mul(&d)?)])
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// A step function: integer and bool inputs come back unchanged (a copy), like torch; the
+    /// gradient is zero everywhere (torch's choice at the jumps too).
+    fn step_op(
+        &self,
+        name: &'static str,
+        f32f: fn(f32) -> f32,
+        f64f: fn(f64) -> f64,
+    ) -> Result<Tensor> {
+        let out = match self.dtype() {
+            DType::Float32 => map::<f32, f32>(self, f32f)?,
+            DType::Float64 => map::<f64, f64>(self, f64f)?,
+            _ => crate::ops::convert::copy_raw(self)?,
+        };
+        if needs_grad(&[self]) {
+            record(name, &[self], &[&out], &[], false, |g, _| {
+                Ok(vec![Some(Tensor::zero_grad_like(&g[0])?)])
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// Largest integer not above x; zero gradient.
+    pub fn floor(&self) -> Result<Tensor> {
+        self.step_op("FloorBackward0", f32::floor, f64::floor)
+    }
+
+    /// Smallest integer not below x; zero gradient.
+    pub fn ceil(&self) -> Result<Tensor> {
+        self.step_op("CeilBackward0", f32::ceil, f64::ceil)
+    }
+
+    /// Nearest integer, halves to even (torch's rounding); zero gradient.
+    pub fn round(&self) -> Result<Tensor> {
+        self.step_op("RoundBackward0", f32::round_ties_even, f64::round_ties_even)
+    }
+
+    /// Rounded to `decimals` decimal places (halves to even), as `torch.round(x, decimals=)`.
+    pub fn round_decimals(&self, decimals: i64) -> Result<Tensor> {
+        if decimals == 0 {
+            return self.round();
+        }
+        if !self.dtype().is_float() {
+            return Err(crate::error::Error::not_implemented(format!(
+                "\"round_cpu\" not implemented for '{}'",
+                crate::tensor::scalar_type_name(self.dtype())
+            )));
+        }
+        // torch: positive decimals round(x * 10^d) / 10^d, negative ones round(x / 10^-d) * 10^-d.
+        let ten = 10f64.powi(decimals.unsigned_abs().min(400) as i32);
+        let out = if decimals > 0 {
+            crate::ops::elementwise::map_float_fn(
+                self,
+                move |x| (x * ten as f32).round_ties_even() / ten as f32,
+                move |x| (x * ten).round_ties_even() / ten,
+            )?
+        } else {
+            crate::ops::elementwise::map_float_fn(
+                self,
+                move |x| (x / ten as f32).round_ties_even() * ten as f32,
+                move |x| (x / ten).round_ties_even() * ten,
+            )?
+        };
+        if needs_grad(&[self]) {
+            record("RoundBackward1", &[self], &[&out], &[], false, |g, _| {
+                Ok(vec![Some(Tensor::zero_grad_like(&g[0])?)])
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// x with its fractional part removed (towards zero); zero gradient.
+    pub fn trunc(&self) -> Result<Tensor> {
+        self.step_op("TruncBackward0", f32::trunc, f64::trunc)
+    }
+
+    /// `x` clamped into `[min, max]` (either may be absent; tensors broadcast). Where
+    /// `min > max` every element becomes `max`, as in torch. NaN in `x` propagates. The gradient
+    /// passes to `x` where `min <= x <= max` (inclusive, torch's rule), to `min` where `x < min`
+    /// and to `max` where `x > max`.
+    pub fn clamp(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        if min.is_none() && max.is_none() {
+            return Err(crate::error::Error::runtime(
+                "torch.clamp: At least one of 'min' or 'max' must not be None",
+            ));
+        }
+        let out = {
+            let _ng = crate::autograd::grad_mode::GradModeGuard::new(false);
+            let mut r = self.clone();
+            let mut rt = self.dtype();
+            for b in [min, max].into_iter().flatten() {
+                rt = crate::ops::binary::result_dtype(&Tensor::with_dtype_probe(rt), b);
+            }
+            if r.dtype() != rt {
+                r = crate::ops::convert::cast(&r, rt)?;
+            }
+            if let Some(lo) = min {
+                r = Tensor::where_cond(&r.lt_t(lo)?, lo, &r)?;
+            }
+            if let Some(hi) = max {
+                r = Tensor::where_cond(&r.gt_t(hi)?, hi, &r)?;
+            }
+            if r.dtype() != rt {
+                r = crate::ops::convert::cast(&r, rt)?;
+            }
+            if r.same(self) {
+                crate::ops::convert::copy_raw(&r)?
+            } else {
+                r.detach()
+            }
+        };
+        let lo = min.cloned();
+        let hi = max.cloned();
+        let mut inputs: Vec<&Tensor> = vec![self];
+        inputs.extend(min);
+        inputs.extend(max);
+        if needs_grad(&inputs) {
+            let name = if min.is_some_and(|t| !t.is_wrapped_number())
+                || max.is_some_and(|t| !t.is_wrapped_number())
+            {
+                "ClampBackward0"
+            } else {
+                "ClampBackward1"
+            };
+            let mut saved: Vec<&Tensor> = vec![self];
+            saved.extend(min);
+            saved.extend(max);
+            let (has_lo, has_hi) = (lo.is_some(), hi.is_some());
+            record(name, &inputs, &[&out], &saved, false, move |g, s| {
+                let x = &s[0];
+                let lo = has_lo.then(|| &s[1]);
+                let hi = has_hi.then(|| &s[if has_lo { 2 } else { 1 }]);
+                let zero = Tensor::wrapped_scalar(0.0, g[0].dtype());
+                let mut pass = Tensor::ones(x.shape(), DType::Bool);
+                if let Some(l) = lo {
+                    pass = pass.logical_and(&x.ge_t(l)?)?;
+                }
+                if let Some(h) = hi {
+                    pass = pass.logical_and(&x.le_t(h)?)?;
+                }
+                let mut grads = vec![Some(Tensor::where_cond(&pass, &g[0], &zero)?)];
+                if let Some(l) = lo {
+                    let m = x.lt_t(l)?;
+                    let m = match hi {
+                        Some(h) => m.logical_and(&l.lt_t(h)?)?,
+                        None => m,
+                    };
+                    grads.push(Some(Tensor::where_cond(&m, &g[0], &zero)?));
+                }
+                if let Some(h) = hi {
+                    let m = match lo {
+                        Some(l) => x.gt_t(h)?.logical_or(&l.gt_t(h)?)?,
+                        None => x.gt_t(h)?,
+                    };
+                    grads.push(Some(Tensor::where_cond(&m, &g[0], &zero)?));
+                }
+                Ok(grads)
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (the infinities default to
+    /// the dtype's largest and lowest finite values). The gradient passes where x is finite and
+    /// is zero at replaced elements, like torch.
+    pub fn nan_to_num(&self, nan: f64, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+        let out = match self.dtype() {
+            DType::Float32 => {
+                let (n, p, q) = (
+                    nan as f32,
+                    posinf.map_or(f32::MAX, |v| v as f32),
+                    neginf.map_or(f32::MIN, |v| v as f32),
+                );
+                map::<f32, f32>(self, move |x| fix_nonfinite(x, n, p, q))?
+            }
+            DType::Float64 => {
+                let (n, p, q) = (nan, posinf.unwrap_or(f64::MAX), neginf.unwrap_or(f64::MIN));
+                map::<f64, f64>(self, move |x| fix_nonfinite(x, n, p, q))?
+            }
+            _ => crate::ops::convert::copy_raw(self)?,
+        };
+        if needs_grad(&[self]) {
+            record(
+                "NanToNumBackward0",
+                &[self],
+                &[&out],
+                &[self],
+                false,
+                |g, s| {
+                    let zero = Tensor::wrapped_scalar(0.0, g[0].dtype());
+                    Ok(vec![Some(Tensor::where_cond(
+                        &s[0].isfinite()?,
+                        &g[0],
+                        &zero,
+                    )?)])
+                },
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// Elementwise NaN test (bool result).
+    pub fn isnan(&self) -> Result<Tensor> {
+        match self.dtype() {
+            DType::Float32 => map::<f32, bool>(self, |x| x.is_nan()),
+            DType::Float64 => map::<f64, bool>(self, |x| x.is_nan()),
+            _ => map::<bool, bool>(&crate::ops::convert::cast(self, DType::Bool)?, |_| false),
+        }
+    }
+
+    /// Elementwise ±inf test (bool result).
+    pub fn isinf(&self) -> Result<Tensor> {
+        match self.dtype() {
+            DType::Float32 => map::<f32, bool>(self, |x| x.is_infinite()),
+            DType::Float64 => map::<f64, bool>(self, |x| x.is_infinite()),
+            _ => map::<bool, bool>(&crate::ops::convert::cast(self, DType::Bool)?, |_| false),
+        }
+    }
+
+    /// Elementwise finiteness test (bool result; integers are always finite).
+    pub fn isfinite(&self) -> Result<Tensor> {
+        match self.dtype() {
+            DType::Float32 => map::<f32, bool>(self, |x| x.is_finite()),
+            DType::Float64 => map::<f64, bool>(self, |x| x.is_finite()),
+            _ => map::<bool, bool>(&crate::ops::convert::cast(self, DType::Bool)?, |_| true),
+        }
+    }
+
+    /// Bitwise not: logical not for bool tensors, `!x` for integers (`~` in Python).
+    pub fn bitwise_not(&self) -> Result<Tensor> {
+        match self.dtype() {
+            DType::Bool => map::<bool, bool>(self, |x| !x),
+            DType::Int64 => map::<i64, i64>(self, |x| !x),
+            _ => Err(crate::error::Error::type_error(
+                "~ (operator.invert) is only implemented on integer and Boolean-type tensors",
+            )),
+        }
+    }
+
+    /// A 0-d probe tensor of `dtype` with tensor priority (for computing promotions).
+    pub(crate) fn with_dtype_probe(dtype: DType) -> Tensor {
+        Tensor::zeros(&[1], dtype)
+    }
+}
+
+fn fix_nonfinite<F: num_traits::Float>(x: F, nan: F, posinf: F, neginf: F) -> F {
+    if x.is_nan() {
+        nan
+    } else if x == F::infinity() {
+        posinf
+    } else if x == F::neg_infinity() {
+        neginf
+    } else {
+        x
+    }
+}

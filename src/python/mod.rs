@@ -5,6 +5,7 @@ mod errors;
 mod node;
 mod numpy_interop;
 mod ops_nn;
+mod ops_math;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -408,5 +409,6 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(_where_tensors, m)?)?;
     ops_nn::register(m)?;
+    ops_math::register(m)?;
     Ok(())
 }

@@ -129,7 +129,7 @@ pub(crate) fn dims_arg(args: &Bound<'_, PyTuple>) -> PyResult<Vec<i64>> {
 }
 
 /// `dim=None | int | sequence of int`.
-fn dim_list(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<i64>> {
+pub(crate) fn dim_list(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<i64>> {
     match dim {
         None => Ok(Vec::new()),
         Some(d) if d.is_none() => Ok(Vec::new()),
@@ -190,7 +190,6 @@ binary_methods!(
     add => |a, b| a.add(b),
     sub => |a, b| a.sub(b),
     mul => |a, b| a.mul(b),
-    div => |a, b| a.div(b),
     pow => |a, b| a.pow(b),
     __add__ => |a, b| a.add(b),
     __radd__ => |a, b| b.add(a),
