@@ -10,3 +10,6 @@ pub mod matmul;
 pub mod reduce;
 pub mod shape_ops;
 pub mod unary;
+pub mod indexing;
+pub mod linalg;
+pub mod shape_more;

@@ -5,6 +5,7 @@ mod errors;
 mod node;
 mod numpy_interop;
 mod tensor;
+mod ops_shape;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -405,5 +406,6 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(_where_tensors, m)?)?;
+    ops_shape::register(m)?;
     Ok(())
 }
