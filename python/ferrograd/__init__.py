@@ -228,3 +228,5 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+
+from ._ops_shape import *  # noqa: E402, F401, F403

@@ -60,10 +60,12 @@ fn wrap_index(i: i64, dim: usize, size: usize) -> Result<usize> {
 /// The values of an int64 index tensor, or torch's error for another dtype.
 fn index_values(index: &Tensor, op: &str) -> Result<Vec<i64>> {
     if index.dtype() != DType::Int64 {
-        return Err(Error::runtime(format!(
-            "{op}(): Expected dtype int64 for index, but got {}",
-            index.dtype().c_name()
-        )));
+        let msg = match op {
+            "index_select" => "index_select(): Expected dtype int32 or int64 for index".to_string(),
+            "index_add_" => "index_add_(): Expected dtype int32/int64 for index".to_string(),
+            _ => format!("{op}(): Expected dtype int32/int64 for index"),
+        };
+        return Err(Error::runtime(msg));
     }
     index.to_vec::<i64>()
 }
@@ -94,7 +96,12 @@ impl Tensor {
     /// `self` with `values` written at flat positions `pos` (one per element of `values`, in
     /// row-major order). With `accumulate` duplicates add up; otherwise the last write wins.
     /// Differentiable in both `self` and `values` (composed of where/take/scatter_add).
-    pub(crate) fn put_flat(&self, pos: &[usize], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+    pub(crate) fn put_flat(
+        &self,
+        pos: &[usize],
+        values: &Tensor,
+        accumulate: bool,
+    ) -> Result<Tensor> {
         let values = if values.dtype() != self.dtype() {
             values.to_dtype(self.dtype())?
         } else {
@@ -271,16 +278,39 @@ impl Tensor {
     }
 
     /// `self` with `alpha * source` slices added along `dim` at `index`.
-    pub fn index_add(&self, dim: i64, index: &Tensor, source: &Tensor, alpha: f64) -> Result<Tensor> {
+    pub fn index_add(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+        alpha: f64,
+    ) -> Result<Tensor> {
         if index.dim() > 1 {
-            return Err(Error::index("index_add_(): Index is supposed to be a vector"));
+            return Err(Error::index(
+                "index_add_(): Index is supposed to be a vector",
+            ));
         }
         let iv = index_values(index, "index_add_")?;
         let d = wrap_dim(dim, self.dim().max(1))?;
-        let sshape: Vec<usize> = if self.dim() == 0 { vec![1] } else { self.shape().to_vec() };
+        let sshape: Vec<usize> = if self.dim() == 0 {
+            vec![1]
+        } else {
+            self.shape().to_vec()
+        };
         let mut expect = sshape.clone();
         expect[d] = iv.len();
-        let src_shape: Vec<usize> = if source.dim() == 0 { vec![1] } else { source.shape().to_vec() };
+        let src_shape: Vec<usize> = if source.dim() == 0 {
+            vec![1]
+        } else {
+            source.shape().to_vec()
+        };
+        if src_shape.len() == expect.len() && src_shape[d] != iv.len() {
+            return Err(Error::runtime(format!(
+                "index_add_(): Number of indices ({}) should be equal to source.size(dim): ({}), for dim: {d}",
+                iv.len(),
+                src_shape[d]
+            )));
+        }
         if src_shape != expect {
             return Err(Error::runtime(format!(
                 "index_add_(): Source/destination tensor must have same slice shapes. Destination slice shape: {} at dimension {d} and source slice shape: {} at dimension 0.",
@@ -288,31 +318,50 @@ impl Tensor {
                 fmt_shape(&src_shape)
             )));
         }
-        let idx: Vec<usize> = iv.iter().map(|&i| wrap_index(i, d, sshape[d])).collect::<Result<_>>()?;
+        let idx: Vec<usize> = iv
+            .iter()
+            .map(|&i| wrap_index(i, d, sshape[d]))
+            .collect::<Result<_>>()?;
         let st = rm_strides(&sshape);
         let pos = positions(&expect, |c| {
             let mut c = c.to_vec();
             c[d] = idx[c[d]];
             Ok(flat(&c, &st))
         })?;
-        let src = if alpha == 1.0 { source.clone() } else { source.mul_scalar(alpha)? };
+        let src = if alpha == 1.0 {
+            source.clone()
+        } else {
+            source.mul_scalar(alpha)?
+        };
         self.put_flat(&pos, &src, true)
     }
 
     /// The elements where `mask` (broadcast with `self`) is true, as a 1-D tensor.
     pub fn masked_select(&self, mask: &Tensor) -> Result<Tensor> {
         if mask.dtype() != DType::Bool {
-            return Err(Error::runtime(format!(
-                "masked_select: expected BoolTensor for mask, but got {}",
-                mask.dtype().c_name()
-            )));
+            return Err(Error::runtime(
+                "masked_select: expected BoolTensor for mask",
+            ));
         }
         let shape = broadcast_shapes(self.shape(), mask.shape())?;
-        let x = if self.shape() == shape.as_slice() { self.clone() } else { self.expand(&shape)? };
+        let x = if self.shape() == shape.as_slice() {
+            self.clone()
+        } else {
+            self.expand(&shape)?
+        };
         let m = mask.expand(&shape)?.to_vec::<bool>()?;
-        let pos: Vec<usize> = m.iter().enumerate().filter(|(_, &b)| b).map(|(i, _)| i).collect();
+        let pos: Vec<usize> = m
+            .iter()
+            .enumerate()
+            .filter(|(_, &b)| b)
+            .map(|(i, _)| i)
+            .collect();
         let n = pos.len();
-        let xc = if x.is_contiguous() { x } else { x.contiguous()? };
+        let xc = if x.is_contiguous() {
+            x
+        } else {
+            x.contiguous()?
+        };
         xc.gather_named("MaskedSelectBackward0", pos, &[n])
     }
 
@@ -321,9 +370,12 @@ impl Tensor {
         let vals: Vec<bool> = match self.dtype() {
             DType::Bool => self.to_vec::<bool>()?,
             DType::Int64 => self.to_vec::<i64>()?.iter().map(|&v| v != 0).collect(),
-            _ => self.to_vec::<f64>().or_else(|_| {
-                self.to_dtype(DType::Float64)?.to_vec::<f64>()
-            })?.iter().map(|&v| v != 0.0).collect(),
+            _ => self
+                .to_vec::<f64>()
+                .or_else(|_| self.to_dtype(DType::Float64)?.to_vec::<f64>())?
+                .iter()
+                .map(|&v| v != 0.0)
+                .collect(),
         };
         let shape = self.shape();
         let st = rm_strides(shape);
@@ -350,7 +402,9 @@ impl Tensor {
             )));
         }
         let Some(dim) = dim else {
-            return self.reshape(&[self.numel()])?.gather(0, &indices.reshape(&[indices.numel()])?);
+            return self
+                .reshape(&[self.numel()])?
+                .gather(0, &indices.reshape(&[indices.numel()])?);
         };
         if self.dim() != indices.dim() {
             return Err(Error::runtime(format!(
@@ -373,8 +427,16 @@ impl Tensor {
             sa[d] = self.shape()[d];
             sb[d] = indices.shape()[d];
         }
-        let x = if self.shape() == sa.as_slice() { self.clone() } else { self.expand(&sa)? };
-        let i = if indices.shape() == sb.as_slice() { indices.clone() } else { indices.expand(&sb)?.contiguous()? };
+        let x = if self.shape() == sa.as_slice() {
+            self.clone()
+        } else {
+            self.expand(&sa)?
+        };
+        let i = if indices.shape() == sb.as_slice() {
+            indices.clone()
+        } else {
+            indices.expand(&sb)?.contiguous()?
+        };
         x.gather(d as i64, &i)
     }
 
@@ -436,7 +498,10 @@ impl Tensor {
         }
         let mut bshape: Dims = Dims::new();
         for &i in &adv {
-            let t = ix[i].as_ref().map(|t| t.shape().to_vec()).unwrap_or_default();
+            let t = ix[i]
+                .as_ref()
+                .map(|t| t.shape().to_vec())
+                .unwrap_or_default();
             bshape = broadcast_shapes(&bshape, &t).map_err(|_| {
                 let shapes: Vec<String> = adv
                     .iter()
@@ -450,7 +515,9 @@ impl Tensor {
         }
         let mut vals: Vec<Vec<usize>> = Vec::new();
         for &i in &adv {
-            let t = ix[i].as_ref().ok_or_else(|| Error::runtime("internal error: index"))?;
+            let t = ix[i]
+                .as_ref()
+                .ok_or_else(|| Error::runtime("internal error: index"))?;
             let e = t.expand(&bshape)?;
             let v = e.to_vec::<i64>()?;
             vals.push(
@@ -493,13 +560,22 @@ impl Tensor {
     /// `None` for a full slice, int64 or bool tensors otherwise.
     pub fn index(&self, indices: &[Option<Tensor>]) -> Result<Tensor> {
         let (shape, pos) = self.index_positions(indices)?;
-        let x = if self.is_contiguous() { self.clone() } else { self.contiguous()? };
+        let x = if self.is_contiguous() {
+            self.clone()
+        } else {
+            self.contiguous()?
+        };
         x.gather_named("IndexBackward0", pos, &shape)
     }
 
     /// Out-of-place `index_put`: `self` with `values` (broadcast to the shape of
     /// `self[indices]`) written (or added, with `accumulate`) at those positions.
-    pub fn index_put(&self, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+    pub fn index_put(
+        &self,
+        indices: &[Option<Tensor>],
+        values: &Tensor,
+        accumulate: bool,
+    ) -> Result<Tensor> {
         let (shape, pos) = self.index_positions(indices)?;
         let v = if values.shape() == shape.as_slice() {
             values.clone()
@@ -512,12 +588,21 @@ impl Tensor {
                 ))
             })?
         };
-        let v = if v.is_contiguous() { v } else { v.contiguous()? };
+        let v = if v.is_contiguous() {
+            v
+        } else {
+            v.contiguous()?
+        };
         self.put_flat(&pos, &v, accumulate)
     }
 
     /// In-place `index_put_` (written through `copy_`, so versions and views behave as torch).
-    pub fn index_put_(&self, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<()> {
+    pub fn index_put_(
+        &self,
+        indices: &[Option<Tensor>],
+        values: &Tensor,
+        accumulate: bool,
+    ) -> Result<()> {
         let r = self.index_put(indices, values, accumulate)?;
         self.copy_(&r)
     }
@@ -534,4 +619,3 @@ impl Tensor {
         self.copy_(&r)
     }
 }
-

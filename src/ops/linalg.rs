@@ -15,10 +15,23 @@ impl Tensor {
     /// Matrix product of two 2-D tensors (strict: no broadcasting, no 1-D promotion).
     pub fn mm(&self, mat2: &Tensor) -> Result<Tensor> {
         if self.dim() != 2 {
-            return Err(Error::runtime("self must be a matrix"));
+            return Err(Error::runtime(format!(
+                "mm: self must be a matrix, got {}-D tensor",
+                self.dim()
+            )));
         }
         if mat2.dim() != 2 {
-            return Err(Error::runtime("mat2 must be a matrix"));
+            return Err(Error::runtime(format!(
+                "mm: mat2 must be a matrix, got {}-D tensor",
+                mat2.dim()
+            )));
+        }
+        let (a, b) = (self.shape(), mat2.shape());
+        if a[1] != b[0] {
+            return Err(Error::runtime(format!(
+                "mm: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+                a[0], a[1], b[0], b[1]
+            )));
         }
         self.matmul(mat2)
     }
@@ -104,10 +117,17 @@ impl Tensor {
         if needs_grad(&[self]) {
             let idx = Arc::new(transform(&Layout::contiguous(self.shape())).offsets());
             let in_shape: Dims = self.shape().into();
-            record("DiagonalBackward0", &[self], &[&out], &[], false, move |g, _| {
-                let gc = g[0].contiguous()?;
-                Ok(vec![Some(gc.scatter_add_flat(&in_shape, &idx)?)])
-            })?;
+            record(
+                "DiagonalBackward0",
+                &[self],
+                &[&out],
+                &[],
+                false,
+                move |g, _| {
+                    let gc = g[0].contiguous()?;
+                    Ok(vec![Some(gc.scatter_add_flat(&in_shape, &idx)?)])
+                },
+            )?;
         }
         Ok(out)
     }
@@ -139,8 +159,22 @@ impl Tensor {
                         }
                     })
                     .collect();
-                let x = self.contiguous()?;
-                x.scatter_add_flat(&[m, m], &Arc::new(pos))
+                let idx = Arc::new(pos);
+                let out = {
+                    let _g = GradModeGuard::new(false);
+                    self.contiguous()?.scatter_add_flat(&[m, m], &idx)?
+                };
+                if needs_grad(&[self]) {
+                    record(
+                        "DiagEmbedBackward0",
+                        &[self],
+                        &[&out],
+                        &[],
+                        false,
+                        move |g, _| Ok(vec![Some(g[0].contiguous()?.take_flat(&idx, &[n])?)]),
+                    )?;
+                }
+                Ok(out)
             }
             2 => {
                 let d = self.diagonal(diagonal, 0, 1)?;
@@ -153,7 +187,7 @@ impl Tensor {
                 };
                 drop(d);
                 let pos = positions(&[n], |c| Ok(flat(&[r0 + c[0], c0 + c[0]], &st)))?;
-                self.gather_named("DiagBackward0", pos, &[n])
+                self.gather_named("DiagonalBackward0", pos, &[n])
             }
             d => Err(Error::runtime(format!(
                 "diag(): Supports 1D or 2D tensors. Got {d}D"
@@ -184,7 +218,11 @@ impl Tensor {
             Tensor::where_cond(&mask, self, &Tensor::wrapped_scalar(0.0, self.dtype()))?
         };
         if needs_grad(&[self]) {
-            let node = if lower { "TrilBackward0" } else { "TriuBackward0" };
+            let node = if lower {
+                "TrilBackward0"
+            } else {
+                "TriuBackward0"
+            };
             record(node, &[self], &[&out], &[], false, move |g, _| {
                 Ok(vec![Some(g[0].tri(diagonal, lower)?)])
             })?;
@@ -214,13 +252,17 @@ impl Tensor {
         };
         let terms: Vec<&str> = lhs.split(',').collect();
         if terms.len() != operands.len() {
-            return Err(Error::runtime(format!(
-                "einsum(): more operands were provided than specified in the equation"
-            )
-            .replace(
-                "more",
-                if terms.len() > operands.len() { "fewer" } else { "more" },
-            )));
+            return Err(Error::runtime(
+                format!("einsum(): more operands were provided than specified in the equation")
+                    .replace(
+                        "more",
+                        if terms.len() > operands.len() {
+                            "fewer"
+                        } else {
+                            "more"
+                        },
+                    ),
+            ));
         }
         // Subscripts of each operand, with ellipsis dims as private chars aligned right.
         let mut n_ell = 0usize;
@@ -330,9 +372,8 @@ impl Tensor {
             let mut x = x.clone();
             // Repeated subscripts within one operand take a diagonal.
             loop {
-                let dup = (0..s.len()).find_map(|i| {
-                    (i + 1..s.len()).find(|&j| s[j] == s[i]).map(|j| (i, j))
-                });
+                let dup = (0..s.len())
+                    .find_map(|i| (i + 1..s.len()).find(|&j| s[j] == s[i]).map(|j| (i, j)));
                 let Some((i, j)) = dup else { break };
                 if x.shape()[i] != x.shape()[j] {
                     return Err(Error::runtime(format!(
@@ -353,7 +394,7 @@ impl Tensor {
                 match sizes.get(&c) {
                     Some(&m) if m != n && m != 1 && n != 1 => {
                         return Err(Error::runtime(format!(
-                            "einsum(): operands do not broadcast with remapped shapes (original->remapped): subscript {} has size {n} for operand {k} which does not broadcast with previously seen size {m}",
+                            "einsum(): subscript {} has size {n} for operand {k} which does not broadcast with previously seen size {m}",
                             if (c as u32) >= ELL { '.' } else { c }
                         )));
                     }
@@ -381,7 +422,10 @@ impl Tensor {
             acc = acc.mul(y)?;
         }
         // Broadcast dims that no operand has at full size stay 1; expand to the known sizes.
-        let full: Vec<usize> = order.iter().map(|c| sizes.get(c).copied().unwrap_or(1)).collect();
+        let full: Vec<usize> = order
+            .iter()
+            .map(|c| sizes.get(c).copied().unwrap_or(1))
+            .collect();
         if acc.shape() != full.as_slice() {
             acc = acc.expand(&full)?;
         }

@@ -51,9 +51,14 @@ impl Tensor {
         });
         if needs_grad(&[self]) {
             let in_shape: Dims = self.shape().into();
-            record("ViewBackward0", &[self], &[&out], &[], false, move |g, _| {
-                Ok(vec![Some(g[0].reshape(&in_shape)?)])
-            })?;
+            record(
+                "ViewBackward0",
+                &[self],
+                &[&out],
+                &[],
+                false,
+                move |g, _| Ok(vec![Some(g[0].reshape(&in_shape)?)]),
+            )?;
         }
         Ok(out)
     }
@@ -67,14 +72,24 @@ impl Tensor {
                 source, destination
             )));
         }
-        let src: Vec<usize> = source.iter().map(|&d| wrap_dim(d, nd)).collect::<Result<_>>()?;
-        let dst: Vec<usize> = destination.iter().map(|&d| wrap_dim(d, nd)).collect::<Result<_>>()?;
+        let src: Vec<usize> = source
+            .iter()
+            .map(|&d| wrap_dim(d, nd))
+            .collect::<Result<_>>()?;
+        let dst: Vec<usize> = destination
+            .iter()
+            .map(|&d| wrap_dim(d, nd))
+            .collect::<Result<_>>()?;
         for (v, what) in [(&src, "source"), (&dst, "destination")] {
             for (i, a) in v.iter().enumerate() {
                 if v[..i].contains(a) {
                     return Err(Error::runtime(format!(
                         "movedim: repeated dim in `{what}` ({:?})",
-                        if what == "source" { source } else { destination }
+                        if what == "source" {
+                            source
+                        } else {
+                            destination
+                        }
                     )));
                 }
             }
@@ -146,7 +161,11 @@ impl Tensor {
         }
         let mut out_shape: Vec<usize> = reference.shape().to_vec();
         out_shape[d] = total;
-        let work = if dtype == DType::Bool { DType::Int64 } else { dtype };
+        let work = if dtype == DType::Bool {
+            DType::Int64
+        } else {
+            dtype
+        };
         let out = {
             let _g = GradModeGuard::new(false);
             let mut acc = Tensor::zeros(&out_shape, work);
@@ -236,8 +255,15 @@ impl Tensor {
     }
 
     /// Views of consecutive pieces along `dim`; one node `name` with several outputs, each
-    /// marked so in-place writes on it raise torch's multi-output-view error.
-    fn split_views(&self, d: usize, sizes: &[usize], name: &'static str) -> Result<Vec<Tensor>> {
+    /// marked with `op` so in-place writes on it raise torch's multi-output-view error
+    /// (`Output 1 of Split is a view ...`).
+    fn split_views(
+        &self,
+        d: usize,
+        sizes: &[usize],
+        name: &'static str,
+        op: &'static str,
+    ) -> Result<Vec<Tensor>> {
         let mut outs = Vec::with_capacity(sizes.len());
         let mut off = 0usize;
         for &n in sizes {
@@ -253,7 +279,7 @@ impl Tensor {
                 Ok(vec![Some(Tensor::cat(g, d as i64)?)])
             })?;
             for o in &outs {
-                o.meta().multi_view_op = Some(name);
+                o.meta().multi_view_op = Some(op);
             }
         }
         Ok(outs)
@@ -287,7 +313,7 @@ impl Tensor {
                 sizes.push(0);
             }
         }
-        self.split_views(d, &sizes, "SplitBackward0")
+        self.split_views(d, &sizes, "SplitBackward0", "Split")
     }
 
     /// Pieces of the given sizes along `dim` (they must add up to its size); views.
@@ -307,7 +333,7 @@ impl Tensor {
             )));
         }
         let s: Vec<usize> = sizes.iter().map(|&v| v as usize).collect();
-        self.split_views(d, &s, "SplitWithSizesBackward0")
+        self.split_views(d, &s, "SplitWithSizesBackward0", "SplitWithSizes")
     }
 
     /// At most `chunks` equal pieces (of size ceil(n / chunks)) along `dim`; views.
@@ -328,7 +354,7 @@ impl Tensor {
         if size == 0 {
             // torch returns `chunks` empty pieces for an empty dim.
             let sizes = vec![0usize; chunks as usize];
-            return self.split_views(d, &sizes, "SplitBackward0");
+            return self.split_views(d, &sizes, "SplitBackward0", "Split");
         }
         self.split(size, d as i64)
     }
@@ -352,11 +378,16 @@ impl Tensor {
         }
         if needs_grad(&[self]) {
             let refs: Vec<&Tensor> = outs.iter().collect();
-            record("UnbindBackward0", &[self], &refs, &[], false, move |g, _| {
-                Ok(vec![Some(Tensor::stack(g, d as i64)?)])
-            })?;
+            record(
+                "UnbindBackward0",
+                &[self],
+                &refs,
+                &[],
+                false,
+                move |g, _| Ok(vec![Some(Tensor::stack(g, d as i64)?)]),
+            )?;
             for o in &outs {
-                o.meta().multi_view_op = Some("UnbindBackward0");
+                o.meta().multi_view_op = Some("Unbind");
             }
         }
         Ok(outs)
@@ -369,7 +400,11 @@ impl Tensor {
         for &d in dims {
             let w = wrap_dim(d, nd.max(1))?;
             if ds.contains(&w) {
-                return Err(Error::runtime(format!("dims has duplicates, original flip dims size={}, but unique flip dims size={}", dims.len(), ds.len())));
+                return Err(Error::runtime(format!(
+                    "dims has duplicates, original flip dims size={}, but unique flip dims size={}",
+                    dims.len(),
+                    ds.len()
+                )));
             }
             ds.push(w);
         }
@@ -411,7 +446,10 @@ impl Tensor {
             )));
         }
         let shape = self.shape().to_vec();
-        let ds: Vec<usize> = dims.iter().map(|&d| wrap_dim(d, self.dim())).collect::<Result<_>>()?;
+        let ds: Vec<usize> = dims
+            .iter()
+            .map(|&d| wrap_dim(d, self.dim()))
+            .collect::<Result<_>>()?;
         let st = rm_strides(&shape);
         let pos = positions(&shape, |c| {
             let mut c = c.to_vec();

@@ -4,8 +4,8 @@
 mod errors;
 mod node;
 mod numpy_interop;
-mod tensor;
 mod ops_shape;
+mod tensor;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;

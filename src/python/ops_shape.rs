@@ -51,7 +51,10 @@ fn index_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Option<Tensor>>> {
 
 /// A Python number as f64 (bool, int or float) or a one-element tensor.
 fn scalar_value(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
-    if obj.is_instance_of::<PyBool>() || obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyFloat>() {
+    if obj.is_instance_of::<PyBool>()
+        || obj.is_instance_of::<PyInt>()
+        || obj.is_instance_of::<PyFloat>()
+    {
         return obj.extract::<f64>();
     }
     if let Ok(t) = obj.cast::<PyTensor>() {
@@ -64,7 +67,9 @@ fn scalar_value(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
             t.dim()
         )));
     }
-    Err(PyTypeError::new_err(format!("{what}: value must be a number")))
+    Err(PyTypeError::new_err(format!(
+        "{what}: value must be a number"
+    )))
 }
 
 #[pymethods]
@@ -77,7 +82,12 @@ impl PyTensor {
         wrap(py, t)
     }
     /// Split dim `dim` into `sizes` (a view).
-    fn unflatten(&self, py: Python<'_>, dim: i64, sizes: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    fn unflatten(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        sizes: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
         let s = int_or_seq(sizes)?;
         let t = guarded(|| self.inner.unflatten(dim, &s))?;
         wrap(py, t)
@@ -233,7 +243,12 @@ impl PyTensor {
         Ok(slf.clone().unbind())
     }
     /// Elements along `dim` at `index`.
-    fn index_select(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    fn index_select(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        index: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
         let i = tensor_of(index, "index")?;
         let t = guarded(|| self.inner.index_select(dim, &i))?;
         wrap(py, t)
@@ -296,7 +311,12 @@ impl PyTensor {
         wrap(py, t)
     }
     /// `value` where `mask` is true.
-    fn masked_fill(&self, py: Python<'_>, mask: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    fn masked_fill(
+        &self,
+        py: Python<'_>,
+        mask: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
         let m = tensor_of(mask, "mask")?;
         let v = scalar_value(value, "masked_fill_")?;
         if m.dtype() != crate::tensor::DType::Bool {
@@ -309,7 +329,11 @@ impl PyTensor {
         wrap(py, t)
     }
     /// In-place `masked_fill`.
-    fn masked_fill_(slf: &Bound<'_, Self>, mask: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    fn masked_fill_(
+        slf: &Bound<'_, Self>,
+        mask: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
         let m = tensor_of(mask, "mask")?;
         let v = scalar_value(value, "masked_fill_")?;
         guarded(|| slf.get().inner.masked_fill_(&m, v))?;
@@ -323,7 +347,12 @@ impl PyTensor {
     }
     /// `gather` with broadcasting; flattened without `dim`.
     #[pyo3(signature = (indices, dim=None))]
-    fn take_along_dim(&self, py: Python<'_>, indices: &Bound<'_, PyAny>, dim: Option<i64>) -> PyResult<Py<PyTensor>> {
+    fn take_along_dim(
+        &self,
+        py: Python<'_>,
+        indices: &Bound<'_, PyAny>,
+        dim: Option<i64>,
+    ) -> PyResult<Py<PyTensor>> {
         let i = tensor_of(indices, "indices")?;
         let t = guarded(|| self.inner.take_along_dim(&i, dim))?;
         wrap(py, t)
@@ -376,7 +405,13 @@ impl PyTensor {
     }
     /// A diagonal as the last dim (a view).
     #[pyo3(signature = (offset=0, dim1=0, dim2=1))]
-    fn diagonal(&self, py: Python<'_>, offset: i64, dim1: i64, dim2: i64) -> PyResult<Py<PyTensor>> {
+    fn diagonal(
+        &self,
+        py: Python<'_>,
+        offset: i64,
+        dim1: i64,
+        dim2: i64,
+    ) -> PyResult<Py<PyTensor>> {
         let t = guarded(|| self.inner.diagonal(offset, dim1, dim2))?;
         wrap(py, t)
     }
