@@ -251,17 +251,14 @@ impl Tensor {
             None => (eq.clone(), None),
         };
         let terms: Vec<&str> = lhs.split(',').collect();
-        if terms.len() != operands.len() {
+        if terms.len() < operands.len() {
             return Err(Error::runtime(
-                format!("einsum(): more operands were provided than specified in the equation")
-                    .replace(
-                        "more",
-                        if terms.len() > operands.len() {
-                            "fewer"
-                        } else {
-                            "more"
-                        },
-                    ),
+                "einsum(): more operands were provided than specified in the equation",
+            ));
+        }
+        if terms.len() > operands.len() {
+            return Err(Error::runtime(
+                "einsum(): fewer operands were provided than specified in the equation",
             ));
         }
         // Subscripts of each operand, with ellipsis dims as private chars aligned right.

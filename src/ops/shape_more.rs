@@ -161,32 +161,25 @@ impl Tensor {
         }
         let mut out_shape: Vec<usize> = reference.shape().to_vec();
         out_shape[d] = total;
-        let work = if dtype == DType::Bool {
-            DType::Int64
-        } else {
-            dtype
-        };
         let out = {
             let _g = GradModeGuard::new(false);
-            let mut acc = Tensor::zeros(&out_shape, work);
-            let st = rm_strides(&out_shape);
-            let mut off = 0usize;
+            // All inputs' elements back to back, then one gather into the output layout.
+            let all = concat_flat(&used, dtype)?;
+            let mut bounds = Vec::with_capacity(used.len());
+            let (mut off, mut base) = (0usize, 0usize);
             for t in &used {
-                let ts = t.shape().to_vec();
-                let pos = positions(&ts, |c| {
-                    let mut c = c.to_vec();
-                    c[d] += off;
-                    Ok(flat(&c, &st))
-                })?;
-                off += ts[d];
-                let tc = t.detach().to_dtype(work)?.contiguous()?;
-                acc = acc.add(&tc.scatter_add_flat(&out_shape, &Arc::new(pos))?)?;
+                bounds.push((off + t.shape()[d], off, base, rm_strides(t.shape())));
+                off += t.shape()[d];
+                base += t.numel();
             }
-            if dtype == DType::Bool {
-                acc.to_dtype(DType::Bool)?
-            } else {
-                acc
-            }
+            let pos = positions(&out_shape, |c| {
+                let k = bounds.partition_point(|b| b.0 <= c[d]);
+                let (_, start, base, st) = &bounds[k];
+                let mut local = c.to_vec();
+                local[d] -= start;
+                Ok(base + flat(&local, st))
+            })?;
+            all.take_flat(&Arc::new(pos), &out_shape)?
         };
         let refs: Vec<&Tensor> = tensors.iter().collect();
         if needs_grad(&refs) {
@@ -493,5 +486,28 @@ impl Tensor {
         let mut d: Vec<i64> = vec![1; self.dim().saturating_sub(dims.len())];
         d.extend_from_slice(dims);
         self.repeat(&d)
+    }
+}
+
+/// The elements of `ts` (converted to `dtype`) back to back as one 1-D tensor (no graph).
+fn concat_flat(ts: &[&Tensor], dtype: DType) -> Result<Tensor> {
+    fn join<T: crate::tensor::Element>(ts: &[&Tensor], dtype: DType) -> Result<Tensor> {
+        let mut v: Vec<T> = Vec::new();
+        for t in ts {
+            let t = if t.dtype() == dtype {
+                (*t).clone()
+            } else {
+                t.to_dtype(dtype)?
+            };
+            v.extend(t.to_vec::<T>()?);
+        }
+        let n = v.len();
+        Tensor::from_vec(v, &[n])
+    }
+    match dtype {
+        DType::Float32 => join::<f32>(ts, dtype),
+        DType::Float64 => join::<f64>(ts, dtype),
+        DType::Int64 => join::<i64>(ts, dtype),
+        DType::Bool => join::<bool>(ts, dtype),
     }
 }
