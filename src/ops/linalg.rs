@@ -364,6 +364,7 @@ impl Tensor {
         // Align each operand to `order`.
         let mut sizes: std::collections::HashMap<char, usize> = Default::default();
         let mut aligned = Vec::new();
+        let mut prepped = Vec::new();
         for (k, (s, x)) in subs.iter().zip(operands).enumerate() {
             let mut s = s.clone();
             let mut x = x.clone();
@@ -401,6 +402,7 @@ impl Tensor {
                     }
                 }
             }
+            prepped.push((s.clone(), x.clone()));
             let present: Vec<char> = order.iter().copied().filter(|c| s.contains(c)).collect();
             let perm: Vec<i64> = present
                 .iter()
@@ -413,6 +415,11 @@ impl Tensor {
                 }
             }
             aligned.push(y);
+        }
+        if let [a, b] = prepped.as_slice() {
+            if let Some(r) = einsum_pair(a, b, &out)? {
+                return Ok(r);
+            }
         }
         let mut acc = aligned[0].clone();
         for y in &aligned[1..] {
@@ -433,4 +440,88 @@ impl Tensor {
             acc.sum_dims(&red, false)
         }
     }
+}
+
+/// Two-operand einsum as one (batched) `matmul`: subscripts only in one operand and not in the
+/// output are summed first; shared output subscripts are batch dims, shared others contracted.
+/// `None` when a contracted subscript would need broadcasting (the generic path handles it).
+fn einsum_pair(
+    a: &(Vec<char>, Tensor),
+    b: &(Vec<char>, Tensor),
+    out: &[char],
+) -> Result<Option<Tensor>> {
+    let sum_alone = |s: &[char], x: &Tensor, other: &[char]| -> Result<(Vec<char>, Tensor)> {
+        let keep = |c: &char| other.contains(c) || out.contains(c);
+        let dims: Vec<i64> = (0..s.len())
+            .filter(|&i| !keep(&s[i]))
+            .map(|i| i as i64)
+            .collect();
+        if dims.is_empty() {
+            return Ok((s.to_vec(), x.clone()));
+        }
+        Ok((
+            s.iter().copied().filter(|c| keep(c)).collect(),
+            x.sum_dims(&dims, false)?,
+        ))
+    };
+    let (sa, xa) = sum_alone(&a.0, &a.1, &b.0)?;
+    let (sb, xb) = sum_alone(&b.0, &b.1, &sa)?;
+    let pos = |s: &[char], c: char| s.iter().position(|d| *d == c).unwrap_or(0);
+    let batch: Vec<char> = out
+        .iter()
+        .copied()
+        .filter(|c| sa.contains(c) && sb.contains(c))
+        .collect();
+    let contract: Vec<char> = sa
+        .iter()
+        .copied()
+        .filter(|c| sb.contains(c) && !out.contains(c))
+        .collect();
+    let lonly: Vec<char> = out
+        .iter()
+        .copied()
+        .filter(|c| sa.contains(c) && !sb.contains(c))
+        .collect();
+    let ronly: Vec<char> = out
+        .iter()
+        .copied()
+        .filter(|c| sb.contains(c) && !sa.contains(c))
+        .collect();
+    for &c in &contract {
+        if xa.shape()[pos(&sa, c)] != xb.shape()[pos(&sb, c)] {
+            return Ok(None);
+        }
+    }
+    let size_a = |c: char| xa.shape()[pos(&sa, c)];
+    let size_b = |c: char| xb.shape()[pos(&sb, c)];
+    let perm_a: Vec<i64> = batch
+        .iter()
+        .chain(&lonly)
+        .chain(&contract)
+        .map(|&c| pos(&sa, c) as i64)
+        .collect();
+    let perm_b: Vec<i64> = batch
+        .iter()
+        .chain(&contract)
+        .chain(&ronly)
+        .map(|&c| pos(&sb, c) as i64)
+        .collect();
+    let k: usize = contract.iter().map(|&c| size_a(c)).product();
+    let l: usize = lonly.iter().map(|&c| size_a(c)).product();
+    let r: usize = ronly.iter().map(|&c| size_b(c)).product();
+    let mut shape_a: Vec<usize> = batch.iter().map(|&c| size_a(c)).collect();
+    shape_a.extend([l, k]);
+    let mut shape_b: Vec<usize> = batch.iter().map(|&c| size_b(c)).collect();
+    shape_b.extend([k, r]);
+    let ma = xa.permute(&perm_a)?.reshape(&shape_a)?;
+    let mb = xb.permute(&perm_b)?.reshape(&shape_b)?;
+    let prod = ma.matmul(&mb)?;
+    let nb = batch.len();
+    let mut shape: Vec<usize> = prod.shape()[..nb].to_vec();
+    shape.extend(lonly.iter().map(|&c| size_a(c)));
+    shape.extend(ronly.iter().map(|&c| size_b(c)));
+    let res = prod.reshape(&shape)?;
+    let now: Vec<char> = batch.iter().chain(&lonly).chain(&ronly).copied().collect();
+    let perm: Vec<i64> = out.iter().map(|&c| pos(&now, c) as i64).collect();
+    Ok(Some(res.permute(&perm)?))
 }

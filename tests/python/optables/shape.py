@@ -225,6 +225,13 @@ OPS = [
         lambda L, x, y: L.einsum("...ij,...jk->...ik", x, y),
         [Arg((2, 2, 3)), Arg((3, 4))],
     ),
+    OpSpec(
+        "einsum_ellipsis_broadcast",
+        lambda L, x, y: L.einsum("...ij,...jk->...ik", x, y),
+        [Arg((2, 1, 2, 3)), Arg((3, 3, 4))],
+    ),
+    OpSpec("einsum_sum_alone", lambda L, x, y: L.einsum("ij,kj->k", x, y), [A, Arg((4, 3))]),
+    OpSpec("einsum_full_reduce", lambda L, x, y: L.einsum("i,j->", x, y), [Arg((3,)), Arg((2,))]),
     OpSpec("einsum_implicit", lambda L, x, y: L.einsum("ij,jk", x, y), [A, B]),
     OpSpec("einsum_list", lambda L, x, y: L.einsum("i,i->", [x, y]), [Arg((3,)), Arg((3,))]),
 ]
