@@ -145,6 +145,12 @@ impl Tensor {
             ));
         }
         let iv = index_values(index, "index_select")?;
+        if self.dim() == 0 && iv.len() != 1 {
+            return Err(Error::runtime(format!(
+                "index_select(): Index to scalar can have only 1 value, got {} value(s)",
+                iv.len()
+            )));
+        }
         let nd = self.dim().max(1);
         let d = wrap_dim(dim, nd)?;
         let in_shape: Vec<usize> = if self.dim() == 0 {

@@ -15,6 +15,11 @@ use crate::tensor::{DType, Dims, Layout, Tensor};
 impl Tensor {
     /// Split dim `dim` into `sizes` (one `-1` inferred); a view.
     pub fn unflatten(&self, dim: i64, sizes: &[i64]) -> Result<Tensor> {
+        if self.dim() == 0 {
+            return Err(Error::runtime(format!(
+                "unflatten got an unexpected error:\nDimension specified as {dim} but tensor has no dimensions"
+            )));
+        }
         let d = wrap_dim(dim, self.dim())?;
         if sizes.is_empty() {
             return Err(Error::runtime("unflatten: sizes must be non-empty"));
@@ -71,6 +76,13 @@ impl Tensor {
                 "movedim: Invalid source or destination dims: source ({:?} dims) should contain the same number of dims as destination ({:?} dims)",
                 source, destination
             )));
+        }
+        if nd == 0 {
+            // torch accepts dim 0 / -1 on a 0-d tensor and returns a view of it.
+            for &d in source.iter().chain(destination) {
+                wrap_dim(d, nd)?;
+            }
+            return self.permute(&[]);
         }
         let src: Vec<usize> = source
             .iter()
@@ -401,6 +413,9 @@ impl Tensor {
             }
             ds.push(w);
         }
+        if nd == 0 {
+            ds.clear();
+        }
         let shape = self.shape().to_vec();
         let st = rm_strides(&shape);
         let pos = positions(&shape, |c| {
@@ -436,6 +451,12 @@ impl Tensor {
                 "shifts and dimensions must align. shifts: {}, dims:{}",
                 shifts.len(),
                 dims.len()
+            )));
+        }
+        if self.dim() == 0 {
+            return Err(Error::index(format!(
+                "Dimension specified as {} but tensor has no dimensions",
+                dims[0]
             )));
         }
         let shape = self.shape().to_vec();

@@ -365,7 +365,8 @@ impl PyTensor {
             return Ok(wrap(py, nz)?.into_bound(py).into_any());
         }
         let cols = if self.inner.dim() == 0 {
-            guarded(|| nz.reshape(&[nz.numel()]).map(|t| vec![t]))?
+            // a 0-d tensor has one "row": index 0 if it is non-zero
+            vec![Tensor::zeros(&[nz.shape()[0]], crate::tensor::DType::Int64)]
         } else {
             guarded(|| nz.unbind(1)?.into_iter().map(|c| c.contiguous()).collect())?
         };

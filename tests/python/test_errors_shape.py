@@ -326,3 +326,40 @@ def test_nonzero_as_tuple_indexes_back():
     idx = fg.nonzero(x, as_tuple=True)
     npt.assert_array_equal(x[idx].numpy(), [1.0, 2.0])
     assert x.nonzero().dtype == fg.int64
+
+
+@pytest.mark.parametrize(
+    "fn,exc,msg",
+    [
+        (
+            lambda s: s.roll(1, 0),
+            IndexError,
+            "Dimension specified as 0 but tensor has no dimensions",
+        ),
+        (
+            lambda s: s.unflatten(0, (1,)),
+            RuntimeError,
+            "Dimension specified as 0 but tensor has no",
+        ),
+        (
+            lambda s: s.index_select(0, long([0, 0])),
+            RuntimeError,
+            "index_select(): Index to scalar can have only 1 value, got 2 value(s)",
+        ),
+        (lambda s: s.unbind(), IndexError, "Dimension specified as 0 but tensor has no dimensions"),
+        (lambda s: s.split(1), RuntimeError, "split expects at least a 1-dimensional tensor"),
+    ],
+)
+def test_zero_dim_errors(fn, exc, msg):
+    with pytest.raises(exc, match=re.escape(msg)):
+        fn(fg.tensor(2.0))
+
+
+def test_zero_dim_flip_movedim_nonzero_follow_torch():
+    s = fg.tensor(2.0)
+    assert s.flip(0).item() == 2.0
+    assert s.movedim(0, 0).item() == 2.0
+    (col,) = s.nonzero(as_tuple=True)
+    npt.assert_array_equal(col.numpy(), [0])
+    (col,) = fg.tensor(0.0).nonzero(as_tuple=True)
+    assert tuple(col.shape) == (0,)
