@@ -538,8 +538,8 @@ class Tensor:
         """At most ``chunks`` equal pieces along ``dim`` (views)."""
     def unbind(self, dim: _int = 0) -> tuple[Tensor, ...]:
         """The slices along ``dim`` (views)."""
-    def flip(self, *dims: _int | Sequence[_int]) -> Tensor:
-        """Reversed along ``dims`` (a copy)."""
+    def flip(self, *args: _int | Sequence[_int], **kwargs: Sequence[_int]) -> Tensor:
+        """Reversed along ``dims``: ``flip(0, 1)``, ``flip((0, 1))`` or ``flip(dims=...)``."""
     def roll(
         self, shifts: _int | Sequence[_int], dims: _int | Sequence[_int] | None = None
     ) -> Tensor:

@@ -273,7 +273,7 @@ impl Tensor {
         let pos = self.gather_positions(d, index, op)?;
         // The part of src that index covers.
         let mut part = src.clone();
-        if src.dim() > 0 {
+        if src.dim() > 0 && src.dim() == index.dim() {
             for (i, &n) in index.shape().iter().enumerate() {
                 if part.shape()[i] != n {
                     part = part.narrow(i as i64, 0, n)?;

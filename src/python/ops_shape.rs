@@ -2,7 +2,7 @@
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyTuple};
 
 use super::errors::guarded;
 use super::tensor::{dims_arg, operand, tensor_of, wrap, PyTensor};
@@ -169,10 +169,18 @@ impl PyTensor {
         let ts = guarded(|| self.inner.unbind(dim))?;
         wrap_all(py, ts)
     }
-    /// Reverse along `dims` (a copy).
-    #[pyo3(signature = (*dims))]
-    fn flip(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        let d = dims_arg(dims)?;
+    /// Reverse along `dims` (a copy); `flip(0, 1)`, `flip((0, 1))` or `flip(dims=(0, 1))`.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn flip(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let d = match kwargs.and_then(|k| k.get_item("dims").ok().flatten()) {
+            Some(v) if args.is_empty() => int_or_seq(&v)?,
+            _ => dims_arg(args)?,
+        };
         let t = guarded(|| self.inner.flip(&d))?;
         wrap(py, t)
     }

@@ -86,6 +86,7 @@ OPS = [
         shape_sets=[[Arg((3, 1, 2))], [Arg((0, 2, 1))]],
     ),
     OpSpec("flip_fn", lambda L, x: L.flip(x, (-1,)), [A]),
+    OpSpec("flip_kw", lambda L, x: x.flip(dims=[0]), [A]),
     OpSpec("roll", lambda L, x: x.roll(1, 1), [A], shape_sets=[[Arg((4, 1))]]),
     OpSpec("roll_multi", lambda L, x: L.roll(x, (1, -2), (0, 2)), [C3]),
     OpSpec("roll_flat", lambda L, x: x.roll(2), [A]),
