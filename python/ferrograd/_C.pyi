@@ -24,7 +24,9 @@ _Operand: TypeAlias = Tensor | _float | _int | _bool
 # Where anything array-like is accepted too (converted with ``ferrograd.tensor``).
 _ArrayOperand: TypeAlias = Tensor | _float | _int | _bool | npt.NDArray[Any] | Sequence[Any]
 # One item of a ``tensor[...]`` index.
-_IndexItem: TypeAlias = SupportsIndex | slice | EllipsisType | None
+_IndexItem: TypeAlias = (
+    SupportsIndex | slice | EllipsisType | None | Tensor | Sequence[Any] | npt.NDArray[Any]
+)
 _Index: TypeAlias = _IndexItem | tuple[_IndexItem, ...]
 # ``Tensor`` has a ``dtype`` property, which shadows the class name inside its body.
 _dtype: TypeAlias = dtype
@@ -66,6 +68,9 @@ __all__ = [
     "_nn_im2col",
     "_nn_col2im",
     "_nn_gather",
+    "_cat",
+    "_stack",
+    "_einsum",
 ]
 
 # ----- classes ------------------------------------------------------------------------------------
@@ -466,9 +471,10 @@ class Tensor:
     ) -> npt.NDArray[Any]:
         """The tensor as a NumPy array (NumPy's array protocol)."""
     def __getitem__(self, index: _Index) -> Tensor:
-        """Basic indexing: ints, slices, ``...`` and ``None`` (always a view)."""
+        """Indexing: ints, slices, ``...`` and ``None`` give a view; int64/bool tensors and lists
+        (advanced indexing, NumPy's placement rule with ints applied first, as torch) copy."""
     def __setitem__(self, index: _Index, value: _ArrayOperand) -> None:
-        """Assign ``value`` (broadcast) to the indexed view."""
+        """Assign ``value`` (broadcast) at the index (``index_put_`` for advanced indices)."""
     def __iter__(self) -> Iterator[Tensor]:
         """The sub-tensors along the first dimension."""
     def backward(
@@ -690,6 +696,92 @@ class Tensor:
         """Whether all elements (over ``dim``) are nonzero."""
     def any(self, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False) -> Tensor:
         """Whether any element (over ``dim``) is nonzero."""
+    # ----- ops_shape ------------------------------------------------------------------------------
+
+    def view_as(self, other: Tensor) -> Tensor:
+        """A view with ``other``'s shape."""
+    def unflatten(self, dim: _int, sizes: Sequence[_int]) -> Tensor:
+        """Split dim ``dim`` into ``sizes`` (one -1 inferred; a view)."""
+    def movedim(self, source: _int | Sequence[_int], destination: _int | Sequence[_int]) -> Tensor:
+        """Move dims ``source`` to positions ``destination`` (a view)."""
+    def moveaxis(self, source: _int | Sequence[_int], destination: _int | Sequence[_int]) -> Tensor:
+        """Alias of ``movedim``."""
+    def expand_as(self, other: Tensor) -> Tensor:
+        """Broadcast to ``other``'s shape (a view)."""
+    def broadcast_to(self, size: Sequence[_int]) -> Tensor:
+        """Broadcast to ``size`` (a view)."""
+    def split(
+        self, split_size_or_sections: _int | Sequence[_int], dim: _int = 0
+    ) -> tuple[Tensor, ...]:
+        """Pieces along ``dim`` of one size or of the given sizes (views)."""
+    def split_with_sizes(self, split_sizes: Sequence[_int], dim: _int = 0) -> tuple[Tensor, ...]:
+        """Pieces of the given sizes along ``dim`` (views)."""
+    def chunk(self, chunks: _int, dim: _int = 0) -> tuple[Tensor, ...]:
+        """At most ``chunks`` equal pieces along ``dim`` (views)."""
+    def unbind(self, dim: _int = 0) -> tuple[Tensor, ...]:
+        """The slices along ``dim`` (views)."""
+    def flip(self, *args: _int | Sequence[_int], **kwargs: Sequence[_int]) -> Tensor:
+        """Reversed along ``dims``: ``flip(0, 1)``, ``flip((0, 1))`` or ``flip(dims=...)``."""
+    def roll(
+        self, shifts: _int | Sequence[_int], dims: _int | Sequence[_int] | None = None
+    ) -> Tensor:
+        """Shifted cyclically along ``dims`` (flattened without dims; a copy)."""
+    def repeat(self, *sizes: _int | Sequence[_int]) -> Tensor:
+        """Tiled ``sizes[i]`` times along each dim (a copy)."""
+    def tile(self, *dims: _int | Sequence[_int]) -> Tensor:
+        """``repeat`` with missing leading sizes taken as 1 (a copy)."""
+    def _index(self, indices: Sequence[Tensor | None]) -> Tensor:
+        """Advanced indexing with one optional index tensor per leading dim (a copy)."""
+    def index_put(
+        self, indices: Sequence[Tensor | None], values: _ArrayOperand, accumulate: _bool = False
+    ) -> Tensor:
+        """A copy with ``values`` written (or added) at ``self[indices]``."""
+    def index_put_(
+        self, indices: Sequence[Tensor | None], values: _ArrayOperand, accumulate: _bool = False
+    ) -> Tensor:
+        """``index_put`` in place; returns self."""
+    def index_select(self, dim: _int, index: Tensor) -> Tensor:
+        """Elements along ``dim`` at ``index``."""
+    def gather(self, dim: _int, index: Tensor) -> Tensor:
+        """Values along ``dim`` at ``index``, shaped like ``index``."""
+    def scatter(
+        self,
+        dim: _int,
+        index: Tensor,
+        src: Tensor | _float | None = None,
+        value: Tensor | _float | None = None,
+    ) -> Tensor:
+        """A copy with ``src`` (or ``value``) written along ``dim`` at ``index``."""
+    def scatter_add(self, dim: _int, index: Tensor, src: Tensor) -> Tensor:
+        """A copy with ``src`` added along ``dim`` at ``index``."""
+    def index_add(self, dim: _int, index: Tensor, source: Tensor, *, alpha: _float = 1.0) -> Tensor:
+        """A copy with ``alpha * source`` added along ``dim`` at ``index``."""
+    def masked_fill(self, mask: Tensor, value: Tensor | _float) -> Tensor:
+        """``value`` where ``mask`` is true."""
+    def masked_fill_(self, mask: Tensor, value: Tensor | _float) -> Tensor:
+        """``masked_fill`` in place; returns self."""
+    def masked_select(self, mask: Tensor) -> Tensor:
+        """The elements where ``mask`` is true (1-D)."""
+    def take_along_dim(self, indices: Tensor, dim: _int | None = None) -> Tensor:
+        """``gather`` with broadcasting; flattened without ``dim``."""
+    def nonzero(self, *, as_tuple: _bool = False) -> Any:
+        """Coordinates of the non-zero elements (``[n, ndim]``, or a tuple of columns)."""
+    def mm(self, mat2: Tensor) -> Tensor:
+        """Strict 2-D matrix product."""
+    def bmm(self, mat2: Tensor) -> Tensor:
+        """Strict 3-D batched matrix product."""
+    def outer(self, vec2: Tensor) -> Tensor:
+        """Outer product of two vectors."""
+    def trace(self) -> Tensor:
+        """Sum of the main diagonal."""
+    def diag(self, diagonal: _int = 0) -> Tensor:
+        """Vector → diagonal matrix; matrix → its diagonal."""
+    def diagonal(self, offset: _int = 0, dim1: _int = 0, dim2: _int = 1) -> Tensor:
+        """A diagonal as the last dim (a view)."""
+    def tril(self, diagonal: _int = 0) -> Tensor:
+        """Lower triangle."""
+    def triu(self, diagonal: _int = 0) -> Tensor:
+        """Upper triangle."""
 
 # ----- dtype constants ----------------------------------------------------------------------------
 
@@ -821,3 +913,13 @@ def _nn_col2im(
 def _nn_gather(input: Tensor, index: Sequence[_int], shape: Sequence[_int], kind: str) -> Tensor:
     """Elements of ``input`` at flat positions ``index`` (-1 reads as zero), shaped ``shape``;
     differentiable (its backward scatters). ``kind`` picks torch's node name."""
+# ----- ops_shape ----------------------------------------------------------------------------------
+
+def _cat(tensors: Sequence[Tensor], dim: _int = 0) -> Tensor:
+    """Concatenate along ``dim``."""
+
+def _stack(tensors: Sequence[Tensor], dim: _int = 0) -> Tensor:
+    """Stack along a new dim ``dim``."""
+
+def _einsum(equation: str, operands: Sequence[Tensor]) -> Tensor:
+    """Einstein summation."""

@@ -230,3 +230,5 @@ __all__ = [
     "zeros_like",
 ]
 from ._ops_math import *  # noqa: E402,F401,F403
+
+from ._ops_shape import *  # noqa: E402, F401, F403

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import builtins
 import warnings
-from typing import Any, Iterator, List, Optional
+from typing import Any, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -177,18 +177,54 @@ def _is_int(i: Any) -> bool:
     return isinstance(i, Tensor) and i.dtype == _C.int64 and i.dim() == 0
 
 
-def _getitem(self: Tensor, index: Any) -> Tensor:
+def _is_bool_scalar(i: Any) -> bool:
+    if isinstance(i, (builtins.bool, np.bool_)):
+        return True
+    return isinstance(i, Tensor) and i.dtype == _C.bool and i.dim() == 0
+
+
+def _index_tensor(item: Any) -> Optional[Tensor]:
+    """``item`` as an advanced index (a tensor), or None if it is not one."""
+    if isinstance(item, Tensor):
+        return item
+    if isinstance(item, (list, np.ndarray)):
+        arr = np.asarray(item)
+        if arr.dtype == np.bool_:
+            return _C._from_numpy(np.ascontiguousarray(arr), False)
+        if arr.size == 0 or arr.dtype.kind in "iu":
+            return _C._from_numpy(np.ascontiguousarray(arr.astype(np.int64)), False)
+        if arr.dtype.kind == "f":
+            return _C._from_numpy(np.ascontiguousarray(arr), False)
+    return None
+
+
+def _apply_basic(self: Tensor, index: Any) -> Tuple[Tensor, List[Optional[Tensor]]]:
+    """Apply ints, slices, None and Ellipsis (views); return the view and the advanced indices,
+    one entry per leading dim of the view (None keeps a dim; a k-dim bool mask covers k dims).
+    Ints are applied as ``select`` before advanced indexing, as torch does (so
+    ``x[0, :, [0, 1]]`` has shape ``[4, 2]`` for ``x`` of shape ``[3, 4, 5]``)."""
     items = index if isinstance(index, tuple) else (index,)
-    consumed = sum(1 for i in items if _is_int(i) or isinstance(i, slice))
-    n_ellipsis = sum(1 for i in items if i is Ellipsis)
-    if n_ellipsis > 1:
+    parsed: List[Any] = []
+    consumed = 0
+    for i in items:
+        if i is None or i is Ellipsis or isinstance(i, slice) or _is_int(i) or _is_bool_scalar(i):
+            parsed.append(i)
+            consumed += 1 if (isinstance(i, slice) or _is_int(i)) else 0
+            continue
+        t = _index_tensor(i)
+        if t is None:
+            raise IndexError(_INDEX_ERROR.format(type(i).__name__))
+        parsed.append(t)
+        consumed += t.dim() if t.dtype == _C.bool else 1
+    if builtins.sum(1 for i in parsed if i is Ellipsis) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     if consumed > self.dim():
         raise IndexError(f"too many indices for tensor of dimension {self.dim()}")
     result = self
     dim = 0
-    touched = False
-    for item in items:
+    indices: List[Optional[Tensor]] = []
+    covered = 0
+    for item in parsed:
         if item is None:
             result = result.unsqueeze(dim)
             dim += 1
@@ -202,16 +238,46 @@ def _getitem(self: Tensor, index: Any) -> Tensor:
             dim += 1
         elif _is_int(item):
             result = result.select(dim, int(item))
+        elif _is_bool_scalar(item):
+            result = result.unsqueeze(dim)
+            if not builtins.bool(item):
+                result = result._slice(dim, 0, 0, 1)
+            dim += 1
         else:
-            raise IndexError(_INDEX_ERROR.format(type(item).__name__))
-        touched = True
-    if not touched or result is self:
+            while covered < dim:
+                indices.append(None)
+                covered += 1
+            width = item.dim() if item.dtype == _C.bool else 1
+            indices.append(item)
+            covered += width
+            dim += width
+    return result, indices
+
+
+def _getitem(self: Tensor, index: Any) -> Tensor:
+    result, indices = _apply_basic(self, index)
+    if indices:
+        return result._index(indices)
+    if result is self:
         result = self.view(*self.shape) if self.is_contiguous() else self._slice(0, None, None, 1)
     return result
 
 
+def _value_tensor(value: Any, like: Tensor) -> Tensor:
+    if isinstance(value, Tensor):
+        return value
+    return _C._from_numpy(
+        np.ascontiguousarray(np.asarray(value, dtype=to_numpy_dtype(like.dtype))), False
+    )
+
+
 def _setitem(self: Tensor, index: Any, value: Any) -> None:
-    target = _getitem(self, index)
+    target, indices = _apply_basic(self, index)
+    if indices:
+        target.index_put_(indices, _value_tensor(value, self))
+        return
+    if target is self and self.dim() > 0:
+        target = self._slice(0, None, None, 1)
     if isinstance(value, Tensor):
         target.copy_(value)
     elif isinstance(value, (int, float, builtins.bool, np.number)):

@@ -6,6 +6,7 @@ mod node;
 mod numpy_interop;
 mod ops_nn;
 mod ops_math;
+mod ops_shape;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -410,5 +411,6 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_where_tensors, m)?)?;
     ops_nn::register(m)?;
     ops_math::register(m)?;
+    ops_shape::register(m)?;
     Ok(())
 }
