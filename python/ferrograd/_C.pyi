@@ -697,7 +697,6 @@ class Tensor:
     def any(self, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False) -> Tensor:
         """Whether any element (over ``dim``) is nonzero."""
     # ----- ops_shape ------------------------------------------------------------------------------
-
     def view_as(self, other: Tensor) -> Tensor:
         """A view with ``other``'s shape."""
     def unflatten(self, dim: _int, sizes: Sequence[_int]) -> Tensor:
@@ -913,6 +912,7 @@ def _nn_col2im(
 def _nn_gather(input: Tensor, index: Sequence[_int], shape: Sequence[_int], kind: str) -> Tensor:
     """Elements of ``input`` at flat positions ``index`` (-1 reads as zero), shaped ``shape``;
     differentiable (its backward scatters). ``kind`` picks torch's node name."""
+
 # ----- ops_shape ----------------------------------------------------------------------------------
 
 def _cat(tensors: Sequence[Tensor], dim: _int = 0) -> Tensor:

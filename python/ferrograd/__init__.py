@@ -37,7 +37,6 @@ from ._tensor import _install
 _install()
 
 from . import autograd  # noqa: E402
-from ._ops_nn import *  # noqa: F401,F403,E402
 from .autograd.grad_mode import (  # noqa: E402
     enable_grad,
     inference_mode,
@@ -229,6 +228,8 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
-from ._ops_math import *  # noqa: E402,F401,F403
 
-from ._ops_shape import *  # noqa: E402, F401, F403
+# The op families; imported last so their strict forms (e.g. `mm`) replace the generic ones above.
+from . import nn  # noqa: E402,F401  (torch.nn is usable after `import torch`)
+from ._ops_math import *  # noqa: E402,F401,F403
+from ._ops_shape import *  # noqa: E402,F401,F403

@@ -4,8 +4,8 @@
 mod errors;
 mod node;
 mod numpy_interop;
-mod ops_nn;
 mod ops_math;
+mod ops_nn;
 mod ops_shape;
 mod tensor;
 
