@@ -2,7 +2,7 @@
 
 use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
-use crate::ops::convert::cast;
+use crate::ops::convert::{as_dtype, cast};
 use crate::ops::elementwise::zip;
 use crate::tensor::dtype::result_type;
 use crate::tensor::{DType, Tensor};
@@ -13,14 +13,6 @@ pub fn result_dtype(a: &Tensor, b: &Tensor) -> DType {
         (a.promotion_dtype(), a.promotion_priority()),
         (b.promotion_dtype(), b.promotion_priority()),
     ])
-}
-
-fn as_dtype(t: &Tensor, d: DType) -> Result<Tensor> {
-    if t.dtype() == d {
-        Ok(t.clone())
-    } else {
-        cast(t, d)
-    }
 }
 
 /// Compute `f` in dtype `ct` over the broadcast operands (no recording).

@@ -41,6 +41,15 @@ pub(crate) fn cast(t: &Tensor, dtype: DType) -> Result<Tensor> {
     Tensor::from_buffer(buf, t.shape())
 }
 
+/// `t` itself when it already has dtype `d`, else a converted copy (no recording).
+pub(crate) fn as_dtype(t: &Tensor, d: DType) -> Result<Tensor> {
+    if t.dtype() == d {
+        Ok(t.clone())
+    } else {
+        cast(t, d)
+    }
+}
+
 /// A contiguous copy with the same dtype, without recording.
 pub(crate) fn copy_raw(t: &Tensor) -> Result<Tensor> {
     cast(t, t.dtype())

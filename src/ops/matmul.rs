@@ -6,7 +6,7 @@ use ndarray::{ArrayView2, Ix2};
 use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
 use crate::ops::binary::result_dtype;
-use crate::ops::convert::cast;
+use crate::ops::convert::as_dtype;
 use crate::tensor::shape::{broadcast_shapes, fmt_shape};
 use crate::tensor::{DType, Dims, Element, Layout, Tensor};
 
@@ -236,13 +236,5 @@ impl Tensor {
             )?;
         }
         Ok(out)
-    }
-}
-
-fn as_dtype(t: &Tensor, d: DType) -> Result<Tensor> {
-    if t.dtype() == d {
-        Ok(t.clone())
-    } else {
-        cast(t, d)
     }
 }

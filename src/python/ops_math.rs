@@ -106,19 +106,6 @@ fn rounding_mode(mode: Option<&str>) -> PyResult<Option<RoundingMode>> {
     }
 }
 
-/// A dim argument for the reductions: `None`, an int or a sequence of ints.
-fn dims_of(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<i64>> {
-    if let Some(d) = dim {
-        if d.is_instance_of::<PyBool>() || d.is_instance_of::<PyFloat>() {
-            return Err(PyTypeError::new_err(format!(
-                "dim must be an int or a tuple of ints, not {}",
-                d.get_type().name()?
-            )));
-        }
-    }
-    dim_list(dim)
-}
-
 /// `self` converted to `dtype` first when given (torch's `dtype=` on reductions).
 fn with_dtype(t: &Tensor, dtype: Option<&PyDType>) -> PyResult<Tensor> {
     match dtype {
@@ -250,7 +237,7 @@ impl PyTensor {
         keepdim: bool,
         dtype: Option<&PyDType>,
     ) -> PyResult<Py<PyTensor>> {
-        let dims = dims_of(dim)?;
+        let dims = dim_list(dim)?;
         let x = with_dtype(&self.inner, dtype)?;
         let t = guarded(|| x.prod_dims(&dims, keepdim))?;
         wrap(py, t)
@@ -264,7 +251,7 @@ impl PyTensor {
         dim: Option<&Bound<'_, PyAny>>,
         keepdim: bool,
     ) -> PyResult<Py<PyTensor>> {
-        let dims = dims_of(dim)?;
+        let dims = dim_list(dim)?;
         let t = guarded(|| self.inner.amax(&dims, keepdim))?;
         wrap(py, t)
     }
@@ -277,7 +264,7 @@ impl PyTensor {
         dim: Option<&Bound<'_, PyAny>>,
         keepdim: bool,
     ) -> PyResult<Py<PyTensor>> {
-        let dims = dims_of(dim)?;
+        let dims = dim_list(dim)?;
         let t = guarded(|| self.inner.amin(&dims, keepdim))?;
         wrap(py, t)
     }
@@ -362,7 +349,7 @@ impl PyTensor {
             Some(p) if !p.is_none() => norm_order(p)?,
             _ => 2.0,
         };
-        let dims = dims_of(dim)?;
+        let dims = dim_list(dim)?;
         let x = with_dtype(&self.inner, dtype)?;
         let t = guarded(|| x.vector_norm(ord, &dims, keepdim))?;
         wrap(py, t)
@@ -377,7 +364,7 @@ impl PyTensor {
         dim: Option<&Bound<'_, PyAny>>,
         keepdim: bool,
     ) -> PyResult<Py<PyTensor>> {
-        let dims = dims_of(dim)?;
+        let dims = dim_list(dim)?;
         let t = guarded(|| self.inner.vector_norm(ord, &dims, keepdim))?;
         wrap(py, t)
     }
@@ -390,7 +377,7 @@ impl PyTensor {
         dim: &Bound<'_, PyAny>,
         keepdim: bool,
     ) -> PyResult<Py<PyTensor>> {
-        let dims = dims_of(Some(dim))?;
+        let dims = dim_list(Some(dim))?;
         let t = guarded(|| self.inner.logsumexp(&dims, keepdim))?;
         wrap(py, t)
     }
@@ -440,7 +427,7 @@ impl PyTensor {
         dim: Option<&Bound<'_, PyAny>>,
         keepdim: bool,
     ) -> PyResult<Py<PyTensor>> {
-        let dims = dims_of(dim)?;
+        let dims = dim_list(dim)?;
         let t = guarded(|| self.inner.all_dims(&dims, keepdim))?;
         wrap(py, t)
     }
@@ -453,7 +440,7 @@ impl PyTensor {
         dim: Option<&Bound<'_, PyAny>>,
         keepdim: bool,
     ) -> PyResult<Py<PyTensor>> {
-        let dims = dims_of(dim)?;
+        let dims = dim_list(dim)?;
         let t = guarded(|| self.inner.any_dims(&dims, keepdim))?;
         wrap(py, t)
     }
@@ -541,7 +528,7 @@ fn var_args(
         (None, Some(c)) => c,
         (None, None) => 1.0,
     };
-    Ok((dims_of(dim)?, c))
+    Ok((dim_list(dim)?, c))
 }
 
 /// Register the module-level functions of this file (none yet: the Python wrappers in

@@ -130,6 +130,14 @@ pub(crate) fn dims_arg(args: &Bound<'_, PyTuple>) -> PyResult<Vec<i64>> {
 
 /// `dim=None | int | sequence of int`.
 pub(crate) fn dim_list(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<i64>> {
+    if let Some(d) = dim {
+        if d.is_instance_of::<PyBool>() || d.is_instance_of::<PyFloat>() {
+            return Err(PyTypeError::new_err(format!(
+                "dim must be an int or a tuple of ints, not {}",
+                d.get_type().name()?
+            )));
+        }
+    }
     match dim {
         None => Ok(Vec::new()),
         Some(d) if d.is_none() => Ok(Vec::new()),
