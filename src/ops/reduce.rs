@@ -518,7 +518,24 @@ impl Tensor {
         } else {
             picked_positions(self.shape(), w[0], &idx.to_vec::<i64>()?)
         };
-        let values = self.take_flat(&Arc::new(pos), idx.shape())?;
+        let pos = Arc::new(pos);
+        let values = {
+            let _g = crate::autograd::grad_mode::GradModeGuard::new(false);
+            self.detach().take_flat(&pos, idx.shape())?
+        };
+        if needs_grad(&[self]) {
+            let in_shape: Dims = self.shape().into();
+            let name = if is_max {
+                "MaxBackward0"
+            } else {
+                "MinBackward0"
+            };
+            record(name, &[self], &[&values], &[], false, move |g, _| {
+                // The gradient goes to the chosen index only (a scatter, whose adjoint is the
+                // gather again, so this is differentiable too).
+                Ok(vec![Some(g[0].scatter_add_flat(&in_shape, &pos)?)])
+            })?;
+        }
         Ok((values, idx))
     }
 
@@ -548,14 +565,65 @@ impl Tensor {
         }
         let rd = reduce_dims(dims, self.dim())?;
         let n: usize = rd.iter().map(|&d| self.shape()[d]).product();
-        let dev = self.sub(&self.mean_dims(dims, true)?)?;
-        let ss = dev.mul(&dev)?.sum_dims(dims, keepdim)?;
-        ss.div_scalar((n as f64 - correction).max(0.0))
+        let denom = (n as f64 - correction).max(0.0);
+        let out = {
+            let _g = crate::autograd::grad_mode::GradModeGuard::new(false);
+            let x = self.detach();
+            let dev = x.sub(&x.mean_dims(dims, true)?)?;
+            dev.mul(&dev)?.sum_dims(dims, keepdim)?.div_scalar(denom)?
+        };
+        if needs_grad(&[self]) {
+            let keep_shape = reduced_shape(self.shape(), &rd, true);
+            let dims_v = dims.to_vec();
+            record(
+                "VarBackward0",
+                &[self],
+                &[&out],
+                &[self],
+                true,
+                move |g, s| {
+                    // d var / dx = 2 (x - mean) / (N - correction)
+                    let x = &s[0];
+                    let dev = x.sub(&x.mean_dims(&dims_v, true)?)?;
+                    Ok(vec![Some(
+                        g[0].reshape(&keep_shape)?
+                            .mul(&dev)?
+                            .mul_scalar(2.0 / denom)?,
+                    )])
+                },
+            )?;
+        }
+        Ok(out)
     }
 
-    /// Standard deviation: the square root of [`Tensor::var_dims`].
+    /// Standard deviation: the square root of [`Tensor::var_dims`]; d/dx = (x - mean) /
+    /// ((N - correction) std), so a zero std gives NaN/inf gradients as in torch.
     pub fn std_dims(&self, dims: &[i64], correction: f64, keepdim: bool) -> Result<Tensor> {
-        self.var_dims(dims, correction, keepdim)?.sqrt()
+        let out = {
+            let _g = crate::autograd::grad_mode::GradModeGuard::new(false);
+            self.detach().var_dims(dims, correction, keepdim)?.sqrt()?
+        };
+        if needs_grad(&[self]) {
+            let rd = reduce_dims(dims, self.dim())?;
+            let n: usize = rd.iter().map(|&d| self.shape()[d]).product();
+            let denom = (n as f64 - correction).max(0.0);
+            let keep_shape = reduced_shape(self.shape(), &rd, true);
+            let dims_v = dims.to_vec();
+            record(
+                "StdBackward0",
+                &[self],
+                &[&out],
+                &[self, &out],
+                true,
+                move |g, s| {
+                    let (x, sd) = (&s[0], &s[1].reshape(&keep_shape)?);
+                    let dev = x.sub(&x.mean_dims(&dims_v, true)?)?;
+                    let scale = g[0].reshape(&keep_shape)?.div(&sd.mul_scalar(denom)?)?;
+                    Ok(vec![Some(dev.mul(&scale)?)])
+                },
+            )?;
+        }
+        Ok(out)
     }
 
     /// The vector `ord`-norm over `dims` (empty: all), like `torch.linalg.vector_norm`:

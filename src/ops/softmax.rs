@@ -50,14 +50,35 @@ impl Tensor {
     pub fn logsumexp(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
         let x = floated(self)?;
         let rd = reduce_dims(dims, x.dim())?;
-        let m = stable_shift(&x, dims)?;
-        let s = x.sub(&m)?.exp()?.sum_dims(dims, true)?.log()?.add(&m)?;
-        if keepdim {
-            Ok(s)
-        } else {
-            let shape = crate::ops::reduce::reduced_shape(x.shape(), &rd, false);
-            s.reshape(&shape)
+        let out = {
+            let _g = GradModeGuard::new(false);
+            let xd = x.detach();
+            let m = stable_shift(&xd, dims)?;
+            let s = xd.sub(&m)?.exp()?.sum_dims(dims, true)?.log()?.add(&m)?;
+            if keepdim {
+                s
+            } else {
+                let shape = crate::ops::reduce::reduced_shape(x.shape(), &rd, false);
+                s.reshape(&shape)?
+            }
+        };
+        if needs_grad(&[&x]) {
+            let keep_shape = crate::ops::reduce::reduced_shape(x.shape(), &rd, true);
+            record(
+                "LogsumexpBackward0",
+                &[&x],
+                &[&out],
+                &[&x, &out],
+                false,
+                move |g, s| {
+                    // d/dx = exp(x - out), the softmax.
+                    let o = s[1].reshape(&keep_shape)?;
+                    let p = s[0].sub(&o)?.exp()?;
+                    Ok(vec![Some(g[0].reshape(&keep_shape)?.mul(&p)?)])
+                },
+            )?;
         }
+        Ok(out)
     }
 
     /// Softmax along `dim` (float inputs only, like torch): `exp(x - m) / Σ exp(x - m)`. Backward: `y (g - Σ g y)`, written with
