@@ -290,3 +290,21 @@ def test_every_table_entry_is_checked() -> None:
     names = [s.name for s in SPECS]
     assert len(names) == len(set(names)), "duplicate op names in the tables"
     assert len(SPECS) > 0
+
+
+@pytest.mark.parametrize("spec", [pytest.param(s, id=s.name) for s in SPECS])
+def test_float_outputs_have_a_backward_and_int_outputs_never_require_grad(spec: OpSpec) -> None:
+    args = spec.args
+    arrays = _make_arrays(args, seed=0)
+    vals = _to_lib(fg, arrays, args, fg.float64, grad=True)
+    any_grad_input = bool(_grad_inputs(args))
+    for out in _outputs(spec.fn(fg, *vals)):
+        if out.dtype in (fg.float32, fg.float64):
+            if spec.grad and any_grad_input:
+                assert out.requires_grad and out.grad_fn is not None, (
+                    f"{spec.name}: float output of a differentiable op has no backward"
+                )
+        else:
+            assert not out.requires_grad and out.grad_fn is None, (
+                f"{spec.name}: {out.dtype} output requires grad"
+            )
