@@ -274,7 +274,11 @@ def fmt_figure(spec: Dict[str, Any], seconds: Optional[float]) -> str:
 
 def peak_rss_mb(code: str) -> float:
     """Peak resident memory of a fresh child Python running ``code``, in MB."""
-    report = "\nimport resource\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    # VmHWM (kB) starts afresh at exec; ru_maxrss would carry this process's peak into the child.
+    report = (
+        "\nprint(next(int(l.split()[1]) for l in open('/proc/self/status')"
+        " if l.startswith('VmHWM')))\n"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code + report], check=True, capture_output=True, text=True
     )
