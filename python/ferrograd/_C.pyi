@@ -357,6 +357,10 @@ class Tensor:
         """Sum over all elements or over ``dim``."""
     def mean(self, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False) -> Tensor:
         """Mean over all elements or over ``dim``."""
+    def dot(self, other: Tensor) -> Tensor:
+        """Inner product of two 1-D tensors."""
+    def mv(self, vec: Tensor) -> Tensor:
+        """Matrix-vector product."""
     def matmul(self, other: Tensor) -> Tensor:
         """Matrix product with torch's broadcasting rules."""
     @overload

@@ -94,6 +94,8 @@ sum = _method("sum")  # noqa: A001
 mean = _method("mean")
 matmul = _method("matmul")
 mm = _method("matmul")
+dot = _method("dot")
+mv = _method("mv")
 reshape = _method("reshape")
 transpose = _method("transpose")
 permute = _method("permute")
@@ -153,6 +155,7 @@ __all__ = [
     "cos",
     "detach",
     "div",
+    "dot",
     "divide",
     "double",
     "dtype",
@@ -189,6 +192,7 @@ __all__ = [
     "mean",
     "mm",
     "mul",
+    "mv",
     "multiply",
     "narrow",
     "ne",

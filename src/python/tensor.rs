@@ -507,6 +507,18 @@ impl PyTensor {
         let t = detached(py, move || a.matmul(&o))?;
         wrap(py, t)
     }
+    /// Inner product of two 1-D tensors.
+    fn dot(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let o = tensor_of(other, "other")?;
+        let t = guarded(|| self.inner.dot(&o))?;
+        wrap(py, t)
+    }
+    /// Matrix-vector product.
+    fn mv(&self, py: Python<'_>, vec: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let v = tensor_of(vec, "vec")?;
+        let t = guarded(|| self.inner.mv(&v))?;
+        wrap(py, t)
+    }
     fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         self.matmul(py, other)
     }

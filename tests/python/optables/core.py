@@ -65,4 +65,17 @@ OPS = [
     OpSpec("expand", lambda L, x: x.expand(4, 2, 3) * 2.0, [A]),
     OpSpec("getitem_basic", lambda L, x: x[1:, ::2, None, 0] * 2.0, [Arg((3, 4, 2))]),
     OpSpec("t", lambda L, x: x.t() * 2.0, [A]),
+    OpSpec(
+        "where",
+        lambda L, c, x, y: L.where(c, x, y),
+        [Arg((2, 3), kind="bool"), A, Arg((3,))],
+        shape_sets=[[Arg((3,), kind="bool"), Arg((2, 1)), Arg(())]],
+    ),
+    OpSpec("sign", lambda L, x: L.sign(x) * x, [A], gradgrad=False, note="sign'' is 0 a.e."),
+    OpSpec("matmul_fn", lambda L, x, y: L.matmul(x, y), [Arg((2, 2, 3)), Arg((3, 2))]),
+    OpSpec("mv", lambda L, m, v: L.mv(m, v), [A, Arg((3,))]),
+    OpSpec("dot", lambda L, x, y: L.dot(x, y), [Arg((4,)), Arg((4,))]),
+    OpSpec("flatten", lambda L, x: L.flatten(x, 1) * 2.0, [Arg((2, 3, 4))]),
+    OpSpec("mT", lambda L, x: x.mT * 2.0, [Arg((2, 3, 4))]),
+    OpSpec("narrow", lambda L, x: L.narrow(x, 1, 1, 2) * 2.0, [Arg((2, 4))]),
 ]
