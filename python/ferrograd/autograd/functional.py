@@ -469,19 +469,16 @@ def _single_scalar_output(outputs: Tuple[Any, ...], is_outputs_tuple: bool, name
         )
 
 
-def vhp(
-    func: Callable[..., Any],
-    inputs: Any,
-    v: Any = None,
-    create_graph: bool = False,
-    strict: bool = False,
-) -> Tuple[Any, Any]:
-    """``(func(inputs), v^T H)`` for a scalar ``func``, by double backward."""
+def _scalar_func_and_jacobian(
+    func: Callable[..., Any], inputs: Any, v: Any, create_graph: bool, strict: bool, name: str
+) -> Tuple[bool, Any, Any, bool, Any, Any]:
+    """The shared start of ``vhp`` and ``hvp``: checked inputs and ``v``, the scalar output of
+    ``func`` and its gradient (with graph). Runs with grad enabled."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
+        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", name)
         inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
         if v is not None:
-            _, v = _as_tuple(v, "v", "vhp")
+            _, v = _as_tuple(v, "v", name)
             v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
             _validate_v(v, inputs, is_inputs_tuple)
         elif len(inputs) != 1 or inputs[0].numel() != 1:
@@ -491,12 +488,26 @@ def vhp(
             )
         outputs = func(*inputs)
         is_outputs_tuple, outputs = _as_tuple(
-            outputs, "outputs of the user-provided function", "vhp"
+            outputs, "outputs of the user-provided function", name
         )
         _check_requires_grad(outputs, "outputs", strict=strict)
-        _single_scalar_output(outputs, is_outputs_tuple, "vhp")
+        _single_scalar_output(outputs, is_outputs_tuple, name)
         jac = _autograd_grad(outputs, inputs, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict=strict)
+    return is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac
+
+
+def vhp(
+    func: Callable[..., Any],
+    inputs: Any,
+    v: Any = None,
+    create_graph: bool = False,
+    strict: bool = False,
+) -> Tuple[Any, Any]:
+    """``(func(inputs), v^T H)`` for a scalar ``func``, by double backward."""
+    is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac = _scalar_func_and_jacobian(
+        func, inputs, v, create_graph, strict, "vhp"
+    )
     grad_on = True if create_graph else _C.is_grad_enabled()
     with set_grad_enabled(grad_on):
         grad_res = _autograd_grad(jac, inputs, v, create_graph=create_graph)
@@ -519,26 +530,10 @@ def hvp(
     must be thrice differentiable)."""
     from .. import zeros_like
 
+    is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac = _scalar_func_and_jacobian(
+        func, inputs, v, create_graph, strict, "hvp"
+    )
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "hvp")
-            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
-            _validate_v(v, inputs, is_inputs_tuple)
-        elif len(inputs) != 1 or inputs[0].numel() != 1:
-            raise RuntimeError(
-                "The vector v can only be None if the input to the user-provided function is a "
-                "single Tensor with a single element."
-            )
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(
-            outputs, "outputs of the user-provided function", "hvp"
-        )
-        _check_requires_grad(outputs, "outputs", strict=strict)
-        _single_scalar_output(outputs, is_outputs_tuple, "hvp")
-        jac = _autograd_grad(outputs, inputs, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict=strict)
         grad_jac = tuple(zeros_like(inp).requires_grad_(True) for inp in inputs)
         double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict=strict)
