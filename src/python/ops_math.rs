@@ -5,27 +5,16 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyString};
 
+use super::errors::detached;
 use super::errors::guarded;
-use super::tensor::{dim_list, operand, wrap, PyTensor};
+use super::tensor::{
+    binary_methods, dim_list, heavy, operand, unary_methods, wrap, PyTensor, HEAVY_ELEMENTS,
+};
 use super::PyDType;
 use crate::ops::binary::{BitOp, RoundingMode};
 use crate::tensor::Tensor;
 
-macro_rules! math_unary {
-    ($($name:ident => $doc:literal),* $(,)?) => {
-        #[pymethods]
-        impl PyTensor {
-            $(
-                #[doc = $doc]
-                fn $name(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-                    let t = guarded(|| self.inner.$name())?;
-                    wrap(py, t)
-                }
-            )*
-        }
-    };
-}
-math_unary!(
+unary_methods!(
     exp2 => "2^x elementwise.",
     log2 => "Base-2 logarithm elementwise.",
     log10 => "Base-10 logarithm elementwise.",
@@ -54,22 +43,7 @@ math_unary!(
     bitwise_not => "Bitwise not (bool or integer tensors).",
 );
 
-macro_rules! math_binary {
-    ($($name:ident => $call:expr),* $(,)?) => {
-        #[pymethods]
-        impl PyTensor {
-            $(
-                fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-                    let o = operand(other)?;
-                    let f: fn(&Tensor, &Tensor) -> crate::error::Result<Tensor> = $call;
-                    let t = guarded(|| f(&self.inner, &o))?;
-                    wrap(py, t)
-                }
-            )*
-        }
-    };
-}
-math_binary!(
+binary_methods!(
     maximum => |a, b| a.maximum(b),
     minimum => |a, b| a.minimum(b),
     fmod => |a, b| a.fmod(b),

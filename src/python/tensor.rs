@@ -160,6 +160,8 @@ macro_rules! unary_methods {
         }
     };
 }
+pub(crate) use unary_methods;
+
 unary_methods!(
     exp => "e^x elementwise.",
     log => "Natural logarithm elementwise.",
@@ -194,6 +196,8 @@ macro_rules! binary_methods {
         }
     };
 }
+pub(crate) use binary_methods;
+
 binary_methods!(
     add => |a, b| a.add(b),
     sub => |a, b| a.sub(b),
