@@ -242,6 +242,32 @@ def _stack(rows: List[Tensor]) -> Tensor:
     return total
 
 
+def _backward_result(
+    roots: Any,
+    wrt: Any,
+    v: Any,
+    inputs: Any,
+    outputs: Any,
+    is_inputs_tuple: bool,
+    is_outputs_tuple: bool,
+    create_graph: bool,
+    strict: bool,
+    stage: str,
+) -> Tuple[Any, Any]:
+    """The shared end of vjp/vhp/hvp: ``v``-weighted gradient of ``roots`` w.r.t. ``wrt`` (in
+    grad mode only when ``create_graph``), zeros for unused inputs, and the result shaped like
+    the user's inputs and outputs."""
+    grad_on = True if create_graph else _C.is_grad_enabled()
+    with set_grad_enabled(grad_on):
+        grad_res = _autograd_grad(roots, wrt, v, create_graph=create_graph)
+        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, stage)
+    outputs = _grad_postprocess(outputs, create_graph)
+    result = _grad_postprocess(result, create_graph)
+    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(
+        result, is_inputs_tuple
+    )
+
+
 def vjp(
     func: Callable[..., Any],
     inputs: Any,
@@ -272,14 +298,17 @@ def vjp(
                 "The vector v can only be None if the user-provided function returns a single "
                 "Tensor with a single element."
             )
-    grad_on = True if create_graph else _C.is_grad_enabled()
-    with set_grad_enabled(grad_on):
-        grad_res = _autograd_grad(outputs, inputs, v, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "back")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(
-        result, is_inputs_tuple
+    return _backward_result(
+        outputs,
+        inputs,
+        v,
+        inputs,
+        outputs,
+        is_inputs_tuple,
+        is_outputs_tuple,
+        create_graph,
+        strict,
+        "back",
     )
 
 
@@ -508,14 +537,17 @@ def vhp(
     is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac = _scalar_func_and_jacobian(
         func, inputs, v, create_graph, strict, "vhp"
     )
-    grad_on = True if create_graph else _C.is_grad_enabled()
-    with set_grad_enabled(grad_on):
-        grad_res = _autograd_grad(jac, inputs, v, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(
-        result, is_inputs_tuple
+    return _backward_result(
+        jac,
+        inputs,
+        v,
+        inputs,
+        outputs,
+        is_inputs_tuple,
+        is_outputs_tuple,
+        create_graph,
+        strict,
+        "double_back",
     )
 
 
@@ -537,12 +569,15 @@ def hvp(
         grad_jac = tuple(zeros_like(inp).requires_grad_(True) for inp in inputs)
         double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict=strict)
-    grad_on = True if create_graph else _C.is_grad_enabled()
-    with set_grad_enabled(grad_on):
-        grad_res = _autograd_grad(double_back, grad_jac, v, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back_trick")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(
-        result, is_inputs_tuple
+    return _backward_result(
+        double_back,
+        grad_jac,
+        v,
+        inputs,
+        outputs,
+        is_inputs_tuple,
+        is_outputs_tuple,
+        create_graph,
+        strict,
+        "double_back_trick",
     )
