@@ -71,11 +71,13 @@ pub(crate) fn dtype_object(py: Python<'_>, d: DType) -> PyResult<Py<PyDType>> {
     Ok(all[i].clone_ref(py))
 }
 
-fn tensors(list: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<Tensor>> {
+/// The tensors of a Python iterable; TypeError naming `what` for anything else.
+pub(crate) fn tensors(list: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<Tensor>> {
     list.try_iter()?.map(|o| tensor_of(&o?, what)).collect()
 }
 
-fn opt_tensors(list: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<Option<Tensor>>> {
+/// Tensors or `None` from a Python iterable.
+pub(crate) fn opt_tensors(list: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<Option<Tensor>>> {
     list.try_iter()?.map(|o| opt_tensor_of(&o?, what)).collect()
 }
 

@@ -26,29 +26,6 @@ fn wrap_all<'py>(py: Python<'py>, ts: Vec<Tensor>) -> PyResult<Bound<'py, PyTupl
     PyTuple::new(py, objs)
 }
 
-/// A list of tensors from a Python sequence.
-fn tensor_list(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<Tensor>> {
-    let mut out = Vec::new();
-    for item in obj.try_iter()? {
-        out.push(tensor_of(&item?, what)?);
-    }
-    Ok(out)
-}
-
-/// A list of optional index tensors (`None` keeps a dim).
-fn index_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Option<Tensor>>> {
-    let mut out = Vec::new();
-    for item in obj.try_iter()? {
-        let item = item?;
-        if item.is_none() {
-            out.push(None);
-        } else {
-            out.push(Some(tensor_of(&item, "indices")?));
-        }
-    }
-    Ok(out)
-}
-
 /// A Python number as f64 (bool, int or float) or a one-element tensor.
 fn scalar_value(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
     if obj.is_instance_of::<PyBool>()
@@ -219,7 +196,7 @@ impl PyTensor {
 
     /// Advanced indexing with one optional index tensor per leading dim.
     fn _index(&self, py: Python<'_>, indices: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        let ix = index_list(indices)?;
+        let ix = super::opt_tensors(indices, "indices")?;
         let t = guarded(|| self.inner.index(&ix))?;
         wrap(py, t)
     }
@@ -232,7 +209,7 @@ impl PyTensor {
         values: &Bound<'_, PyAny>,
         accumulate: bool,
     ) -> PyResult<Py<PyTensor>> {
-        let ix = index_list(indices)?;
+        let ix = super::opt_tensors(indices, "indices")?;
         let v = operand(values)?;
         let t = guarded(|| self.inner.index_put(&ix, &v, accumulate))?;
         wrap(py, t)
@@ -245,7 +222,7 @@ impl PyTensor {
         values: &Bound<'_, PyAny>,
         accumulate: bool,
     ) -> PyResult<Py<PyTensor>> {
-        let ix = index_list(indices)?;
+        let ix = super::opt_tensors(indices, "indices")?;
         let v = operand(values)?;
         guarded(|| slf.get().inner.index_put_(&ix, &v, accumulate))?;
         Ok(slf.clone().unbind())
@@ -442,7 +419,7 @@ impl PyTensor {
 #[pyfunction]
 #[pyo3(signature = (tensors, dim=0))]
 fn _cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTensor>> {
-    let ts = tensor_list(tensors, "cat(): tensors")?;
+    let ts = super::tensors(tensors, "cat(): tensors")?;
     let t = guarded(|| Tensor::cat(&ts, dim))?;
     wrap(py, t)
 }
@@ -451,7 +428,7 @@ fn _cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyT
 #[pyfunction]
 #[pyo3(signature = (tensors, dim=0))]
 fn _stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTensor>> {
-    let ts = tensor_list(tensors, "stack(): tensors")?;
+    let ts = super::tensors(tensors, "stack(): tensors")?;
     let t = guarded(|| Tensor::stack(&ts, dim))?;
     wrap(py, t)
 }
@@ -459,7 +436,7 @@ fn _stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<P
 /// Einstein summation.
 #[pyfunction]
 fn _einsum(py: Python<'_>, equation: &str, operands: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-    let ts = tensor_list(operands, "einsum(): operands")?;
+    let ts = super::tensors(operands, "einsum(): operands")?;
     let t = guarded(|| Tensor::einsum(equation, &ts))?;
     wrap(py, t)
 }
