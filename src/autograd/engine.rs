@@ -389,7 +389,7 @@ fn evaluate(task: &GraphTask, i: usize) -> Result<Vec<usize>> {
         return Ok(Vec::new());
     }
 
-    let outputs = match apply_node(task, node, grads) {
+    let outputs = match apply_node(task, node, &st.children, grads) {
         Ok(o) => o,
         Err(e) => {
             if grad_mode::is_anomaly_enabled() {
@@ -496,6 +496,7 @@ fn apply_hook(hook: &super::TensorHook, grad: &mut Option<Tensor>) -> Result<()>
 fn apply_node(
     task: &GraphTask,
     node: &Arc<Node>,
+    children: &[Option<usize>],
     grads: Vec<Option<Tensor>>,
 ) -> Result<Vec<Option<Tensor>>> {
     let raw = match &node.kind {
@@ -513,6 +514,15 @@ fn apply_node(
             }
             let grads = materialize(node, grads);
             let saved = node.unpack_saved()?;
+            // Inputs whose gradient nothing in this pass receives need not be computed.
+            let wanted = children.iter().enumerate().fold(0u64, |m, (k, c)| {
+                if c.is_some() && k < 64 {
+                    m | 1 << k
+                } else {
+                    m
+                }
+            });
+            let _wanted = super::node::WantedGuard::new(wanted);
             backward(&grads, &saved)?
         }
         NodeKind::Custom(c) => {

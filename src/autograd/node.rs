@@ -2,11 +2,12 @@
 //! accumulators. Nodes are reference counted; a graph lives as long as something reaches it.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 
 use super::grad_mode;
 use super::TensorHook;
@@ -46,7 +47,12 @@ impl TensorMeta {
     }
 }
 
-/// A backward rule: gradients of the outputs and the saved tensors in, one gradient per input out.
+/// A node's outgoing edges, one per forward input (most ops have one or two).
+pub type EdgeList = SmallVec<[Option<Edge>; 2]>;
+/// Shapes and dtypes of a node's inputs or outputs.
+pub type MetaList = SmallVec<[TensorMeta; 2]>;
+
+/// A backward rule of the outputs and the saved tensors in, one gradient per input out.
 pub type BackwardFn = dyn Fn(&[Tensor], &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync;
 
 /// A node whose backward is user code (a custom Function, from Rust or Python).
@@ -69,8 +75,8 @@ pub(crate) struct SavedTensor {
     /// Set when the saved tensor is an output of the node saving it: kept without its grad_fn to
     /// avoid a cycle, rebuilt with it on unpack.
     output_nr: Option<usize>,
-    /// `(output_nr, forward op)` of the saved tensor's producer, for the in-place error.
-    producer: Option<(usize, String)>,
+    /// `(output_nr, producer's node name)` of the saved tensor, for the in-place error.
+    producer: Option<(usize, Cow<'static, str>)>,
 }
 
 impl SavedTensor {
@@ -81,9 +87,7 @@ impl SavedTensor {
         let (data, producer) = match output_nr {
             Some(_) => (t.detach(), None),
             None => {
-                let producer = t
-                    .grad_fn()
-                    .map(|f| (t.output_nr(), f.forward_name().to_string()));
+                let producer = t.grad_fn().map(|f| (t.output_nr(), f.name.clone()));
                 (t.clone(), producer)
             }
         };
@@ -102,7 +106,9 @@ impl SavedTensor {
         let now = self.data.version();
         if now != self.version {
             let desc = match (&self.producer, self.output_nr, owner) {
-                (Some((nr, op)), _, _) => format!(", which is output {nr} of {op},"),
+                (Some((nr, name)), _, _) => {
+                    format!(", which is output {nr} of {},", forward_name_of(name))
+                }
                 (None, Some(nr), Some(node)) => {
                     format!(", which is output {nr} of {},", node.forward_name())
                 }
@@ -136,7 +142,7 @@ impl SavedTensor {
 }
 
 pub(crate) struct SavedState {
-    tensors: Vec<SavedTensor>,
+    tensors: SmallVec<[SavedTensor; 2]>,
     /// Whether anything (tensor or scalar) was saved; freeing then makes a re-run an error.
     has_saved: bool,
     released: bool,
@@ -164,9 +170,9 @@ pub(crate) struct NodeHooks {
 pub struct Node {
     seq: u64,
     name: Cow<'static, str>,
-    pub(crate) next_edges: Vec<Option<Edge>>,
-    pub(crate) input_meta: Vec<TensorMeta>,
-    pub(crate) output_meta: Vec<TensorMeta>,
+    pub(crate) next_edges: EdgeList,
+    pub(crate) input_meta: MetaList,
+    pub(crate) output_meta: MetaList,
     pub(crate) kind: NodeKind,
     pub(crate) hooks: Mutex<Option<Box<NodeHooks>>>,
     /// Where the forward op was recorded (anomaly mode only).
@@ -176,9 +182,9 @@ pub struct Node {
 impl Node {
     pub(crate) fn new(
         name: Cow<'static, str>,
-        next_edges: Vec<Option<Edge>>,
-        input_meta: Vec<TensorMeta>,
-        output_meta: Vec<TensorMeta>,
+        next_edges: EdgeList,
+        input_meta: MetaList,
+        output_meta: MetaList,
         kind: NodeKind,
     ) -> Arc<Node> {
         let seq = NEXT_SEQ.fetch_add(1, Ordering::Relaxed);
@@ -201,9 +207,9 @@ impl Node {
             // Leaf accumulation runs as soon as it is ready (torch gives it the top priority).
             seq: u64::MAX,
             name: Cow::Borrowed("AccumulateGrad"),
-            next_edges: Vec::new(),
-            input_meta: Vec::new(),
-            output_meta: vec![meta],
+            next_edges: EdgeList::new(),
+            input_meta: MetaList::new(),
+            output_meta: smallvec::smallvec![meta],
             kind: NodeKind::Accumulate { variable },
             hooks: Mutex::new(None),
             trace: None,
@@ -216,10 +222,7 @@ impl Node {
     }
     /// The forward op's name, e.g. `Mul` for `MulBackward0`.
     pub fn forward_name(&self) -> &str {
-        let n: &str = &self.name;
-        n.strip_suffix("Backward0")
-            .or_else(|| n.strip_suffix("Backward"))
-            .unwrap_or(n)
+        forward_name_of(&self.name)
     }
     /// Creation order; later nodes run first among those ready.
     pub fn sequence_nr(&self) -> u64 {
@@ -300,6 +303,13 @@ impl Node {
     }
 }
 
+/// `Mul` for `MulBackward0`.
+fn forward_name_of(name: &str) -> &str {
+    name.strip_suffix("Backward0")
+        .or_else(|| name.strip_suffix("Backward"))
+        .unwrap_or(name)
+}
+
 impl Drop for Node {
     fn drop(&mut self) {
         for e in self.next_edges.drain(..).flatten() {
@@ -337,6 +347,34 @@ pub(crate) fn drop_iteratively(node: Arc<Node>) {
         drop(next);
     }
     DROP_QUEUE.with(|q| *q.borrow_mut() = None);
+}
+
+thread_local! {
+    /// Bit k set: the backward rule running on this thread must produce input k's gradient.
+    static WANTED: Cell<u64> = const { Cell::new(u64::MAX) };
+}
+
+/// Whether the backward rule being run must compute the gradient of its input `k` (torch's
+/// `task_should_compute_output`): false when that input needs no gradient or nothing in this
+/// backward pass uses it. Rules skip the work; anything they return there is discarded anyway.
+pub(crate) fn wants_grad(k: usize) -> bool {
+    k >= 64 || WANTED.with(|w| (w.get() >> k) & 1 == 1)
+}
+
+/// Sets the inputs the current backward rule must produce, restoring the previous set on drop
+/// (a rule may itself run a nested backward).
+pub(crate) struct WantedGuard(u64);
+
+impl WantedGuard {
+    pub(crate) fn new(mask: u64) -> Self {
+        WantedGuard(WANTED.with(|w| w.replace(mask)))
+    }
+}
+
+impl Drop for WantedGuard {
+    fn drop(&mut self) {
+        WANTED.with(|w| w.set(self.0));
+    }
 }
 
 /// Whether an op on `inputs` must be recorded.
@@ -378,14 +416,77 @@ pub(crate) fn record_node(
     saves_scalar: bool,
     backward: Box<BackwardFn>,
 ) -> Result<()> {
-    let mut tensors = Vec::with_capacity(saved.len());
+    let next_edges = inputs.iter().map(|t| t.gradient_edge()).collect();
+    let input_meta = inputs.iter().map(|t| TensorMeta::of(t)).collect();
+    record_parts(
+        name,
+        next_edges,
+        input_meta,
+        outputs,
+        saved,
+        saves_scalar,
+        backward,
+    )
+}
+
+/// Record an op of tensor `t` and a Python number at input `scalar_pos` (0 or 1) of dtype
+/// `scalar_dtype`: like torch's wrapped-number operand, the number is an input without an edge.
+/// `keeps_number`: the rule uses the number (torch saves it, so a second backward through the
+/// freed node is an error).
+pub(crate) fn record_with_scalar<F>(
+    name: &'static str,
+    t: &Tensor,
+    scalar_pos: usize,
+    scalar_dtype: DType,
+    out: &Tensor,
+    saved: &[&Tensor],
+    keeps_number: bool,
+    backward: F,
+) -> Result<()>
+where
+    F: Fn(&[Tensor], &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static,
+{
+    let scalar_meta = TensorMeta {
+        shape: Dims::new(),
+        dtype: scalar_dtype,
+    };
+    let (next_edges, input_meta): (EdgeList, MetaList) = if scalar_pos == 0 {
+        (
+            smallvec::smallvec![None, t.gradient_edge()],
+            smallvec::smallvec![scalar_meta, TensorMeta::of(t)],
+        )
+    } else {
+        (
+            smallvec::smallvec![t.gradient_edge(), None],
+            smallvec::smallvec![TensorMeta::of(t), scalar_meta],
+        )
+    };
+    record_parts(
+        Cow::Borrowed(name),
+        next_edges,
+        input_meta,
+        &[out],
+        saved,
+        keeps_number,
+        Box::new(backward),
+    )
+}
+
+fn record_parts(
+    name: Cow<'static, str>,
+    next_edges: EdgeList,
+    input_meta: MetaList,
+    outputs: &[&Tensor],
+    saved: &[&Tensor],
+    saves_scalar: bool,
+    backward: Box<BackwardFn>,
+) -> Result<()> {
+    let mut tensors = SmallVec::with_capacity(saved.len());
     for s in saved {
         let out_nr = outputs.iter().position(|o| o.same(s));
         tensors.push(SavedTensor::new(s, out_nr)?);
     }
     let has_saved = saves_scalar || !tensors.is_empty();
-    let next_edges = inputs.iter().map(|t| t.gradient_edge()).collect();
-    let input_meta = inputs.iter().map(|t| TensorMeta::of(t)).collect();
     let output_meta = outputs.iter().map(|t| TensorMeta::of(t)).collect();
     let kind = NodeKind::Op {
         backward,

@@ -1,6 +1,6 @@
 //! Broadcasting binary ops with torch's type promotion: arithmetic and comparisons.
 
-use crate::autograd::node::{needs_grad, record};
+use crate::autograd::node::{needs_grad, record, record_with_scalar, wants_grad};
 use crate::error::{Error, Result};
 use crate::ops::convert::{as_dtype, cast};
 use crate::ops::elementwise::zip;
@@ -53,6 +53,9 @@ fn promoted(
 impl Tensor {
     /// `self + other`, broadcasting.
     pub fn add(&self, other: &Tensor) -> Result<Tensor> {
+        if let Some(r) = scalar_fast_path(self, other, ScalarOp::Add, ScalarOp::Add) {
+            return r;
+        }
         let out = promoted(self, other, |x, y| x + y, |x, y| x + y, i64::wrapping_add)?;
         if needs_grad(&[self, other]) {
             record(
@@ -72,6 +75,9 @@ impl Tensor {
         if self.dtype() == DType::Bool && other.dtype() == DType::Bool {
             return Err(Error::runtime("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead."));
         }
+        if let Some(r) = scalar_fast_path(self, other, ScalarOp::Sub, ScalarOp::RSub) {
+            return r;
+        }
         let out = promoted(self, other, |x, y| x - y, |x, y| x - y, i64::wrapping_sub)?;
         if needs_grad(&[self, other]) {
             record(
@@ -80,7 +86,14 @@ impl Tensor {
                 &[&out],
                 &[],
                 false,
-                |g, _| Ok(vec![Some(g[0].clone()), Some(g[0].neg()?)]),
+                |g, _| {
+                    let gb = if wants_grad(1) {
+                        Some(g[0].neg()?)
+                    } else {
+                        None
+                    };
+                    Ok(vec![Some(g[0].clone()), gb])
+                },
             )?;
         }
         Ok(out)
@@ -88,6 +101,9 @@ impl Tensor {
 
     /// `self * other`, broadcasting.
     pub fn mul(&self, other: &Tensor) -> Result<Tensor> {
+        if let Some(r) = scalar_fast_path(self, other, ScalarOp::Mul, ScalarOp::Mul) {
+            return r;
+        }
         let out = promoted(self, other, |x, y| x * y, |x, y| x * y, i64::wrapping_mul)?;
         if needs_grad(&[self, other]) {
             record(
@@ -96,7 +112,19 @@ impl Tensor {
                 &[&out],
                 &[self, other],
                 false,
-                |g, s| Ok(vec![Some(g[0].mul(&s[1])?), Some(g[0].mul(&s[0])?)]),
+                |g, s| {
+                    let ga = if wants_grad(0) {
+                        Some(g[0].mul(&s[1])?)
+                    } else {
+                        None
+                    };
+                    let gb = if wants_grad(1) {
+                        Some(g[0].mul(&s[0])?)
+                    } else {
+                        None
+                    };
+                    Ok(vec![ga, gb])
+                },
             )?;
         }
         Ok(out)
@@ -104,6 +132,9 @@ impl Tensor {
 
     /// `self / other` (true division: integers give float32), broadcasting.
     pub fn div(&self, other: &Tensor) -> Result<Tensor> {
+        if let Some(r) = scalar_fast_path(self, other, ScalarOp::Div, ScalarOp::RDiv) {
+            return r;
+        }
         let rt = result_dtype(self, other);
         let ct = if rt.is_float() { rt } else { DType::Float32 };
         let out = arith(self, other, ct, |x, y| x / y, |x, y| x / y, |x, y| x / y)?;
@@ -116,9 +147,17 @@ impl Tensor {
                 false,
                 |g, s| {
                     let (a, b) = (&s[0], &s[1]);
-                    let ga = g[0].div(b)?;
-                    let gb = g[0].mul(a)?.div(&b.mul(b)?)?.neg()?;
-                    Ok(vec![Some(ga), Some(gb)])
+                    let ga = if wants_grad(0) {
+                        Some(g[0].div(b)?)
+                    } else {
+                        None
+                    };
+                    let gb = if wants_grad(1) {
+                        Some(g[0].mul(a)?.div(&b.mul(b)?)?.neg()?)
+                    } else {
+                        None
+                    };
+                    Ok(vec![ga, gb])
                 },
             )?;
         }
@@ -242,28 +281,131 @@ impl Tensor {
 
     /// `self + v` for a Python number.
     pub fn add_scalar(&self, v: f64) -> Result<Tensor> {
+        if self.dtype().is_float() {
+            return scalar_op(self, v, ScalarOp::Add, 1, DType::Float64);
+        }
         self.add(&scalar_for(self, v))
     }
     /// `self - v` for a Python number.
     pub fn sub_scalar(&self, v: f64) -> Result<Tensor> {
+        if self.dtype().is_float() {
+            return scalar_op(self, v, ScalarOp::Sub, 1, DType::Float64);
+        }
         self.sub(&scalar_for(self, v))
     }
     /// `v - self` for a Python number.
     pub fn rsub_scalar(&self, v: f64) -> Result<Tensor> {
+        if self.dtype().is_float() {
+            return scalar_op(self, v, ScalarOp::RSub, 0, DType::Float64);
+        }
         scalar_for(self, v).sub(self)
     }
     /// `self * v` for a Python number.
     pub fn mul_scalar(&self, v: f64) -> Result<Tensor> {
+        if self.dtype().is_float() {
+            return scalar_op(self, v, ScalarOp::Mul, 1, DType::Float64);
+        }
         self.mul(&scalar_for(self, v))
     }
     /// `self / v` for a Python number.
     pub fn div_scalar(&self, v: f64) -> Result<Tensor> {
+        if self.dtype().is_float() {
+            return scalar_op(self, v, ScalarOp::Div, 1, DType::Float64);
+        }
         self.div(&scalar_for(self, v))
     }
     /// `v / self` for a Python number.
     pub fn rdiv_scalar(&self, v: f64) -> Result<Tensor> {
+        if self.dtype().is_float() {
+            return scalar_op(self, v, ScalarOp::RDiv, 0, DType::Float64);
+        }
         scalar_for(self, v).div(self)
     }
+}
+
+/// Arithmetic of a float tensor `t` and a Python number `v`.
+#[derive(Clone, Copy)]
+enum ScalarOp {
+    /// `t + v` (also `v + t`).
+    Add,
+    /// `t - v`.
+    Sub,
+    /// `v - t`.
+    RSub,
+    /// `t * v` (also `v * t`).
+    Mul,
+    /// `t / v`.
+    Div,
+    /// `v / t`.
+    RDiv,
+}
+
+/// `a (op) b` when one side is a Python number and the other a float tensor: the result has the
+/// tensor's dtype whatever the number, so the kernel maps the tensor with the number converted
+/// once (torch's CPU-scalar path) instead of broadcasting a wrapped 0-d tensor. `op` applies
+/// when `b` is the number, `rop` when `a` is.
+fn scalar_fast_path(a: &Tensor, b: &Tensor, op: ScalarOp, rop: ScalarOp) -> Option<Result<Tensor>> {
+    let (t, n, op, pos) = if b.is_wrapped_number() && !a.is_wrapped_number() {
+        (a, b, op, 1)
+    } else if a.is_wrapped_number() && !b.is_wrapped_number() {
+        (b, a, rop, 0)
+    } else {
+        return None;
+    };
+    if !t.dtype().is_float() {
+        return None;
+    }
+    Some(n.item().and_then(|v| scalar_op(t, v, op, pos, n.dtype())))
+}
+
+fn scalar_op(t: &Tensor, v: f64, op: ScalarOp, pos: usize, vdtype: DType) -> Result<Tensor> {
+    use crate::ops::elementwise::map;
+    macro_rules! apply {
+        ($T:ty) => {{
+            let w = v as $T;
+            match op {
+                ScalarOp::Add => map::<$T, $T>(t, move |x| x + w),
+                ScalarOp::Sub => map::<$T, $T>(t, move |x| x - w),
+                ScalarOp::RSub => map::<$T, $T>(t, move |x| w - x),
+                ScalarOp::Mul => map::<$T, $T>(t, move |x| x * w),
+                ScalarOp::Div => map::<$T, $T>(t, move |x| x / w),
+                ScalarOp::RDiv => map::<$T, $T>(t, move |x| w / x),
+            }
+        }};
+    }
+    let out = match t.dtype() {
+        DType::Float64 => apply!(f64)?,
+        _ => apply!(f32)?,
+    };
+    if !needs_grad(&[t]) {
+        return Ok(out);
+    }
+    let k = 1 - pos;
+    let one = move |g: Tensor| -> Result<Vec<Option<Tensor>>> {
+        let mut v = vec![None, None];
+        v[k] = Some(g);
+        Ok(v)
+    };
+    // Rules that use the number keep it (torch saves the wrapped operand): a second backward
+    // through the freed node is then an error, as in torch.
+    let rec =
+        |name, saved: &[&Tensor], keeps: bool, f: fn(&Tensor, f64, &[Tensor]) -> Result<Tensor>| {
+            record_with_scalar(name, t, pos, vdtype, &out, saved, keeps, move |g, s| {
+                one(f(&g[0], v, s)?)
+            })
+        };
+    match op {
+        ScalarOp::Add => rec("AddBackward0", &[], false, |g, _, _| Ok(g.clone())),
+        ScalarOp::Sub => rec("SubBackward0", &[], false, |g, _, _| Ok(g.clone())),
+        ScalarOp::RSub => rec("SubBackward0", &[], false, |g, _, _| g.neg()),
+        ScalarOp::Mul => rec("MulBackward0", &[], true, |g, v, _| g.mul_scalar(v)),
+        ScalarOp::Div => rec("DivBackward0", &[], true, |g, v, _| g.div_scalar(v)),
+        // d/dt v/t = -v / t²
+        ScalarOp::RDiv => rec("DivBackward0", &[t], true, |g, v, s| {
+            g.mul_scalar(-v)?.div(&s[0].mul(&s[0])?)
+        }),
+    }?;
+    Ok(out)
 }
 
 /// A wrapped Python number: an integer value stays integral for integer tensors.
