@@ -19,8 +19,13 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-import ferrograd as fg
-import numpy as np
+# NumPy's OpenBLAS workers busy-wait for 2^28 cycles (~0.1 s) after each call, on a core the
+# next library's run needs: with libraries alternating, the NumPy baseline would slow whichever
+# runs after it. 2^4 cycles lets them sleep at once (set the variable to override).
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+import ferrograd as fg  # noqa: E402
+import numpy as np  # noqa: E402
 
 try:
     import torch
