@@ -84,7 +84,10 @@ fn vector_math_within_two_ulp_over_a_dense_sweep() {
 #[test]
 fn vector_math_dense_near_zero_and_one() {
     // Every float in [0.5, 2) and in [-2^-10, 2^-10] (log near 1, tanh/sin near 0 cancel most).
-    let mut xs: Vec<f32> = (0x3f00_0000u32..0x4000_0000).step_by(7).map(f32::from_bits).collect();
+    let mut xs: Vec<f32> = (0x3f00_0000u32..0x4000_0000)
+        .step_by(7)
+        .map(f32::from_bits)
+        .collect();
     xs.extend(
         (0x3000_0000u32..0x3a80_0000)
             .step_by(11)
@@ -111,14 +114,9 @@ fn vector_math_special_values_match_std() {
         f32::MIN,
         -1.0,
     ];
-    let std: [fn(f32) -> f32; 6] = [
-        f32::exp,
-        f32::ln,
-        f32::sin,
-        f32::cos,
-        f32::tanh,
-        |x| 1.0 / (1.0 + (-x).exp()),
-    ];
+    let std: [fn(f32) -> f32; 6] = [f32::exp, f32::ln, f32::sin, f32::cos, f32::tanh, |x| {
+        1.0 / (1.0 + (-x).exp())
+    }];
     for (f, s) in UnaryF32::ALL.into_iter().zip(std) {
         let mut out = [0f32; 11];
         f.apply(&specials, &mut out);

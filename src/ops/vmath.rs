@@ -9,6 +9,10 @@
 //! Each kernel is compiled for AVX-512, AVX2+FMA and the baseline target by `multiversion`,
 //! which picks one at first call from the running CPU (a wheel cannot assume AVX2).
 
+// Polynomial and reduction constants are quoted with the digits fdlibm and musl publish, so
+// they can be checked against those sources; they round to the same doubles.
+#![allow(clippy::excessive_precision)]
+
 use std::mem::MaybeUninit;
 
 use multiversion::multiversion;
@@ -133,7 +137,15 @@ fn exp_f64<const F: bool, const HI: bool>(x: f64) -> f64 {
         p
     } else {
         let mut p = 1.0 / 5_040.0;
-        for c in [1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
+        for c in [
+            1.0 / 720.0,
+            1.0 / 120.0,
+            1.0 / 24.0,
+            1.0 / 6.0,
+            0.5,
+            1.0,
+            1.0,
+        ] {
             p = fma::<F>(p, r, c);
         }
         p
@@ -146,27 +158,15 @@ fn exp_f64<const F: bool, const HI: bool>(x: f64) -> f64 {
 #[inline(always)]
 fn exp_lane<const F: bool>(x: f32) -> f32 {
     let x = x as f64;
-    // e^±200 is 0 / inf in float32; comparisons (not min/max) let NaN through.
-    let x = if x < -200.0 {
-        -200.0
-    } else if x > 200.0 {
-        200.0
-    } else {
-        x
-    };
+    // e^±200 is 0 / inf in float32; clamp (unlike min/max) lets NaN through.
+    let x = x.clamp(-200.0, 200.0);
     exp_f64::<F, false>(x) as f32
 }
 
 #[inline(always)]
 fn sigmoid_lane<const F: bool>(x: f32) -> f32 {
     let x = x as f64;
-    let x = if x < -120.0 {
-        -120.0
-    } else if x > 120.0 {
-        120.0
-    } else {
-        x
-    };
+    let x = x.clamp(-120.0, 120.0);
     (1.0 / (1.0 + exp_f64::<F, false>(-x))) as f32
 }
 
@@ -235,13 +235,25 @@ fn sincos_lane<const F: bool, const COS: bool>(x: f32) -> f32 {
     let w = z * z;
     // musl's __sindf and __cosdf: |error| < 2^-37 on |y| <= π/4.
     let s = {
-        let r = fma::<F>(z, 2.718_311_493_989_821_906_4e-6, -1.983_933_483_609_663_173_47e-4);
-        let u = fma::<F>(z, 8.333_329_385_889_463_175_6e-3, -1.666_666_664_162_652_355_95e-1);
+        let r = fma::<F>(
+            z,
+            2.718_311_493_989_821_906_4e-6,
+            -1.983_933_483_609_663_173_47e-4,
+        );
+        let u = fma::<F>(
+            z,
+            8.333_329_385_889_463_175_6e-3,
+            -1.666_666_664_162_652_355_95e-1,
+        );
         let zy = z * y;
         (y + zy * u) + zy * w * r
     };
     let c = {
-        let r = fma::<F>(z, 2.439_044_879_627_740_906_54e-5, -1.388_676_377_460_992_946_92e-3);
+        let r = fma::<F>(
+            z,
+            2.439_044_879_627_740_906_54e-5,
+            -1.388_676_377_460_992_946_92e-3,
+        );
         ((1.0 + z * -4.999_999_972_510_310_031_20e-1) + w * 4.166_662_332_373_906_318_94e-2)
             + (w * z) * r
     };
