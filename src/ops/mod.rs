@@ -15,3 +15,4 @@ pub mod shape_more;
 pub mod shape_ops;
 pub mod softmax;
 pub mod unary;
+pub mod vmath;

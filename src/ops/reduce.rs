@@ -73,29 +73,46 @@ fn sum_kernel<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(
     Tensor::from_vec(v, &out_shape)
 }
 
-/// Pairwise summation in blocks: accurate and independent of thread count.
+/// Pairwise summation over blocks: the error grows with log n rather than n, and since the split
+/// points depend only on the length, the result is the same at any thread count. Halves of
+/// large slices are summed on two rayon threads.
 fn sum_slice<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(s: &[T]) -> T {
-    const BLOCK: usize = 128;
+    // 16 independent accumulators let the block loop run as two or four vector adds per step;
+    // each sums only BLOCK/16 elements before the pairwise tree takes over.
+    const LANES: usize = 16;
+    const BLOCK: usize = 512;
     if s.len() <= BLOCK {
-        let mut acc = [T::zero(); 8];
-        let chunks = s.chunks_exact(8);
+        let mut acc = [T::zero(); LANES];
+        let chunks = s.chunks_exact(LANES);
         let rem = chunks.remainder();
         for c in chunks {
-            for k in 0..8 {
+            for k in 0..LANES {
                 acc[k] = acc[k] + c[k];
             }
         }
-        let mut total = T::zero();
-        for a in acc {
-            total = total + a;
+        let mut width = LANES;
+        while width > 1 {
+            width /= 2;
+            for k in 0..width {
+                acc[k] = acc[k] + acc[k + width];
+            }
         }
+        let mut total = acc[0];
         for &r in rem {
             total = total + r;
         }
         return total;
     }
     let mid = (s.len() / 2).div_ceil(BLOCK) * BLOCK;
-    sum_slice(&s[..mid]) + sum_slice(&s[mid..])
+    let (lo, hi) = s.split_at(mid);
+    if s.len() >= crate::ops::elementwise::PAR_MIN_ELEMENTS {
+        let halves = || rayon::join(|| sum_slice(lo), || sum_slice(hi));
+        let (a, b) = crate::ops::elementwise::in_pool(halves)
+            .unwrap_or_else(|| (sum_slice(lo), sum_slice(hi)));
+        a + b
+    } else {
+        sum_slice(lo) + sum_slice(hi)
+    }
 }
 
 impl Tensor {

@@ -1,10 +1,20 @@
 //! Elementwise unary ops, each with its backward rule beside it. Rules reuse the forward output
-//! where the derivative is a function of it (exp, tanh, sigmoid, sqrt).
+//! where the derivative is a function of it (exp, tanh, sigmoid, sqrt). The common ones run
+//! their rule as one fused pass when no graph of the backward is being built.
 
 use crate::autograd::node::{needs_grad, record};
 use crate::error::Result;
-use crate::ops::elementwise::{map, map_float};
+use crate::ops::elementwise::{map, map_float, map_vmath, zip_float, zip_vmath};
+use crate::ops::vmath::UnaryF32;
 use crate::tensor::{DType, Tensor};
+
+/// Whether a backward rule may run its fused kernel on the incoming gradient `g` and the saved
+/// tensor `s`: only when the composite rule would record nothing (grad mode off, or nothing
+/// requiring grad), so `create_graph` still gets a differentiable graph; and only on float
+/// tensors of one dtype and shape (anything else takes the composite rule's promotions).
+fn fusable(g: &Tensor, s: &Tensor) -> bool {
+    !needs_grad(&[g, s]) && g.dtype() == s.dtype() && g.dtype().is_float() && g.shape() == s.shape()
+}
 
 impl Tensor {
     /// Elementwise logical not (bool result).
@@ -37,69 +47,94 @@ impl Tensor {
         Ok(out)
     }
 
-    /// e^x.
+    /// e^x (float32 through the vectorised kernel); d/dx = e^x, the saved output.
     pub fn exp(&self) -> Result<Tensor> {
-        let out = map_float!(self, |x| x.exp())?;
+        let out = map_vmath(self, UnaryF32::Exp)?;
         if needs_grad(&[self]) {
             record("ExpBackward0", &[self], &[&out], &[&out], false, |g, s| {
-                Ok(vec![Some(g[0].mul(&s[0])?)])
+                let (g, y) = (&g[0], &s[0]);
+                let d = if fusable(g, y) {
+                    zip_float!(g, y, |g, y| g * y)?
+                } else {
+                    g.mul(y)?
+                };
+                Ok(vec![Some(d)])
             })?;
         }
         Ok(out)
     }
 
-    /// Natural logarithm.
+    /// Natural logarithm (float32 vectorised); d/dx = 1 / x.
     pub fn log(&self) -> Result<Tensor> {
-        let out = map_float!(self, |x| x.ln())?;
+        let out = map_vmath(self, UnaryF32::Log)?;
         if needs_grad(&[self]) {
             record("LogBackward0", &[self], &[&out], &[self], false, |g, s| {
-                Ok(vec![Some(g[0].div(&s[0])?)])
+                let (g, x) = (&g[0], &s[0]);
+                let d = if fusable(g, x) {
+                    zip_float!(g, x, |g, x| g / x)?
+                } else {
+                    g.div(x)?
+                };
+                Ok(vec![Some(d)])
             })?;
         }
         Ok(out)
     }
 
-    /// Sine.
+    /// Sine (float32 vectorised); d/dx = cos x, computed in the same pass as the product.
     pub fn sin(&self) -> Result<Tensor> {
-        let out = map_float!(self, |x| x.sin())?;
+        let out = map_vmath(self, UnaryF32::Sin)?;
         if needs_grad(&[self]) {
             record("SinBackward0", &[self], &[&out], &[self], false, |g, s| {
-                Ok(vec![Some(g[0].mul(&s[0].cos()?)?)])
+                let (g, x) = (&g[0], &s[0]);
+                let d = if fusable(g, x) {
+                    zip_vmath(g, x, UnaryF32::Cos, |g, c| g * c)?
+                } else {
+                    g.mul(&x.cos()?)?
+                };
+                Ok(vec![Some(d)])
             })?;
         }
         Ok(out)
     }
 
-    /// Cosine.
+    /// Cosine (float32 vectorised); d/dx = -sin x.
     pub fn cos(&self) -> Result<Tensor> {
-        let out = map_float!(self, |x| x.cos())?;
+        let out = map_vmath(self, UnaryF32::Cos)?;
         if needs_grad(&[self]) {
             record("CosBackward0", &[self], &[&out], &[self], false, |g, s| {
-                Ok(vec![Some(g[0].mul(&s[0].sin()?.neg()?)?)])
+                let (g, x) = (&g[0], &s[0]);
+                let d = if fusable(g, x) {
+                    zip_vmath(g, x, UnaryF32::Sin, |g, s| g * -s)?
+                } else {
+                    g.mul(&x.sin()?.neg()?)?
+                };
+                Ok(vec![Some(d)])
             })?;
         }
         Ok(out)
     }
 
-    /// Hyperbolic tangent; d/dx = 1 - tanh².
+    /// Hyperbolic tangent (float32 vectorised); d/dx = 1 - tanh², from the saved output.
     pub fn tanh(&self) -> Result<Tensor> {
-        let out = map_float!(self, |x| x.tanh())?;
+        let out = map_vmath(self, UnaryF32::Tanh)?;
         if needs_grad(&[self]) {
             record("TanhBackward0", &[self], &[&out], &[&out], false, |g, s| {
-                let y = &s[0];
-                Ok(vec![Some(g[0].mul(&y.mul(y)?.rsub_scalar(1.0)?)?)])
+                let (g, y) = (&g[0], &s[0]);
+                let d = if fusable(g, y) {
+                    zip_float!(g, y, |g, y| g * (1.0 - y * y))?
+                } else {
+                    g.mul(&y.mul(y)?.rsub_scalar(1.0)?)?
+                };
+                Ok(vec![Some(d)])
             })?;
         }
         Ok(out)
     }
 
-    /// Logistic sigmoid; d/dx = y (1 - y).
+    /// Logistic sigmoid (float32 vectorised); d/dx = y (1 - y), from the saved output.
     pub fn sigmoid(&self) -> Result<Tensor> {
-        let out = map_float!(self, |x| if x >= 0.0 {
-            1.0 / (1.0 + (-x).exp())
-        } else {
-            x.exp() / (1.0 + x.exp())
-        })?;
+        let out = map_vmath(self, UnaryF32::Sigmoid)?;
         if needs_grad(&[self]) {
             record(
                 "SigmoidBackward0",
@@ -108,8 +143,13 @@ impl Tensor {
                 &[&out],
                 false,
                 |g, s| {
-                    let y = &s[0];
-                    Ok(vec![Some(g[0].mul(&y.mul(&y.rsub_scalar(1.0)?)?)?)])
+                    let (g, y) = (&g[0], &s[0]);
+                    let d = if fusable(g, y) {
+                        zip_float!(g, y, |g, y| g * (y * (1.0 - y)))?
+                    } else {
+                        g.mul(&y.mul(&y.rsub_scalar(1.0)?)?)?
+                    };
+                    Ok(vec![Some(d)])
                 },
             )?;
         }
