@@ -2,6 +2,7 @@
 //! on a rayon pool. Incoming gradients are summed in a fixed order (by producer), so results are
 //! bitwise identical whatever the thread count or timing.
 
+use std::collections::hash_map::Entry;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -210,11 +211,13 @@ fn build(
             };
             stack.push((n, next + 1));
             let Some(e) = slot else { continue };
-            let c = match index.get(&Arc::as_ptr(&e.node)) {
-                Some(&c) => c,
-                None => {
-                    let child = e.node.clone();
-                    let c = intern(&child, &mut index, &mut nodes, &mut children);
+            let c = match index.entry(Arc::as_ptr(&e.node)) {
+                Entry::Occupied(o) => *o.get(),
+                Entry::Vacant(v) => {
+                    let c = nodes.len();
+                    v.insert(c);
+                    children.push(smallvec::smallvec![None; e.node.next_edges.len()]);
+                    nodes.push(e.node.clone());
                     stack.push((c, 0));
                     c
                 }
@@ -325,12 +328,19 @@ fn drain<'s>(task: &'s GraphTask, ready: Vec<usize>, scope: Option<&rayon::Scope
         .into_iter()
         .map(|i| (task.states[i].node.sequence_nr(), i))
         .collect();
-    while let Some((_, i)) = heap.pop() {
+    let mut next = heap.pop().map(|(_, i)| i);
+    while let Some(i) = next.take() {
         if task.failed.load(Ordering::Relaxed) {
             return;
         }
         match evaluate(task, i) {
             Ok(newly_ready) => {
+                // A chain's only successor runs next without a trip through the heap: nothing
+                // else is waiting, so the order is the same.
+                if newly_ready.len() == 1 && heap.is_empty() {
+                    next = Some(newly_ready[0]);
+                    continue;
+                }
                 for c in newly_ready {
                     let st = &task.states[c];
                     let heavy =
@@ -359,6 +369,7 @@ fn drain<'s>(task: &'s GraphTask, ready: Vec<usize>, scope: Option<&rayon::Scope
                 return;
             }
         }
+        next = heap.pop().map(|(_, i)| i);
     }
 }
 
@@ -454,6 +465,9 @@ fn run_tensor_pre_hooks(node: &Arc<Node>, grads: &mut [Option<Tensor>]) -> Resul
                 apply_hook(&h, g)?;
             }
         }
+        return Ok(());
+    }
+    if !node.may_have_hooks() {
         return Ok(());
     }
     let (pre, retain) = match node.hooks.lock().as_ref() {

@@ -3,9 +3,20 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// This thread's modes, in one thread-local: from a shared library each thread-local access is
+/// a `__tls_get_addr` call, and `is_recording` (asked by every op) needs both.
+struct Modes {
+    grad: Cell<bool>,
+    inference: Cell<bool>,
+}
+
 thread_local! {
-    static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
-    static INFERENCE: Cell<bool> = const { Cell::new(false) };
+    static MODES: Modes = const {
+        Modes {
+            grad: Cell::new(true),
+            inference: Cell::new(false),
+        }
+    };
 }
 
 static ANOMALY: AtomicBool = AtomicBool::new(false);
@@ -13,27 +24,27 @@ static ANOMALY_CHECK_NAN: AtomicBool = AtomicBool::new(true);
 
 /// Whether ops on this thread record the graph.
 pub fn is_grad_enabled() -> bool {
-    GRAD_ENABLED.with(|g| g.get())
+    MODES.with(|m| m.grad.get())
 }
 
 /// Turn recording on or off for this thread.
 pub fn set_grad_enabled(enabled: bool) {
-    GRAD_ENABLED.with(|g| g.set(enabled));
+    MODES.with(|m| m.grad.set(enabled));
 }
 
 /// Whether inference mode is on for this thread.
 pub fn is_inference_mode_enabled() -> bool {
-    INFERENCE.with(|g| g.get())
+    MODES.with(|m| m.inference.get())
 }
 
 /// Turn inference mode on or off for this thread.
 pub fn set_inference_mode(enabled: bool) {
-    INFERENCE.with(|g| g.set(enabled));
+    MODES.with(|m| m.inference.set(enabled));
 }
 
 /// Whether an op recorded now would build graph: grad mode on and not in inference mode.
 pub fn is_recording() -> bool {
-    is_grad_enabled() && !is_inference_mode_enabled()
+    MODES.with(|m| m.grad.get() && !m.inference.get())
 }
 
 /// Sets grad mode for a scope and restores the previous mode when dropped.

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
@@ -177,6 +177,9 @@ pub struct Node {
     pub(crate) output_meta: MetaList,
     pub(crate) kind: NodeKind,
     pub(crate) hooks: Mutex<Option<Box<NodeHooks>>>,
+    /// Set once a hook or retain_grad is added: most nodes never get one, and reading this
+    /// flag is cheaper than taking the lock on every node of every backward.
+    has_hooks: AtomicBool,
     /// Where the forward op was recorded (anomaly mode only).
     pub(crate) trace: Option<String>,
 }
@@ -199,6 +202,7 @@ impl Node {
             output_meta,
             kind,
             hooks: Mutex::new(None),
+            has_hooks: AtomicBool::new(false),
             trace,
         })
     }
@@ -214,6 +218,7 @@ impl Node {
             output_meta: smallvec::smallvec![meta],
             kind: NodeKind::Accumulate { variable },
             hooks: Mutex::new(None),
+            has_hooks: AtomicBool::new(false),
             trace: None,
         })
     }
@@ -255,6 +260,7 @@ impl Node {
             .get_or_insert_with(Default::default)
             .pre
             .push((output_nr, id, hook));
+        self.has_hooks.store(true, Ordering::Release);
         id
     }
     pub(crate) fn remove_pre_hook(&self, id: u64) {
@@ -268,6 +274,12 @@ impl Node {
             .get_or_insert_with(Default::default)
             .retain
             .push((output_nr, t));
+        self.has_hooks.store(true, Ordering::Release);
+    }
+
+    /// Whether hooks or retain_grad may be registered on this node's outputs.
+    pub(crate) fn may_have_hooks(&self) -> bool {
+        self.has_hooks.load(Ordering::Acquire)
     }
     pub(crate) fn remove_retain_grad(&self, t: &Weak<TensorImpl>) {
         if let Some(h) = self.hooks.lock().as_mut() {
