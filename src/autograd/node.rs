@@ -41,7 +41,7 @@ pub struct TensorMeta {
 impl TensorMeta {
     pub(crate) fn of(t: &Tensor) -> Self {
         TensorMeta {
-            shape: t.shape().into(),
+            shape: Dims::from_slice(t.shape()),
             dtype: t.dtype(),
         }
     }
@@ -437,8 +437,14 @@ pub(crate) fn record_node(
     saves_scalar: bool,
     backward: Box<BackwardFn>,
 ) -> Result<()> {
-    let next_edges = inputs.iter().map(|t| t.gradient_edge()).collect();
-    let input_meta = inputs.iter().map(|t| TensorMeta::of(t)).collect();
+    let mut next_edges = EdgeList::new();
+    let mut input_meta = MetaList::new();
+    // Pushes, not collect(): SmallVec's FromIterator is generic and costs more than the one or
+    // two elements most ops have.
+    for t in inputs {
+        next_edges.push(t.gradient_edge());
+        input_meta.push(TensorMeta::of(t));
+    }
     record_parts(
         name,
         next_edges,
@@ -515,7 +521,10 @@ fn record_parts(
         tensors.push(SavedTensor::new(s, out_nr)?);
     }
     let has_saved = saves_scalar || !tensors.is_empty();
-    let output_meta = outputs.iter().map(|t| TensorMeta::of(t)).collect();
+    let mut output_meta = MetaList::new();
+    for t in outputs {
+        output_meta.push(TensorMeta::of(t));
+    }
     let kind = NodeKind::Op {
         backward,
         saved: Mutex::new(SavedState {

@@ -263,7 +263,7 @@ impl Storage {
 }
 
 /// How a tensor's elements sit in its storage: sizes, strides (in elements) and an offset.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Layout {
     /// Size of each dimension.
     pub shape: Dims,
@@ -284,11 +284,23 @@ pub fn contiguous_strides(shape: &[usize]) -> Dims {
     strides
 }
 
+// SmallVec's Clone and From<&[T]> go through a generic iterator; `from_slice` is a copy, and
+// layouts are cloned or built for every tensor an op makes.
+impl Clone for Layout {
+    fn clone(&self) -> Self {
+        Layout {
+            shape: Dims::from_slice(&self.shape),
+            strides: Dims::from_slice(&self.strides),
+            offset: self.offset,
+        }
+    }
+}
+
 impl Layout {
     /// A row-major layout starting at offset 0.
     pub fn contiguous(shape: &[usize]) -> Self {
         Layout {
-            shape: shape.into(),
+            shape: Dims::from_slice(shape),
             strides: contiguous_strides(shape),
             offset: 0,
         }
