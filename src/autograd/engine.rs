@@ -2,11 +2,12 @@
 //! on a rayon pool. Incoming gradients are summed in a fixed order (by producer), so results are
 //! bitwise identical whatever the thread count or timing.
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
+use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use super::grad_mode::{self, GradModeGuard};
@@ -19,6 +20,9 @@ use crate::tensor::Tensor;
 /// than the node itself.
 const SPAWN_MIN_ELEMENTS: usize = 16 * 1024;
 
+/// Nodes made ready by one node's gradients.
+type Ready = SmallVec<[usize; 4]>;
+
 /// Key that fixes the summation order of gradients arriving at one slot: (producer, edge).
 type Key = (u64, usize);
 
@@ -28,9 +32,9 @@ type Slot = SmallVec<[(Key, Tensor); 1]>;
 struct NodeState {
     node: Arc<Node>,
     /// Index into `states` of each next edge's node (None when the edge is absent or unused).
-    children: Vec<Option<usize>>,
+    children: Children,
     deps: AtomicUsize,
-    buffer: Mutex<Vec<Slot>>,
+    buffer: Mutex<SmallVec<[Slot; 1]>>,
     execute: bool,
     /// (slot, result index) pairs captured for `grad()`.
     captures: SmallVec<[(usize, usize); 1]>,
@@ -142,20 +146,16 @@ pub(crate) fn execute(
         });
     }
     let (task, index) = build(&roots, keep_graph, create_graph, targets)?;
-    // Seed the roots in a fixed order (after every producer: key u64::MAX).
-    let mut ready = Vec::new();
-    {
-        for (i, (edge, grad)) in roots.into_iter().enumerate() {
-            let Some(&idx) = index.get(&Arc::as_ptr(&edge.node)) else {
-                continue;
-            };
-            task.states[idx].buffer.lock()[edge.input_nr].push(((u64::MAX, i), grad));
-        }
-        for (i, s) in task.states.iter().enumerate() {
-            if s.deps.load(Ordering::Relaxed) == 0 && s.buffer.lock().iter().any(|b| !b.is_empty())
-            {
-                ready.push(i);
-            }
+    // Seed the roots in a fixed order (after every producer: key u64::MAX). Only roots hold
+    // gradients now, so only they can be ready.
+    let mut ready = Vec::with_capacity(roots.len());
+    for (i, (edge, grad)) in roots.into_iter().enumerate() {
+        let Some(&idx) = index.get(&Arc::as_ptr(&edge.node)) else {
+            continue;
+        };
+        task.states[idx].buffer.lock()[edge.input_nr].push(((u64::MAX, i), grad));
+        if task.states[idx].deps.load(Ordering::Relaxed) == 0 && !ready.contains(&idx) {
+            ready.push(idx);
         }
     }
     run(&task, ready)?;
@@ -166,7 +166,10 @@ pub(crate) fn execute(
     Ok(results)
 }
 
-type NodeIndex = HashMap<*const Node, usize>;
+type NodeIndex = FxHashMap<*const Node, usize>;
+
+/// Per next edge of a node: the index of the node it leads to (most nodes have one or two).
+type Children = SmallVec<[Option<usize>; 2]>;
 
 fn build(
     roots: &[(Edge, Tensor)],
@@ -174,45 +177,48 @@ fn build(
     create_graph: bool,
     targets: Targets,
 ) -> Result<(GraphTask, NodeIndex)> {
-    // Iterative DFS: post-order so children come before parents.
-    let mut index: NodeIndex = HashMap::new();
+    // Iterative DFS: post-order so children come before parents. Each edge is looked up once,
+    // and where it leads is recorded on the way.
+    let mut index = NodeIndex::default();
     let mut nodes: Vec<Arc<Node>> = Vec::new();
+    let mut children: Vec<Children> = Vec::new();
     let mut post: Vec<usize> = Vec::new();
     let mut stack: Vec<(usize, usize)> = Vec::new();
+    let intern = |node: &Arc<Node>,
+                  index: &mut NodeIndex,
+                  nodes: &mut Vec<Arc<Node>>,
+                  children: &mut Vec<Children>| {
+        let i = nodes.len();
+        index.insert(Arc::as_ptr(node), i);
+        children.push(smallvec::smallvec![None; node.next_edges.len()]);
+        nodes.push(node.clone());
+        i
+    };
     for (edge, _) in roots {
-        let key = Arc::as_ptr(&edge.node);
-        if index.contains_key(&key) {
+        if index.contains_key(&Arc::as_ptr(&edge.node)) {
             continue;
         }
-        index.insert(key, nodes.len());
-        nodes.push(edge.node.clone());
-        stack.push((nodes.len() - 1, 0));
+        let root = intern(&edge.node, &mut index, &mut nodes, &mut children);
+        stack.push((root, 0));
         while let Some((n, next)) = stack.pop() {
-            let edges = &nodes[n].next_edges;
-            if next < edges.len() {
-                stack.push((n, next + 1));
-                if let Some(e) = &edges[next] {
-                    let k = Arc::as_ptr(&e.node);
-                    if let std::collections::hash_map::Entry::Vacant(v) = index.entry(k) {
-                        v.insert(nodes.len());
-                        nodes.push(e.node.clone());
-                        stack.push((nodes.len() - 1, 0));
-                    }
-                }
-            } else {
+            let Some(slot) = nodes[n].next_edges.get(next) else {
                 post.push(n);
-            }
+                continue;
+            };
+            stack.push((n, next + 1));
+            let Some(e) = slot else { continue };
+            let c = match index.get(&Arc::as_ptr(&e.node)) {
+                Some(&c) => c,
+                None => {
+                    let child = e.node.clone();
+                    let c = intern(&child, &mut index, &mut nodes, &mut children);
+                    stack.push((c, 0));
+                    c
+                }
+            };
+            children[n][next] = Some(c);
         }
     }
-    let children: Vec<Vec<Option<usize>>> = nodes
-        .iter()
-        .map(|n| {
-            n.next_edges
-                .iter()
-                .map(|e| e.as_ref().map(|e| index[&Arc::as_ptr(&e.node)]))
-                .collect()
-        })
-        .collect();
 
     let n = nodes.len();
     let mut is_target = vec![false; n];
@@ -273,7 +279,7 @@ fn build(
                 node,
                 children: ch,
                 deps,
-                buffer: Mutex::new(vec![SmallVec::new(); slots]),
+                buffer: Mutex::new(smallvec::smallvec![SmallVec::new(); slots]),
                 execute: execute[i],
                 captures: std::mem::take(&mut captures[i]),
             }
@@ -354,7 +360,7 @@ fn drain<'s>(task: &'s GraphTask, ready: Vec<usize>, scope: Option<&rayon::Scope
 }
 
 /// Sum the contributions to each slot in key order.
-fn sum_slots(slots: Vec<Slot>) -> Result<Vec<Option<Tensor>>> {
+fn sum_slots(slots: SmallVec<[Slot; 1]>) -> Result<Vec<Option<Tensor>>> {
     slots
         .into_iter()
         .map(|mut parts| {
@@ -372,7 +378,7 @@ fn sum_slots(slots: Vec<Slot>) -> Result<Vec<Option<Tensor>>> {
 
 /// Run one node: hooks, captures, its backward, then hand gradients to its children.
 /// Returns the children that became ready.
-fn evaluate(task: &GraphTask, i: usize) -> Result<Vec<usize>> {
+fn evaluate(task: &GraphTask, i: usize) -> Result<Ready> {
     let st = &task.states[i];
     let node = &st.node;
     let slots = std::mem::take(&mut *st.buffer.lock());
@@ -386,7 +392,7 @@ fn evaluate(task: &GraphTask, i: usize) -> Result<Vec<usize>> {
         }
     }
     if !st.execute {
-        return Ok(Vec::new());
+        return Ok(Ready::new());
     }
 
     let outputs = match apply_node(task, node, &st.children, grads) {
@@ -415,7 +421,7 @@ fn evaluate(task: &GraphTask, i: usize) -> Result<Vec<usize>> {
         }
     }
 
-    let mut newly_ready = Vec::new();
+    let mut newly_ready = Ready::new();
     for (k, g) in outputs.into_iter().enumerate() {
         let Some(c) = st.children.get(k).copied().flatten() else {
             continue;

@@ -43,7 +43,11 @@ impl SavedVariables {
         }
         let node = self.node.get().and_then(Weak::upgrade);
         g.0.iter()
-            .map(|s| s.as_ref().map(|s| s.unpack(node.as_ref())).transpose())
+            .map(|s| {
+                s.as_ref()
+                    .map(|s| s.unpack(node.as_ref(), true))
+                    .transpose()
+            })
             .collect()
     }
 

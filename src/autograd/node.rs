@@ -99,7 +99,9 @@ impl SavedTensor {
         })
     }
 
-    pub(crate) fn unpack(&self, owner: Option<&Arc<Node>>) -> Result<Tensor> {
+    /// The saved tensor, version-checked. `owner` is the node that saved it (named in the
+    /// in-place error); `rebuild` gives a saved output its grad_fn back.
+    pub(crate) fn unpack(&self, owner: Option<&Arc<Node>>, rebuild: bool) -> Result<Tensor> {
         if self.data.meta().detached_in_place {
             return Err(Error::runtime("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not supported, please use out-of-place `.detach()` instead"));
         }
@@ -127,7 +129,7 @@ impl SavedTensor {
             )));
         }
         match (self.output_nr, owner) {
-            (Some(nr), Some(node)) => {
+            (Some(nr), Some(node)) if rebuild => {
                 let t = self.data.detach();
                 {
                     let mut m = t.meta();
@@ -274,16 +276,23 @@ impl Node {
     }
 
     /// The saved tensors, version-checked (ERR_TWICE once freed).
-    pub(crate) fn unpack_saved(self: &Arc<Self>) -> Result<Vec<Tensor>> {
+    ///
+    /// A saved output gets its grad_fn back only under grad mode (create_graph): otherwise the
+    /// rule merely reads its values, and rebuilding the tensor would cost an allocation per node.
+    pub(crate) fn unpack_saved(self: &Arc<Self>) -> Result<SmallVec<[Tensor; 2]>> {
         match &self.kind {
             NodeKind::Op { saved, .. } => {
                 let st = saved.lock();
                 if st.released && st.has_saved {
                     return Err(Error::runtime(ERR_TWICE));
                 }
-                st.tensors.iter().map(|s| s.unpack(Some(self))).collect()
+                let rebuild = grad_mode::is_grad_enabled();
+                st.tensors
+                    .iter()
+                    .map(|s| s.unpack(Some(self), rebuild))
+                    .collect()
             }
-            _ => Ok(Vec::new()),
+            _ => Ok(SmallVec::new()),
         }
     }
 
@@ -429,15 +438,22 @@ pub(crate) fn record_node(
     )
 }
 
-/// Record an op of tensor `t` and a Python number at input `scalar_pos` (0 or 1) of dtype
-/// `scalar_dtype`: like torch's wrapped-number operand, the number is an input without an edge.
-/// `keeps_number`: the rule uses the number (torch saves it, so a second backward through the
-/// freed node is an error).
+/// Where a Python-number operand sits among an op's two inputs, and its dtype.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ScalarOperand {
+    /// Input index of the number: 0 or 1.
+    pub pos: usize,
+    /// The number's dtype (Float64 or Int64), as torch's wrapped number has.
+    pub dtype: DType,
+}
+
+/// Record an op of tensor `t` and a Python number `scalar`: like torch's wrapped-number
+/// operand, the number is an input without an edge. `keeps_number`: the rule uses the number
+/// (torch saves it, so a second backward through the freed node is an error).
 pub(crate) fn record_with_scalar<F>(
     name: &'static str,
     t: &Tensor,
-    scalar_pos: usize,
-    scalar_dtype: DType,
+    scalar: ScalarOperand,
     out: &Tensor,
     saved: &[&Tensor],
     keeps_number: bool,
@@ -448,9 +464,9 @@ where
 {
     let scalar_meta = TensorMeta {
         shape: Dims::new(),
-        dtype: scalar_dtype,
+        dtype: scalar.dtype,
     };
-    let (next_edges, input_meta): (EdgeList, MetaList) = if scalar_pos == 0 {
+    let (next_edges, input_meta): (EdgeList, MetaList) = if scalar.pos == 0 {
         (
             smallvec::smallvec![None, t.gradient_edge()],
             smallvec::smallvec![scalar_meta, TensorMeta::of(t)],

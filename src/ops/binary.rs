@@ -1,6 +1,6 @@
 //! Broadcasting binary ops with torch's type promotion: arithmetic and comparisons.
 
-use crate::autograd::node::{needs_grad, record, record_with_scalar, wants_grad};
+use crate::autograd::node::{needs_grad, record, record_with_scalar, wants_grad, ScalarOperand};
 use crate::error::{Error, Result};
 use crate::ops::convert::{as_dtype, cast};
 use crate::ops::elementwise::zip;
@@ -323,6 +323,53 @@ impl Tensor {
     }
 }
 
+/// The four arithmetic operators, for [`Tensor::arith_number`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArithOp {
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `*`
+    Mul,
+    /// `/`
+    Div,
+}
+
+impl Tensor {
+    /// `self (op) v`, or `v (op) self` when `number_first`, for a Python number `v` whose type
+    /// is `number_dtype` (Int64 for an int, Float64 for a float): what `x * 0.5` or `1 - x`
+    /// computes, with torch's promotion (the number never widens a float tensor's dtype).
+    /// Float tensors map the number straight in, without a wrapped 0-d tensor.
+    pub fn arith_number(
+        &self,
+        op: ArithOp,
+        v: f64,
+        number_dtype: DType,
+        number_first: bool,
+    ) -> Result<Tensor> {
+        if self.dtype().is_float() {
+            let sop = match (op, number_first) {
+                (ArithOp::Add, _) => ScalarOp::Add,
+                (ArithOp::Mul, _) => ScalarOp::Mul,
+                (ArithOp::Sub, false) => ScalarOp::Sub,
+                (ArithOp::Sub, true) => ScalarOp::RSub,
+                (ArithOp::Div, false) => ScalarOp::Div,
+                (ArithOp::Div, true) => ScalarOp::RDiv,
+            };
+            return scalar_op(self, v, sop, usize::from(!number_first), number_dtype);
+        }
+        let n = Tensor::wrapped_scalar(v, number_dtype);
+        let (a, b) = if number_first { (&n, self) } else { (self, &n) };
+        match op {
+            ArithOp::Add => a.add(b),
+            ArithOp::Sub => a.sub(b),
+            ArithOp::Mul => a.mul(b),
+            ArithOp::Div => a.div(b),
+        }
+    }
+}
+
 /// Arithmetic of a float tensor `t` and a Python number `v`.
 #[derive(Clone, Copy)]
 enum ScalarOp {
@@ -390,7 +437,8 @@ fn scalar_op(t: &Tensor, v: f64, op: ScalarOp, pos: usize, vdtype: DType) -> Res
     // through the freed node is then an error, as in torch.
     let rec =
         |name, saved: &[&Tensor], keeps: bool, f: fn(&Tensor, f64, &[Tensor]) -> Result<Tensor>| {
-            record_with_scalar(name, t, pos, vdtype, &out, saved, keeps, move |g, s| {
+            let scalar = ScalarOperand { pos, dtype: vdtype };
+            record_with_scalar(name, t, scalar, &out, saved, keeps, move |g, s| {
                 one(f(&g[0], v, s)?)
             })
         };

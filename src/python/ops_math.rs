@@ -5,11 +5,8 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyString};
 
-use super::errors::detached;
 use super::errors::guarded;
-use super::tensor::{
-    binary_methods, dim_list, heavy, operand, unary_methods, wrap, PyTensor, HEAVY_ELEMENTS,
-};
+use super::tensor::{binary_methods, dim_list, heavy, operand, unary_methods, wrap, PyTensor};
 use super::PyDType;
 use crate::ops::binary::{BitOp, RoundingMode};
 use crate::tensor::Tensor;

@@ -176,21 +176,42 @@ unary_methods!(
     sign => "Sign (-1, 0, 1) elementwise.",
 );
 
+/// `f(a, other)` for a tensor or number `other`, releasing the GIL when the operands are large.
+pub(crate) fn binary_call(
+    py: Python<'_>,
+    a: &Tensor,
+    other: &Bound<'_, PyAny>,
+    f: fn(&Tensor, &Tensor) -> crate::error::Result<Tensor>,
+) -> PyResult<Py<PyTensor>> {
+    let o = operand(other)?;
+    let t = if a.numel().max(o.numel()) >= HEAVY_ELEMENTS {
+        let a = a.clone();
+        detached(py, move || f(&a, &o))?
+    } else {
+        guarded(|| f(a, &o))?
+    };
+    wrap(py, t)
+}
+
+/// A Python int or float (not bool) as its value and the dtype it promotes as.
+fn number(obj: &Bound<'_, PyAny>) -> Option<(f64, DType)> {
+    if let Ok(f) = obj.cast::<PyFloat>() {
+        return Some((f.value(), DType::Float64));
+    }
+    if obj.is_instance_of::<PyInt>() && !obj.is_instance_of::<PyBool>() {
+        // An int beyond i64 takes the general path, which raises torch's overflow error.
+        return obj.extract::<i64>().ok().map(|v| (v as f64, DType::Int64));
+    }
+    None
+}
+
 macro_rules! binary_methods {
     ($($name:ident => $call:expr),* $(,)?) => {
         #[pymethods]
         impl PyTensor {
             $(
                 fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-                    let o = operand(other)?;
-                    let f: fn(&Tensor, &Tensor) -> crate::error::Result<Tensor> = $call;
-                    let t = if self.inner.numel().max(o.numel()) >= HEAVY_ELEMENTS {
-                        let a = self.inner.clone();
-                        detached(py, move || f(&a, &o))?
-                    } else {
-                        guarded(|| f(&self.inner, &o))?
-                    };
-                    wrap(py, t)
+                    $crate::python::tensor::binary_call(py, &self.inner, other, $call)
                 }
             )*
         }
@@ -198,19 +219,44 @@ macro_rules! binary_methods {
 }
 pub(crate) use binary_methods;
 
+/// Arithmetic operators: a Python number operand skips the wrapped 0-d tensor (the op with
+/// the most calls per second in scalar-heavy code).
+macro_rules! arith_methods {
+    ($($name:ident => $op:ident, $number_first:expr, $call:expr);* $(;)?) => {
+        #[pymethods]
+        impl PyTensor {
+            $(
+                fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+                    if let Some((v, dtype)) = number(other) {
+                        let op = crate::ops::binary::ArithOp::$op;
+                        let t = heavy(py, &self.inner, move |x| {
+                            x.arith_number(op, v, dtype, $number_first)
+                        })?;
+                        return wrap(py, t);
+                    }
+                    binary_call(py, &self.inner, other, $call)
+                }
+            )*
+        }
+    };
+}
+
+arith_methods!(
+    add => Add, false, |a, b| a.add(b);
+    sub => Sub, false, |a, b| a.sub(b);
+    mul => Mul, false, |a, b| a.mul(b);
+    __add__ => Add, false, |a, b| a.add(b);
+    __radd__ => Add, true, |a, b| b.add(a);
+    __sub__ => Sub, false, |a, b| a.sub(b);
+    __rsub__ => Sub, true, |a, b| b.sub(a);
+    __mul__ => Mul, false, |a, b| a.mul(b);
+    __rmul__ => Mul, true, |a, b| b.mul(a);
+    __truediv__ => Div, false, |a, b| a.div(b);
+    __rtruediv__ => Div, true, |a, b| b.div(a);
+);
+
 binary_methods!(
-    add => |a, b| a.add(b),
-    sub => |a, b| a.sub(b),
-    mul => |a, b| a.mul(b),
     pow => |a, b| a.pow(b),
-    __add__ => |a, b| a.add(b),
-    __radd__ => |a, b| b.add(a),
-    __sub__ => |a, b| a.sub(b),
-    __rsub__ => |a, b| b.sub(a),
-    __mul__ => |a, b| a.mul(b),
-    __rmul__ => |a, b| b.mul(a),
-    __truediv__ => |a, b| a.div(b),
-    __rtruediv__ => |a, b| b.div(a),
     eq => |a, b| a.eq_t(b),
     ne => |a, b| a.ne_t(b),
     lt => |a, b| a.lt_t(b),
