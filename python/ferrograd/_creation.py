@@ -5,10 +5,9 @@ from __future__ import annotations
 import builtins
 from typing import Any, Optional, Sequence, Union
 
-import numpy as np
-
 from . import _C
 from ._dtypes import check_dtype, float32, from_numpy_dtype, int64, to_numpy_dtype
+from ._lazy import loaded_numpy, np
 
 Tensor = _C.Tensor
 _bool = builtins.bool
@@ -21,11 +20,16 @@ def _size(size: tuple) -> list:
     for s in size:
         if (
             isinstance(s, _bool)
-            or not isinstance(s, (int, np.integer))
-            and not hasattr(s, "__index__")
+            or not isinstance(s, int)
+            and not hasattr(s, "__index__")  # NumPy integers have it too
         ):
             raise TypeError(f"size must be a sequence of ints, but got {type(s).__name__}")
     return [int(s) for s in size]
+
+
+def _is_ndarray(x: Any) -> bool:
+    npm = loaded_numpy()
+    return npm is not None and isinstance(x, npm.ndarray)
 
 
 def _finish(t: Tensor, requires_grad: _bool) -> Tensor:
@@ -57,7 +61,7 @@ def tensor(
         if dtype is not None:
             t = t.to(dtype)
         return _finish(t, requires_grad)
-    if isinstance(data, np.ndarray):
+    if _is_ndarray(data):
         arr = data
         target = check_dtype(dtype) if dtype is not None else from_numpy_dtype(arr.dtype)
     else:
@@ -76,7 +80,7 @@ def as_tensor(data: Any, dtype: Optional[_C.dtype] = None) -> Tensor:
     """``data`` as a tensor, sharing memory with a NumPy array or tensor when possible."""
     if isinstance(data, Tensor):
         return data if dtype is None else data.to(dtype)
-    if isinstance(data, np.ndarray) and dtype is None:
+    if dtype is None and _is_ndarray(data):
         try:
             return from_numpy(data)
         except (TypeError, ValueError):
@@ -86,7 +90,7 @@ def as_tensor(data: Any, dtype: Optional[_C.dtype] = None) -> Tensor:
 
 def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing memory with ``array``: writes through either are seen by both."""
-    if not isinstance(array, np.ndarray):
+    if not _is_ndarray(array):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     return _C._from_numpy(array, True)
 

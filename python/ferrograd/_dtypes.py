@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
+import functools
+from typing import Any, Dict
 
 from . import _C
+from ._lazy import np
 
 float32 = _C.float32
 float64 = _C.float64
@@ -14,31 +16,37 @@ float = float32  # noqa: A001
 double = float64
 long = int64
 
-_TO_NUMPY = {float32: np.float32, float64: np.float64, int64: np.int64, bool: np.bool_}
 
-# NumPy dtypes we store as one of ours (torch would keep them; we convert, as documented).
-_FROM_NUMPY = {
-    np.dtype(np.float32): float32,
-    np.dtype(np.float64): float64,
-    np.dtype(np.float16): float32,
-    np.dtype(np.int64): int64,
-    np.dtype(np.int32): int64,
-    np.dtype(np.int16): int64,
-    np.dtype(np.int8): int64,
-    np.dtype(np.uint8): int64,
-    np.dtype(np.uint16): int64,
-    np.dtype(np.uint32): int64,
-    np.dtype(np.bool_): bool,
-}
+@functools.cache
+def _to_numpy() -> Dict[Any, type]:
+    return {float32: np.float32, float64: np.float64, int64: np.int64, bool: np.bool_}
+
+
+@functools.cache
+def _from_numpy() -> Dict[Any, Any]:
+    # NumPy dtypes we store as one of ours (torch would keep them; we convert, as documented).
+    return {
+        np.dtype(np.float32): float32,
+        np.dtype(np.float64): float64,
+        np.dtype(np.float16): float32,
+        np.dtype(np.int64): int64,
+        np.dtype(np.int32): int64,
+        np.dtype(np.int16): int64,
+        np.dtype(np.int8): int64,
+        np.dtype(np.uint8): int64,
+        np.dtype(np.uint16): int64,
+        np.dtype(np.uint32): int64,
+        np.dtype(np.bool_): bool,
+    }
 
 
 def to_numpy_dtype(dtype: _C.dtype) -> type:
-    return _TO_NUMPY[dtype]
+    return _to_numpy()[dtype]
 
 
-def from_numpy_dtype(dt: np.dtype) -> _C.dtype:
+def from_numpy_dtype(dt: Any) -> _C.dtype:
     try:
-        return _FROM_NUMPY[np.dtype(dt)]
+        return _from_numpy()[np.dtype(dt)]
     except KeyError:
         raise TypeError(
             f"can't convert np.ndarray of type numpy.{np.dtype(dt).name}. The only supported types "

@@ -23,6 +23,9 @@ const SPAWN_MIN_ELEMENTS: usize = 16 * 1024;
 /// Nodes made ready by one node's gradients.
 type Ready = SmallVec<[usize; 4]>;
 
+/// The gradients arriving at a node, one per forward output (most ops have one).
+type Grads = SmallVec<[Option<Tensor>; 2]>;
+
 /// Key that fixes the summation order of gradients arriving at one slot: (producer, edge).
 type Key = (u64, usize);
 
@@ -360,7 +363,7 @@ fn drain<'s>(task: &'s GraphTask, ready: Vec<usize>, scope: Option<&rayon::Scope
 }
 
 /// Sum the contributions to each slot in key order.
-fn sum_slots(slots: SmallVec<[Slot; 1]>) -> Result<Vec<Option<Tensor>>> {
+fn sum_slots(slots: SmallVec<[Slot; 1]>) -> Result<Grads> {
     slots
         .into_iter()
         .map(|mut parts| {
@@ -503,7 +506,7 @@ fn apply_node(
     task: &GraphTask,
     node: &Arc<Node>,
     children: &[Option<usize>],
-    grads: Vec<Option<Tensor>>,
+    grads: Grads,
 ) -> Result<Vec<Option<Tensor>>> {
     let raw = match &node.kind {
         NodeKind::Accumulate { variable } => {
@@ -535,7 +538,7 @@ fn apply_node(
             let grads = if c.materialize_grads() {
                 materialize(node, grads).into_iter().map(Some).collect()
             } else {
-                grads
+                grads.into_vec()
             };
             c.apply(node, grads)?
         }
@@ -543,7 +546,7 @@ fn apply_node(
     validate_outputs(node, raw)
 }
 
-fn materialize(node: &Node, grads: Vec<Option<Tensor>>) -> Vec<Tensor> {
+fn materialize(node: &Node, grads: Grads) -> SmallVec<[Tensor; 2]> {
     grads
         .into_iter()
         .enumerate()

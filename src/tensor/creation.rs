@@ -23,6 +23,7 @@ fn with_rng<R>(f: impl FnOnce(&mut SmallRng) -> R) -> R {
 
 /// A buffer of `n` copies of `v`, failing cleanly (not aborting) when it cannot be allocated.
 fn try_filled_vec<T: Clone>(n: usize, v: T, dtype: DType) -> Result<Vec<T>> {
+    ensure_allocatable(n, dtype)?;
     let mut out = Vec::new();
     out.try_reserve_exact(n).map_err(|_| {
         Error::runtime(format!(
@@ -34,13 +35,34 @@ fn try_filled_vec<T: Clone>(n: usize, v: T, dtype: DType) -> Result<Vec<T>> {
     Ok(out)
 }
 
+/// RAM plus swap in bytes (Linux), read once: no request above it can ever be backed.
+fn memory_limit() -> Option<usize> {
+    static LIMIT: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let kib = |key: &str| -> Option<usize> {
+            let line = info.lines().find(|l| l.starts_with(key))?;
+            line.split_whitespace().nth(1)?.parse().ok()
+        };
+        let total = kib("MemTotal:")?.checked_add(kib("SwapTotal:").unwrap_or(0))?;
+        total.checked_mul(1024)
+    })
+}
+
 /// Check that `n` elements of `dtype` can be allocated, so a huge request becomes an error
 /// instead of an allocation failure that aborts the process. Small requests are not checked.
+///
+/// An allocator that maps memory lazily (mimalloc reserves with `MAP_NORESERVE`) grants requests
+/// far beyond RAM; touching the pages then ends in the OOM killer. So requests above RAM plus
+/// swap are refused up front, as Linux's default overcommit policy does for glibc's malloc.
 pub(crate) fn ensure_allocatable(n: usize, dtype: DType) -> Result<()> {
     const CHECK_FROM_BYTES: usize = 1 << 26;
     let bytes = n.checked_mul(dtype.size());
     match bytes {
         Some(b) if b < CHECK_FROM_BYTES => Ok(()),
+        Some(b) if memory_limit().is_some_and(|lim| b > lim) => Err(Error::runtime(format!(
+            "DefaultCPUAllocator: can't allocate memory: you tried to allocate {b} bytes."
+        ))),
         Some(b) if Vec::<u8>::new().try_reserve_exact(b).is_ok() => Ok(()),
         _ => Err(Error::runtime(format!(
             "DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes.",
@@ -130,12 +152,14 @@ impl Tensor {
             ));
         }
         let n = ((end - start) / step).ceil().max(0.0) as usize;
+        ensure_allocatable(n, DType::Float64)?;
         let vals: Vec<f64> = (0..n).map(|i| start + step * i as f64).collect();
         Tensor::from_vec(vals, &[n])?.to_dtype(dtype)
     }
 
     /// `steps` values evenly spaced from `start` to `end` inclusive.
     pub fn linspace(start: f64, end: f64, steps: usize, dtype: DType) -> Result<Tensor> {
+        ensure_allocatable(steps, DType::Float64)?;
         let vals: Vec<f64> = match steps {
             0 => vec![],
             1 => vec![start],
@@ -187,12 +211,7 @@ fn random(shape: &[usize], dtype: DType, sample: impl Fn(&mut SmallRng) -> f64) 
         )));
     }
     let n = checked_numel(shape)?;
-    if n > (isize::MAX as usize) / 8 {
-        return Err(Error::runtime(format!(
-            "DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes.",
-            n as u128 * 8
-        )));
-    }
+    ensure_allocatable(n, dtype)?;
     with_rng(|r| match dtype {
         DType::Float32 => {
             Tensor::from_vec((0..n).map(|_| sample(r) as f32).collect::<Vec<_>>(), shape)

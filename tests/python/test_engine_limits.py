@@ -51,6 +51,13 @@ def test_huge_allocations_raise_instead_of_aborting():
         fg.zeros(10**7, 10**7)
     with pytest.raises(RuntimeError, match="can't allocate memory|overflows"):
         fg.randn(2**40, 2**40)
+    # Sizes a lazily-mapping allocator would grant and the OOM killer would then collect.
+    with pytest.raises(RuntimeError, match="can't allocate memory"):
+        fg.randn(10**7, 10**7)
+    with pytest.raises(RuntimeError, match="can't allocate memory"):
+        fg.arange(0, 10**14)
+    with pytest.raises(RuntimeError, match="can't allocate memory"):
+        fg.full((10**7, 10**7), 2.0)
     a = fg.ones(10**6, 1).expand(10**6, 10**7)
     with pytest.raises(RuntimeError, match="can't allocate memory"):
         a.contiguous()

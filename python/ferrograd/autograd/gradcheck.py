@@ -16,9 +16,8 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
-import numpy as np
-
 from .. import _C
+from .._lazy import np
 from .function import Function
 
 __all__ = ["GradcheckError", "gradcheck", "gradgradcheck"]

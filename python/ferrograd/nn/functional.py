@@ -26,9 +26,8 @@ import math
 import warnings
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
-import numpy as np
-
 from .. import _C
+from .._lazy import np
 
 Tensor = _C.Tensor
 _int_or_tuple = Union[int, Sequence[int]]
