@@ -1,7 +1,8 @@
 //! The matrix-product kernels against an independent truth (a naive f64 triple loop over the
 //! logical elements): f32/f64, contiguous, transposed, strided and broadcast operands, empty
 //! shapes, the 1-D cases, sizes on both sides of the threading threshold, thread-count
-//! independence (bitwise) and the backward products.
+//! independence (bitwise), the backward products (also against finite differences) and
+//! outputs too big for memory.
 
 use ferrograd::autograd::{self, set_num_threads, GradOptions};
 use ferrograd::ops::gemm::{matmul_strided, MatRef, PARALLEL_MIN_WORK};
@@ -59,10 +60,9 @@ fn unit_roundoff(d: DType) -> f64 {
     }
 }
 
-/// `a.matmul(b)` against the naive product of the logical (broadcast) operands.
-fn check_matmul(a: &Tensor, b: &Tensor) {
-    let r = a.matmul(b).unwrap();
-    // Promote 1-D operands as torch does, then broadcast the batch dims.
+/// The naive product of the logical operands of `a.matmul(b)` (1-D operands promoted and batch
+/// dims broadcast as torch does): its shape, values and rounding-error scales.
+fn reference(a: &Tensor, b: &Tensor) -> (Vec<usize>, Vec<f64>, Vec<f64>, usize) {
     let a2 = if a.dim() == 1 {
         a.unsqueeze(0).unwrap()
     } else {
@@ -88,9 +88,28 @@ fn check_matmul(a: &Tensor, b: &Tensor) {
     let av = a2.expand(&full(n, k)).unwrap().to_vec::<f64>().unwrap();
     let bv = b2.expand(&full(k, m)).unwrap().to_vec::<f64>().unwrap();
     let (want, mag) = naive(&av, &bv, nb, n, k, m);
-    let got = r.to_vec::<f64>().unwrap();
-    assert_eq!(got.len(), want.len(), "shape {:?}", r.shape());
-    let u = unit_roundoff(r.dtype());
+    let mut shape = batch;
+    if a.dim() > 1 {
+        shape.push(n);
+    }
+    if b.dim() > 1 {
+        shape.push(m);
+    }
+    (shape, want, mag, k)
+}
+
+/// `got` against the naive product of `a` and `b`, within a rounding bound for `dtype`.
+fn assert_is_product(got: &Tensor, a: &Tensor, b: &Tensor, dtype: DType) {
+    let (shape, want, mag, k) = reference(a, b);
+    assert_eq!(
+        got.shape(),
+        shape.as_slice(),
+        "{:?} @ {:?}",
+        a.shape(),
+        b.shape()
+    );
+    let got = got.to_vec::<f64>().unwrap();
+    let u = unit_roundoff(dtype);
     for (i, ((g, w), s)) in got.iter().zip(&want).zip(&mag).enumerate() {
         let tol = 2.0 * (k as f64 + 2.0) * u * s + f64::MIN_POSITIVE;
         assert!(
@@ -100,6 +119,12 @@ fn check_matmul(a: &Tensor, b: &Tensor) {
             b.shape()
         );
     }
+}
+
+/// `a.matmul(b)` against the naive product of the logical (broadcast) operands.
+fn check_matmul(a: &Tensor, b: &Tensor) {
+    let r = a.matmul(b).unwrap();
+    assert_is_product(&r, a, b, r.dtype());
 }
 
 const FLOATS: [DType; 2] = [DType::Float32, DType::Float64];
@@ -197,6 +222,14 @@ fn empty_dims_and_zero_k() {
             let r = tensor(&a, d, 3).matmul(&tensor(&b, d, 4)).unwrap();
             assert_eq!(r.shape(), s.as_slice());
         }
+        // k = 0 with batches, broadcasting and a vector: still all zeros.
+        let r = tensor(&[2, 3, 0], d, 7)
+            .matmul(&tensor(&[0, 4], d, 8))
+            .unwrap();
+        assert_eq!(r.shape(), &[2, 3, 4]);
+        assert!(r.to_vec::<f64>().unwrap().iter().all(|&x| x == 0.0));
+        let r = tensor(&[5, 0], d, 9).matmul(&tensor(&[0], d, 10)).unwrap();
+        assert_eq!(r.to_vec::<f64>().unwrap(), vec![0.0; 5]);
         let dot = tensor(&[0], d, 5).matmul(&tensor(&[0], d, 6)).unwrap();
         assert_eq!(dot.item().unwrap(), 0.0);
     }
@@ -392,34 +425,25 @@ fn out_of_bounds_strides_are_errors() {
     assert!(matmul_strided(&[2], 3, 4, 3, ok, ok, 1).is_err());
 }
 
-/// Gradients of sum(a @ b) against the naive products g @ b^T and a^T @ g (g = ones).
+/// Gradients of sum((a @ b) * c) are c @ b^T and a^T @ c; compared with the naive products, and
+/// an input that does not require grad gets none.
 #[test]
 fn backward_products_match_and_skip_what_is_not_needed() {
     for d in FLOATS {
-        for &(n, k, m) in &[(3, 4, 5), (70, 130, 90)] {
+        for &(n, k, m) in &[(3, 4, 5), (70, 130, 90), (1, 300, 2)] {
             for (ga_on, gb_on) in [(true, true), (true, false), (false, true)] {
                 let a = tensor(&[n, k], d, 50).requires_grad_(ga_on).unwrap();
                 let b = tensor(&[k, m], d, 51).requires_grad_(gb_on).unwrap();
-                a.matmul(&b).unwrap().sum().unwrap().backward().unwrap();
-                let ones = Tensor::ones(&[n, m], d);
-                // The incoming gradient is an expanded (stride 0) ones tensor, which the kernel
-                // may sum in another order than a contiguous one: compare with a tolerance.
-                let tol = 8.0 * (k.max(n) as f64) * unit_roundoff(d);
-                let close = |got: Tensor, want: Tensor| {
-                    let (g, w) = (got.to_vec::<f64>().unwrap(), want.to_vec::<f64>().unwrap());
-                    assert_eq!(g.len(), w.len());
-                    for (x, y) in g.iter().zip(&w) {
-                        assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{x} vs {y}");
-                    }
-                };
+                let c = tensor(&[n, m], d, 52);
+                let loss = a.matmul(&b).unwrap().mul(&c).unwrap().sum().unwrap();
+                loss.backward().unwrap();
                 if ga_on {
-                    close(a.grad().unwrap(), ones.matmul(&b.t().unwrap()).unwrap());
-                    check_matmul(&ones, &b.detach().t().unwrap());
+                    assert_is_product(&a.grad().unwrap(), &c, &b.detach().t().unwrap(), d);
                 } else {
                     assert!(a.grad().is_none());
                 }
                 if gb_on {
-                    close(b.grad().unwrap(), a.t().unwrap().matmul(&ones).unwrap());
+                    assert_is_product(&b.grad().unwrap(), &a.detach().t().unwrap(), &c, d);
                 } else {
                     assert!(b.grad().is_none());
                 }
@@ -428,27 +452,34 @@ fn backward_products_match_and_skip_what_is_not_needed() {
     }
 }
 
+/// The gradient that `sum(x @ w)` gives a weight broadcast over x's batch: sum_t x_t^T @ 1.
 #[test]
 fn batched_mv_and_dot_backward_with_one_side_needing_grad() {
     let d = DType::Float64;
-    // bmm with broadcast weight: its gradient is summed over the batch.
     let x = tensor(&[3, 4, 5], d, 60);
     let w = tensor(&[5, 6], d, 61).requires_grad_(true).unwrap();
     x.matmul(&w).unwrap().sum().unwrap().backward().unwrap();
-    let xs = x.sum_dims(&[0], false).unwrap();
-    let want = xs.t().unwrap().matmul(&Tensor::ones(&[4, 6], d)).unwrap();
+    let xv = x.to_vec::<f64>().unwrap();
     let got = w.grad().unwrap().to_vec::<f64>().unwrap();
-    for (g, e) in got.iter().zip(want.to_vec::<f64>().unwrap()) {
-        assert!((g - e).abs() < 1e-12);
+    assert_eq!(w.grad().unwrap().shape(), &[5, 6]);
+    for p in 0..5 {
+        let col: f64 = (0..3)
+            .flat_map(|t| (0..4).map(move |i| (t, i)))
+            .map(|(t, i)| xv[t * 20 + i * 5 + p])
+            .sum();
+        for j in 0..6 {
+            assert!((got[p * 6 + j] - col).abs() < 1e-12);
+        }
     }
-    // mv: only the vector needs grad; dot: only the first operand.
+    // mv: only the vector needs grad (m^T @ 1); dot: only the first operand (q).
     let m = tensor(&[4, 5], d, 62);
     let v = tensor(&[5], d, 63).requires_grad_(true).unwrap();
     m.mv(&v).unwrap().sum().unwrap().backward().unwrap();
-    let want = m.t().unwrap().matmul(&Tensor::ones(&[4], d)).unwrap();
-    assert_eq!(
-        v.grad().unwrap().to_vec::<f64>().unwrap(),
-        want.to_vec::<f64>().unwrap()
+    assert_is_product(
+        &v.grad().unwrap(),
+        &m.t().unwrap(),
+        &Tensor::ones(&[4], d),
+        d,
     );
     let p = tensor(&[5], d, 64).requires_grad_(true).unwrap();
     let q = tensor(&[5], d, 65);
@@ -457,6 +488,33 @@ fn batched_mv_and_dot_backward_with_one_side_needing_grad() {
         p.grad().unwrap().to_vec::<f64>().unwrap(),
         q.to_vec::<f64>().unwrap()
     );
+}
+
+/// d/da of sum((a @ b) * c) by central differences, for a transposed, batched, broadcast case.
+#[test]
+fn gradients_match_finite_differences() {
+    let d = DType::Float64;
+    let a0 = tensor(&[2, 5, 3], d, 80);
+    let b = tensor(&[4, 5], d, 81).t().unwrap();
+    let c = tensor(&[2, 4, 3], d, 82).transpose(1, 2).unwrap();
+    let f = |a: &Tensor| a.matmul(&b).unwrap().mul(&c).unwrap().sum().unwrap();
+    let a = a0.transpose(1, 2).unwrap().requires_grad_(true).unwrap();
+    f(&a).backward().unwrap();
+    let g = a.grad().unwrap().to_vec::<f64>().unwrap();
+    let base = a0.transpose(1, 2).unwrap().contiguous().unwrap();
+    let x = base.to_vec::<f64>().unwrap();
+    let h = 1e-6;
+    for i in 0..x.len() {
+        let at = |delta: f64| {
+            let mut y = x.clone();
+            y[i] += delta;
+            f(&Tensor::from_vec(y, base.shape()).unwrap())
+                .item()
+                .unwrap()
+        };
+        let fd = (at(h) - at(-h)) / (2.0 * h);
+        assert!((fd - g[i]).abs() < 1e-7, "element {i}: {fd} vs {}", g[i]);
+    }
 }
 
 #[test]
@@ -502,4 +560,23 @@ fn double_backward_through_matmul() {
     {
         assert!((a - b).abs() < 1e-12);
     }
+}
+
+#[test]
+fn outputs_too_big_for_memory_are_errors() {
+    let a = Tensor::ones(&[10_000_000, 1], DType::Float32);
+    let b = Tensor::ones(&[1, 10_000_000], DType::Float32);
+    let e = a.matmul(&b).unwrap_err().to_string();
+    assert!(e.contains("can't allocate memory"), "{e}");
+    // Below the pre-check's size, the kernel's own fallible reservation still reports overflow
+    // of the element count instead of wrapping.
+    let data = [1.0f32; 4];
+    let one = MatRef {
+        data: &data,
+        offset: 0,
+        batch_strides: &[0],
+        row_stride: 1,
+        col_stride: 1,
+    };
+    assert!(matmul_strided(&[usize::MAX / 2], 4, 1, 4, one, one, 1).is_err());
 }

@@ -266,12 +266,21 @@ pub fn matmul_strided<T: GemmScalar>(
     if total == 0 {
         return Ok(Vec::new());
     }
+    // Fallible, so an output too big for memory is an error and not an aborted process.
+    let mut out: Vec<T> = Vec::new();
+    out.try_reserve_exact(total).map_err(|_| {
+        Error::runtime(format!(
+            "DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes.",
+            total as u128 * std::mem::size_of::<T>() as u128
+        ))
+    })?;
     if k == 0 {
-        return Ok(vec![T::ZERO; total]);
+        // An empty sum: torch gives zeros, and the kernel would not write anything.
+        out.resize(total, T::ZERO);
+        return Ok(out);
     }
     let oa = operand(&a, batch, n, k)?;
     let ob = operand(&b, batch, k, m)?;
-    let mut out: Vec<T> = Vec::with_capacity(total);
     let dst = SendPtr(out.as_mut_ptr());
     let (pa, pb) = (SendPtr(oa), SendPtr(ob));
     let p = plan(threads, nb, n, m, k);

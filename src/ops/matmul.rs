@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::ops::binary::result_dtype;
 use crate::ops::convert::as_dtype;
 use crate::ops::gemm::{matmul_strided, GemmScalar, MatRef};
+use crate::tensor::creation::{checked_numel, ensure_allocatable};
 use crate::tensor::shape::{broadcast_shapes, fmt_shape};
 use crate::tensor::{DType, Dims, Element, Layout, Tensor};
 
@@ -256,9 +257,12 @@ impl Tensor {
                 crate::tensor::scalar_type_name(rt)
             )));
         }
-        let (a, b) = (as_dtype(self, rt)?, as_dtype(other, rt)?);
         let mut shape: Dims = batch.clone();
         shape.extend([n, m]);
+        // Refuse an output beyond RAM before converting operands: the lazily-mapping allocator
+        // would grant it and the OOM killer would end the process on first touch.
+        ensure_allocatable(checked_numel(&shape)?, rt)?;
+        let (a, b) = (as_dtype(self, rt)?, as_dtype(other, rt)?);
         let out = match rt {
             DType::Float32 => Tensor::from_vec(bmm_gemm::<f32>(&a, &b, &batch, n, k, m)?, &shape)?,
             DType::Float64 => Tensor::from_vec(bmm_gemm::<f64>(&a, &b, &batch, n, k, m)?, &shape)?,
