@@ -1,74 +1,113 @@
 //! Matrix products for every `matmul` case: 1-D·1-D, matrix, batched with broadcast batch dims.
 
 use ndarray::linalg::general_mat_mul;
-use ndarray::{ArrayView2, Ix2};
+use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
 
-use crate::autograd::node::{needs_grad, record};
+use crate::autograd::engine::get_num_threads;
+use crate::autograd::node::{needs_grad, record, wants_grad};
 use crate::error::{Error, Result};
 use crate::ops::binary::result_dtype;
 use crate::ops::convert::as_dtype;
+use crate::ops::gemm::{matmul_strided, GemmScalar, MatRef};
+use crate::tensor::creation::{checked_numel, ensure_allocatable};
 use crate::tensor::shape::{broadcast_shapes, fmt_shape};
 use crate::tensor::{DType, Dims, Element, Layout, Tensor};
 
-fn mat_view<'a, T: Element>(data: &'a [T], l: &Layout) -> Result<ArrayView2<'a, T>> {
-    l.view(data)?
-        .into_dimensionality::<Ix2>()
-        .map_err(|e| Error::runtime(format!("internal error: {e}")))
+/// Strides of `l`'s batch dimensions lined up with the broadcast `batch` shape: 0 where `l` has
+/// no such dimension or size 1, so broadcasting needs no expanded copy.
+fn batch_strides(l: &Layout, batch: &[usize]) -> Dims {
+    let nd = l.shape.len() - 2;
+    let lead = batch.len() - nd;
+    (0..batch.len())
+        .map(|i| match i.checked_sub(lead) {
+            Some(j) if l.shape[j] != 1 => l.strides[j],
+            _ => 0,
+        })
+        .collect()
 }
 
-/// Batched product of `a` [.., n, k] and `b` [.., k, m] whose batch dims already agree.
-fn bmm_kernel<T: Element + ndarray::LinalgScalar>(
+/// Row and column strides of `l`'s two trailing dimensions.
+fn mat_strides(l: &Layout) -> (usize, usize) {
+    let nd = l.shape.len();
+    (l.strides[nd - 2], l.strides[nd - 1])
+}
+
+fn typed<T: Element>(b: &crate::tensor::storage::Buffer) -> Result<&[T]> {
+    Ok(T::data(b)
+        .ok_or_else(|| Error::runtime("internal error: matmul dtype"))?
+        .as_slice())
+}
+
+/// `a` [.., n, k] @ `b` [.., k, m] (batch dims broadcast to `batch`) through the SIMD kernel,
+/// reading both operands in place through their strides.
+fn bmm_gemm<T: Element + GemmScalar>(
     a: &Tensor,
     b: &Tensor,
     batch: &[usize],
     n: usize,
-    _k: usize,
+    k: usize,
     m: usize,
-) -> Result<Tensor> {
-    let nb: usize = batch.iter().product();
-    let mut out = vec![T::default(); nb * n * m];
-    let a_l = a.layout();
-    let b_l = b.layout();
+) -> Result<Vec<T>> {
+    let (a_l, b_l) = (a.layout(), b.layout());
+    let (sa, sb) = (batch_strides(a_l, batch), batch_strides(b_l, batch));
+    let ((ars, acs), (brs, bcs)) = (mat_strides(a_l), mat_strides(b_l));
     let ga = a.storage().read();
     let gb = b.storage().read();
-    let da = T::data(&ga)
-        .ok_or_else(|| Error::runtime("internal error: matmul dtype"))?
-        .as_slice();
-    let db = T::data(&gb)
-        .ok_or_else(|| Error::runtime("internal error: matmul dtype"))?
-        .as_slice();
-    let batch_offsets = |l: &Layout| -> Vec<usize> {
-        let nd = l.shape.len();
-        Layout {
-            shape: l.shape[..nd - 2].into(),
-            strides: l.strides[..nd - 2].into(),
-            offset: l.offset,
+    let ma = MatRef {
+        data: typed::<T>(&ga)?,
+        offset: a_l.offset,
+        batch_strides: &sa,
+        row_stride: ars,
+        col_stride: acs,
+    };
+    let mb = MatRef {
+        data: typed::<T>(&gb)?,
+        offset: b_l.offset,
+        batch_strides: &sb,
+        row_stride: brs,
+        col_stride: bcs,
+    };
+    matmul_strided(batch, n, k, m, ma, mb, get_num_threads())
+}
+
+/// The same product for element types without a SIMD kernel (int64), through ndarray.
+fn bmm_ndarray<T: Element + ndarray::LinalgScalar>(
+    a: &Tensor,
+    b: &Tensor,
+    batch: &[usize],
+    n: usize,
+    k: usize,
+    m: usize,
+) -> Result<Vec<T>> {
+    let nb: usize = batch.iter().product();
+    let mut out = vec![T::zero(); nb * n * m];
+    if out.is_empty() || k == 0 {
+        return Ok(out);
+    }
+    let (a_l, b_l) = (a.layout(), b.layout());
+    let (sa, sb) = (batch_strides(a_l, batch), batch_strides(b_l, batch));
+    let ((ars, acs), (brs, bcs)) = (mat_strides(a_l), mat_strides(b_l));
+    let ga = a.storage().read();
+    let gb = b.storage().read();
+    let (da, db) = (typed::<T>(&ga)?, typed::<T>(&gb)?);
+    let internal = |e: ndarray::ShapeError| Error::runtime(format!("internal error: {e}"));
+    let offset = |mut i: usize, strides: &[usize]| {
+        let mut off = 0;
+        for (&d, &s) in batch.iter().zip(strides).rev() {
+            off += (i % d) * s;
+            i /= d;
         }
-        .offsets()
+        off
     };
-    let (oa, ob) = if batch.is_empty() {
-        (vec![a_l.offset], vec![b_l.offset])
-    } else {
-        (batch_offsets(a_l), batch_offsets(b_l))
-    };
-    let mat = |l: &Layout, off: usize| -> Layout {
-        let nd = l.shape.len();
-        Layout {
-            shape: l.shape[nd - 2..].into(),
-            strides: l.strides[nd - 2..].into(),
-            offset: off,
-        }
-    };
-    for (i, chunk) in out.chunks_mut((n * m).max(1)).enumerate().take(nb) {
-        let av = mat_view(da, &mat(a_l, oa[i]))?;
-        let bv = mat_view(db, &mat(b_l, ob[i]))?;
-        let mut cv = ndarray::ArrayViewMut2::from_shape((n, m), chunk)
-            .map_err(|e| Error::runtime(format!("internal error: {e}")))?;
+    for (i, chunk) in out.chunks_mut(n * m).enumerate() {
+        let ta = da.get(a_l.offset + offset(i, &sa)..).unwrap_or(&[]);
+        let tb = db.get(b_l.offset + offset(i, &sb)..).unwrap_or(&[]);
+        let av = ArrayView2::from_shape((n, k).strides((ars, acs)), ta).map_err(internal)?;
+        let bv = ArrayView2::from_shape((k, m).strides((brs, bcs)), tb).map_err(internal)?;
+        let mut cv = ArrayViewMut2::from_shape((n, m), chunk).map_err(internal)?;
         general_mat_mul(T::one(), &av, &bv, T::zero(), &mut cv);
     }
-    let mut shape: Vec<usize> = batch.to_vec();
-    shape.extend([n, m]);
-    Tensor::from_vec(out, &shape)
+    Ok(out)
 }
 
 impl Tensor {
@@ -132,7 +171,19 @@ impl Tensor {
                 &[&out],
                 &[self, other],
                 false,
-                |g, s| Ok(vec![Some(s[1].mul(&g[0])?), Some(s[0].mul(&g[0])?)]),
+                |g, s| {
+                    let ga = if wants_grad(0) {
+                        Some(s[1].mul(&g[0])?)
+                    } else {
+                        None
+                    };
+                    let gb = if wants_grad(1) {
+                        Some(s[0].mul(&g[0])?)
+                    } else {
+                        None
+                    };
+                    Ok(vec![ga, gb])
+                },
             )?;
         }
         Ok(out)
@@ -161,9 +212,17 @@ impl Tensor {
                 false,
                 |g, s| {
                     let (m, v) = (&s[0], &s[1]);
-                    let gm = g[0].unsqueeze(1)?.matmul(&v.unsqueeze(0)?)?;
-                    let gv = m.t()?.matmul(&g[0])?;
-                    Ok(vec![Some(gm), Some(gv)])
+                    let gm = if wants_grad(0) {
+                        Some(g[0].unsqueeze(1)?.matmul(&v.unsqueeze(0)?)?)
+                    } else {
+                        None
+                    };
+                    let gv = if wants_grad(1) {
+                        Some(m.t()?.matmul(&g[0])?)
+                    } else {
+                        None
+                    };
+                    Ok(vec![gm, gv])
                 },
             )?;
         }
@@ -198,21 +257,16 @@ impl Tensor {
                 crate::tensor::scalar_type_name(rt)
             )));
         }
+        let mut shape: Dims = batch.clone();
+        shape.extend([n, m]);
+        // Refuse an output beyond RAM before converting operands: the lazily-mapping allocator
+        // would grant it and the OOM killer would end the process on first touch.
+        ensure_allocatable(checked_numel(&shape)?, rt)?;
         let (a, b) = (as_dtype(self, rt)?, as_dtype(other, rt)?);
-        let expand_to = |t: &Tensor, r: usize, c: usize| -> Result<Tensor> {
-            let mut s: Dims = batch.clone();
-            s.extend([r, c]);
-            if t.shape() == s.as_slice() {
-                Ok(t.detach())
-            } else {
-                t.detach().expand(&s)
-            }
-        };
-        let (ae, be) = (expand_to(&a, n, k)?, expand_to(&b, k, m)?);
         let out = match rt {
-            DType::Float32 => bmm_kernel::<f32>(&ae, &be, &batch, n, k, m)?,
-            DType::Float64 => bmm_kernel::<f64>(&ae, &be, &batch, n, k, m)?,
-            _ => bmm_kernel::<i64>(&ae, &be, &batch, n, k, m)?,
+            DType::Float32 => Tensor::from_vec(bmm_gemm::<f32>(&a, &b, &batch, n, k, m)?, &shape)?,
+            DType::Float64 => Tensor::from_vec(bmm_gemm::<f64>(&a, &b, &batch, n, k, m)?, &shape)?,
+            _ => Tensor::from_vec(bmm_ndarray::<i64>(&a, &b, &batch, n, k, m)?, &shape)?,
         };
         if needs_grad(&[self, other]) {
             let name = if batch.is_empty() {
@@ -228,10 +282,19 @@ impl Tensor {
                 false,
                 |g, s| {
                     // Gradients come out with the broadcast batch shape; the engine sums them back.
+                    // Transposes are views: the kernel reads them through their strides.
                     let (a, b) = (&s[0], &s[1]);
-                    let ga = g[0].mm_batched(&b.transpose(-1, -2)?)?;
-                    let gb = a.transpose(-1, -2)?.mm_batched(&g[0])?;
-                    Ok(vec![Some(ga), Some(gb)])
+                    let ga = if wants_grad(0) {
+                        Some(g[0].mm_batched(&b.transpose(-1, -2)?)?)
+                    } else {
+                        None
+                    };
+                    let gb = if wants_grad(1) {
+                        Some(a.transpose(-1, -2)?.mm_batched(&g[0])?)
+                    } else {
+                        None
+                    };
+                    Ok(vec![ga, gb])
                 },
             )?;
         }

@@ -5,6 +5,7 @@ pub mod binary;
 pub mod conv;
 pub mod convert;
 pub(crate) mod elementwise;
+pub mod gemm;
 pub mod index;
 pub mod indexing;
 pub mod inplace;
