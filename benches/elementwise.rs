@@ -77,6 +77,9 @@ fn elementwise_big(c: &mut Criterion) {
     g.finish();
 }
 
+/// A tensor op to benchmark.
+type UnaryOp = fn(&Tensor) -> Tensor;
+
 /// Forward + fused backward of one op on 16 elements: the per-op cost tiny_chain pays.
 fn tiny_fused(c: &mut Criterion) {
     let mut g = c.benchmark_group("tiny_op_fwd_bwd_16");
@@ -84,7 +87,7 @@ fn tiny_fused(c: &mut Criterion) {
         .unwrap()
         .requires_grad_(true)
         .unwrap();
-    let ops: [(&str, fn(&Tensor) -> Tensor); 3] = [
+    let ops: [(&str, UnaryOp); 3] = [
         ("tanh", |t| t.tanh().unwrap()),
         ("sin", |t| t.sin().unwrap()),
         ("exp", |t| t.exp().unwrap()),

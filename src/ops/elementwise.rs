@@ -298,31 +298,29 @@ pub(crate) fn zip_vmath(
     if x.dtype() == DType::Float64 {
         return zip::<f64, f64>(g, x, move |g, x| combine(g, f.f64(x)));
     }
-    let contiguous = |t: &Tensor| -> Result<Tensor> {
-        match cover(t, x.shape()) {
-            Some(_) => Ok(t.clone()),
-            None => crate::ops::convert::cast(t, DType::Float32),
-        }
+    // x as a slice (a strided x is copied once); g as a slice or one broadcast value.
+    let x = if x.is_contiguous() {
+        x.clone()
+    } else {
+        crate::ops::convert::copy_raw(x)?
     };
-    let (g, x) = (contiguous(g)?, contiguous(x)?);
-    let (cg, cx) = (
-        cover(&g, x.shape()).unwrap_or(Cover::Uniform),
-        cover(&x, x.shape()).unwrap_or(Cover::Uniform),
-    );
+    let (g, cg) = match cover(g, x.shape()) {
+        Some(c) => (g.clone(), c),
+        None => (crate::ops::convert::copy_raw(g)?, Cover::Slice),
+    };
     let n = x.numel();
     let out = with_src::<f32, _>(&g, cg, |sg| {
-        with_src::<f32, _>(&x, cx, |sx| {
+        x.with_contiguous_slice::<f32, _>(|xs| {
             collect_chunks(n, PAR_MIN_VMATH, |start, out| {
                 // f(x) a block at a time into a stack buffer, then combined with g.
                 const B: usize = 256;
-                let mut buf = [0f32; B];
+                let mut buf = [MaybeUninit::<f32>::uninit(); B];
                 for (k, oc) in out.chunks_mut(B).enumerate() {
                     let s = start + k * B;
                     let fx = &mut buf[..oc.len()];
-                    match sx {
-                        Src::Slice(xs) => f.apply(&xs[s..s + oc.len()], fx),
-                        Src::Uniform(v) => fx.fill(f.f64(v as f64) as f32),
-                    }
+                    f.apply_uninit(&xs[s..s + oc.len()], fx);
+                    // SAFETY: apply_uninit wrote every element of `fx`.
+                    let fx = unsafe { &*(fx as *const [MaybeUninit<f32>] as *const [f32]) };
                     let gs = match sg {
                         Src::Slice(gs) => Src::Slice(&gs[s..s + oc.len()]),
                         u => u,
