@@ -164,12 +164,19 @@ impl Tensor {
             _ => map_float!(self, |x| if x > 0.0 || x.is_nan() { x } else { 0.0 })?,
         };
         if needs_grad(&[self]) {
+            // torch's threshold_backward: zero where y <= 0, so a NaN output passes g through.
             record("ReluBackward0", &[self], &[&out], &[&out], false, |g, s| {
-                Ok(vec![Some(Tensor::where_cond(
-                    &s[0].gt_scalar(0.0)?,
-                    &g[0],
-                    &Tensor::wrapped_scalar(0.0, g[0].dtype()),
-                )?)])
+                let (g, y) = (&g[0], &s[0]);
+                let d = if fusable(g, y) {
+                    zip_float!(g, y, |g, y| if y <= 0.0 { 0.0 } else { g })?
+                } else {
+                    Tensor::where_cond(
+                        &y.le_scalar(0.0)?,
+                        &Tensor::wrapped_scalar(0.0, g.dtype()),
+                        g,
+                    )?
+                };
+                Ok(vec![Some(d)])
             })?;
         }
         Ok(out)

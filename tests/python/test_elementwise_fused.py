@@ -103,3 +103,18 @@ def test_elementwise_big_workload_gradient():
     xd = x0.astype(np.float64)
     want = np.cos(xd) * xd + np.sin(xd) + np.exp(xd) * 0.5
     np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("dtype", [fg.float32, fg.float64])
+def test_relu_backward_is_torch_threshold_backward(create_graph, dtype):
+    # Zero where the output is <= 0, so a NaN output passes the gradient through (torch's
+    # threshold_backward); the fused pass (no graph) and the composite rule (create_graph) agree.
+    x = fg.tensor([float("nan"), -1.0, 0.0, 2.0, -0.0, 1e-30], dtype=dtype, requires_grad=True)
+    g = fg.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], dtype=dtype)
+    (gx,) = fg.autograd.grad(x.relu(), x, g, create_graph=create_graph)
+    assert gx.tolist() == [1.0, 0.0, 0.0, 4.0, 0.0, 6.0]
+    if torch is not None:
+        tx = torch.tensor(x.detach().numpy(), requires_grad=True)
+        (tg,) = torch.autograd.grad(tx.relu(), tx, torch.tensor(g.numpy()))
+        assert gx.tolist() == tg.tolist()

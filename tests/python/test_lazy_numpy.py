@@ -4,9 +4,8 @@ NumPy values still does once it is."""
 import subprocess
 import sys
 
-import numpy as np
-
 import ferrograd as fg
+import numpy as np
 
 
 def _run(code: str) -> str:
