@@ -308,6 +308,9 @@ fn results_do_not_depend_on_thread_count() {
     let shapes = [
         (1, 64, 64, 64),
         (1, 192, 192, 192),
+        // Several balancing bands per thread, k past 512 (cache-derived blocking).
+        (1, 520, 600, 1030),
+        (1, 1030, 600, 300),
         (1, 128, 784, 512),
         (1, 784, 128, 512),
         (1, 128, 512, 10),
