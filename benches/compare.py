@@ -1,8 +1,8 @@
 """Side-by-side benchmarks: ferrograd vs torch (CPU) vs a NumPy-only baseline.
 
 Every library sees the same float32 inputs (NumPy, fixed seed). Libraries alternate within each
-repetition so machine noise hits them alike; the table shows medians and the ratio
-ferrograd / torch.
+repetition so machine noise hits them alike, and each timed step follows an untimed one of the
+same library; the table shows medians and the ratio ferrograd / torch.
 
     python benches/compare.py                # all workloads
     python benches/compare.py --quick        # fewer repetitions
@@ -264,6 +264,10 @@ def run_workload(name: str, reps: int) -> Dict[str, Any]:
     times: Dict[str, List[float]] = {k: [] for k in steps}
     for _ in range(reps):
         for lib, fn in steps.items():  # alternate libraries within each repetition
+            # An untimed step first: the previous library's idle workers (libgomp and OpenBLAS
+            # spin for a while before sleeping, rayon briefly) would otherwise take a core from
+            # the timed one, and this library's own workers are awake as in a training loop.
+            fn()
             times[lib].append(_time(fn))
     med = {k: statistics.median(v) for k, v in times.items()}
     return {"spec": spec, "median": med}

@@ -24,7 +24,7 @@ pub(crate) const PAR_MIN_ELEMENTS: usize = 1 << 18;
 
 /// The same for the vectorised transcendental kernels (~0.5 ns per element: 128K exp take
 /// 69 µs on one thread, 84 µs on two; 256K 137 vs 93 µs, 1M 540 vs 300 µs).
-const PAR_MIN_VMATH: usize = 1 << 17;
+const PAR_MIN_VMATH: usize = 1 << 15;
 
 /// Elements per parallel task: 64 KiB of f32, a quarter of a typical L2 per input.
 const PAR_CHUNK: usize = 1 << 14;
