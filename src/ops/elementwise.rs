@@ -22,8 +22,9 @@ use crate::tensor::{DType, Element, Tensor};
 /// 140 µs on one thread vs 170 µs on two; 2M 540 vs 310 µs).
 pub(crate) const PAR_MIN_ELEMENTS: usize = 1 << 18;
 
-/// The same for the vectorised transcendental kernels (~0.5 ns per element: 128K exp take
-/// 69 µs on one thread, 84 µs on two; 256K 137 vs 93 µs, 1M 540 vs 300 µs).
+/// The same for the vectorised transcendental kernels (~0.5-1 ns per element). Measured on a
+/// quiet machine: tanh of 192x192 (36,864 elements) takes 38 µs on one thread, 27 µs on two;
+/// under load from other processes a second thread gains less (128K exp: 69 vs 84 µs).
 const PAR_MIN_VMATH: usize = 1 << 15;
 
 /// Elements per parallel task: 64 KiB of f32, a quarter of a typical L2 per input.
