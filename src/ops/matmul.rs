@@ -38,6 +38,36 @@ fn typed<T: Element>(b: &crate::tensor::storage::Buffer) -> Result<&[T]> {
         .as_slice())
 }
 
+/// `f` on both operands as [`MatRef`]s: their storages read-locked, batch strides lined up
+/// with the broadcast `batch` shape.
+fn with_operands<T: Element, R>(
+    a: &Tensor,
+    b: &Tensor,
+    batch: &[usize],
+    f: impl FnOnce(MatRef<'_, T>, MatRef<'_, T>) -> Result<R>,
+) -> Result<R> {
+    let (a_l, b_l) = (a.layout(), b.layout());
+    let (sa, sb) = (batch_strides(a_l, batch), batch_strides(b_l, batch));
+    let ga = a.storage().read();
+    let gb = b.storage().read();
+    f(
+        mat_ref(a_l, typed::<T>(&ga)?, &sa),
+        mat_ref(b_l, typed::<T>(&gb)?, &sb),
+    )
+}
+
+/// The matrices of layout `l` inside `data`.
+fn mat_ref<'a, T>(l: &Layout, data: &'a [T], batch_strides: &'a [usize]) -> MatRef<'a, T> {
+    let (row_stride, col_stride) = mat_strides(l);
+    MatRef {
+        data,
+        offset: l.offset,
+        batch_strides,
+        row_stride,
+        col_stride,
+    }
+}
+
 /// `a` [.., n, k] @ `b` [.., k, m] (batch dims broadcast to `batch`) through the SIMD kernel,
 /// reading both operands in place through their strides.
 fn bmm_gemm<T: Element + GemmScalar>(
@@ -48,26 +78,9 @@ fn bmm_gemm<T: Element + GemmScalar>(
     k: usize,
     m: usize,
 ) -> Result<Vec<T>> {
-    let (a_l, b_l) = (a.layout(), b.layout());
-    let (sa, sb) = (batch_strides(a_l, batch), batch_strides(b_l, batch));
-    let ((ars, acs), (brs, bcs)) = (mat_strides(a_l), mat_strides(b_l));
-    let ga = a.storage().read();
-    let gb = b.storage().read();
-    let ma = MatRef {
-        data: typed::<T>(&ga)?,
-        offset: a_l.offset,
-        batch_strides: &sa,
-        row_stride: ars,
-        col_stride: acs,
-    };
-    let mb = MatRef {
-        data: typed::<T>(&gb)?,
-        offset: b_l.offset,
-        batch_strides: &sb,
-        row_stride: brs,
-        col_stride: bcs,
-    };
-    matmul_strided(batch, n, k, m, ma, mb, get_num_threads())
+    with_operands(a, b, batch, |ma, mb| {
+        matmul_strided(batch, n, k, m, ma, mb, get_num_threads())
+    })
 }
 
 /// The same product for element types without a SIMD kernel (int64), through ndarray.
@@ -84,12 +97,6 @@ fn bmm_ndarray<T: Element + ndarray::LinalgScalar>(
     if out.is_empty() || k == 0 {
         return Ok(out);
     }
-    let (a_l, b_l) = (a.layout(), b.layout());
-    let (sa, sb) = (batch_strides(a_l, batch), batch_strides(b_l, batch));
-    let ((ars, acs), (brs, bcs)) = (mat_strides(a_l), mat_strides(b_l));
-    let ga = a.storage().read();
-    let gb = b.storage().read();
-    let (da, db) = (typed::<T>(&ga)?, typed::<T>(&gb)?);
     let internal = |e: ndarray::ShapeError| Error::runtime(format!("internal error: {e}"));
     let offset = |mut i: usize, strides: &[usize]| {
         let mut off = 0;
@@ -99,14 +106,19 @@ fn bmm_ndarray<T: Element + ndarray::LinalgScalar>(
         }
         off
     };
-    for (i, chunk) in out.chunks_mut(n * m).enumerate() {
-        let ta = da.get(a_l.offset + offset(i, &sa)..).unwrap_or(&[]);
-        let tb = db.get(b_l.offset + offset(i, &sb)..).unwrap_or(&[]);
-        let av = ArrayView2::from_shape((n, k).strides((ars, acs)), ta).map_err(internal)?;
-        let bv = ArrayView2::from_shape((k, m).strides((brs, bcs)), tb).map_err(internal)?;
-        let mut cv = ArrayViewMut2::from_shape((n, m), chunk).map_err(internal)?;
-        general_mat_mul(T::one(), &av, &bv, T::zero(), &mut cv);
-    }
+    with_operands::<T, _>(a, b, batch, |ma, mb| {
+        for (i, chunk) in out.chunks_mut(n * m).enumerate() {
+            let ta = ma.data.get(ma.offset + offset(i, ma.batch_strides)..);
+            let tb = mb.data.get(mb.offset + offset(i, mb.batch_strides)..);
+            let a_shape = (n, k).strides((ma.row_stride, ma.col_stride));
+            let b_shape = (k, m).strides((mb.row_stride, mb.col_stride));
+            let av = ArrayView2::from_shape(a_shape, ta.unwrap_or(&[])).map_err(internal)?;
+            let bv = ArrayView2::from_shape(b_shape, tb.unwrap_or(&[])).map_err(internal)?;
+            let mut cv = ArrayViewMut2::from_shape((n, m), chunk).map_err(internal)?;
+            general_mat_mul(T::one(), &av, &bv, T::zero(), &mut cv);
+        }
+        Ok(())
+    })?;
     Ok(out)
 }
 

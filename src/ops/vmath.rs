@@ -108,6 +108,22 @@ const LOG2_E: f64 = std::f64::consts::LOG2_E;
 const LN2_HI: f64 = 6.931_471_803_691_238_164_90e-01;
 const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
 
+/// 1/k! for k = 11 down to 0: e^r's Taylor coefficients in Horner order.
+const EXP_TAYLOR: [f64; 12] = [
+    1.0 / 39_916_800.0,
+    1.0 / 3_628_800.0,
+    1.0 / 362_880.0,
+    1.0 / 40_320.0,
+    1.0 / 5_040.0,
+    1.0 / 720.0,
+    1.0 / 120.0,
+    1.0 / 24.0,
+    1.0 / 6.0,
+    0.5,
+    1.0,
+    1.0,
+];
+
 /// e^x for |x| <= 700 (callers clamp), relative error below 2^-27 (`HI`: below 2^-46, for
 /// tanh's cancellation near 0). NaN propagates.
 #[inline(always)]
@@ -116,40 +132,13 @@ fn exp_f64<const F: bool, const HI: bool>(x: f64) -> f64 {
     let n = t - ROUND_MAGIC;
     let r = fma::<F>(n, -LN2_HI, x);
     let r = fma::<F>(n, -LN2_LO, r);
-    // Taylor series on |r| <= ln2/2: the first omitted term bounds the error.
-    let p = if HI {
-        let mut p = 1.0 / 39_916_800.0;
-        for c in [
-            1.0 / 3_628_800.0,
-            1.0 / 362_880.0,
-            1.0 / 40_320.0,
-            1.0 / 5_040.0,
-            1.0 / 720.0,
-            1.0 / 120.0,
-            1.0 / 24.0,
-            1.0 / 6.0,
-            0.5,
-            1.0,
-            1.0,
-        ] {
-            p = fma::<F>(p, r, c);
-        }
-        p
-    } else {
-        let mut p = 1.0 / 5_040.0;
-        for c in [
-            1.0 / 720.0,
-            1.0 / 120.0,
-            1.0 / 24.0,
-            1.0 / 6.0,
-            0.5,
-            1.0,
-            1.0,
-        ] {
-            p = fma::<F>(p, r, c);
-        }
-        p
-    };
+    // Taylor series on |r| <= ln2/2, to r^11 (HI) or r^7: the first omitted term bounds the
+    // error.
+    let terms: &[f64] = if HI { &EXP_TAYLOR } else { &EXP_TAYLOR[4..] };
+    let mut p = terms[0];
+    for &c in &terms[1..] {
+        p = fma::<F>(p, r, c);
+    }
     // 2^n from the integer in t's low bits: shifted into the exponent field.
     let scale = f64::from_bits(t.to_bits().wrapping_add(1023) << 52);
     p * scale
