@@ -2,7 +2,7 @@
 //! on a rayon pool. Incoming gradients are summed in a fixed order (by producer), so results are
 //! bitwise identical whatever the thread count or timing.
 
-use std::collections::hash_map::Entry;
+use std::collections::hash_map::{Entry, VacantEntry};
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -175,6 +175,22 @@ type NodeIndex = FxHashMap<*const Node, usize>;
 /// Per next edge of a node: the index of the node it leads to (most nodes have one or two).
 type Children = SmallVec<[Option<usize>; 2]>;
 
+/// Give a newly found node the next index and queue it for the DFS (its edges from the first).
+fn add_node(
+    node: Arc<Node>,
+    slot: VacantEntry<'_, *const Node, usize>,
+    nodes: &mut Vec<Arc<Node>>,
+    children: &mut Vec<Children>,
+    stack: &mut Vec<(usize, usize)>,
+) -> usize {
+    let i = nodes.len();
+    slot.insert(i);
+    children.push(smallvec::smallvec![None; node.next_edges.len()]);
+    nodes.push(node);
+    stack.push((i, 0));
+    i
+}
+
 fn build(
     roots: &[(Edge, Tensor)],
     keep_graph: bool,
@@ -188,22 +204,10 @@ fn build(
     let mut children: Vec<Children> = Vec::new();
     let mut post: Vec<usize> = Vec::new();
     let mut stack: Vec<(usize, usize)> = Vec::new();
-    let intern = |node: &Arc<Node>,
-                  index: &mut NodeIndex,
-                  nodes: &mut Vec<Arc<Node>>,
-                  children: &mut Vec<Children>| {
-        let i = nodes.len();
-        index.insert(Arc::as_ptr(node), i);
-        children.push(smallvec::smallvec![None; node.next_edges.len()]);
-        nodes.push(node.clone());
-        i
-    };
     for (edge, _) in roots {
-        if index.contains_key(&Arc::as_ptr(&edge.node)) {
-            continue;
+        if let Entry::Vacant(v) = index.entry(Arc::as_ptr(&edge.node)) {
+            add_node(edge.node.clone(), v, &mut nodes, &mut children, &mut stack);
         }
-        let root = intern(&edge.node, &mut index, &mut nodes, &mut children);
-        stack.push((root, 0));
         while let Some((n, next)) = stack.pop() {
             let Some(slot) = nodes[n].next_edges.get(next) else {
                 post.push(n);
@@ -214,12 +218,7 @@ fn build(
             let c = match index.entry(Arc::as_ptr(&e.node)) {
                 Entry::Occupied(o) => *o.get(),
                 Entry::Vacant(v) => {
-                    let c = nodes.len();
-                    v.insert(c);
-                    children.push(smallvec::smallvec![None; e.node.next_edges.len()]);
-                    nodes.push(e.node.clone());
-                    stack.push((c, 0));
-                    c
+                    add_node(e.node.clone(), v, &mut nodes, &mut children, &mut stack)
                 }
             };
             children[n][next] = Some(c);
