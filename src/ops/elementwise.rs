@@ -162,6 +162,8 @@ pub(crate) fn map<T: Element, U: Element>(
     f: impl Fn(T) -> U + Sync + Send,
 ) -> Result<Tensor> {
     let n = t.numel();
+    // An expanded input can name far more elements than it stores.
+    ensure_allocatable(n, U::DTYPE)?;
     let out: Vec<U> = match cover(t, t.shape()) {
         Some(c) => with_src::<T, _>(t, c, |s| {
             collect_chunks(n, PAR_MIN_ELEMENTS, |start, out| match s {

@@ -287,10 +287,7 @@ pub fn matmul_strided<T: GemmScalar>(
     // Fallible, so an output too big for memory is an error and not an aborted process.
     let mut out: Vec<T> = Vec::new();
     out.try_reserve_exact(total).map_err(|_| {
-        Error::runtime(format!(
-            "DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes.",
-            total as u128 * std::mem::size_of::<T>() as u128
-        ))
+        crate::tensor::creation::cannot_allocate(total as u128 * std::mem::size_of::<T>() as u128)
     })?;
     if k == 0 {
         // An empty sum: torch gives zeros, and the kernel would not write anything.

@@ -25,12 +25,8 @@ fn with_rng<R>(f: impl FnOnce(&mut SmallRng) -> R) -> R {
 fn try_filled_vec<T: Clone>(n: usize, v: T, dtype: DType) -> Result<Vec<T>> {
     ensure_allocatable(n, dtype)?;
     let mut out = Vec::new();
-    out.try_reserve_exact(n).map_err(|_| {
-        Error::runtime(format!(
-            "DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes.",
-            (n as u128) * dtype.size() as u128
-        ))
-    })?;
+    out.try_reserve_exact(n)
+        .map_err(|_| cannot_allocate(n as u128 * dtype.size() as u128))?;
     out.resize(n, v);
     Ok(out)
 }
@@ -57,18 +53,20 @@ fn memory_limit() -> Option<usize> {
 /// swap are refused up front, as Linux's default overcommit policy does for glibc's malloc.
 pub(crate) fn ensure_allocatable(n: usize, dtype: DType) -> Result<()> {
     const CHECK_FROM_BYTES: usize = 1 << 26;
-    let bytes = n.checked_mul(dtype.size());
-    match bytes {
-        Some(b) if b < CHECK_FROM_BYTES => Ok(()),
-        Some(b) if memory_limit().is_some_and(|lim| b > lim) => Err(Error::runtime(format!(
-            "DefaultCPUAllocator: can't allocate memory: you tried to allocate {b} bytes."
-        ))),
-        Some(b) if Vec::<u8>::new().try_reserve_exact(b).is_ok() => Ok(()),
-        _ => Err(Error::runtime(format!(
-            "DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes.",
-            n as u128 * dtype.size() as u128
-        ))),
+    let fits = |b: usize| {
+        memory_limit().is_none_or(|lim| b <= lim) && Vec::<u8>::new().try_reserve_exact(b).is_ok()
+    };
+    match n.checked_mul(dtype.size()) {
+        Some(b) if b < CHECK_FROM_BYTES || fits(b) => Ok(()),
+        _ => Err(cannot_allocate(n as u128 * dtype.size() as u128)),
     }
+}
+
+/// torch's error for a buffer of `bytes` bytes that cannot be had.
+pub(crate) fn cannot_allocate(bytes: u128) -> Error {
+    Error::runtime(format!(
+        "DefaultCPUAllocator: can't allocate memory: you tried to allocate {bytes} bytes."
+    ))
 }
 
 /// The number of elements of `shape`, or an error when it overflows.

@@ -62,5 +62,9 @@ def test_huge_allocations_raise_instead_of_aborting():
     with pytest.raises(RuntimeError, match="can't allocate memory"):
         a.contiguous()
     with pytest.raises(RuntimeError, match="can't allocate memory"):
+        a * 0.5  # a map over the expanded view
+    with pytest.raises(RuntimeError, match="can't allocate memory"):
+        a.exp()
+    with pytest.raises(RuntimeError, match="can't allocate memory"):
         fg.ones(10**7, 1) + fg.ones(1, 10**7)
     assert fg.ones(3).sum().item() == 3.0  # still usable afterwards
