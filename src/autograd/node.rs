@@ -378,8 +378,21 @@ thread_local! {
 /// Whether the backward rule being run must compute the gradient of its input `k` (torch's
 /// `task_should_compute_output`): false when that input needs no gradient or nothing in this
 /// backward pass uses it. Rules skip the work; anything they return there is discarded anyway.
-pub(crate) fn wants_grad(k: usize) -> bool {
+fn wants_grad(k: usize) -> bool {
     k >= 64 || WANTED.with(|w| (w.get() >> k) & 1 == 1)
+}
+
+/// Input `k`'s gradient from `f`, or `None` without running `f` when [`wants_grad`] says this
+/// pass does not use it.
+pub(crate) fn grad_if_wanted(
+    k: usize,
+    f: impl FnOnce() -> Result<Tensor>,
+) -> Result<Option<Tensor>> {
+    if wants_grad(k) {
+        f().map(Some)
+    } else {
+        Ok(None)
+    }
 }
 
 /// Sets the inputs the current backward rule must produce, restoring the previous set on drop

@@ -1,6 +1,8 @@
 //! Broadcasting binary ops with torch's type promotion: arithmetic and comparisons.
 
-use crate::autograd::node::{needs_grad, record, record_with_scalar, wants_grad, ScalarOperand};
+use crate::autograd::node::{
+    grad_if_wanted, needs_grad, record, record_with_scalar, ScalarOperand,
+};
 use crate::error::{Error, Result};
 use crate::ops::convert::{as_dtype, cast};
 use crate::ops::elementwise::zip;
@@ -87,11 +89,7 @@ impl Tensor {
                 &[],
                 false,
                 |g, _| {
-                    let gb = if wants_grad(1) {
-                        Some(g[0].neg()?)
-                    } else {
-                        None
-                    };
+                    let gb = grad_if_wanted(1, || g[0].neg())?;
                     Ok(vec![Some(g[0].clone()), gb])
                 },
             )?;
@@ -113,16 +111,8 @@ impl Tensor {
                 &[self, other],
                 false,
                 |g, s| {
-                    let ga = if wants_grad(0) {
-                        Some(g[0].mul(&s[1])?)
-                    } else {
-                        None
-                    };
-                    let gb = if wants_grad(1) {
-                        Some(g[0].mul(&s[0])?)
-                    } else {
-                        None
-                    };
+                    let ga = grad_if_wanted(0, || g[0].mul(&s[1]))?;
+                    let gb = grad_if_wanted(1, || g[0].mul(&s[0]))?;
                     Ok(vec![ga, gb])
                 },
             )?;
@@ -147,16 +137,8 @@ impl Tensor {
                 false,
                 |g, s| {
                     let (a, b) = (&s[0], &s[1]);
-                    let ga = if wants_grad(0) {
-                        Some(g[0].div(b)?)
-                    } else {
-                        None
-                    };
-                    let gb = if wants_grad(1) {
-                        Some(g[0].mul(a)?.div(&b.mul(b)?)?.neg()?)
-                    } else {
-                        None
-                    };
+                    let ga = grad_if_wanted(0, || g[0].div(b))?;
+                    let gb = grad_if_wanted(1, || g[0].mul(a)?.div(&b.mul(b)?)?.neg())?;
                     Ok(vec![ga, gb])
                 },
             )?;
@@ -281,45 +263,27 @@ impl Tensor {
 
     /// `self + v` for a Python number.
     pub fn add_scalar(&self, v: f64) -> Result<Tensor> {
-        if self.dtype().is_float() {
-            return scalar_op(self, v, ScalarOp::Add, 1, DType::Float64);
-        }
-        self.add(&scalar_for(self, v))
+        self.arith_number(ArithOp::Add, v, number_dtype(self, v), false)
     }
     /// `self - v` for a Python number.
     pub fn sub_scalar(&self, v: f64) -> Result<Tensor> {
-        if self.dtype().is_float() {
-            return scalar_op(self, v, ScalarOp::Sub, 1, DType::Float64);
-        }
-        self.sub(&scalar_for(self, v))
+        self.arith_number(ArithOp::Sub, v, number_dtype(self, v), false)
     }
     /// `v - self` for a Python number.
     pub fn rsub_scalar(&self, v: f64) -> Result<Tensor> {
-        if self.dtype().is_float() {
-            return scalar_op(self, v, ScalarOp::RSub, 0, DType::Float64);
-        }
-        scalar_for(self, v).sub(self)
+        self.arith_number(ArithOp::Sub, v, number_dtype(self, v), true)
     }
     /// `self * v` for a Python number.
     pub fn mul_scalar(&self, v: f64) -> Result<Tensor> {
-        if self.dtype().is_float() {
-            return scalar_op(self, v, ScalarOp::Mul, 1, DType::Float64);
-        }
-        self.mul(&scalar_for(self, v))
+        self.arith_number(ArithOp::Mul, v, number_dtype(self, v), false)
     }
     /// `self / v` for a Python number.
     pub fn div_scalar(&self, v: f64) -> Result<Tensor> {
-        if self.dtype().is_float() {
-            return scalar_op(self, v, ScalarOp::Div, 1, DType::Float64);
-        }
-        self.div(&scalar_for(self, v))
+        self.arith_number(ArithOp::Div, v, number_dtype(self, v), false)
     }
     /// `v / self` for a Python number.
     pub fn rdiv_scalar(&self, v: f64) -> Result<Tensor> {
-        if self.dtype().is_float() {
-            return scalar_op(self, v, ScalarOp::RDiv, 0, DType::Float64);
-        }
-        scalar_for(self, v).div(self)
+        self.arith_number(ArithOp::Div, v, number_dtype(self, v), true)
     }
 }
 
@@ -456,13 +420,19 @@ fn scalar_op(t: &Tensor, v: f64, op: ScalarOp, pos: usize, vdtype: DType) -> Res
     Ok(out)
 }
 
-/// A wrapped Python number: an integer value stays integral for integer tensors.
-fn scalar_for(t: &Tensor, v: f64) -> Tensor {
+/// The dtype a Rust `f64` number operand of `t` takes: an integer value stays integral for
+/// integer tensors.
+fn number_dtype(t: &Tensor, v: f64) -> DType {
     if !t.dtype().is_float() && v.fract() == 0.0 {
-        Tensor::wrapped_scalar(v, DType::Int64)
+        DType::Int64
     } else {
-        Tensor::wrapped_scalar(v, DType::Float64)
+        DType::Float64
     }
+}
+
+/// A wrapped Python number of [`number_dtype`].
+fn scalar_for(t: &Tensor, v: f64) -> Tensor {
+    Tensor::wrapped_scalar(v, number_dtype(t, v))
 }
 
 fn pow_f64(x: f64, p: f64) -> f64 {

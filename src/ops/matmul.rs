@@ -4,7 +4,7 @@ use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
 
 use crate::autograd::engine::get_num_threads;
-use crate::autograd::node::{needs_grad, record, wants_grad};
+use crate::autograd::node::{grad_if_wanted, needs_grad, record};
 use crate::error::{Error, Result};
 use crate::ops::binary::result_dtype;
 use crate::ops::convert::as_dtype;
@@ -184,16 +184,8 @@ impl Tensor {
                 &[self, other],
                 false,
                 |g, s| {
-                    let ga = if wants_grad(0) {
-                        Some(s[1].mul(&g[0])?)
-                    } else {
-                        None
-                    };
-                    let gb = if wants_grad(1) {
-                        Some(s[0].mul(&g[0])?)
-                    } else {
-                        None
-                    };
+                    let ga = grad_if_wanted(0, || s[1].mul(&g[0]))?;
+                    let gb = grad_if_wanted(1, || s[0].mul(&g[0]))?;
                     Ok(vec![ga, gb])
                 },
             )?;
@@ -224,16 +216,8 @@ impl Tensor {
                 false,
                 |g, s| {
                     let (m, v) = (&s[0], &s[1]);
-                    let gm = if wants_grad(0) {
-                        Some(g[0].unsqueeze(1)?.matmul(&v.unsqueeze(0)?)?)
-                    } else {
-                        None
-                    };
-                    let gv = if wants_grad(1) {
-                        Some(m.t()?.matmul(&g[0])?)
-                    } else {
-                        None
-                    };
+                    let gm = grad_if_wanted(0, || g[0].unsqueeze(1)?.matmul(&v.unsqueeze(0)?))?;
+                    let gv = grad_if_wanted(1, || m.t()?.matmul(&g[0]))?;
                     Ok(vec![gm, gv])
                 },
             )?;
@@ -296,16 +280,8 @@ impl Tensor {
                     // Gradients come out with the broadcast batch shape; the engine sums them back.
                     // Transposes are views: the kernel reads them through their strides.
                     let (a, b) = (&s[0], &s[1]);
-                    let ga = if wants_grad(0) {
-                        Some(g[0].mm_batched(&b.transpose(-1, -2)?)?)
-                    } else {
-                        None
-                    };
-                    let gb = if wants_grad(1) {
-                        Some(a.transpose(-1, -2)?.mm_batched(&g[0])?)
-                    } else {
-                        None
-                    };
+                    let ga = grad_if_wanted(0, || g[0].mm_batched(&b.transpose(-1, -2)?))?;
+                    let gb = grad_if_wanted(1, || a.transpose(-1, -2)?.mm_batched(&g[0]))?;
                     Ok(vec![ga, gb])
                 },
             )?;
