@@ -7,7 +7,7 @@ from typing import Any, Optional, Sequence, Union
 
 from . import _C
 from ._dtypes import check_dtype, float32, from_numpy_dtype, int64, to_numpy_dtype
-from ._lazy import loaded_numpy, np
+from ._lazy import is_numpy, np
 
 Tensor = _C.Tensor
 _bool = builtins.bool
@@ -25,11 +25,6 @@ def _size(size: tuple) -> list:
         ):
             raise TypeError(f"size must be a sequence of ints, but got {type(s).__name__}")
     return [int(s) for s in size]
-
-
-def _is_ndarray(x: Any) -> bool:
-    npm = loaded_numpy()
-    return npm is not None and isinstance(x, npm.ndarray)
 
 
 def _finish(t: Tensor, requires_grad: _bool) -> Tensor:
@@ -61,7 +56,7 @@ def tensor(
         if dtype is not None:
             t = t.to(dtype)
         return _finish(t, requires_grad)
-    if _is_ndarray(data):
+    if is_numpy(data, "ndarray"):
         arr = data
         target = check_dtype(dtype) if dtype is not None else from_numpy_dtype(arr.dtype)
     else:
@@ -80,7 +75,7 @@ def as_tensor(data: Any, dtype: Optional[_C.dtype] = None) -> Tensor:
     """``data`` as a tensor, sharing memory with a NumPy array or tensor when possible."""
     if isinstance(data, Tensor):
         return data if dtype is None else data.to(dtype)
-    if dtype is None and _is_ndarray(data):
+    if dtype is None and is_numpy(data, "ndarray"):
         try:
             return from_numpy(data)
         except (TypeError, ValueError):
@@ -90,7 +85,7 @@ def as_tensor(data: Any, dtype: Optional[_C.dtype] = None) -> Tensor:
 
 def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing memory with ``array``: writes through either are seen by both."""
-    if not _is_ndarray(array):
+    if not is_numpy(array, "ndarray"):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     return _C._from_numpy(array, True)
 

@@ -24,10 +24,10 @@ class _LazyNumpy:
 np: Any = _LazyNumpy()
 
 
-def loaded_numpy() -> Any:
-    """The ``numpy`` module if something imported it already, else None.
+def is_numpy(x: Any, kind: str) -> bool:
+    """Whether ``x`` is an instance of ``numpy.<kind>`` (``"ndarray"``, ``"integer"``, ...).
 
-    For type checks: a NumPy array or scalar can only exist once NumPy is imported, so a value
-    is never one of them when this is None.
+    Never imports NumPy: a NumPy array or scalar can only exist once something imported it.
     """
-    return sys.modules.get("numpy")
+    npm = sys.modules.get("numpy")
+    return npm is not None and isinstance(x, getattr(npm, kind))

@@ -9,7 +9,7 @@ from typing import Any, Iterator, List, Optional, Tuple
 
 from . import _C
 from ._dtypes import check_dtype, to_numpy_dtype
-from ._lazy import loaded_numpy, np
+from ._lazy import is_numpy, np
 
 Tensor = _C.Tensor
 
@@ -168,18 +168,12 @@ _INDEX_ERROR = (
 )
 
 
-def _is_np_number(v: Any) -> bool:
-    npm = loaded_numpy()
-    return npm is not None and isinstance(v, npm.number)
-
-
 def _is_int(i: Any) -> bool:
     if isinstance(i, builtins.bool):
         return False
     if isinstance(i, int):
         return True
-    npm = loaded_numpy()
-    if npm is not None and isinstance(i, npm.integer):
+    if is_numpy(i, "integer"):
         return True
     return isinstance(i, Tensor) and i.dtype == _C.int64 and i.dim() == 0
 
@@ -187,8 +181,7 @@ def _is_int(i: Any) -> bool:
 def _is_bool_scalar(i: Any) -> bool:
     if isinstance(i, builtins.bool):
         return True
-    npm = loaded_numpy()
-    if npm is not None and isinstance(i, npm.bool_):
+    if is_numpy(i, "bool_"):
         return True
     return isinstance(i, Tensor) and i.dtype == _C.bool and i.dim() == 0
 
@@ -197,8 +190,7 @@ def _index_tensor(item: Any) -> Optional[Tensor]:
     """``item`` as an advanced index (a tensor), or None if it is not one."""
     if isinstance(item, Tensor):
         return item
-    npm = loaded_numpy()
-    if isinstance(item, list) or npm is not None and isinstance(item, npm.ndarray):
+    if isinstance(item, list) or is_numpy(item, "ndarray"):
         arr = np.asarray(item)
         if arr.dtype == np.bool_:
             return _C._from_numpy(np.ascontiguousarray(arr), False)
@@ -291,7 +283,7 @@ def _setitem(self: Tensor, index: Any, value: Any) -> None:
         target = self._slice(0, None, None, 1)
     if isinstance(value, Tensor):
         target.copy_(value)
-    elif isinstance(value, (int, float, builtins.bool)) or _is_np_number(value):
+    elif isinstance(value, (int, float, builtins.bool)) or is_numpy(value, "number"):
         target.fill_(float(value))
     else:
         target.copy_(np.asarray(value))
