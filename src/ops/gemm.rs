@@ -141,7 +141,14 @@ struct Plan {
 }
 
 /// The split of a `nb` x (`n` x `k` @ `k` x `m`) product over `threads` threads; `blocks == 1`
-/// means one thread.
+/// means one thread. `a_rows_contiguous` / `b_rows_contiguous`: the operand's columns are
+/// adjacent in memory (column stride 1).
+///
+/// Every band is a separate kernel call, which packs the operand it does not split again unless
+/// that operand can be read in place: `a` for column bands when its rows are contiguous. So only
+/// that case gets more than one band per thread; otherwise the split follows the operand that
+/// would be re-packed (1024^3, 16 bands on 2 threads: `a.T @ b` 143 GFLOP/s by columns, 188 by
+/// rows, 209 in 2 bands; `a @ b.T` 135 by rows, 210 by columns).
 ///
 /// Bands keep the result independent of the split, which relies on how `gemm` 0.19 picks its
 /// code path: matrices with at most 64 rows and columns block `k` by 512, larger ones by a
@@ -149,7 +156,12 @@ struct Plan {
 /// dot-product kernel. So a band must be a "large" matrix whenever the whole one is (more than
 /// 64 along the cut dimension when the other is at most 64 and `k > 512`), and must have more
 /// than 256 elements. Bands are multiples of 16 so only the last one has a ragged edge.
-fn plan(threads: usize, nb: usize, n: usize, m: usize, k: usize) -> Plan {
+fn plan(
+    threads: usize,
+    (nb, n, m, k): (usize, usize, usize, usize),
+    a_rows_contiguous: bool,
+    b_rows_contiguous: bool,
+) -> Plan {
     const SERIAL: Plan = Plan {
         pieces: 1,
         by_rows: true,
@@ -167,10 +179,16 @@ fn plan(threads: usize, nb: usize, n: usize, m: usize, k: usize) -> Plan {
             ..SERIAL
         };
     }
-    // Column bands unless the output is much taller than wide: with a row-major output they
-    // share no packed panel, while row bands each re-pack all of `b` (measured on one thread,
-    // 1024^3 in 8 bands: columns 98 GFLOP/s, rows 91, unsplit 97).
-    let by_rows = n > 2 * m;
+    // Split the operand that is not read in place; with both alike, column bands unless the
+    // output is much taller than wide: with a row-major output they share no packed panel, while
+    // row bands each re-pack all of `b` (one thread, 1024^3 in 8 bands: columns 98 GFLOP/s,
+    // rows 91, unsplit 97).
+    let by_rows = match (a_rows_contiguous, b_rows_contiguous) {
+        (false, true) => true,
+        (true, false) => false,
+        _ => n > 2 * m,
+    };
+    let balance = !by_rows && a_rows_contiguous;
     let (d, other) = if by_rows { (n, m) } else { (m, n) };
     let want = threads.div_ceil(nb);
     let mut min_band = 16usize.max(257usize.div_ceil(other.max(1)));
@@ -179,7 +197,11 @@ fn plan(threads: usize, nb: usize, n: usize, m: usize, k: usize) -> Plan {
     }
     // Up to eight bands per thread when they stay at least BALANCE_BAND wide, so a thread that
     // is slowed (a core shared with another process, a helper woken late) takes fewer of them.
-    let most = want.max((8 * want).min(d / BALANCE_BAND));
+    let most = if balance {
+        want.max((8 * want).min(d / BALANCE_BAND))
+    } else {
+        want
+    };
     // The most bands (up to `most`) whose last, shorter band still meets the minimum, preferring
     // a multiple of the threads wanted: 3 bands on 2 threads leave one thread two of them, 1.5x
     // at best (192^3 in 2 bands: 128 us on 1 thread, 66 us on 2).
@@ -298,7 +320,7 @@ pub fn matmul_strided<T: GemmScalar>(
     let ob = operand(&b, batch, k, m)?;
     let dst = SendPtr(out.as_mut_ptr());
     let (pa, pb) = (SendPtr(oa), SendPtr(ob));
-    let p = plan(threads, nb, n, m, k);
+    let p = plan(threads, (nb, n, m, k), oa.cs == 1, ob.cs == 1);
     // One (matrix, band) unit; every element of the output belongs to exactly one unit.
     let unit = |u: usize| {
         let (i, piece) = (u / p.pieces, u % p.pieces);
@@ -438,30 +460,38 @@ mod tests {
 
     #[test]
     fn plan_small_products_run_serially() {
-        assert_eq!(plan(2, 1, 32, 32, 32).blocks, 1);
-        assert_eq!(plan(1, 1, 1024, 1024, 1024).blocks, 1);
-        assert_eq!(plan(2, 1, 128, 512, 10).blocks, 1);
+        assert_eq!(plan(2, (1, 32, 32, 32), true, true).blocks, 1);
+        assert_eq!(plan(1, (1, 1024, 1024, 1024), true, true).blocks, 1);
+        assert_eq!(plan(2, (1, 128, 512, 10), true, true).blocks, 1);
     }
 
     #[test]
     fn plan_bands_respect_kernel_paths() {
         // Square: sixteen 64-column bands for two threads, so a slowed thread takes fewer.
-        let p = plan(2, 1, 1024, 1024, 1024);
+        let p = plan(2, (1, 1024, 1024, 1024), true, true);
         assert_eq!((p.by_rows, p.pieces, p.band, p.blocks), (false, 16, 64, 16));
         // 192 fits three 64-column bands, but two 96-column ones share evenly over two threads.
-        let p = plan(2, 1, 192, 192, 192);
+        let p = plan(2, (1, 192, 192, 192), true, true);
         assert_eq!((p.by_rows, p.pieces, p.band), (false, 2, 96));
-        // Much taller than wide: row bands.
-        let p = plan(2, 1, 784, 128, 512);
-        assert_eq!((p.by_rows, p.pieces, p.band), (true, 10, 80));
+        // Much taller than wide: row bands, one per thread (each re-packs `b`).
+        let p = plan(2, (1, 784, 128, 512), true, true);
+        assert_eq!((p.by_rows, p.pieces, p.band), (true, 2, 400));
+        // A transposed `a` is re-packed by every column band: split by rows instead.
+        let p = plan(2, (1, 1024, 1024, 1024), false, true);
+        assert_eq!((p.by_rows, p.pieces), (true, 2));
+        // A transposed `b` likewise by every row band: columns, where `a` is read in place.
+        let p = plan(2, (1, 1024, 1024, 1024), true, false);
+        assert_eq!((p.by_rows, p.pieces), (false, 16));
+        let p = plan(2, (1, 1024, 1024, 1024), false, false);
+        assert_eq!(p.pieces, 2);
         // Other side <= 64 and k > 512: every band, the last included, must stay above 64.
-        assert_eq!(plan(2, 1, 96, 32, 1000).blocks, 1);
-        let p = plan(2, 1, 200, 32, 1000);
+        assert_eq!(plan(2, (1, 96, 32, 1000), true, true).blocks, 1);
+        let p = plan(2, (1, 200, 32, 1000), true, true);
         assert_eq!((p.pieces, p.band), (2, 112));
         // Bands above 256 elements.
-        let p = plan(2, 1, 8, 40, 4096);
+        let p = plan(2, (1, 8, 40, 4096), true, true);
         assert!(p.blocks == 1 || p.band * 8 > 256);
-        let p = plan(2, 3, 64, 64, 64);
+        let p = plan(2, (3, 64, 64, 64), true, true);
         assert_eq!((p.pieces, p.blocks), (1, 3));
     }
 }
