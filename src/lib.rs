@@ -16,6 +16,7 @@
 pub mod autograd;
 pub mod error;
 pub mod ops;
+mod parallel;
 pub mod tensor;
 
 #[cfg(feature = "python")]

@@ -109,6 +109,35 @@ pub fn set_num_threads(n: usize) -> Result<()> {
     Ok(())
 }
 
+/// A process forked from this one (multiprocessing, DataLoader workers) inherits the pool but
+/// none of its threads: work queued there would wait forever. The child starts a new pool.
+#[cfg(unix)]
+fn register_fork_handlers() {
+    extern "C" fn prepare() {
+        // Held across fork, so the child cannot inherit either lock mid-update.
+        std::mem::forget(POOL.write());
+        crate::parallel::before_fork();
+    }
+    extern "C" fn parent() {
+        crate::parallel::after_fork_in_parent();
+        // SAFETY: `prepare` write-locked it on this thread and forgot the guard.
+        unsafe { POOL.force_unlock_write() };
+    }
+    extern "C" fn child() {
+        crate::parallel::after_fork_in_child();
+        // SAFETY: as in `parent`; the child is this thread alone.
+        unsafe { POOL.force_unlock_write() };
+        // Dropping the old pool would signal threads that are not here; it is leaked instead.
+        std::mem::forget(POOL.write().take());
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: the handlers only touch this crate's statics. A failure (ENOMEM) leaves forked
+        // children as they were before, which is not worth failing pool creation for.
+        unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+    });
+}
+
 /// The pool for `get_num_threads()` threads, built on first use.
 pub fn pool() -> Result<Arc<rayon::ThreadPool>> {
     let n = get_num_threads();
@@ -117,6 +146,8 @@ pub fn pool() -> Result<Arc<rayon::ThreadPool>> {
             return Ok(p.clone());
         }
     }
+    #[cfg(unix)]
+    register_fork_handlers();
     let mut w = POOL.write();
     if let Some(p) = w.as_ref() {
         if p.current_num_threads() == n {

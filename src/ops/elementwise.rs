@@ -8,10 +8,10 @@
 use std::mem::MaybeUninit;
 
 use ndarray::{IxDyn, Zip};
-use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::ops::vmath::UnaryF32;
+use crate::parallel::{self, SendPtr};
 use crate::tensor::creation::{checked_numel, ensure_allocatable};
 use crate::tensor::shape::broadcast_shapes;
 use crate::tensor::{DType, Element, Tensor};
@@ -27,23 +27,9 @@ pub(crate) const PAR_MIN_ELEMENTS: usize = 1 << 18;
 /// under load from other processes a second thread gains less (128K exp: 69 vs 84 µs).
 const PAR_MIN_VMATH: usize = 1 << 15;
 
-/// Elements per parallel task: 64 KiB of f32, a quarter of a typical L2 per input.
-const PAR_CHUNK: usize = 1 << 14;
-
-/// Run `f`, whose rayon calls then use ferrograd's pool (sized by `set_num_threads`): directly
-/// on a worker thread (a backward node, or an outer parallel kernel: rayon nests without
-/// oversubscribing), through `install` from any other thread. `None` when parallel work is
-/// pointless: one thread configured, or the pool cannot start.
-pub(crate) fn in_pool<R: Send>(f: impl FnOnce() -> R + Send) -> Option<R> {
-    if rayon::current_thread_index().is_some() {
-        return Some(f());
-    }
-    if crate::autograd::get_num_threads() <= 1 {
-        return None;
-    }
-    let pool = crate::autograd::engine::pool().ok()?;
-    Some(pool.install(f))
-}
+/// Fewest elements per parallel chunk (16 KiB of f32): claiming a chunk costs an atomic
+/// increment and, per helper, a cache line bouncing between cores.
+const PAR_CHUNK_MIN: usize = 1 << 12;
 
 /// A vector of `n` elements built chunk by chunk: `fill(start, out)` writes elements
 /// `start..start + out.len()`. Parallel from `par_min` elements on; the chunks are independent,
@@ -58,16 +44,24 @@ fn collect_chunks<U: Send>(
 ) -> Vec<U> {
     let mut v = Vec::with_capacity(n);
     let spare = &mut v.spare_capacity_mut()[..n];
-    let parallel = n >= par_min
-        && in_pool(|| {
-            spare
-                .par_chunks_mut(PAR_CHUNK)
-                .enumerate()
-                .for_each(|(i, c)| fill(i * PAR_CHUNK, c));
-        })
-        .is_some();
-    if !parallel {
+    let helpers = if n >= par_min { parallel::helpers() } else { 0 };
+    if helpers == 0 {
         fill(0, spare);
+    } else {
+        // A few chunks per thread, so one slowed thread (or a helper arriving late) holds up
+        // less; multiples of 64 elements keep every chunk but the last aligned for SIMD.
+        let chunk = n
+            .div_ceil(4 * (helpers + 1))
+            .max(PAR_CHUNK_MIN)
+            .next_multiple_of(64);
+        let base = SendPtr(spare.as_mut_ptr());
+        parallel::share_work(helpers, n.div_ceil(chunk), &|i| {
+            let start = i * chunk;
+            let len = chunk.min(n - start);
+            // SAFETY: chunks are disjoint ranges of `spare`, which outlives `share_work`.
+            let out = unsafe { std::slice::from_raw_parts_mut(base.get().add(start), len) };
+            fill(start, out);
+        });
     }
     // SAFETY: `fill` wrote each of the first `n` slots (its contract above).
     unsafe { v.set_len(n) };

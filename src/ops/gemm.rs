@@ -5,22 +5,17 @@
 //! and the output is written without being zeroed first.
 //!
 //! Threads: the output is split into independent blocks (whole batch matrices, or row/column
-//! bands of one matrix). The calling thread starts on the blocks at once; helper jobs queued on
-//! the pool take whatever blocks are left when they get a worker. So a caller never waits for a
-//! busy worker (engine branches running in parallel simply do all their blocks themselves), and
-//! nothing nests: each block is a single-threaded kernel call.
+//! bands of one matrix) and shared through [`crate::parallel::share_work`]: the caller starts at
+//! once and helpers take what is left (engine branches running in parallel simply do all their
+//! blocks themselves). Nothing nests: each block is a single-threaded kernel call.
 //!
 //! Determinism: every output element is computed by the same sequence of floating-point
 //! operations whatever the thread count, because bands are only cut where the kernel's blocking
 //! along `k` and its choice of code path stay those of the unsplit product (see [`plan`]).
 //! Results are therefore bitwise identical for 1, 2 or more threads.
 
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
 use crate::error::{Error, Result};
+use crate::parallel::SendPtr;
 
 /// Products with fewer multiply-adds than this (`batches * n * m * k`) run on one thread: below
 /// it, waking a worker costs more than it saves (measured: 48^3 ~ break-even, 64^3 gains 1.4x).
@@ -269,22 +264,6 @@ unsafe fn kernel<T: GemmScalar>(
     }
 }
 
-/// A raw pointer that may cross threads; the code sharing it guarantees exclusive regions.
-#[derive(Clone, Copy)]
-struct SendPtr<T>(T);
-// SAFETY: only used for the operand/output pointers of one product, whose blocks are disjoint
-// and whose buffers outlive every access (see `share_work`).
-unsafe impl<T> Send for SendPtr<T> {}
-unsafe impl<T> Sync for SendPtr<T> {}
-
-impl<T: Copy> SendPtr<T> {
-    /// The pointer (a method, so closures capture the wrapper and not the bare field).
-    #[inline]
-    fn get(&self) -> T {
-        self.0
-    }
-}
-
 /// Batched product `a @ b` of shape `batch` x `n` x `m`, `k` the shared dimension, returned
 /// row-major. Uses up to `threads` threads (ferrograd's pool supplies the helpers).
 ///
@@ -370,88 +349,11 @@ pub fn matmul_strided<T: GemmScalar>(
     if p.blocks == 1 {
         (0..units).for_each(unit);
     } else {
-        share_work(threads - 1, p.blocks, &block)?;
+        crate::parallel::share_work(threads - 1, p.blocks, &block);
     }
     // SAFETY: the units cover all `total` elements and the kernel wrote each one.
     unsafe { out.set_len(total) };
     Ok(out)
-}
-
-/// State shared by the caller and the helper jobs of one [`share_work`] call.
-struct Shared {
-    next: AtomicUsize,
-    done: AtomicUsize,
-    count: usize,
-    /// The block function; only called for a claimed index below `count`, and the caller does
-    /// not return before every claimed block is done, so it is alive whenever it is called.
-    job: *const (dyn Fn(usize) + Sync + 'static),
-    waiter: std::thread::Thread,
-    panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
-}
-
-// SAFETY: `job` is Sync and only dereferenced under the protocol described on the field.
-unsafe impl Send for Shared {}
-unsafe impl Sync for Shared {}
-
-impl Shared {
-    /// Claim and run blocks until none are left.
-    fn work(&self) {
-        loop {
-            let i = self.next.fetch_add(1, Ordering::Relaxed);
-            if i >= self.count {
-                return;
-            }
-            // SAFETY: i < count was claimed, so the caller is still waiting (see `job`).
-            let r = catch_unwind(AssertUnwindSafe(|| unsafe { (*self.job)(i) }));
-            if let Err(e) = r {
-                if let Ok(mut slot) = self.panic.lock() {
-                    slot.get_or_insert(e);
-                }
-            }
-            if self.done.fetch_add(1, Ordering::AcqRel) + 1 == self.count {
-                self.waiter.unpark();
-            }
-        }
-    }
-}
-
-/// Runs `job(0..count)` on the calling thread plus up to `helpers` pool workers, returning when
-/// all have finished. Helpers that start late find nothing left and return at once, so the caller
-/// never waits on a worker that is busy elsewhere, only on blocks already being computed.
-fn share_work(helpers: usize, count: usize, job: &(dyn Fn(usize) + Sync)) -> Result<()> {
-    let job: *const (dyn Fn(usize) + Sync + '_) = job;
-    // SAFETY: lifetime erasure only; `Shared::job` documents why no call outlives `job`.
-    let job: *const (dyn Fn(usize) + Sync + 'static) = unsafe { std::mem::transmute(job) };
-    let shared = Arc::new(Shared {
-        next: AtomicUsize::new(0),
-        done: AtomicUsize::new(0),
-        count,
-        job,
-        waiter: std::thread::current(),
-        panic: Mutex::new(None),
-    });
-    if let Ok(pool) = crate::autograd::engine::pool() {
-        for _ in 0..helpers.min(count - 1) {
-            let s = Arc::clone(&shared);
-            pool.spawn(move || s.work());
-        }
-    }
-    shared.work();
-    // Blocks still running elsewhere are short (a fraction of this product): spin briefly, then
-    // sleep until the last one wakes us.
-    let start = Instant::now();
-    while shared.done.load(Ordering::Acquire) < count {
-        if start.elapsed() < Duration::from_micros(200) {
-            std::hint::spin_loop();
-        } else {
-            std::thread::park_timeout(Duration::from_micros(500));
-        }
-    }
-    let caught = shared.panic.lock().ok().and_then(|mut p| p.take());
-    if let Some(e) = caught {
-        resume_unwind(e);
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Reductions: sum and mean over all or some dimensions, and `sum_to` (undoing broadcasting).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use ndarray::{ArrayD, Axis};
 
@@ -75,7 +75,7 @@ fn sum_kernel<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(
 
 /// Pairwise summation over blocks: the error grows with log n rather than n, and since the split
 /// points depend only on the length, the result is the same at any thread count. Halves of
-/// large slices are summed on two rayon threads.
+/// large slices are summed on two threads.
 fn sum_slice<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(s: &[T]) -> T {
     // 16 independent accumulators let the block loop run as two or four vector adds per step;
     // each sums only BLOCK/16 elements before the pairwise tree takes over.
@@ -105,11 +105,17 @@ fn sum_slice<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(s: &[T])
     }
     let mid = (s.len() / 2).div_ceil(BLOCK) * BLOCK;
     let (lo, hi) = s.split_at(mid);
-    if s.len() >= crate::ops::elementwise::PAR_MIN_ELEMENTS {
-        let halves = || rayon::join(|| sum_slice(lo), || sum_slice(hi));
-        let (a, b) = crate::ops::elementwise::in_pool(halves)
-            .unwrap_or_else(|| (sum_slice(lo), sum_slice(hi)));
-        a + b
+    let helpers = crate::parallel::helpers();
+    if s.len() >= crate::ops::elementwise::PAR_MIN_ELEMENTS && helpers > 0 {
+        let halves = [lo, hi];
+        let sums: [OnceLock<T>; 2] = Default::default();
+        crate::parallel::share_work(helpers, 2, &|i| {
+            let _ = sums[i].set(sum_slice(halves[i]));
+        });
+        // share_work ran both halves (or re-raised a panic); recomputing is the safe fallback.
+        let [a, b] = sums;
+        a.into_inner().unwrap_or_else(|| sum_slice(lo))
+            + b.into_inner().unwrap_or_else(|| sum_slice(hi))
     } else {
         sum_slice(lo) + sum_slice(hi)
     }

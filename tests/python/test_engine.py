@@ -2,8 +2,10 @@
 
 import gc
 import math
+import os
 import re
 import threading
+import time
 import weakref
 
 import ferrograd as fg
@@ -115,6 +117,63 @@ def test_wide_graph_grads_bitwise_identical_for_one_and_two_threads(wide_data):
         assert gx.tobytes() == first_x.tobytes()
         for got, ref in zip(gws, first_ws):
             assert got.tobytes() == ref.tobytes()
+
+
+def _child_checks(x_np, ws_np):
+    """Parallel backward, matmul, elementwise and sum, against numpy."""
+    gx, gws = wide_grads(x_np, ws_np)
+    ref_x, ref_ws = wide_grads_reference(x_np, ws_np)
+    npt.assert_allclose(gx, ref_x, rtol=1e-4, atol=1e-4)
+    for got, ref in zip(gws, ref_ws):
+        npt.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+    # Branches big enough for the engine to run them on the pool.
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal((384, 384)) * 0.05).astype(np.float32)
+    ws = [(rng.standard_normal((384, 384)) * 0.05).astype(np.float32) for _ in range(4)]
+    x = fg.tensor(a, requires_grad=True)
+    sum((x @ fg.tensor(w)).tanh().sum() for w in ws).backward()
+    a64 = a.astype(np.float64)
+    ref = sum((1 - np.tanh(a64 @ w) ** 2) @ w.T.astype(np.float64) for w in ws)
+    npt.assert_allclose(npv(x.grad), ref, rtol=1e-3, atol=1e-4)
+    v = rng.standard_normal(1 << 20).astype(np.float32)
+    e = fg.tensor(v).exp()
+    npt.assert_allclose(npv(e), np.exp(v.astype(np.float64)), rtol=1e-6)
+    npt.assert_allclose(float(e.sum()), np.exp(v.astype(np.float64)).sum(), rtol=1e-5)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_runs_parallel_work(wide_data):
+    # The parent's pool threads (and helpers lingering after a kernel) do not exist in a forked
+    # child (multiprocessing's fork start method, DataLoader workers); work queued for them
+    # hung the child before it got a fresh pool.
+    x_np, ws_np = wide_data
+    fg.set_num_threads(2)
+    _child_checks(x_np, ws_np)  # the parent's pool is running, helpers lingering
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        status = 1
+        try:
+            os.close(read_end)
+            _child_checks(x_np, ws_np)
+            status = 0
+        finally:
+            os.write(write_end, bytes([status]))
+            os._exit(status)
+    os.close(write_end)
+    deadline = time.monotonic() + THREAD_TIMEOUT
+    while True:
+        done, code = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("forked child hung on parallel work")
+        time.sleep(0.02)
+    reported = os.read(read_end, 1)
+    os.close(read_end)
+    assert reported == b"\x00" and os.waitstatus_to_exitcode(code) == 0
 
 
 # --------------------------------------------------------------------------------------------
