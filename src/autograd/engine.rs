@@ -411,6 +411,13 @@ fn sum_slots(slots: SmallVec<[Slot; 1]>) -> Result<Grads> {
             if parts.len() > 1 {
                 parts.sort_by_key(|(k, _)| *k);
             }
+            // Three or more same-shape parts without a graph: one pass instead of chained adds.
+            if parts.len() > 2 && !grad_mode::is_recording() {
+                let ts: SmallVec<[Tensor; 4]> = parts.iter().map(|(_, t)| t.clone()).collect();
+                if let Some(sum) = crate::ops::elementwise::sum_parts(&ts)? {
+                    return Ok(Some(sum));
+                }
+            }
             let mut it = parts.into_iter().map(|(_, t)| t);
             match it.next() {
                 None => Ok(None),
@@ -432,7 +439,14 @@ fn evaluate(task: &GraphTask, i: usize) -> Result<Ready> {
     if !st.captures.is_empty() {
         let mut res = task.results.lock();
         for &(slot, r) in &st.captures {
-            res[r] = grads.get(slot).cloned().flatten();
+            res[r] = match grads.get(slot).cloned().flatten() {
+                // Rules may pass one value broadcast on (`keep_uniform`) where torch's would
+                // have materialised it: what grad() returns is the caller's to write into.
+                Some(g) if !task.create_graph && g.layout().has_broadcast_dims() => {
+                    Some(g.contiguous()?)
+                }
+                g => g,
+            };
         }
     }
     if !st.execute {

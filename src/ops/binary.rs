@@ -370,7 +370,7 @@ fn scalar_fast_path(a: &Tensor, b: &Tensor, op: ScalarOp, rop: ScalarOp) -> Opti
 }
 
 fn scalar_op(t: &Tensor, v: f64, op: ScalarOp, pos: usize, vdtype: DType) -> Result<Tensor> {
-    use crate::ops::elementwise::map;
+    use crate::ops::elementwise::{keep_uniform, map};
     macro_rules! apply {
         ($T:ty) => {{
             let w = v as $T;
@@ -409,9 +409,15 @@ fn scalar_op(t: &Tensor, v: f64, op: ScalarOp, pos: usize, vdtype: DType) -> Res
     match op {
         ScalarOp::Add => rec("AddBackward0", &[], false, |g, _, _| Ok(g.clone())),
         ScalarOp::Sub => rec("SubBackward0", &[], false, |g, _, _| Ok(g.clone())),
-        ScalarOp::RSub => rec("SubBackward0", &[], false, |g, _, _| g.neg()),
-        ScalarOp::Mul => rec("MulBackward0", &[], true, |g, v, _| g.mul_scalar(v)),
-        ScalarOp::Div => rec("DivBackward0", &[], true, |g, v, _| g.div_scalar(v)),
+        ScalarOp::RSub => rec("SubBackward0", &[], false, |g, _, _| {
+            keep_uniform(g, Tensor::neg)
+        }),
+        ScalarOp::Mul => rec("MulBackward0", &[], true, |g, v, _| {
+            keep_uniform(g, |g| g.mul_scalar(v))
+        }),
+        ScalarOp::Div => rec("DivBackward0", &[], true, |g, v, _| {
+            keep_uniform(g, |g| g.div_scalar(v))
+        }),
         // d/dt v/t = -v / t²
         ScalarOp::RDiv => rec("DivBackward0", &[t], true, |g, v, s| {
             g.mul_scalar(-v)?.div(&s[0].mul(&s[0])?)

@@ -409,3 +409,54 @@ def test_exception_in_function_in_wide_graph_propagates_and_next_backward_works(
     ref_x, ref_ws = wide_grads_reference(x_np, ws_np)
     npt.assert_allclose(gx, ref_x, rtol=1e-4, atol=1e-4)
     npt.assert_allclose(gws[7], ref_ws[7], rtol=1e-4, atol=1e-4)
+
+
+# --------------------------------------------------------------------------------------------
+# broadcast gradients and summed parts
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "f, want",
+    [
+        (lambda t: t / 4, 0.25),
+        (lambda t: t * 3, 3.0),
+        (lambda t: 2 - t, -1.0),
+        (lambda t: (t * 0.5) * 4, 2.0),
+    ],
+)
+def test_scalar_rules_on_a_sums_gradient_return_writable_grads(f, want):
+    # A sum's gradient is one value broadcast; scalar rules keep it that way internally, but
+    # what grad(), retain_grad and .grad hand back is writable, as in torch.
+    y = fg.ones(3, 4, requires_grad=True)
+    (g,) = fg.autograd.grad(f(y).sum(), y)
+    npt.assert_array_equal(npv(g), np.full((3, 4), want, np.float32))
+    g.mul_(2)
+    npt.assert_array_equal(npv(g), np.full((3, 4), 2 * want, np.float32))
+    h = y * 1.0
+    h.retain_grad()
+    f(h).sum().backward()
+    h.grad.add_(1)
+    y.grad.add_(1)
+    npt.assert_array_equal(npv(h.grad), np.full((3, 4), want + 1, np.float32))
+    npt.assert_array_equal(npv(y.grad), np.full((3, 4), want + 1, np.float32))
+
+
+@pytest.mark.parametrize("n", [1000, 300_000])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_many_gradient_parts_sum_to_the_closed_form(n, dtype):
+    # x reaches the loss along four paths (the engine sums their parts in one pass), one of
+    # them through a scalar rule applied to a broadcast gradient.
+    xv = np.random.default_rng(5).uniform(-2, 2, n).astype(dtype)
+    x = fg.tensor(xv, requires_grad=True)
+    (x.sin() * x + x.exp() * 0.5 + x.tanh()).sum().backward()
+    x64 = xv.astype(np.float64)
+    want = np.sin(x64) + x64 * np.cos(x64) + 0.5 * np.exp(x64) + 1 - np.tanh(x64) ** 2
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    npt.assert_allclose(npv(x.grad), want, rtol=tol, atol=tol)
+    # The same on any thread count, bit for bit.
+    first = npv(x.grad).tobytes()
+    fg.set_num_threads(1)
+    x.grad = None
+    (x.sin() * x + x.exp() * 0.5 + x.tanh()).sum().backward()
+    assert npv(x.grad).tobytes() == first
