@@ -113,9 +113,12 @@ fn help() {
             idle_since = Instant::now();
             continue;
         }
-        std::hint::spin_loop();
+        // Give the core away if anything else is runnable on it: with more threads awake
+        // than cores (engine workers, the caller, other libraries), a pure spin here would
+        // take time slices from the threads doing the work.
+        std::thread::yield_now();
         polls = polls.wrapping_add(1);
-        if polls % 64 == 0 && idle_since.elapsed() > LINGER {
+        if polls % 16 == 0 && idle_since.elapsed() > LINGER {
             // Stop counting as a helper first, then look once more: a caller that saw this one
             // lingering did not ask for another.
             BOARD.lingering.fetch_sub(1, Ordering::AcqRel);
@@ -163,7 +166,7 @@ pub(crate) fn share_work(helpers: usize, count: usize, job: &(dyn Fn(usize) + Sy
     let start = Instant::now();
     while shared.done.load(Ordering::Acquire) < count {
         if start.elapsed() < CALLER_SPIN {
-            std::hint::spin_loop();
+            std::thread::yield_now();
         } else {
             std::thread::park_timeout(Duration::from_micros(500));
         }
