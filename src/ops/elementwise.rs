@@ -527,7 +527,9 @@ mod tests {
     fn sum_parts_declines_mixed_shapes_and_strided_parts() {
         let a = Tensor::randn(&[4, 3], DType::Float32).unwrap();
         let b = Tensor::randn(&[3, 4], DType::Float32).unwrap();
-        assert!(sum_parts(&[a.clone(), b.clone(), a.clone()]).unwrap().is_none());
+        assert!(sum_parts(&[a.clone(), b.clone(), a.clone()])
+            .unwrap()
+            .is_none());
         let bt = b.transpose(0, 1).unwrap();
         assert!(sum_parts(&[a.clone(), bt, a]).unwrap().is_none());
     }

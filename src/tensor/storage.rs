@@ -364,7 +364,10 @@ impl Layout {
     }
     /// Whether some dimension repeats one element (size above 1, stride 0): an expanded view.
     pub fn has_broadcast_dims(&self) -> bool {
-        self.shape.iter().zip(&self.strides).any(|(&n, &s)| n > 1 && s == 0)
+        self.shape
+            .iter()
+            .zip(&self.strides)
+            .any(|(&n, &s)| n > 1 && s == 0)
     }
 
     /// A mutable ndarray view of `data`; fails when elements overlap (an expanded tensor).
