@@ -53,6 +53,10 @@ struct GraphTask {
     results: Mutex<Vec<Option<Tensor>>>,
     failed: AtomicBool,
     error: Mutex<Option<Error>>,
+    /// Heavy ready nodes offered to other threads (by sequence number, highest first). Whoever
+    /// is free takes them, the calling thread included, so the pool can have one worker fewer
+    /// than the configured threads without leaving the caller idle while work queues up.
+    offered: Mutex<BinaryHeap<(u64, usize)>>,
 }
 
 /// What a pass computes besides running the graph.
@@ -138,9 +142,11 @@ fn register_fork_handlers() {
     });
 }
 
-/// The pool for `get_num_threads()` threads, built on first use.
+/// The pool of helpers for `get_num_threads()` threads, built on first use: one worker fewer
+/// than the threads (at least one), because the calling thread always works too (backward's
+/// drain, a kernel's first blocks). A worker per thread put three busy threads on two cores.
 pub fn pool() -> Result<Arc<rayon::ThreadPool>> {
-    let n = get_num_threads();
+    let n = get_num_threads().saturating_sub(1).max(1);
     if let Some(p) = POOL.read().as_ref() {
         if p.current_num_threads() == n {
             return Ok(p.clone());
@@ -338,6 +344,7 @@ fn build(
         results: Mutex::new(vec![None; n_results]),
         failed: AtomicBool::new(false),
         error: Mutex::new(None),
+        offered: Mutex::new(BinaryHeap::new()),
     };
     Ok((task, index))
 }
@@ -361,14 +368,23 @@ fn run(task: &GraphTask, ready: Vec<usize>) -> Result<()> {
 }
 
 /// Run ready nodes, highest sequence number first (most recently created), continuing inline
-/// with newly ready nodes and handing heavy ones to other workers.
+/// with newly ready nodes and offering heavy ones to other threads; then take offered nodes
+/// until none are left.
 fn drain<'s>(task: &'s GraphTask, ready: Vec<usize>, scope: Option<&rayon::Scope<'s>>) {
     let mut heap: BinaryHeap<(u64, usize)> = ready
         .into_iter()
         .map(|i| (task.states[i].node.sequence_nr(), i))
         .collect();
     let mut next = heap.pop().map(|(_, i)| i);
-    while let Some(i) = next.take() {
+    loop {
+        let i = match next.take() {
+            Some(i) => i,
+            None if scope.is_some() => match task.offered.lock().pop() {
+                Some((_, i)) => i,
+                None => return,
+            },
+            None => return,
+        };
         if task.failed.load(Ordering::Relaxed) {
             return;
         }
@@ -386,16 +402,19 @@ fn drain<'s>(task: &'s GraphTask, ready: Vec<usize>, scope: Option<&rayon::Scope
                         st.node.output_meta.first().is_some_and(|m| {
                             m.shape.iter().product::<usize>() >= SPAWN_MIN_ELEMENTS
                         });
+                    let seq = st.node.sequence_nr();
                     match scope {
                         Some(s) if heavy && !heap.is_empty() => {
+                            task.offered.lock().push((seq, c));
                             let create_graph = task.create_graph;
+                            // A job that finds nothing left (the caller took it) returns.
                             s.spawn(move |s2| {
                                 // Workers do not inherit the caller's thread-local grad mode.
                                 let _mode = GradModeGuard::new(create_graph);
-                                drain(task, vec![c], Some(s2));
+                                drain(task, Vec::new(), Some(s2));
                             });
                         }
-                        _ => heap.push((st.node.sequence_nr(), c)),
+                        _ => heap.push((seq, c)),
                     }
                 }
             }
@@ -431,15 +450,16 @@ fn sum_slots(slots: SmallVec<[Slot; 1]>) -> Result<Grads> {
 /// The sum of two or more parts, added in key order.
 fn sum_parts_in_order(parts: &mut Slot) -> Result<Tensor> {
     parts.sort_by_key(|(k, _)| *k);
+    // Moved out, not cloned: a part nobody else holds can take the sum in place.
+    let ts: SmallVec<[Tensor; 4]> = parts.drain(..).map(|(_, t)| t).collect();
     // Three or more same-shape parts without a graph: one pass instead of chained adds.
-    if parts.len() > 2 && !grad_mode::is_recording() {
-        let ts: SmallVec<[Tensor; 4]> = parts.iter().map(|(_, t)| t.clone()).collect();
+    if ts.len() > 2 && !grad_mode::is_recording() {
         if let Some(sum) = crate::ops::elementwise::sum_parts(&ts)? {
             return Ok(sum);
         }
     }
-    let mut acc = parts[0].1.clone();
-    for (_, t) in &parts[1..] {
+    let mut acc = ts[0].clone();
+    for t in &ts[1..] {
         acc = acc.add(t)?;
     }
     Ok(acc)

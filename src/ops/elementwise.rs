@@ -6,6 +6,7 @@
 //! memory (no zero fill) and, for large tensors, in chunks across rayon's threads.
 
 use std::mem::MaybeUninit;
+use std::sync::Arc;
 
 use multiversion::multiversion;
 use ndarray::{IxDyn, Zip};
@@ -217,6 +218,9 @@ fn sum_parts_as<T: Element + std::ops::Add<Output = T>>(
 ) -> Result<Tensor> {
     let shape = parts[0].shape();
     let n = checked_numel(shape)?;
+    if covers[0] == Cover::Slice && is_exclusive(&parts[0]) {
+        return add_into_first::<T>(parts, covers, n).map(|()| parts[0].clone());
+    }
     let guards: Vec<_> = parts.iter().map(|p| p.storage().read()).collect();
     let mut srcs: Vec<Src<'_, T>> = Vec::with_capacity(parts.len());
     for ((p, g), c) in parts.iter().zip(&guards).zip(covers) {
@@ -242,6 +246,74 @@ fn sum_parts_as<T: Element + std::ops::Add<Output = T>>(
         }
     });
     Tensor::from_vec(out, shape)
+}
+
+/// Nothing but this handle reaches `t` or its storage (a backward rule's fresh output), and it
+/// spans its whole owned buffer: it may be overwritten in place unobserved.
+fn is_exclusive(t: &Tensor) -> bool {
+    Arc::strong_count(&t.0) == 1
+        && Arc::weak_count(&t.0) == 0
+        && Arc::strong_count(t.storage()) == 1
+        && t.layout().offset == 0
+        && {
+            let buf = t.storage().read();
+            buf.len() == t.numel() && buf.is_owned()
+        }
+}
+
+/// [`sum_parts`] into `parts[0]` itself (exclusive, contiguous): no output buffer to allocate
+/// and no copy of the first part.
+fn add_into_first<T: Element + std::ops::Add<Output = T>>(
+    parts: &[Tensor],
+    covers: &[Cover],
+    n: usize,
+) -> Result<()> {
+    let mut acc_guard = parts[0].storage().write();
+    let acc = T::data_mut(&mut acc_guard)
+        .ok_or_else(|| crate::tensor::dtype_mismatch(T::DTYPE, parts[0].dtype()))?
+        .as_mut_slice();
+    let acc = acc
+        .get_mut(..n)
+        .ok_or_else(|| Error::runtime("internal error: tensor outside its storage"))?;
+    // The other parts have other storages (the first one's is not shared).
+    let guards: Vec<_> = parts[1..].iter().map(|p| p.storage().read()).collect();
+    let mut srcs: Vec<Src<'_, T>> = Vec::with_capacity(guards.len());
+    for ((p, g), c) in parts[1..].iter().zip(&guards).zip(&covers[1..]) {
+        let data = T::data(g).ok_or_else(|| crate::tensor::dtype_mismatch(T::DTYPE, p.dtype()))?;
+        let off = p.layout().offset;
+        let bad = || Error::runtime("internal error: tensor outside its storage");
+        srcs.push(match c {
+            Cover::Slice => Src::Slice(data.as_slice().get(off..off + n).ok_or_else(bad)?),
+            Cover::Uniform => Src::Uniform(*data.as_slice().get(off).ok_or_else(bad)?),
+        });
+    }
+    let add_block = |start: usize, block: &mut [T]| {
+        for &src in &srcs {
+            add_into(block, src, start);
+        }
+    };
+    let helpers = if n >= PAR_MIN_ELEMENTS {
+        parallel::helpers()
+    } else {
+        0
+    };
+    // Blocks of 2048 elements inside each chunk keep the running sum in L1.
+    const B: usize = 2048;
+    let chunk = n
+        .div_ceil(4 * (helpers + 1))
+        .max(PAR_CHUNK_MIN)
+        .next_multiple_of(B);
+    let base = SendPtr(acc.as_mut_ptr());
+    parallel::share_work(helpers, n.div_ceil(chunk), &|i| {
+        let start = i * chunk;
+        let len = chunk.min(n - start);
+        // SAFETY: chunks are disjoint ranges of `acc`, which outlives `share_work`.
+        let out = unsafe { std::slice::from_raw_parts_mut(base.get().add(start), len) };
+        for (k, block) in out.chunks_mut(B).enumerate() {
+            add_block(start + k * B, block);
+        }
+    });
+    Ok(())
 }
 
 /// `acc[i] = acc[i] + x[start + i]` (targets as [`zip_chunk`]).
@@ -504,11 +576,24 @@ mod tests {
                     .collect();
                 let one = Tensor::randn(&[1], dtype).unwrap();
                 parts.insert(2, one.expand(&[n]).unwrap());
-                let got = sum_parts(&parts).unwrap().expect("fast path applies");
                 let mut want = parts[0].clone();
                 for p in &parts[1..] {
                     want = want.add(p).unwrap();
                 }
+                // parts[0] is held twice here (by `keep`): a new buffer, parts[0] untouched.
+                let keep = parts[0].clone();
+                let before = keep.to_vec::<f64>().unwrap();
+                let shared = sum_parts(&parts).unwrap().expect("fast path applies");
+                assert!(!shared.same(&keep));
+                assert_eq!(keep.to_vec::<f64>().unwrap(), before);
+                drop(keep);
+                // Now it is exclusive: the sum is taken in place, with the same bits.
+                let got = sum_parts(&parts).unwrap().expect("fast path applies");
+                assert!(got.same(&parts[0]));
+                assert_eq!(
+                    got.to_vec::<f64>().unwrap(),
+                    shared.to_vec::<f64>().unwrap()
+                );
                 match dtype {
                     DType::Float32 => {
                         let (g, w) = (got.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());

@@ -88,6 +88,16 @@ impl Buffer {
             Buffer::Bool(d) => d.as_slice().len(),
         }
     }
+    /// True when ferrograd owns the memory (not borrowed from NumPy).
+    pub fn is_owned(&self) -> bool {
+        matches!(
+            self,
+            Buffer::F32(Data::Own(_))
+                | Buffer::F64(Data::Own(_))
+                | Buffer::I64(Data::Own(_))
+                | Buffer::Bool(Data::Own(_))
+        )
+    }
     /// True when the buffer holds no element.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
