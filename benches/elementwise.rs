@@ -3,6 +3,12 @@
 //! `elementwise_big` workload of compare.py and the fused backward rules on tiny tensors.
 //! Run: cargo bench --bench elementwise
 
+/// The allocator of the Python extension (src/python/mod.rs), so figures compare with
+/// compare.py's; glibc's malloc slowed the multithreaded wide_graph 23 -> 33 ms after the
+/// allocation-heavy benchmarks before it had run.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};

@@ -4,6 +4,12 @@
 //! and 2 threads) and a Hessian-vector product. Comparing with compare.py shows what the
 //! Python binding costs. Run: cargo bench --bench engine
 
+/// The allocator of the Python extension (src/python/mod.rs), so figures compare with
+/// compare.py's; glibc's malloc slowed the multithreaded wide_graph 23 -> 33 ms after the
+/// allocation-heavy benchmarks before it had run.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use ferrograd::autograd::{self, GradOptions};
 use ferrograd::{DType, Tensor};

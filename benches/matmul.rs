@@ -5,6 +5,12 @@
 //!
 //! Run: `cargo bench --bench matmul` (filter with e.g. `-- forward/f32`).
 
+/// The allocator of the Python extension (src/python/mod.rs), so figures compare with
+/// compare.py's; glibc's malloc slowed the multithreaded wide_graph 23 -> 33 ms after the
+/// allocation-heavy benchmarks before it had run.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
