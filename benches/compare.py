@@ -246,6 +246,9 @@ WORKLOADS = {
 }
 
 
+SETTLE_S = 0.02
+
+
 def _time(fn: Callable[[], None]) -> float:
     t0 = time.perf_counter()
     fn()
@@ -264,10 +267,16 @@ def run_workload(name: str, reps: int) -> Dict[str, Any]:
     times: Dict[str, List[float]] = {k: [] for k in steps}
     for _ in range(reps):
         for lib, fn in steps.items():  # alternate libraries within each repetition
-            # An untimed step first: the previous library's idle workers (libgomp and OpenBLAS
-            # spin for a while before sleeping, rayon briefly) would otherwise take a core from
-            # the timed one, and this library's own workers are awake as in a training loop.
+            # Untimed steps first, for at least SETTLE_S: the previous library's idle workers
+            # (libgomp spins for milliseconds after a parallel region, OpenBLAS too, ferrograd's
+            # helpers for 0.5 ms) would otherwise take a core from the timed step, which no user
+            # running one library sees; and this library's own workers are awake, as in a
+            # training loop. One untimed step was not enough for sub-millisecond steps: hvp
+            # read 0.55 ms after torch's step and 0.35 ms alone.
+            settle = time.perf_counter() + SETTLE_S
             fn()
+            while time.perf_counter() < settle:
+                fn()
             times[lib].append(_time(fn))
     med = {k: statistics.median(v) for k, v in times.items()}
     return {"spec": spec, "median": med}
