@@ -6,7 +6,9 @@
 
 /// The allocator of the Python extension (src/python/mod.rs), so figures compare with
 /// compare.py's; glibc's malloc slowed the multithreaded wide_graph 23 -> 33 ms after the
-/// allocation-heavy benchmarks before it had run.
+/// allocation-heavy benchmarks before it had run. (With the `python` feature the library
+/// already sets it.)
+#[cfg(not(feature = "python"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
