@@ -285,11 +285,14 @@ pub struct Layout {
 
 /// Row-major strides for `shape`.
 pub fn contiguous_strides(shape: &[usize]) -> Dims {
-    let mut strides: Dims = smallvec::smallvec![0; shape.len()];
+    // Filled from a copy of the shape: `smallvec![0; n]` goes through a generic element loop,
+    // and every tensor an op makes needs these (~90 instructions for a 1-d shape before).
+    let mut strides = Dims::from_slice(shape);
     let mut acc = 1usize;
-    for i in (0..shape.len()).rev() {
-        strides[i] = acc;
-        acc *= shape[i].max(1);
+    for s in strides.iter_mut().rev() {
+        let d = *s;
+        *s = acc;
+        acc *= d.max(1);
     }
     strides
 }
