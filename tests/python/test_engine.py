@@ -279,6 +279,43 @@ def test_backward_from_four_python_threads_on_independent_graphs(engine_threads)
     assert not errors, errors
 
 
+def test_parallel_kernels_and_backward_from_three_python_threads():
+    # Products, elementwise ops and sums big enough to split across the pool, and backward
+    # passes with branches heavy enough to be offered to other threads, from several threads
+    # at once: helpers are shared, each call must still get exactly its own result.
+    fg.set_num_threads(2)
+    n_threads, iters = 3, 4
+    barrier = threading.Barrier(n_threads)
+    errors = []
+
+    def worker(tid):
+        try:
+            rng = np.random.default_rng(100 + tid)
+            barrier.wait(timeout=THREAD_TIMEOUT)
+            for _ in range(iters):
+                a = (rng.standard_normal((256, 256)) * 0.1).astype(np.float32)
+                ws = [(rng.standard_normal((256, 256)) * 0.1).astype(np.float32) for _ in range(3)]
+                v = rng.standard_normal(300_000).astype(np.float32)
+                x = fg.tensor(a, requires_grad=True)
+                sum((x @ fg.tensor(w)).tanh().sum() for w in ws).backward()
+                a64 = a.astype(np.float64)
+                want = sum((1 - np.tanh(a64 @ w) ** 2) @ w.T.astype(np.float64) for w in ws)
+                npt.assert_allclose(npv(x.grad), want, rtol=1e-3, atol=1e-4)
+                e = fg.tensor(v).exp()
+                npt.assert_allclose(npv(e), np.exp(v.astype(np.float64)), rtol=1e-6)
+                npt.assert_allclose(float(e.sum()), np.exp(v.astype(np.float64)).sum(), rtol=1e-5)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append((tid, exc))
+
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(n_threads)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(THREAD_TIMEOUT)
+    assert not any(th.is_alive() for th in threads), "a thread hung"
+    assert not errors, errors
+
+
 PYTANH_GRAD_MODES = []  # grad mode seen by each PyTanh.backward call
 PYTANH_LOCK = threading.Lock()
 
