@@ -10,12 +10,14 @@ use std::sync::Arc;
 
 use multiversion::multiversion;
 use ndarray::{IxDyn, Zip};
+use parking_lot::RwLockReadGuard;
 
 use crate::error::{Error, Result};
 use crate::ops::vmath::UnaryF32;
 use crate::parallel::{self, SendPtr};
 use crate::tensor::creation::{checked_numel, ensure_allocatable};
 use crate::tensor::shape::broadcast_shapes;
+use crate::tensor::storage::Buffer;
 use crate::tensor::{DType, Element, Tensor};
 
 /// Above this many elements, maps, zips and sums split the work across rayon threads. Waking
@@ -222,16 +224,7 @@ fn sum_parts_as<T: Element + std::ops::Add<Output = T>>(
         return add_into_first::<T>(parts, covers, n).map(|()| parts[0].clone());
     }
     let guards: Vec<_> = parts.iter().map(|p| p.storage().read()).collect();
-    let mut srcs: Vec<Src<'_, T>> = Vec::with_capacity(parts.len());
-    for ((p, g), c) in parts.iter().zip(&guards).zip(covers) {
-        let data = T::data(g).ok_or_else(|| crate::tensor::dtype_mismatch(T::DTYPE, p.dtype()))?;
-        let off = p.layout().offset;
-        let bad = || Error::runtime("internal error: tensor outside its storage");
-        srcs.push(match c {
-            Cover::Slice => Src::Slice(data.as_slice().get(off..off + n).ok_or_else(bad)?),
-            Cover::Uniform => Src::Uniform(*data.as_slice().get(off).ok_or_else(bad)?),
-        });
-    }
+    let srcs = part_srcs::<T>(parts, &guards, covers, n)?;
     let out = collect_chunks(n, PAR_MIN_ELEMENTS, |start, out| {
         // A block at a time, so the running sum stays in L1 while each part is added.
         const B: usize = 2048;
@@ -246,6 +239,26 @@ fn sum_parts_as<T: Element + std::ops::Add<Output = T>>(
         }
     });
     Tensor::from_vec(out, shape)
+}
+
+/// The `n` elements of each part (read through `guards`, its storage locks) as kernel operands.
+fn part_srcs<'g, T: Element>(
+    parts: &[Tensor],
+    guards: &'g [RwLockReadGuard<'_, Buffer>],
+    covers: &[Cover],
+    n: usize,
+) -> Result<Vec<Src<'g, T>>> {
+    let bad = || Error::runtime("internal error: tensor outside its storage");
+    let mut srcs = Vec::with_capacity(parts.len());
+    for ((p, g), c) in parts.iter().zip(guards).zip(covers) {
+        let data = T::data(g).ok_or_else(|| crate::tensor::dtype_mismatch(T::DTYPE, p.dtype()))?;
+        let off = p.layout().offset;
+        srcs.push(match c {
+            Cover::Slice => Src::Slice(data.as_slice().get(off..off + n).ok_or_else(bad)?),
+            Cover::Uniform => Src::Uniform(*data.as_slice().get(off).ok_or_else(bad)?),
+        });
+    }
+    Ok(srcs)
 }
 
 /// Nothing but this handle reaches `t` or its storage (a backward rule's fresh output), and it
@@ -277,16 +290,7 @@ fn add_into_first<T: Element + std::ops::Add<Output = T>>(
         .ok_or_else(|| Error::runtime("internal error: tensor outside its storage"))?;
     // The other parts have other storages (the first one's is not shared).
     let guards: Vec<_> = parts[1..].iter().map(|p| p.storage().read()).collect();
-    let mut srcs: Vec<Src<'_, T>> = Vec::with_capacity(guards.len());
-    for ((p, g), c) in parts[1..].iter().zip(&guards).zip(&covers[1..]) {
-        let data = T::data(g).ok_or_else(|| crate::tensor::dtype_mismatch(T::DTYPE, p.dtype()))?;
-        let off = p.layout().offset;
-        let bad = || Error::runtime("internal error: tensor outside its storage");
-        srcs.push(match c {
-            Cover::Slice => Src::Slice(data.as_slice().get(off..off + n).ok_or_else(bad)?),
-            Cover::Uniform => Src::Uniform(*data.as_slice().get(off).ok_or_else(bad)?),
-        });
-    }
+    let srcs = part_srcs::<T>(&parts[1..], &guards, &covers[1..], n)?;
     let add_block = |start: usize, block: &mut [T]| {
         for &src in &srcs {
             add_into(block, src, start);

@@ -53,6 +53,27 @@ def run_with_timeout(fn, timeout=THREAD_TIMEOUT):
     return result.get("value")
 
 
+def run_in_threads(worker, n_threads):
+    """Run worker(tid) on n daemon threads started together; fail on a hang or any error."""
+    barrier = threading.Barrier(n_threads)
+    errors = []
+
+    def target(tid):
+        try:
+            barrier.wait(timeout=THREAD_TIMEOUT)
+            worker(tid)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append((tid, exc))
+
+    threads = [threading.Thread(target=target, args=(i,), daemon=True) for i in range(n_threads)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(THREAD_TIMEOUT)
+    assert not any(th.is_alive() for th in threads), "a thread hung"
+    assert not errors, errors
+
+
 @pytest.fixture
 def wide_data():
     rng = np.random.default_rng(7)
@@ -250,33 +271,20 @@ def test_long_chain_autograd_grad_works():
 @pytest.mark.parametrize("engine_threads", [1, 2])
 def test_backward_from_four_python_threads_on_independent_graphs(engine_threads):
     fg.set_num_threads(engine_threads)
-    n_threads, iters = 4, 20
-    barrier = threading.Barrier(n_threads)
-    errors = []
 
     def worker(tid):
-        try:
-            rng = np.random.default_rng(tid)
-            barrier.wait(timeout=THREAD_TIMEOUT)
-            for _ in range(iters):
-                a = rng.standard_normal((8, 8))
-                w_np = rng.standard_normal((8, 8))
-                x = fg.tensor(a, requires_grad=True)
-                w = fg.tensor(w_np, requires_grad=True)
-                (x @ w).tanh().sum().backward()
-                d = 1.0 - np.tanh(a @ w_np) ** 2
-                npt.assert_allclose(x.grad.numpy(), d @ w_np.T, rtol=1e-10, atol=1e-12)
-                npt.assert_allclose(w.grad.numpy(), a.T @ d, rtol=1e-10, atol=1e-12)
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
-            errors.append((tid, exc))
+        rng = np.random.default_rng(tid)
+        for _ in range(20):
+            a = rng.standard_normal((8, 8))
+            w_np = rng.standard_normal((8, 8))
+            x = fg.tensor(a, requires_grad=True)
+            w = fg.tensor(w_np, requires_grad=True)
+            (x @ w).tanh().sum().backward()
+            d = 1.0 - np.tanh(a @ w_np) ** 2
+            npt.assert_allclose(x.grad.numpy(), d @ w_np.T, rtol=1e-10, atol=1e-12)
+            npt.assert_allclose(w.grad.numpy(), a.T @ d, rtol=1e-10, atol=1e-12)
 
-    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(n_threads)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(THREAD_TIMEOUT)
-    assert not any(th.is_alive() for th in threads), "a backward thread hung"
-    assert not errors, errors
+    run_in_threads(worker, 4)
 
 
 def test_parallel_kernels_and_backward_from_three_python_threads():
@@ -284,36 +292,23 @@ def test_parallel_kernels_and_backward_from_three_python_threads():
     # passes with branches heavy enough to be offered to other threads, from several threads
     # at once: helpers are shared, each call must still get exactly its own result.
     fg.set_num_threads(2)
-    n_threads, iters = 3, 4
-    barrier = threading.Barrier(n_threads)
-    errors = []
 
     def worker(tid):
-        try:
-            rng = np.random.default_rng(100 + tid)
-            barrier.wait(timeout=THREAD_TIMEOUT)
-            for _ in range(iters):
-                a = (rng.standard_normal((256, 256)) * 0.1).astype(np.float32)
-                ws = [(rng.standard_normal((256, 256)) * 0.1).astype(np.float32) for _ in range(3)]
-                v = rng.standard_normal(300_000).astype(np.float32)
-                x = fg.tensor(a, requires_grad=True)
-                sum((x @ fg.tensor(w)).tanh().sum() for w in ws).backward()
-                a64 = a.astype(np.float64)
-                want = sum((1 - np.tanh(a64 @ w) ** 2) @ w.T.astype(np.float64) for w in ws)
-                npt.assert_allclose(npv(x.grad), want, rtol=1e-3, atol=1e-4)
-                e = fg.tensor(v).exp()
-                npt.assert_allclose(npv(e), np.exp(v.astype(np.float64)), rtol=1e-6)
-                npt.assert_allclose(float(e.sum()), np.exp(v.astype(np.float64)).sum(), rtol=1e-5)
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
-            errors.append((tid, exc))
+        rng = np.random.default_rng(100 + tid)
+        for _ in range(4):
+            a = (rng.standard_normal((256, 256)) * 0.1).astype(np.float32)
+            ws = [(rng.standard_normal((256, 256)) * 0.1).astype(np.float32) for _ in range(3)]
+            v = rng.standard_normal(300_000).astype(np.float32)
+            x = fg.tensor(a, requires_grad=True)
+            sum((x @ fg.tensor(w)).tanh().sum() for w in ws).backward()
+            a64 = a.astype(np.float64)
+            want = sum((1 - np.tanh(a64 @ w) ** 2) @ w.T.astype(np.float64) for w in ws)
+            npt.assert_allclose(npv(x.grad), want, rtol=1e-3, atol=1e-4)
+            e = fg.tensor(v).exp()
+            npt.assert_allclose(npv(e), np.exp(v.astype(np.float64)), rtol=1e-6)
+            npt.assert_allclose(float(e.sum()), np.exp(v.astype(np.float64)).sum(), rtol=1e-5)
 
-    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(n_threads)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(THREAD_TIMEOUT)
-    assert not any(th.is_alive() for th in threads), "a thread hung"
-    assert not errors, errors
+    run_in_threads(worker, 3)
 
 
 PYTANH_GRAD_MODES = []  # grad mode seen by each PyTanh.backward call
