@@ -24,6 +24,9 @@ use std::time::{Duration, Instant};
 /// How long an idle helper keeps polling for the next operation before its worker sleeps.
 const LINGER: Duration = Duration::from_micros(500);
 
+/// Polls of a tight spin (a `pause` each, ~20 ns) between yields of the core.
+const SPIN_POLLS: u32 = 64;
+
 /// How long a caller spins for blocks still running elsewhere before it parks.
 const CALLER_SPIN: Duration = Duration::from_micros(200);
 
@@ -99,7 +102,16 @@ fn help() {
     let mut idle_since = Instant::now();
     let mut polls = 0u32;
     loop {
-        let g = BOARD.generation.load(Ordering::Acquire);
+        // A short tight spin first: the next op usually arrives within a microsecond or two
+        // and is then picked up without a system call; yielding comes after.
+        let mut g = BOARD.generation.load(Ordering::Acquire);
+        for _ in 0..SPIN_POLLS {
+            if g != seen {
+                break;
+            }
+            std::hint::spin_loop();
+            g = BOARD.generation.load(Ordering::Acquire);
+        }
         if g != seen {
             seen = g;
             let current = BOARD.current.lock().clone();
@@ -164,8 +176,12 @@ pub(crate) fn share_work(helpers: usize, count: usize, job: &(dyn Fn(usize) + Sy
     }
     shared.work();
     let start = Instant::now();
+    let mut polls = 0u32;
     while shared.done.load(Ordering::Acquire) < count {
-        if start.elapsed() < CALLER_SPIN {
+        polls = polls.wrapping_add(1);
+        if polls % SPIN_POLLS != 0 {
+            std::hint::spin_loop();
+        } else if start.elapsed() < CALLER_SPIN {
             std::thread::yield_now();
         } else {
             std::thread::park_timeout(Duration::from_micros(500));
