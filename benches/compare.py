@@ -1,8 +1,10 @@
 """Side-by-side benchmarks: ferrograd vs torch (CPU) vs a NumPy-only baseline.
 
 Every library sees the same float32 inputs (NumPy, fixed seed). Libraries alternate within each
-repetition so machine noise hits them alike, and each timed step follows an untimed one of the
-same library; the table shows medians and the ratio ferrograd / torch.
+repetition so machine noise hits them alike, and each timed step follows 20 ms of untimed steps
+of the same library; the table shows medians and the ratio ferrograd / torch. With wide_graph
+selected, ferrograd's step on 1 and on BENCH_THREADS threads is also timed, alternating the
+thread count, for the parallel speedup.
 
     python benches/compare.py                # all workloads
     python benches/compare.py --quick        # fewer repetitions
@@ -282,6 +284,26 @@ def run_workload(name: str, reps: int) -> Dict[str, Any]:
     return {"spec": spec, "median": med}
 
 
+def thread_scaling(name: str, reps: int) -> Dict[int, float]:
+    """Median ferrograd step of workload `name` on 1 and on THREADS threads, alternating the
+    thread count within each repetition (so drift on a shared machine hits both alike)."""
+    step = WORKLOADS[name][0]()["make"](fg)
+    counts = sorted({1, THREADS})
+    times: Dict[int, List[float]] = {n: [] for n in counts}
+    try:
+        for _ in range(reps):
+            for n in counts:
+                fg.set_num_threads(n)
+                settle = time.perf_counter() + SETTLE_S
+                step()
+                while time.perf_counter() < settle:
+                    step()
+                times[n].append(_time(step))
+    finally:
+        fg.set_num_threads(THREADS)
+    return {n: statistics.median(v) for n, v in times.items()}
+
+
 def fmt_figure(spec: Dict[str, Any], seconds: Optional[float]) -> str:
     if seconds is None:
         return "-"
@@ -351,6 +373,12 @@ def main() -> None:
             gf = spec["flops"] / med["ferrograd"] / 1e9
             tg = f", torch {spec['flops'] / med['torch'] / 1e9:.1f}" if "torch" in med else ""
             print(f"{'':16} GFLOP/s  ferrograd {gf:.1f}{tg}")
+    if "wide_graph" in opts.workloads and THREADS > 1:
+        sc = thread_scaling("wide_graph", reps)
+        print(
+            f"{'wide_graph threads':22} ferrograd 1 thread {sc[1] * 1e3:.1f} ms, {THREADS} threads "
+            f"{sc[THREADS] * 1e3:.1f} ms: {sc[1] / sc[THREADS]:.2f}x (goal >= 1.70x)"
+        )
     if opts.no_extras:
         return
     chain = (
