@@ -86,8 +86,8 @@ thread_local! {
     static HELPING: Cell<bool> = const { Cell::new(false) };
 }
 
-fn post(shared: Option<Arc<Shared>>) {
-    *BOARD.current.lock() = shared;
+fn post(shared: Arc<Shared>) {
+    *BOARD.current.lock() = Some(shared);
     BOARD.generation.fetch_add(1, Ordering::Release);
 }
 
@@ -161,7 +161,7 @@ pub(crate) fn share_work(helpers: usize, count: usize, job: &(dyn Fn(usize) + Sy
         waiter: std::thread::current(),
         panic: Mutex::new(None),
     });
-    post(Some(Arc::clone(&shared)));
+    post(Arc::clone(&shared));
     // Helpers already lingering count even when this call runs inside one of them (through
     // rayon work it picked up): more would oversubscribe the cores `helpers` was sized for.
     let wanted = helpers.min(count - 1);

@@ -31,13 +31,41 @@ pub(crate) const PAR_MIN_ELEMENTS: usize = 1 << 18;
 /// under load from other processes a second thread gains less (128K exp: 69 vs 84 µs).
 const PAR_MIN_VMATH: usize = 1 << 15;
 
+/// Elements the one-pass sums add a part at a time: the running sum stays in L1 (8 KiB of f32).
+const SUM_BLOCK: usize = 2048;
+
 /// Fewest elements per parallel chunk (16 KiB of f32): claiming a chunk costs an atomic
 /// increment and, per helper, a cache line bouncing between cores.
 const PAR_CHUNK_MIN: usize = 1 << 12;
 
+/// `fill(start, chunk)` over consecutive chunks of `out`, `start` being the chunk's first index.
+/// Parallel from `par_min` elements on; callers' chunks are independent, so the result does not
+/// depend on the thread count.
+fn for_chunks_mut<E: Send>(out: &mut [E], par_min: usize, fill: impl Fn(usize, &mut [E]) + Sync) {
+    let n = out.len();
+    let helpers = if n >= par_min { parallel::helpers() } else { 0 };
+    if helpers == 0 {
+        fill(0, out);
+        return;
+    }
+    // A few chunks per thread, so one slowed thread (or a helper arriving late) holds up less;
+    // multiples of 64 elements keep every chunk but the last aligned for SIMD.
+    let chunk = n
+        .div_ceil(4 * (helpers + 1))
+        .max(PAR_CHUNK_MIN)
+        .next_multiple_of(64);
+    let base = SendPtr(out.as_mut_ptr());
+    parallel::share_work(helpers, n.div_ceil(chunk), &|i| {
+        let start = i * chunk;
+        let len = chunk.min(n - start);
+        // SAFETY: chunks are disjoint ranges of `out`, which outlives `share_work`.
+        let c = unsafe { std::slice::from_raw_parts_mut(base.get().add(start), len) };
+        fill(start, c);
+    });
+}
+
 /// A vector of `n` elements built chunk by chunk: `fill(start, out)` writes elements
-/// `start..start + out.len()`. Parallel from `par_min` elements on; the chunks are independent,
-/// so the result does not depend on the thread count.
+/// `start..start + out.len()` (see [`for_chunks_mut`]).
 ///
 /// `fill` must write every slot of `out`; callers zip `out` with input slices of the same
 /// length taken by indexing (which panics rather than leaving a slot unwritten).
@@ -47,26 +75,7 @@ fn collect_chunks<U: Send>(
     fill: impl Fn(usize, &mut [MaybeUninit<U>]) + Sync,
 ) -> Vec<U> {
     let mut v = Vec::with_capacity(n);
-    let spare = &mut v.spare_capacity_mut()[..n];
-    let helpers = if n >= par_min { parallel::helpers() } else { 0 };
-    if helpers == 0 {
-        fill(0, spare);
-    } else {
-        // A few chunks per thread, so one slowed thread (or a helper arriving late) holds up
-        // less; multiples of 64 elements keep every chunk but the last aligned for SIMD.
-        let chunk = n
-            .div_ceil(4 * (helpers + 1))
-            .max(PAR_CHUNK_MIN)
-            .next_multiple_of(64);
-        let base = SendPtr(spare.as_mut_ptr());
-        parallel::share_work(helpers, n.div_ceil(chunk), &|i| {
-            let start = i * chunk;
-            let len = chunk.min(n - start);
-            // SAFETY: chunks are disjoint ranges of `spare`, which outlives `share_work`.
-            let out = unsafe { std::slice::from_raw_parts_mut(base.get().add(start), len) };
-            fill(start, out);
-        });
-    }
+    for_chunks_mut(&mut v.spare_capacity_mut()[..n], par_min, fill);
     // SAFETY: `fill` wrote each of the first `n` slots (its contract above).
     unsafe { v.set_len(n) };
     v
@@ -226,15 +235,13 @@ fn sum_parts_as<T: Element + std::ops::Add<Output = T>>(
     let guards: Vec<_> = parts.iter().map(|p| p.storage().read()).collect();
     let srcs = part_srcs::<T>(parts, &guards, covers, n)?;
     let out = collect_chunks(n, PAR_MIN_ELEMENTS, |start, out| {
-        // A block at a time, so the running sum stays in L1 while each part is added.
-        const B: usize = 2048;
-        for (k, block) in out.chunks_mut(B).enumerate() {
-            let r = start + k * B..start + k * B + block.len();
-            map_chunk(srcs[0], r.start, block, &|v: T| v);
+        for (k, block) in out.chunks_mut(SUM_BLOCK).enumerate() {
+            let s = start + k * SUM_BLOCK;
+            map_chunk(srcs[0], s, block, &|v: T| v);
             // SAFETY: map_chunk wrote every element of `block`.
             let acc = unsafe { &mut *(block as *mut [MaybeUninit<T>] as *mut [T]) };
             for &src in &srcs[1..] {
-                add_into(acc, src, r.start);
+                add_into(acc, src, s);
             }
         }
     });
@@ -291,30 +298,11 @@ fn add_into_first<T: Element + std::ops::Add<Output = T>>(
     // The other parts have other storages (the first one's is not shared).
     let guards: Vec<_> = parts[1..].iter().map(|p| p.storage().read()).collect();
     let srcs = part_srcs::<T>(&parts[1..], &guards, &covers[1..], n)?;
-    let add_block = |start: usize, block: &mut [T]| {
-        for &src in &srcs {
-            add_into(block, src, start);
-        }
-    };
-    let helpers = if n >= PAR_MIN_ELEMENTS {
-        parallel::helpers()
-    } else {
-        0
-    };
-    // Blocks of 2048 elements inside each chunk keep the running sum in L1.
-    const B: usize = 2048;
-    let chunk = n
-        .div_ceil(4 * (helpers + 1))
-        .max(PAR_CHUNK_MIN)
-        .next_multiple_of(B);
-    let base = SendPtr(acc.as_mut_ptr());
-    parallel::share_work(helpers, n.div_ceil(chunk), &|i| {
-        let start = i * chunk;
-        let len = chunk.min(n - start);
-        // SAFETY: chunks are disjoint ranges of `acc`, which outlives `share_work`.
-        let out = unsafe { std::slice::from_raw_parts_mut(base.get().add(start), len) };
-        for (k, block) in out.chunks_mut(B).enumerate() {
-            add_block(start + k * B, block);
+    for_chunks_mut(acc, PAR_MIN_ELEMENTS, |start, out| {
+        for (k, block) in out.chunks_mut(SUM_BLOCK).enumerate() {
+            for &src in &srcs {
+                add_into(block, src, start + k * SUM_BLOCK);
+            }
         }
     });
     Ok(())
