@@ -114,7 +114,7 @@ fn operand<T>(op: &MatRef<'_, T>, batch: &[usize], rows: usize, cols: usize) -> 
 
 /// Offset of batch matrix `index` (row-major over `batch`) for an operand with `strides`.
 #[inline]
-fn batch_offset(mut index: usize, batch: &[usize], strides: &[usize]) -> usize {
+pub(crate) fn batch_offset(mut index: usize, batch: &[usize], strides: &[usize]) -> usize {
     let mut off = 0;
     for (&d, &s) in batch.iter().zip(strides).rev() {
         off += (index % d) * s;

@@ -8,7 +8,7 @@ use crate::autograd::node::{grad_if_wanted, needs_grad, record};
 use crate::error::{Error, Result};
 use crate::ops::binary::result_dtype;
 use crate::ops::convert::as_dtype;
-use crate::ops::gemm::{matmul_strided, GemmScalar, MatRef};
+use crate::ops::gemm::{batch_offset, matmul_strided, GemmScalar, MatRef};
 use crate::tensor::creation::{checked_numel, ensure_allocatable};
 use crate::tensor::shape::{broadcast_shapes, fmt_shape};
 use crate::tensor::{DType, Dims, Element, Layout, Tensor};
@@ -98,18 +98,14 @@ fn bmm_ndarray<T: Element + ndarray::LinalgScalar>(
         return Ok(out);
     }
     let internal = |e: ndarray::ShapeError| Error::runtime(format!("internal error: {e}"));
-    let offset = |mut i: usize, strides: &[usize]| {
-        let mut off = 0;
-        for (&d, &s) in batch.iter().zip(strides).rev() {
-            off += (i % d) * s;
-            i /= d;
-        }
-        off
-    };
     with_operands::<T, _>(a, b, batch, |ma, mb| {
         for (i, chunk) in out.chunks_mut(n * m).enumerate() {
-            let ta = ma.data.get(ma.offset + offset(i, ma.batch_strides)..);
-            let tb = mb.data.get(mb.offset + offset(i, mb.batch_strides)..);
+            let ta = ma
+                .data
+                .get(ma.offset + batch_offset(i, batch, ma.batch_strides)..);
+            let tb = mb
+                .data
+                .get(mb.offset + batch_offset(i, batch, mb.batch_strides)..);
             let a_shape = (n, k).strides((ma.row_stride, ma.col_stride));
             let b_shape = (k, m).strides((mb.row_stride, mb.col_stride));
             let av = ArrayView2::from_shape(a_shape, ta.unwrap_or(&[])).map_err(internal)?;
