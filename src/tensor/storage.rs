@@ -323,7 +323,12 @@ impl Layout {
         self.shape.iter().product()
     }
     /// True when elements are in row-major order without gaps (size-1 dims may have any stride).
+    /// A tensor with no element is contiguous whatever its strides, as in torch: there is
+    /// nothing to reorder, and copying it would give the same layout again.
     pub fn is_contiguous(&self) -> bool {
+        if self.shape.contains(&0) {
+            return true;
+        }
         let mut expected = 1usize;
         for i in (0..self.shape.len()).rev() {
             if self.shape[i] != 1 {
