@@ -46,7 +46,7 @@ fn scatter_padded<T: Element + std::ops::Add<Output = T>>(
     idx: &[usize],
     n: usize,
 ) -> Result<Vec<T>> {
-    let mut out = vec![T::default(); n];
+    let mut out = crate::tensor::creation::try_filled_vec(n, T::default())?;
     for (&i, &v) in idx.iter().zip(src) {
         if i == PAD_INDEX {
             continue;
@@ -264,7 +264,9 @@ pub fn window_index(
     let ln: usize = grid.iter().product();
     let plane: usize = spatial.iter().product();
     // Per (kernel offset, window position): offset into one (n, c) plane, or PAD_INDEX.
-    let mut local = Vec::with_capacity(kn * ln);
+    let mut local = crate::tensor::creation::try_vec(
+        crate::tensor::creation::checked_numel(&[kn, ln])?,
+    )?;
     let mut kpos = vec![0usize; sd];
     for _ in 0..kn {
         let mut lpos = vec![0usize; sd];
@@ -285,7 +287,9 @@ pub fn window_index(
         }
         increment(&mut kpos, kernel);
     }
-    let mut idx = Vec::with_capacity(n * c * kn * ln);
+    let mut idx = crate::tensor::creation::try_vec(
+        crate::tensor::creation::checked_numel(&[n, c, kn, ln])?,
+    )?;
     for plane_nr in 0..n * c {
         let base = plane_nr * plane;
         idx.extend(

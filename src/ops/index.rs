@@ -22,7 +22,7 @@ fn scatter_add<T: Element + std::ops::Add<Output = T>>(
     idx: &[usize],
     n: usize,
 ) -> Result<Vec<T>> {
-    let mut out = vec![T::default(); n];
+    let mut out = crate::tensor::creation::try_filled_vec(n, T::default())?;
     for (&i, &v) in idx.iter().zip(src) {
         let slot = out
             .get_mut(i)

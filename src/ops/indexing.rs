@@ -9,6 +9,7 @@ use crate::autograd::grad_mode::GradModeGuard;
 use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
 use crate::tensor::shape::{broadcast_shapes, fmt_shape, wrap_dim};
+use crate::tensor::creation::{checked_numel, try_filled_vec, try_vec};
 use crate::tensor::{DType, Dims, Tensor};
 
 /// Row-major strides of `shape`.
@@ -25,8 +26,8 @@ pub(crate) fn positions(
     shape: &[usize],
     mut f: impl FnMut(&[usize]) -> Result<usize>,
 ) -> Result<Vec<usize>> {
-    let n: usize = shape.iter().product();
-    let mut out = Vec::with_capacity(n);
+    let n = checked_numel(shape)?;
+    let mut out = try_vec(n)?;
     let mut c = vec![0usize; shape.len()];
     for _ in 0..n {
         out.push(f(&c)?);
@@ -114,7 +115,7 @@ impl Tensor {
             return self.add(&add);
         }
         let n = self.numel();
-        let mut last = vec![usize::MAX; n];
+        let mut last = try_filled_vec(n, usize::MAX)?;
         for (k, &p) in pos.iter().enumerate() {
             if p < n {
                 last[p] = k;
@@ -122,7 +123,7 @@ impl Tensor {
         }
         let mut src = Vec::new();
         let mut dst = Vec::new();
-        let mut hit = vec![false; n];
+        let mut hit = try_filled_vec(n, false)?;
         for (p, &k) in last.iter().enumerate() {
             if k != usize::MAX {
                 src.push(k);

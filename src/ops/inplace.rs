@@ -59,13 +59,13 @@ pub(crate) fn add_into_nograd(dst: &Tensor, src: &Tensor) -> Result<()> {
 fn view_indices(base: &Tensor, view: &Tensor) -> Result<Vec<usize>> {
     let bl = base.layout();
     let lookup: HashMap<usize, usize> = bl
-        .offsets()
+        .offsets()?
         .into_iter()
         .enumerate()
         .map(|(i, o)| (o, i))
         .collect();
     view.layout()
-        .offsets()
+        .offsets()?
         .into_iter()
         .map(|o| {
             lookup
@@ -160,7 +160,7 @@ impl Tensor {
         let idx = Arc::new(view_indices(base, self)?);
         let base_shape: Dims = base.shape().into();
         let view_shape: Dims = self.shape().into();
-        let mut mask = vec![false; base.numel()];
+        let mut mask = crate::tensor::creation::try_filled_vec(base.numel(), false)?;
         for &i in idx.iter() {
             mask[i] = true;
         }

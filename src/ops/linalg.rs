@@ -115,7 +115,7 @@ impl Tensor {
         };
         let out = self.make_view(transform(self.layout()));
         if needs_grad(&[self]) {
-            let idx = Arc::new(transform(&Layout::contiguous(self.shape())).offsets());
+            let idx = Arc::new(transform(&Layout::contiguous(self.shape())).offsets()?);
             let in_shape: Dims = self.shape().into();
             record(
                 "DiagonalBackward0",

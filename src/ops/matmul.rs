@@ -93,7 +93,8 @@ fn bmm_ndarray<T: Element + ndarray::LinalgScalar>(
     m: usize,
 ) -> Result<Vec<T>> {
     let nb: usize = batch.iter().product();
-    let mut out = vec![T::zero(); nb * n * m];
+    let numel = crate::tensor::creation::checked_numel(&[nb, n, m])?;
+    let mut out = crate::tensor::creation::try_filled_vec(numel, T::zero())?;
     if out.is_empty() || k == 0 {
         return Ok(out);
     }

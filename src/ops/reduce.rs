@@ -2,11 +2,12 @@
 
 use std::sync::{Arc, OnceLock};
 
-use ndarray::{ArrayD, Axis};
+use ndarray::{ArrayD, Axis, IxDyn};
 
 use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
 use crate::ops::convert::cast;
+use crate::tensor::creation::{ensure_allocatable, try_filled};
 use crate::tensor::shape::wrap_dim;
 use crate::tensor::{DType, Dims, Element, Tensor};
 
@@ -51,25 +52,49 @@ fn sum_kernel<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(
     t: &Tensor,
     dims: &[usize],
     keepdim: bool,
+    scale: fn(T, usize) -> T,
 ) -> Result<Tensor> {
     let out_shape = reduced_shape(t.shape(), dims, keepdim);
-    if dims.len() == t.dim() && t.is_contiguous() {
-        let s = t.with_contiguous_slice::<T, _>(|s| sum_slice(s))?;
-        return Tensor::from_vec(vec![s], &out_shape);
+    if t.numel() == 0 {
+        // Nothing to add, whatever the sizes of the other dims: never walk them.
+        return try_filled(&out_shape, T::DTYPE, 0.0);
     }
-    let arr: ArrayD<T> = t.with_view::<T, _>(|v| {
-        let mut a = v.to_owned();
-        for &d in dims.iter().rev() {
-            a = a.sum_axis(Axis(d));
+    // A reduced dim along which the view repeats one element (stride 0: an expanded tensor)
+    // adds the same partial sums `size` times. Sum without it and scale once, so an expanded
+    // tensor (every sum's gradient is one) is neither copied nor walked element by element.
+    let mut layout = t.layout().clone();
+    let mut repeats = 1usize;
+    for &d in dims {
+        if layout.strides[d] == 0 && layout.shape[d] > 1 {
+            repeats *= layout.shape[d];
+            layout.shape[d] = 1;
         }
-        a
-    })?;
+    }
+    let t = &t.alias_with_layout(layout);
+    let arr: ArrayD<T> = if dims.len() == t.dim() && t.is_contiguous() {
+        let s = t.with_contiguous_slice::<T, _>(|s| sum_slice(s))?;
+        ArrayD::from_elem(IxDyn(&[]), s)
+    } else {
+        // The first partial sum is the largest buffer made here.
+        let first = dims.last().map_or(1, |&d| t.shape()[d].max(1));
+        ensure_allocatable(t.numel() / first, T::DTYPE)?;
+        t.with_view::<T, _>(|v| match dims.split_last() {
+            None => v.to_owned(),
+            Some((&last, rest)) => rest
+                .iter()
+                .rev()
+                .fold(v.sum_axis(Axis(last)), |a, &d| a.sum_axis(Axis(d))),
+        })?
+    };
     // sum_axis returns row-major arrays, so the raw vector is already in order.
-    let v = if arr.is_standard_layout() {
+    let mut v = if arr.is_standard_layout() {
         arr.into_raw_vec_and_offset().0
     } else {
         arr.iter().copied().collect()
     };
+    if repeats > 1 {
+        v.iter_mut().for_each(|x| *x = scale(*x, repeats));
+    }
     Tensor::from_vec(v, &out_shape)
 }
 
@@ -131,9 +156,13 @@ impl Tensor {
     pub fn sum_dims(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
         let rd = reduce_dims(dims, self.dim())?;
         let out = match self.dtype() {
-            DType::Float32 => sum_kernel::<f32>(self, &rd, keepdim)?,
-            DType::Float64 => sum_kernel::<f64>(self, &rd, keepdim)?,
-            _ => sum_kernel::<i64>(&cast(self, DType::Int64)?, &rd, keepdim)?,
+            DType::Float32 => {
+                sum_kernel::<f32>(self, &rd, keepdim, |x, n| (x as f64 * n as f64) as f32)?
+            }
+            DType::Float64 => sum_kernel::<f64>(self, &rd, keepdim, |x, n| x * n as f64)?,
+            _ => sum_kernel::<i64>(&cast(self, DType::Int64)?, &rd, keepdim, |x, n| {
+                x.wrapping_mul(n as i64)
+            })?,
         };
         if needs_grad(&[self]) {
             let in_shape: Dims = self.shape().into();

@@ -492,8 +492,13 @@ impl Tensor {
         let out_shape: Vec<usize> = in_shape
             .iter()
             .zip(sizes)
-            .map(|(&a, &b)| a * b as usize)
+            .map(|(&a, &b)| a.saturating_mul(b as usize))
             .collect();
+        // Checked before any position is computed: a huge repeat must fail at once.
+        crate::tensor::creation::ensure_allocatable(
+            crate::tensor::creation::checked_numel(&out_shape)?,
+            self.dtype(),
+        )?;
         let st = rm_strides(&in_shape);
         let pos = positions(&out_shape, |c| {
             let src: Vec<usize> = c.iter().zip(&in_shape).map(|(&a, &n)| a % n).collect();

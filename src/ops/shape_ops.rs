@@ -384,7 +384,7 @@ impl Tensor {
         let out = self.make_view(transform(self.layout()));
         if needs_grad(&[self]) {
             let logical = transform(&Layout::contiguous(self.shape()));
-            let idx: Arc<Vec<usize>> = Arc::new(logical.offsets());
+            let idx: Arc<Vec<usize>> = Arc::new(logical.offsets()?);
             let in_shape: Dims = self.shape().into();
             record(name, &[self], &[&out], &[], false, move |g, _| {
                 Ok(vec![Some(g[0].scatter_add_flat(&in_shape, &idx)?)])

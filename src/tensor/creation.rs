@@ -22,12 +22,20 @@ fn with_rng<R>(f: impl FnOnce(&mut SmallRng) -> R) -> R {
 }
 
 /// A buffer of `n` copies of `v`, failing cleanly (not aborting) when it cannot be allocated.
-fn try_filled_vec<T: Clone>(n: usize, v: T, dtype: DType) -> Result<Vec<T>> {
-    ensure_allocatable(n, dtype)?;
+pub(crate) fn try_filled_vec<T: Clone>(n: usize, v: T) -> Result<Vec<T>> {
+    let mut out = try_vec(n)?;
+    out.resize(n, v);
+    Ok(out)
+}
+
+/// An empty vector with room for `n` elements, or torch's allocation error (not an abort) when
+/// the memory cannot be had. Every buffer whose size comes from user input is made here.
+pub(crate) fn try_vec<T>(n: usize) -> Result<Vec<T>> {
+    let size = std::mem::size_of::<T>();
+    ensure_bytes(n.checked_mul(size), n as u128 * size as u128)?;
     let mut out = Vec::new();
     out.try_reserve_exact(n)
-        .map_err(|_| cannot_allocate(n as u128 * dtype.size() as u128))?;
-    out.resize(n, v);
+        .map_err(|_| cannot_allocate(n as u128 * size as u128))?;
     Ok(out)
 }
 
@@ -52,13 +60,19 @@ fn memory_limit() -> Option<usize> {
 /// far beyond RAM; touching the pages then ends in the OOM killer. So requests above RAM plus
 /// swap are refused up front, as Linux's default overcommit policy does for glibc's malloc.
 pub(crate) fn ensure_allocatable(n: usize, dtype: DType) -> Result<()> {
+    ensure_bytes(n.checked_mul(dtype.size()), n as u128 * dtype.size() as u128)
+}
+
+/// [`ensure_allocatable`] for a request of `bytes` (None when the size overflowed; `wanted` is
+/// the true size for the message).
+fn ensure_bytes(bytes: Option<usize>, wanted: u128) -> Result<()> {
     const CHECK_FROM_BYTES: usize = 1 << 26;
     let fits = |b: usize| {
         memory_limit().is_none_or(|lim| b <= lim) && Vec::<u8>::new().try_reserve_exact(b).is_ok()
     };
-    match n.checked_mul(dtype.size()) {
+    match bytes {
         Some(b) if b < CHECK_FROM_BYTES || fits(b) => Ok(()),
-        _ => Err(cannot_allocate(n as u128 * dtype.size() as u128)),
+        _ => Err(cannot_allocate(wanted)),
     }
 }
 
@@ -86,18 +100,10 @@ pub(crate) fn checked_numel(shape: &[usize]) -> Result<usize> {
 pub(crate) fn try_filled(shape: &[usize], dtype: DType, v: f64) -> Result<Tensor> {
     let n = checked_numel(shape)?;
     let buf = match dtype {
-        DType::Float32 => Buffer::F32(super::storage::Data::Own(try_filled_vec(
-            n, v as f32, dtype,
-        )?)),
-        DType::Float64 => Buffer::F64(super::storage::Data::Own(try_filled_vec(n, v, dtype)?)),
-        DType::Int64 => Buffer::I64(super::storage::Data::Own(try_filled_vec(
-            n, v as i64, dtype,
-        )?)),
-        DType::Bool => Buffer::Bool(super::storage::Data::Own(try_filled_vec(
-            n,
-            v != 0.0,
-            dtype,
-        )?)),
+        DType::Float32 => Buffer::F32(super::storage::Data::Own(try_filled_vec(n, v as f32)?)),
+        DType::Float64 => Buffer::F64(super::storage::Data::Own(try_filled_vec(n, v)?)),
+        DType::Int64 => Buffer::I64(super::storage::Data::Own(try_filled_vec(n, v as i64)?)),
+        DType::Bool => Buffer::Bool(super::storage::Data::Own(try_filled_vec(n, v != 0.0)?)),
     };
     Tensor::from_buffer(buf, shape)
 }
@@ -179,15 +185,23 @@ impl Tensor {
         Tensor::from_vec(vals, &[steps])?.to_dtype(dtype)
     }
 
-    /// An `n` x `m` matrix with ones on the diagonal.
-    pub fn eye(n: usize, m: usize, dtype: DType) -> Tensor {
-        let mut v = vec![0.0f64; n * m];
-        for i in 0..n.min(m) {
-            v[i * m + i] = 1.0;
+    /// An `n` x `m` matrix with ones on the diagonal, or torch's allocation error when it
+    /// cannot be had.
+    pub fn eye(n: usize, m: usize, dtype: DType) -> Result<Tensor> {
+        fn ones_on_diagonal<T: super::Element>(n: usize, m: usize) -> Result<Buffer> {
+            let mut v = try_filled_vec(checked_numel(&[n, m])?, T::default())?;
+            for i in 0..n.min(m) {
+                v[i * m + i] = T::from_i64(1);
+            }
+            Ok(T::wrap(v))
         }
-        Tensor::from_vec(v, &[n, m])
-            .and_then(|t| t.to_dtype(dtype))
-            .expect("valid shape")
+        let buf = match dtype {
+            DType::Float32 => ones_on_diagonal::<f32>(n, m)?,
+            DType::Float64 => ones_on_diagonal::<f64>(n, m)?,
+            DType::Int64 => ones_on_diagonal::<i64>(n, m)?,
+            DType::Bool => ones_on_diagonal::<bool>(n, m)?,
+        };
+        Tensor::from_buffer(buf, &[n, m])
     }
 
     /// Uniform samples in [0, 1).

@@ -340,12 +340,13 @@ impl Layout {
         }
         true
     }
-    /// Storage offsets of every element in row-major order.
-    pub fn offsets(&self) -> Vec<usize> {
-        let n = self.numel();
-        let mut out = Vec::with_capacity(n);
+    /// Storage offsets of every element in row-major order, or torch's allocation error when
+    /// there are too many to hold.
+    pub fn offsets(&self) -> Result<Vec<usize>> {
+        let n = super::creation::checked_numel(&self.shape)?;
+        let mut out = super::creation::try_vec(n)?;
         if n == 0 {
-            return out;
+            return Ok(out);
         }
         let nd = self.shape.len();
         let mut idx: Dims = smallvec::smallvec![0; nd];
@@ -362,7 +363,7 @@ impl Layout {
                 idx[d] = 0;
             }
         }
-        out
+        Ok(out)
     }
     /// An ndarray view of `data` through this layout.
     pub fn view<'a, T>(&self, data: &'a [T]) -> Result<ArrayViewD<'a, T>> {
@@ -419,7 +420,7 @@ mod tests {
             strides: smallvec::smallvec![1, 2],
             offset: 1,
         };
-        assert_eq!(l.offsets(), vec![1, 3, 5, 2, 4, 6]);
+        assert_eq!(l.offsets().unwrap(), vec![1, 3, 5, 2, 4, 6]);
         assert!(!l.is_contiguous());
         assert!(Layout::contiguous(&[2, 1, 3]).is_contiguous());
     }
