@@ -16,6 +16,7 @@
 pub mod autograd;
 pub mod error;
 pub mod ops;
+pub mod interrupt;
 mod parallel;
 pub mod tensor;
 

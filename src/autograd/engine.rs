@@ -57,6 +57,11 @@ struct GraphTask {
     /// is free takes them, the calling thread included, so the pool can have one worker fewer
     /// than the configured threads without leaving the caller idle while work queues up.
     offered: Mutex<BinaryHeap<(u64, usize)>>,
+    /// Jobs spawned on the pool that have not finished; the caller waits for them itself (not
+    /// in rayon's scope join), so it can keep taking offered nodes and answer Ctrl-C.
+    pending: AtomicUsize,
+    /// The thread that called backward: workers wake it when they offer a node or finish.
+    caller: std::thread::Thread,
 }
 
 /// What a pass computes besides running the graph.
@@ -186,6 +191,8 @@ pub(crate) fn execute(
             _ => Vec::new(),
         });
     }
+    // The caller asks between nodes whether to stop (Ctrl-C from Python): see crate::interrupt.
+    let _interruptible = crate::interrupt::Started::new();
     let (task, index) = build(&roots, keep_graph, create_graph, targets)?;
     // Seed the roots in a fixed order (after every producer: key u64::MAX). Only roots hold
     // gradients now, so only they can be ready.
@@ -254,6 +261,7 @@ fn build(
             add_node(edge.node.clone(), v, &mut nodes, &mut children, &mut stack);
         }
         while let Some((n, next)) = stack.pop() {
+            crate::interrupt::poll()?;
             let Some(slot) = nodes[n].next_edges.get(next) else {
                 post.push(n);
                 continue;
@@ -345,6 +353,8 @@ fn build(
         failed: AtomicBool::new(false),
         error: Mutex::new(None),
         offered: Mutex::new(BinaryHeap::new()),
+        pending: AtomicUsize::new(0),
+        caller: std::thread::current(),
     };
     Ok((task, index))
 }
@@ -354,7 +364,7 @@ fn build(
 fn run(task: &GraphTask, ready: Vec<usize>) -> Result<()> {
     if get_num_threads() <= 1 {
         let _mode = GradModeGuard::new(task.create_graph);
-        drain(task, ready, None);
+        drain(task, ready, None, true);
         return Ok(());
     }
     let pool = pool()?;
@@ -362,25 +372,55 @@ fn run(task: &GraphTask, ready: Vec<usize>) -> Result<()> {
     // in_place_scope: the calling thread works too, so a chain of tiny nodes never hops threads.
     pool.in_place_scope(|scope| {
         let _mode = GradModeGuard::new(create_graph);
-        drain(task, ready, Some(scope));
+        drain(task, ready, Some(scope), true);
     });
     Ok(())
 }
 
+/// Stop the pass with `e` (the first error wins); threads stop taking nodes, and nodes already
+/// running finish, so none is left half-run.
+fn fail(task: &GraphTask, e: Error) {
+    let mut slot = task.error.lock();
+    if slot.is_none() {
+        *slot = Some(e);
+    }
+    task.failed.store(true, Ordering::Relaxed);
+}
+
 /// Run ready nodes, highest sequence number first (most recently created), continuing inline
 /// with newly ready nodes and offering heavy ones to other threads; then take offered nodes
-/// until none are left.
-fn drain<'s>(task: &'s GraphTask, ready: Vec<usize>, scope: Option<&rayon::Scope<'s>>) {
+/// until none are left. The `caller` (the thread that called backward) also waits for the
+/// pool's jobs here, checking for interrupts while it waits.
+fn drain<'s>(
+    task: &'s GraphTask,
+    ready: Vec<usize>,
+    scope: Option<&rayon::Scope<'s>>,
+    caller: bool,
+) {
     let mut heap: BinaryHeap<(u64, usize)> = ready
         .into_iter()
         .map(|i| (task.states[i].node.sequence_nr(), i))
         .collect();
     let mut next = heap.pop().map(|(_, i)| i);
     loop {
+        if caller {
+            if let Err(e) = crate::interrupt::poll() {
+                return fail(task, e);
+            }
+        }
         let i = match next.take() {
             Some(i) => i,
             None if scope.is_some() => match task.offered.lock().pop() {
                 Some((_, i)) => i,
+                None if caller && task.pending.load(Ordering::Acquire) > 0 => {
+                    // Workers still run nodes that may offer more: wait for a wake-up (a
+                    // node offered, a job done) or the next interrupt check.
+                    std::thread::park_timeout(crate::interrupt::INTERVAL);
+                    if let Err(e) = crate::interrupt::poll_now() {
+                        return fail(task, e);
+                    }
+                    continue;
+                }
                 None => return,
             },
             None => return,
@@ -406,28 +446,36 @@ fn drain<'s>(task: &'s GraphTask, ready: Vec<usize>, scope: Option<&rayon::Scope
                     match scope {
                         Some(s) if heavy && !heap.is_empty() => {
                             task.offered.lock().push((seq, c));
+                            task.pending.fetch_add(1, Ordering::AcqRel);
+                            task.caller.unpark();
                             let create_graph = task.create_graph;
                             // A job that finds nothing left (the caller took it) returns.
                             s.spawn(move |s2| {
+                                // Counted done even if a node panics, or the caller would wait
+                                // for it forever (the scope re-raises the panic afterwards).
+                                let _done = JobDone(task);
                                 // Workers do not inherit the caller's thread-local grad mode.
                                 let _mode = GradModeGuard::new(create_graph);
-                                drain(task, Vec::new(), Some(s2));
+                                drain(task, Vec::new(), Some(s2), false);
                             });
                         }
                         _ => heap.push((seq, c)),
                     }
                 }
             }
-            Err(e) => {
-                let mut slot = task.error.lock();
-                if slot.is_none() {
-                    *slot = Some(e);
-                }
-                task.failed.store(true, Ordering::Relaxed);
-                return;
-            }
+            Err(e) => return fail(task, e),
         }
         next = heap.pop().map(|(_, i)| i);
+    }
+}
+
+/// Marks a spawned job finished when dropped, and wakes the caller waiting for it.
+struct JobDone<'a>(&'a GraphTask);
+
+impl Drop for JobDone<'_> {
+    fn drop(&mut self) {
+        self.0.pending.fetch_sub(1, Ordering::AcqRel);
+        self.0.caller.unpark();
     }
 }
 

@@ -14,6 +14,8 @@
 //! along `k` and its choice of code path stay those of the unsplit product (see [`plan`]).
 //! Results are therefore bitwise identical for 1, 2 or more threads.
 
+use std::sync::OnceLock;
+
 use crate::error::{Error, Result};
 use crate::parallel::SendPtr;
 
@@ -30,6 +32,11 @@ pub const PARALLEL_MIN_K: usize = 16;
 /// repeated packing (one thread, 1024^3 in 16 bands: 98.8 GFLOP/s against 98.0 unsplit;
 /// 64x256x256 in 4: 100.9 against 101.1); narrower ones start to (192^3 in 8: 86 against 108).
 const BALANCE_BAND: usize = 64;
+
+/// Most multiply-adds computed between two checks for Ctrl-C in a huge product (~5 ms of one
+/// thread). Products below it run as before; above it, bands are cut into slices this size,
+/// which costs one more packing of the other operand per slice (under 2% at 64 rows).
+const SLICE_WORK: usize = 1 << 29;
 
 mod sealed {
     pub trait Sealed {}
@@ -301,6 +308,51 @@ pub fn matmul_strided<T: GemmScalar>(
     let dst = SendPtr(out.as_mut_ptr());
     let (pa, pb) = (SendPtr(oa), SendPtr(ob));
     let p = plan(threads, (nb, n, m, k), oa.cs == 1, ob.cs == 1);
+    // A huge product is computed in slices of at most SLICE_WORK multiply-adds, and the thread
+    // that asked for it checks for Ctrl-C between them (other threads' checks do nothing).
+    let huge = nb.saturating_mul(n).saturating_mul(m).saturating_mul(k) > SLICE_WORK;
+    let _interruptible = huge.then(crate::interrupt::Started::new);
+    let stop: OnceLock<Error> = OnceLock::new();
+    // `rows` x `cols` of the output at `dst` from `a` (rows) and `b` (cols), slice by slice.
+    let product = |rows: usize, cols: usize, dst: *mut T, a: Operand<T>, b: Operand<T>| {
+        let by_rows = rows >= cols;
+        let (len, other) = if by_rows { (rows, cols) } else { (cols, rows) };
+        let slice = if huge {
+            (SLICE_WORK / (other * k).max(1)).max(64).next_multiple_of(16)
+        } else {
+            len
+        };
+        let mut lo = 0;
+        while lo < len {
+            if huge {
+                if stop.get().is_some() {
+                    return;
+                }
+                if let Err(e) = crate::interrupt::poll_now() {
+                    let _ = stop.set(e);
+                    return;
+                }
+            }
+            let hi = (lo + slice).min(len);
+            // SAFETY: the slice lies inside the block the caller handed over.
+            unsafe {
+                if by_rows {
+                    let a1 = Operand {
+                        ptr: a.ptr.offset(lo as isize * a.rs),
+                        ..a
+                    };
+                    kernel(hi - lo, cols, k, dst.add(lo * m), m, a1, b);
+                } else {
+                    let b1 = Operand {
+                        ptr: b.ptr.offset(lo as isize * b.cs),
+                        ..b
+                    };
+                    kernel(rows, hi - lo, k, dst.add(lo), m, a, b1);
+                }
+            }
+            lo = hi;
+        }
+    };
     // One (matrix, band) unit; every element of the output belongs to exactly one unit.
     let unit = |u: usize| {
         let (i, piece) = (u / p.pieces, u % p.pieces);
@@ -320,7 +372,7 @@ pub fn matmul_strided<T: GemmScalar>(
                 ..ob
             };
             if p.pieces == 1 {
-                kernel(n, m, k, dst.add(base), m, a0, b0);
+                product(n, m, dst.add(base), a0, b0);
             } else {
                 let lo = piece * p.band;
                 if p.by_rows {
@@ -329,14 +381,14 @@ pub fn matmul_strided<T: GemmScalar>(
                         ptr: a0.ptr.offset(lo as isize * a0.rs),
                         ..a0
                     };
-                    kernel(hi - lo, m, k, dst.add(base + lo * m), m, a1, b0);
+                    product(hi - lo, m, dst.add(base + lo * m), a1, b0);
                 } else {
                     let hi = (lo + p.band).min(m);
                     let b1 = Operand {
                         ptr: b0.ptr.offset(lo as isize * b0.cs),
                         ..b0
                     };
-                    kernel(n, hi - lo, k, dst.add(base + lo), m, a0, b1);
+                    product(n, hi - lo, dst.add(base + lo), a0, b1);
                 }
             }
         }
@@ -351,6 +403,9 @@ pub fn matmul_strided<T: GemmScalar>(
         (0..units).for_each(unit);
     } else {
         crate::parallel::share_work(threads - 1, p.blocks, &block);
+    }
+    if let Some(e) = stop.into_inner() {
+        return Err(e);
     }
     // SAFETY: the units cover all `total` elements and the kernel wrote each one.
     unsafe { out.set_len(total) };

@@ -195,7 +195,7 @@ fn _linspace(
 /// An identity matrix.
 #[pyfunction]
 fn _eye(py: Python<'_>, n: usize, m: usize, dtype: PyRef<'_, PyDType>) -> PyResult<Py<PyTensor>> {
-    wrap(py, Tensor::eye(n, m, dtype.d))
+    wrap(py, guarded(|| Tensor::eye(n, m, dtype.d))?)
 }
 
 /// Uniform [0, 1) samples.
@@ -424,10 +424,18 @@ fn warn_anomaly(node: &str, trace: Option<&str>) {
     });
 }
 
+/// Long work asks this every ~20 ms (see `crate::interrupt`): Python's pending signal handlers
+/// run, so Ctrl-C raises `KeyboardInterrupt` out of a long backward instead of after it.
+/// Off the main thread Python runs no handlers and this returns Ok.
+fn check_signals() -> crate::error::Result<()> {
+    Python::attach(|py| py.check_signals()).map_err(errors::from_py)
+}
+
 #[pymodule(gil_used = true, name = "_C")]
 fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     grad_mode::set_anomaly_hooks(python_stack, warn_anomaly);
+    crate::interrupt::set_interrupt_check(check_signals);
     m.add_class::<PyTensor>()?;
     m.add_class::<PyDType>()?;
     m.add_class::<PyNode>()?;
