@@ -583,7 +583,10 @@ fn evaluate(task: &GraphTask, i: usize) -> Result<Ready> {
 }
 
 fn run_tensor_pre_hooks(node: &Arc<Node>, grads: &mut [Option<Tensor>]) -> Result<()> {
-    if let NodeKind::Accumulate { variable } = &node.kind {
+    if let NodeKind::Accumulate { .. } = &node.kind {
+        let Some(variable) = node.variable() else {
+            return Ok(());
+        };
         let hooks: Vec<_> = variable
             .meta()
             .hooks
@@ -653,10 +656,10 @@ fn apply_node(
     grads: Grads,
 ) -> Result<Vec<Option<Tensor>>> {
     let raw = match &node.kind {
-        NodeKind::Accumulate { variable } => {
-            if task.accumulate {
+        NodeKind::Accumulate { .. } => {
+            if let (true, Some(variable)) = (task.accumulate, node.variable()) {
                 if let Some(g) = grads.into_iter().next().flatten() {
-                    accumulate_grad(variable, g, task.create_graph)?;
+                    accumulate_grad(&variable, g, task.create_graph)?;
                 }
             }
             return Ok(Vec::new());

@@ -69,8 +69,51 @@ pub trait CustomBackward: Send + Sync {
 }
 
 /// A tensor saved for backward with the version it had when saved.
+/// What a saved tensor keeps of the tensor it saved.
+enum SavedData {
+    /// The tensor itself.
+    Tensor(Tensor),
+    /// A leaf that requires grad, held weakly with its elements held strongly: its `.grad` can
+    /// hold a graph that saved it (backward with `create_graph`), and a strong reference would
+    /// close a cycle that no collector sees. Once nothing else holds the leaf, no gradient can
+    /// reach it observably, and its elements alone are what the rule needs.
+    Leaf(Box<SavedLeaf>),
+}
+
+struct SavedLeaf {
+    leaf: Weak<TensorImpl>,
+    storage: Arc<crate::tensor::Storage>,
+    layout: crate::tensor::Layout,
+    dtype: crate::tensor::DType,
+}
+
+impl SavedData {
+    fn of(t: Tensor) -> SavedData {
+        if t.is_leaf() && t.requires_grad() {
+            SavedData::Leaf(Box::new(SavedLeaf {
+                leaf: Arc::downgrade(&t.0),
+                storage: t.0.storage.clone(),
+                layout: t.layout().clone(),
+                dtype: t.dtype(),
+            }))
+        } else {
+            SavedData::Tensor(t)
+        }
+    }
+
+    fn tensor(&self) -> Tensor {
+        match self {
+            SavedData::Tensor(t) => t.clone(),
+            SavedData::Leaf(l) => match l.leaf.upgrade() {
+                Some(t) => Tensor(t),
+                None => Tensor::from_parts(l.storage.clone(), l.layout.clone(), l.dtype),
+            },
+        }
+    }
+}
+
 pub(crate) struct SavedTensor {
-    data: Tensor,
+    data: SavedData,
     version: u64,
     /// Set when the saved tensor is an output of the node saving it: kept without its grad_fn to
     /// avoid a cycle, rebuilt with it on unpack.
@@ -92,7 +135,7 @@ impl SavedTensor {
             }
         };
         Ok(SavedTensor {
-            data,
+            data: SavedData::of(data),
             version: t.version(),
             output_nr,
             producer,
@@ -102,10 +145,11 @@ impl SavedTensor {
     /// The saved tensor, version-checked. `owner` is the node that saved it (named in the
     /// in-place error); `rebuild` gives a saved output its grad_fn back.
     pub(crate) fn unpack(&self, owner: Option<&Arc<Node>>, rebuild: bool) -> Result<Tensor> {
-        if self.data.meta().detached_in_place {
+        let data = self.data.tensor();
+        if data.meta().detached_in_place {
             return Err(Error::runtime("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not supported, please use out-of-place `.detach()` instead"));
         }
-        let now = self.data.version();
+        let now = data.version();
         if now != self.version {
             let desc = match (&self.producer, self.output_nr, owner) {
                 (Some((nr, name)), _, _) => {
@@ -123,14 +167,14 @@ impl SavedTensor {
             };
             return Err(Error::runtime(format!(
                 "one of the variables needed for gradient computation has been modified by an inplace operation: [ferrograd.{} {}]{desc} is at version {now}; expected version {} instead. {hint}",
-                self.data.dtype().legacy_name(),
-                fmt_shape(self.data.shape()),
+                data.dtype().legacy_name(),
+                fmt_shape(data.shape()),
                 self.version
             )));
         }
         match (self.output_nr, owner) {
             (Some(nr), Some(node)) if rebuild => {
-                let t = self.data.detach();
+                let t = data.detach();
                 {
                     let mut m = t.meta();
                     m.grad_fn = Some(node.clone());
@@ -138,7 +182,7 @@ impl SavedTensor {
                 }
                 Ok(t)
             }
-            _ => Ok(self.data.clone()),
+            _ => Ok(data),
         }
     }
 }
@@ -156,7 +200,10 @@ pub(crate) enum NodeKind {
         saved: Mutex<SavedState>,
     },
     Accumulate {
-        variable: Tensor,
+        /// Held weakly: the leaf's `.grad` can hold a graph that reaches this node (backward
+        /// with `create_graph`), and a strong reference would make that a cycle no collector
+        /// sees. A leaf nobody else holds has a `.grad` nobody can read, so it is skipped.
+        variable: Weak<TensorImpl>,
     },
     Custom(Box<dyn CustomBackward>),
 }
@@ -216,7 +263,9 @@ impl Node {
             next_edges: EdgeList::new(),
             input_meta: MetaList::new(),
             output_meta: smallvec::smallvec![meta],
-            kind: NodeKind::Accumulate { variable },
+            kind: NodeKind::Accumulate {
+                variable: Arc::downgrade(&variable.0),
+            },
             hooks: Mutex::new(None),
             has_hooks: AtomicBool::new(false),
             trace: None,
@@ -240,10 +289,10 @@ impl Node {
     pub fn next_edges(&self) -> &[Option<Edge>] {
         &self.next_edges
     }
-    /// For an accumulator, the leaf it accumulates into.
-    pub fn variable(&self) -> Option<&Tensor> {
+    /// For an accumulator, the leaf it accumulates into (None once nothing else holds it).
+    pub fn variable(&self) -> Option<Tensor> {
         match &self.kind {
-            NodeKind::Accumulate { variable } => Some(variable),
+            NodeKind::Accumulate { variable } => variable.upgrade().map(Tensor),
             _ => None,
         }
     }
@@ -555,4 +604,45 @@ fn record_parts(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::autograd::{backward, BackwardOptions};
+
+    fn leaf() -> Tensor {
+        Tensor::from_vec(vec![1.0f64, 2.0, 3.0], &[3])
+            .and_then(|t| t.requires_grad_(true))
+            .expect("a small leaf")
+    }
+
+    #[test]
+    fn create_graph_backward_leaves_no_cycle_through_the_leaf() {
+        let x = leaf();
+        let y = x.mul(&x).and_then(|t| t.mul(&x)).and_then(|t| t.sum()).unwrap();
+        let opts = BackwardOptions {
+            create_graph: true,
+            ..Default::default()
+        };
+        backward(&[y], opts).unwrap();
+        // x.grad = 3x^2 has a graph that saved x and leads to x's accumulator.
+        let g = x.grad().unwrap();
+        assert!(g.grad_fn().is_some());
+        assert_eq!(g.to_vec::<f64>().unwrap(), vec![3.0, 12.0, 27.0]);
+        let w = Arc::downgrade(&x.0);
+        drop(g);
+        drop(x);
+        assert!(w.upgrade().is_none(), "the leaf outlived its last handle");
+    }
+
+    #[test]
+    fn a_graph_whose_leaf_is_gone_still_runs_for_the_other_leaves() {
+        let (x, w) = (leaf(), leaf());
+        let y = x.mul(&w).and_then(|t| t.sum()).unwrap();
+        drop(x);
+        y.backward().unwrap();
+        // dy/dw = x, read from the saved elements of the dropped leaf.
+        assert_eq!(w.grad().unwrap().to_vec::<f64>().unwrap(), vec![1.0, 2.0, 3.0]);
+    }
 }

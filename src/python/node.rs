@@ -63,7 +63,7 @@ impl PyNode {
     fn variable(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {
         self.inner
             .variable()
-            .map(|t| wrap(py, t.clone()))
+            .map(|t| wrap(py, t))
             .transpose()
     }
     /// Creation order.
