@@ -71,9 +71,23 @@ def _special(v: float) -> str:
     return "inf" if v > 0 else "-inf"
 
 
+def _edge_items(arr: np.ndarray) -> tuple[np.ndarray, List[bool]]:
+    """The first and last 3 entries along every dim longer than 6 (what a summary shows, as in
+    torch), and which dims were cut. One gather copies only the summary, so an
+    expanded tensor of 10^12 elements prints like any other."""
+    cut = [n > 6 for n in arr.shape]
+    if any(cut):
+        idx = [[0, 1, 2, n - 3, n - 2, n - 1] if c else range(n) for n, c in zip(arr.shape, cut)]
+        arr = arr[np.ix_(*idx)]
+    return arr, cut
+
+
 def _format_data(arr: np.ndarray, indent: int) -> str:
-    flat = arr.reshape(-1)
     summarize = arr.size > 1000
+    cut = [False] * arr.ndim
+    if summarize:
+        arr, cut = _edge_items(arr)
+    flat = arr.reshape(-1)
     if arr.dtype == np.bool_:
         strs = ["True" if v else "False" for v in flat]
     elif arr.dtype.kind == "f":
@@ -88,11 +102,11 @@ def _format_data(arr: np.ndarray, indent: int) -> str:
             return str(a.item())
         if a.ndim == 1:
             items = list(a)
-            if summarize and len(items) > 6:
-                items = items[:3] + ["..."] + items[-3:]
+            if cut[depth]:
+                items = items[:3] + [" ..."] + items[-3:]
             return "[" + ", ".join(items) + "]"
         rows = [rec(a[i], depth + 1) for i in range(a.shape[0])]
-        if summarize and len(rows) > 6:
+        if cut[depth]:
             rows = rows[:3] + ["..."] + rows[-3:]
         sep = "," + "\n" * (a.ndim - 1) + " " * (indent + depth + 1)
         return "[" + sep.join(rows) + "]"

@@ -7,10 +7,9 @@ import subprocess
 import sys
 import textwrap
 
+import ferrograd as fg
 import numpy as np
 import pytest
-
-import ferrograd as fg
 
 CANT_ALLOCATE = "DefaultCPUAllocator: can't allocate memory"
 
@@ -200,3 +199,17 @@ def test_create_graph_cycle_is_freed_with_the_leaf():
     )
     assert r.returncode == 0, r.stderr
     assert float(r.stdout) < 60, f"grew by {r.stdout.strip()} MB over 300 steps"
+
+
+def test_repr_of_a_huge_expanded_tensor_summarises_without_copying():
+    # torch's summary: 3 edge items per dim around "...".
+    expected = (
+        "tensor([[1., 1., 1.,  ..., 1., 1., 1.],\n"
+        "        [1., 1., 1.,  ..., 1., 1., 1.],\n"
+        "        [1., 1., 1.,  ..., 1., 1., 1.],\n"
+        "        ...,\n"
+        "        [1., 1., 1.,  ..., 1., 1., 1.],\n"
+        "        [1., 1., 1.,  ..., 1., 1., 1.],\n"
+        "        [1., 1., 1.,  ..., 1., 1., 1.]])"
+    )
+    assert repr(fg.ones(1, 10**6).expand(10**6, 10**6)) == expected
