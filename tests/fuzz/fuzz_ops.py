@@ -144,7 +144,9 @@ class Gen:
 
     def p(self, prob: float) -> bool:
         """True with roughly ``prob`` probability (drawn, so hypothesis controls it)."""
-        return self.draw(self.st.integers(0, 999)) < int(prob * 1000)
+        # hypothesis favours the simplest value (0): let it stand for the more likely answer
+        v = self.draw(self.st.integers(0, 999))
+        return v < int(prob * 1000) if prob >= 0.5 else v >= 1000 - int(prob * 1000)
 
     def small_int(self, lo: int = 0, hi: int = 4) -> int:
         return self.draw(self.st.integers(lo, hi))
@@ -779,7 +781,7 @@ def _matmul(g: Gen, name: str) -> Tuple[str, Tuple[str, ...]]:
 
 
 def int_or_pair(g: Gen, lo: int = 0, hi: int = 3) -> str:
-    if g.p(0.1):
+    if g.p(0.05):
         return g.choice(("0", "-1", "(1, 0)", "(2, -2)", "()", "(1, 1, 1)", str(2**40)))
     v = g.small_int(lo, hi)
     return str(v) if g.p(0.6) else lit((v, g.small_int(lo, hi)))
@@ -788,11 +790,11 @@ def int_or_pair(g: Gen, lo: int = 0, hi: int = 3) -> str:
 @op("conv1d", "conv2d")
 def _conv(g: Gen, name: str) -> Tuple[str, Tuple[str, ...]]:
     sp = 1 if name == "conv1d" else 2
-    bsz, cin, cout = g.choice((0, 1, 2)), g.choice((1, 2, 3, 4)), g.choice((1, 2, 4))
-    groups = g.choice((1, 1, 1, 2, 0, -1, 3))
+    groups = g.choice((1, 2)) if g.p(0.9) else g.choice((0, -1, 3))
+    bsz, cin, cout = g.choice((0, 1, 2)), g.choice((2, 4, 1, 3)), g.choice((2, 4, 1))
     cin_w = cin // groups if groups > 0 and cin % groups == 0 else cin
     ksz = [g.choice((1, 2, 3)) for _ in range(sp)]
-    insp = [g.choice((0, 1, 3, 5)) for _ in range(sp)]
+    insp = [g.choice((3, 5, 6, 1, 0)) for _ in range(sp)]
     dt = g.choice(FLOAT_DTYPES) if g.p(0.9) else g.dtype()
     ishape = [bsz, cin] + insp if g.p(0.85) else g.shape()
     x = g.tensor(ishape, dtype=dt)[0]
@@ -809,13 +811,14 @@ def _conv(g: Gen, name: str) -> Tuple[str, Tuple[str, ...]]:
 
 @op("max_pool2d", "avg_pool2d", "unfold")
 def _pool(g: Gen, name: str) -> Tuple[str, Tuple[str, ...]]:
-    shape = [g.choice((1, 2)), g.choice((1, 2)), g.choice((0, 1, 3, 4)), g.choice((1, 2, 5))]
+    shape = [g.choice((1, 2)), g.choice((1, 2)), g.choice((4, 3, 6, 1, 0)), g.choice((5, 2, 1))]
     if g.p(0.3):
         shape = shape[1:]
     if g.p(0.1):
         shape = g.shape()
     x = g.tensor(shape, dtype=g.choice(FLOAT_DTYPES) if g.p(0.9) else g.dtype())[0]
-    k, s, p = int_or_pair(g, 1, 3), int_or_pair(g, 1, 2), int_or_pair(g, 0, 1)
+    k, s = int_or_pair(g, 1, 3), int_or_pair(g, 1, 2)
+    p = int_or_pair(g, 0, 1) if g.p(0.4) else "0"
     if name == "unfold":
         return f"F.unfold({x}, {k}, {int_or_pair(g, 1, 2)}, {p}, {s})", ()
     ceil = g.p(0.3)
