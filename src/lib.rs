@@ -15,8 +15,9 @@
 
 pub mod autograd;
 pub mod error;
-pub mod ops;
 pub mod interrupt;
+pub mod memory;
+pub mod ops;
 mod parallel;
 pub mod tensor;
 

@@ -543,7 +543,7 @@ fn evaluate(task: &GraphTask, i: usize) -> Result<Ready> {
         Ok(o) => o,
         Err(e) => {
             if grad_mode::is_anomaly_enabled() {
-                grad_mode::report_anomaly(node.name(), node.trace.as_deref());
+                grad_mode::report_anomaly(node.name(), node.trace.as_deref().map(String::as_str));
             }
             return Err(e);
         }
@@ -555,7 +555,10 @@ fn evaluate(task: &GraphTask, i: usize) -> Result<Ready> {
         for (k, g) in outputs.iter().enumerate() {
             if let Some(g) = g {
                 if g.dtype().is_float() && crate::ops::reduce::has_nan(g)? {
-                    grad_mode::report_anomaly(node.name(), node.trace.as_deref());
+                    grad_mode::report_anomaly(
+                        node.name(),
+                        node.trace.as_deref().map(String::as_str),
+                    );
                     return Err(Error::runtime(format!(
                         "Function '{}' returned nan values in its {k}th output.",
                         node.name()

@@ -13,7 +13,7 @@ use super::grad_mode;
 use super::TensorHook;
 use crate::error::{Error, Result};
 use crate::tensor::shape::fmt_shape;
-use crate::tensor::{DType, Dims, Tensor, TensorImpl};
+use crate::tensor::{DType, Tensor, TensorImpl};
 
 /// The message torch gives when a freed graph is run again (or its saved tensors read).
 pub const ERR_TWICE: &str = "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.";
@@ -32,8 +32,9 @@ pub struct Edge {
 /// Shape and dtype of a tensor at record time (to reduce, cast or materialise gradients).
 #[derive(Clone, Debug)]
 pub struct TensorMeta {
-    /// Sizes.
-    pub shape: Dims,
+    /// Sizes (three inline: every node keeps one per input and output, so this is per-op
+    /// memory in a long graph).
+    pub shape: MetaDims,
     /// Element type.
     pub dtype: DType,
 }
@@ -41,7 +42,7 @@ pub struct TensorMeta {
 impl TensorMeta {
     pub(crate) fn of(t: &Tensor) -> Self {
         TensorMeta {
-            shape: Dims::from_slice(t.shape()),
+            shape: MetaDims::from_slice(t.shape()),
             dtype: t.dtype(),
         }
     }
@@ -49,8 +50,12 @@ impl TensorMeta {
 
 /// A node's outgoing edges, one per forward input (most ops have one or two).
 pub type EdgeList = SmallVec<[Option<Edge>; 2]>;
-/// Shapes and dtypes of a node's inputs or outputs.
+/// Sizes as a node records them.
+pub type MetaDims = SmallVec<[usize; 3]>;
+/// Shapes and dtypes of a node's inputs.
 pub type MetaList = SmallVec<[TensorMeta; 2]>;
+/// Shapes and dtypes of a node's outputs (nearly every op has one).
+pub type OutputMetaList = SmallVec<[TensorMeta; 1]>;
 
 /// A backward rule of the outputs and the saved tensors in, one gradient per input out.
 pub type BackwardFn = dyn Fn(&[Tensor], &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync;
@@ -115,11 +120,19 @@ impl SavedData {
 pub(crate) struct SavedTensor {
     data: SavedData,
     version: u64,
-    /// Set when the saved tensor is an output of the node saving it: kept without its grad_fn to
-    /// avoid a cycle, rebuilt with it on unpack.
-    output_nr: Option<usize>,
-    /// `(output_nr, producer's node name)` of the saved tensor, for the in-place error.
-    producer: Option<(usize, Cow<'static, str>)>,
+    origin: Origin,
+}
+
+/// Where a saved tensor came from.
+enum Origin {
+    /// Output `nr` of the node saving it: kept without its grad_fn to avoid a cycle, rebuilt
+    /// with it on unpack.
+    OwnOutput(u32),
+    /// Output `nr` of another node, named in the in-place error (the tensor's own grad_fn
+    /// changes when it is modified in place).
+    Produced(Arc<Node>, u32),
+    /// A leaf, or a tensor outside autograd.
+    Leaf,
 }
 
 impl SavedTensor {
@@ -127,18 +140,15 @@ impl SavedTensor {
         if t.is_inference() && !grad_mode::is_inference_mode_enabled() {
             return Err(Error::runtime("Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`."));
         }
-        let (data, producer) = match output_nr {
-            Some(_) => (t.detach(), None),
-            None => {
-                let producer = t.grad_fn().map(|f| (t.output_nr(), f.name.clone()));
-                (t.clone(), producer)
-            }
+        let (data, origin) = match (output_nr, t.grad_fn()) {
+            (Some(nr), _) => (t.detach(), Origin::OwnOutput(nr as u32)),
+            (None, Some(f)) => (t.clone(), Origin::Produced(f, t.output_nr() as u32)),
+            (None, None) => (t.clone(), Origin::Leaf),
         };
         Ok(SavedTensor {
             data: SavedData::of(data),
             version: t.version(),
-            output_nr,
-            producer,
+            origin,
         })
     }
 
@@ -151,11 +161,11 @@ impl SavedTensor {
         }
         let now = data.version();
         if now != self.version {
-            let desc = match (&self.producer, self.output_nr, owner) {
-                (Some((nr, name)), _, _) => {
-                    format!(", which is output {nr} of {},", forward_name_of(name))
+            let desc = match (&self.origin, owner) {
+                (Origin::Produced(producer, nr), _) => {
+                    format!(", which is output {nr} of {},", producer.forward_name())
                 }
-                (None, Some(nr), Some(node)) => {
+                (Origin::OwnOutput(nr), Some(node)) => {
                     format!(", which is output {nr} of {},", node.forward_name())
                 }
                 _ => String::new(),
@@ -172,13 +182,13 @@ impl SavedTensor {
                 self.version
             )));
         }
-        match (self.output_nr, owner) {
-            (Some(nr), Some(node)) if rebuild => {
+        match (&self.origin, owner) {
+            (&Origin::OwnOutput(nr), Some(node)) if rebuild => {
                 let t = data.detach();
                 {
                     let mut m = t.meta();
                     m.grad_fn = Some(node.clone());
-                    m.output_nr = nr;
+                    m.output_nr = nr as usize;
                 }
                 Ok(t)
             }
@@ -221,14 +231,17 @@ pub struct Node {
     name: Cow<'static, str>,
     pub(crate) next_edges: EdgeList,
     pub(crate) input_meta: MetaList,
-    pub(crate) output_meta: MetaList,
+    pub(crate) output_meta: OutputMetaList,
     pub(crate) kind: NodeKind,
     pub(crate) hooks: Mutex<Option<Box<NodeHooks>>>,
     /// Set once a hook or retain_grad is added: most nodes never get one, and reading this
     /// flag is cheaper than taking the lock on every node of every backward.
     has_hooks: AtomicBool,
     /// Where the forward op was recorded (anomaly mode only).
-    pub(crate) trace: Option<String>,
+    /// Boxed: one pointer in every node, where a String would take three (only anomaly mode
+    /// records one, so the extra allocation is paid there alone).
+    #[allow(clippy::box_collection)]
+    pub(crate) trace: Option<Box<String>>,
 }
 
 impl Node {
@@ -236,11 +249,11 @@ impl Node {
         name: Cow<'static, str>,
         next_edges: EdgeList,
         input_meta: MetaList,
-        output_meta: MetaList,
+        output_meta: OutputMetaList,
         kind: NodeKind,
     ) -> Arc<Node> {
         let seq = NEXT_SEQ.fetch_add(1, Ordering::Relaxed);
-        let trace = grad_mode::forward_trace();
+        let trace = grad_mode::forward_trace().map(Box::new);
         Arc::new(Node {
             seq,
             name,
@@ -413,10 +426,15 @@ pub(crate) fn drop_iteratively(node: Arc<Node>) {
     });
     let Some(first) = first else { return };
     drop(first);
+    let mut freed = 1usize;
     while let Some(next) = DROP_QUEUE.with(|q| q.borrow_mut().as_mut().and_then(|v| v.pop())) {
         drop(next);
+        freed += 1;
     }
     DROP_QUEUE.with(|q| *q.borrow_mut() = None);
+    if freed >= crate::memory::RELEASE_FROM_NODES {
+        crate::memory::after_large_free();
+    }
 }
 
 thread_local! {
@@ -543,7 +561,7 @@ where
     F: Fn(&[Tensor], &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static,
 {
     let scalar_meta = TensorMeta {
-        shape: Dims::new(),
+        shape: MetaDims::new(),
         dtype: scalar.dtype,
     };
     let (next_edges, input_meta): (EdgeList, MetaList) = if scalar.pos == 0 {
@@ -583,7 +601,7 @@ fn record_parts(
         tensors.push(SavedTensor::new(s, out_nr)?);
     }
     let has_saved = saves_scalar || !tensors.is_empty();
-    let mut output_meta = MetaList::new();
+    let mut output_meta = OutputMetaList::new();
     for t in outputs {
         output_meta.push(TensorMeta::of(t));
     }
@@ -620,7 +638,11 @@ mod tests {
     #[test]
     fn create_graph_backward_leaves_no_cycle_through_the_leaf() {
         let x = leaf();
-        let y = x.mul(&x).and_then(|t| t.mul(&x)).and_then(|t| t.sum()).unwrap();
+        let y = x
+            .mul(&x)
+            .and_then(|t| t.mul(&x))
+            .and_then(|t| t.sum())
+            .unwrap();
         let opts = BackwardOptions {
             create_graph: true,
             ..Default::default()
@@ -643,6 +665,24 @@ mod tests {
         drop(x);
         y.backward().unwrap();
         // dy/dw = x, read from the saved elements of the dropped leaf.
-        assert_eq!(w.grad().unwrap().to_vec::<f64>().unwrap(), vec![1.0, 2.0, 3.0]);
+        assert_eq!(
+            w.grad().unwrap().to_vec::<f64>().unwrap(),
+            vec![1.0, 2.0, 3.0]
+        );
+    }
+}
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    #[test]
+    fn a_node_fits_mimallocs_384_byte_class() {
+        // Every recorded op keeps one Node (plus its Arc counts) alive until backward: in a
+        // million-op graph each byte here is a megabyte. 16 bytes of Arc header + 368 = 384.
+        assert!(
+            std::mem::size_of::<Node>() <= 368,
+            "{}",
+            std::mem::size_of::<Node>()
+        );
     }
 }

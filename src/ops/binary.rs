@@ -391,35 +391,42 @@ fn scalar_op(t: &Tensor, v: f64, op: ScalarOp, pos: usize, vdtype: DType) -> Res
     if !needs_grad(&[t]) {
         return Ok(out);
     }
-    let k = 1 - pos;
-    let one = move |g: Tensor| -> Result<Vec<Option<Tensor>>> {
-        let mut v = vec![None, None];
-        v[k] = Some(g);
-        Ok(v)
-    };
+    // A generic rule, not a fn pointer: the node's closure then holds only `v` and `pos`, so
+    // it takes a 16-byte allocation (this is per-op memory in long graphs).
+    fn rec<F>(
+        name: &'static str,
+        (t, out, v, pos, vdtype): (&Tensor, &Tensor, f64, usize, DType),
+        saved: &[&Tensor],
+        keeps: bool,
+        f: F,
+    ) -> Result<()>
+    where
+        F: Fn(&Tensor, f64, &[Tensor]) -> Result<Tensor> + Send + Sync + 'static,
+    {
+        let scalar = ScalarOperand { pos, dtype: vdtype };
+        record_with_scalar(name, t, scalar, out, saved, keeps, move |g, s| {
+            let mut grads = vec![None, None];
+            grads[1 - pos] = Some(f(&g[0], v, s)?);
+            Ok(grads)
+        })
+    }
     // Rules that use the number keep it (torch saves the wrapped operand): a second backward
     // through the freed node is then an error, as in torch.
-    let rec =
-        |name, saved: &[&Tensor], keeps: bool, f: fn(&Tensor, f64, &[Tensor]) -> Result<Tensor>| {
-            let scalar = ScalarOperand { pos, dtype: vdtype };
-            record_with_scalar(name, t, scalar, &out, saved, keeps, move |g, s| {
-                one(f(&g[0], v, s)?)
-            })
-        };
+    let ctx = (t, &out, v, pos, vdtype);
     match op {
-        ScalarOp::Add => rec("AddBackward0", &[], false, |g, _, _| Ok(g.clone())),
-        ScalarOp::Sub => rec("SubBackward0", &[], false, |g, _, _| Ok(g.clone())),
-        ScalarOp::RSub => rec("SubBackward0", &[], false, |g, _, _| {
+        ScalarOp::Add => rec("AddBackward0", ctx, &[], false, |g, _, _| Ok(g.clone())),
+        ScalarOp::Sub => rec("SubBackward0", ctx, &[], false, |g, _, _| Ok(g.clone())),
+        ScalarOp::RSub => rec("SubBackward0", ctx, &[], false, |g, _, _| {
             keep_uniform(g, Tensor::neg)
         }),
-        ScalarOp::Mul => rec("MulBackward0", &[], true, |g, v, _| {
+        ScalarOp::Mul => rec("MulBackward0", ctx, &[], true, |g, v, _| {
             keep_uniform(g, |g| g.mul_scalar(v))
         }),
-        ScalarOp::Div => rec("DivBackward0", &[], true, |g, v, _| {
+        ScalarOp::Div => rec("DivBackward0", ctx, &[], true, |g, v, _| {
             keep_uniform(g, |g| g.div_scalar(v))
         }),
         // d/dt v/t = -v / t²
-        ScalarOp::RDiv => rec("DivBackward0", &[t], true, |g, v, s| {
+        ScalarOp::RDiv => rec("DivBackward0", ctx, &[t], true, |g, v, s| {
             g.mul_scalar(-v)?.div(&s[0].mul(&s[0])?)
         }),
     }?;
