@@ -325,6 +325,22 @@ def peak_rss_mb(code: str) -> float:
     return int(out.stdout.strip().splitlines()[-1]) / 1024.0
 
 
+def bytes_per_recorded_op(module: str, n: int = 1_000_000) -> float:
+    """Resident memory a graph keeps per recorded op: a chain of ``n`` multiplications of a
+    one-element tensor by a number, measured in a fresh child."""
+    code = (
+        f"import {module} as L\n"
+        "def rss():\n    return int(open('/proc/self/statm').read().split()[1]) * 4096\n"
+        "x = L.ones(1, requires_grad=True)\ny = x * 1.0\nbase = rss()\n"
+        f"for _ in range({n}):\n    y = y * 1.0000001\n"
+        f"print((rss() - base) / {n})\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
 def import_time_ms(module: str, runs: int = 5) -> float:
     def once(code: str) -> float:
         t0 = time.perf_counter()
@@ -397,6 +413,8 @@ def main() -> None:
     for label, code in (("peak RSS mlp_train", mlp), ("peak RSS 100k chain", chain)):
         cells = "  ".join(f"{m} {peak_rss_mb(code.format(m=m)):.0f} MB" for m in libs)
         print(f"{label:22} {cells}")
+    per_op = "  ".join(f"{m} {bytes_per_recorded_op(m):.0f} B" for m in libs)
+    print(f"{'bytes per recorded op':22} {per_op}  (1M-op chain, 1 element)")
     print(f"{'import time':22} " + "  ".join(f"{m} {import_time_ms(m):.0f} ms" for m in libs))
     print(f"{'installed size':22} ferrograd {installed_size_mb(fg):.1f} MB")
 

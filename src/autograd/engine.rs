@@ -87,6 +87,7 @@ fn default_threads() -> usize {
                 .ok()
                 .and_then(|v| v.trim().parse::<usize>().ok())
                 .filter(|&n| n > 0)
+                .map(|n| n.min(MAX_THREADS))
         })
         .unwrap_or_else(|| {
             std::thread::available_parallelism()
@@ -108,12 +109,17 @@ pub fn get_num_threads() -> usize {
     }
 }
 
-/// Set the number of threads; 0 is an error.
+/// Most threads ferrograd will start. torch accepts any positive count and OpenMP starts them
+/// lazily; a pool is started at once, and 2^31 threads would never finish starting.
+pub const MAX_THREADS: usize = 1024;
+
+/// Set the number of threads (at most [`MAX_THREADS`]; larger requests are clamped to it);
+/// 0 is an error.
 pub fn set_num_threads(n: usize) -> Result<()> {
     if n == 0 {
         return Err(Error::runtime("set_num_threads expects a positive integer"));
     }
-    NUM_THREADS.store(n, Ordering::Relaxed);
+    NUM_THREADS.store(n.min(MAX_THREADS), Ordering::Relaxed);
     *POOL.write() = None;
     Ok(())
 }

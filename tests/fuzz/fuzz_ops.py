@@ -46,6 +46,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 HEADER = "import ferrograd as torch; import ferrograd.nn.functional as F"
 CLEAN_ERRORS = ("TypeError", "ValueError", "IndexError", "RuntimeError", "NotImplementedError")
+# Exceptions of another type that torch raises itself for the same call, word for word: code
+# ported from torch may catch them by that type.
+TORCH_OWN_ERRORS = (("AssertionError", "Padding_idx must be within num_embeddings"),)
 MEM_LIMIT = 6 * 1024**3  # address-space limit of a child: huge allocations fail fast
 MAX_CONTEXT_BISECT = 64
 IMPORT_FAILED = 97  # exit status of a child that could not import ferrograd
@@ -1309,6 +1312,8 @@ def classify_exception(e: BaseException) -> Tuple[str, str]:
     detail = f"{tname}: {msg[:300]}"
     if tname == "PanicException":
         return "panic", detail
+    if (tname, msg) in TORCH_OWN_ERRORS:
+        return "error", detail
     if tname in CLEAN_ERRORS and not isinstance(e, RecursionError):
         return ("error" if msg else f"empty-message:{tname}"), detail
     return f"bad-exception:{tname}", detail
