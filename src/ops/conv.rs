@@ -264,9 +264,8 @@ pub fn window_index(
     let ln: usize = grid.iter().product();
     let plane: usize = spatial.iter().product();
     // Per (kernel offset, window position): offset into one (n, c) plane, or PAD_INDEX.
-    let mut local = crate::tensor::creation::try_vec(
-        crate::tensor::creation::checked_numel(&[kn, ln])?,
-    )?;
+    let mut local =
+        crate::tensor::creation::try_vec(crate::tensor::creation::checked_numel(&[kn, ln])?)?;
     let mut kpos = vec![0usize; sd];
     for _ in 0..kn {
         let mut lpos = vec![0usize; sd];
@@ -287,9 +286,8 @@ pub fn window_index(
         }
         increment(&mut kpos, kernel);
     }
-    let mut idx = crate::tensor::creation::try_vec(
-        crate::tensor::creation::checked_numel(&[n, c, kn, ln])?,
-    )?;
+    let mut idx =
+        crate::tensor::creation::try_vec(crate::tensor::creation::checked_numel(&[n, c, kn, ln])?)?;
     for plane_nr in 0..n * c {
         let base = plane_nr * plane;
         idx.extend(

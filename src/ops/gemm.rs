@@ -318,7 +318,9 @@ pub fn matmul_strided<T: GemmScalar>(
         let by_rows = rows >= cols;
         let (len, other) = if by_rows { (rows, cols) } else { (cols, rows) };
         let slice = if huge {
-            (SLICE_WORK / (other * k).max(1)).max(64).next_multiple_of(16)
+            (SLICE_WORK / (other * k).max(1))
+                .max(64)
+                .next_multiple_of(16)
         } else {
             len
         };

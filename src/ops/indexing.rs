@@ -8,8 +8,8 @@ use std::sync::Arc;
 use crate::autograd::grad_mode::GradModeGuard;
 use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
-use crate::tensor::shape::{broadcast_shapes, fmt_shape, wrap_dim};
 use crate::tensor::creation::{checked_numel, try_filled_vec, try_vec};
+use crate::tensor::shape::{broadcast_shapes, fmt_shape, wrap_dim};
 use crate::tensor::{DType, Dims, Tensor};
 
 /// Row-major strides of `shape`.

@@ -61,10 +61,7 @@ impl PyNode {
     /// For `AccumulateGrad`: the leaf it accumulates into.
     #[getter]
     fn variable(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {
-        self.inner
-            .variable()
-            .map(|t| wrap(py, t))
-            .transpose()
+        self.inner.variable().map(|t| wrap(py, t)).transpose()
     }
     /// Creation order.
     fn _sequence_nr(&self) -> u64 {

@@ -60,7 +60,10 @@ fn memory_limit() -> Option<usize> {
 /// far beyond RAM; touching the pages then ends in the OOM killer. So requests above RAM plus
 /// swap are refused up front, as Linux's default overcommit policy does for glibc's malloc.
 pub(crate) fn ensure_allocatable(n: usize, dtype: DType) -> Result<()> {
-    ensure_bytes(n.checked_mul(dtype.size()), n as u128 * dtype.size() as u128)
+    ensure_bytes(
+        n.checked_mul(dtype.size()),
+        n as u128 * dtype.size() as u128,
+    )
 }
 
 /// [`ensure_allocatable`] for a request of `bytes` (None when the size overflowed; `wanted` is
