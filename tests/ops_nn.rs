@@ -240,3 +240,48 @@ fn errors_name_the_problem() {
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Index);
 }
+
+#[test]
+fn window_arguments_are_checked_in_torchs_order_with_torchs_text() {
+    use ferrograd::ops::conv::{col2im_shape_check, im2col_args_check};
+    let x = Tensor::from_vec(seq(16), &[1, 1, 4, 4]).unwrap();
+    let e = x.im2col(&[0, 2], &[1, 1], &[0, 0], &[1, 1]).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "kernel size should be greater than zero, but got kernel_height: 0 kernel_width: 2"
+    );
+    // im2col: kernel, dilation, padding, stride
+    let e = im2col_args_check(&[2, 2], &[1, 0], &[-1, 0], &[0, 0]).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "dilation should be greater than zero, but got dilation_height: 1 dilation_width: 0"
+    );
+    let e = im2col_args_check(&[2, 2], &[1, 1], &[-1, 0], &[0, 0]).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "padding should be non-negative, but got pad_height: -1 pad_width: 0"
+    );
+    // col2im: kernel, stride, dilation, padding
+    let e =
+        col2im_shape_check(&[1, 4, 9], &[4, 4], &[2, 2], &[0, 1], &[-1, 0], &[0, 1]).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "stride should be greater than zero, but got stride_height: 0 stride_width: 1"
+    );
+    let cols = Tensor::from_vec(seq(4), &[1, 4, 1]).unwrap();
+    let e = cols
+        .col2im(&[0, 0], &[2, 2], &[1, 1], &[0, 0], &[1, 1])
+        .unwrap_err();
+    assert_eq!(
+        e.message(),
+        "Given output_size=(0, 0), kernel_size=(2, 2), dilation=(1, 1), padding=(0, 0), stride=(1, 1), calculated shape of the array of sliding blocks as (-1, -1), which is too small (non-positive)"
+    );
+    let e =
+        col2im_shape_check(&[1, 4, 9], &[-1, -1], &[2, 2], &[1, 1], &[0, 0], &[1, 1]).unwrap_err();
+    assert!(
+        e.message()
+            .contains("sliding blocks -2 * -2 = 4, but got input.size(2)=9."),
+        "{}",
+        e.message()
+    );
+}

@@ -243,3 +243,53 @@ fn second_derivative_through_gather_and_flip() {
     );
     assert_close(&got, &want, 1e-5);
 }
+
+#[test]
+fn narrow_checks_start_and_length_like_torch() {
+    use ferrograd::ErrorKind;
+    let x = Tensor::from_vec(vals(12), &[3, 4]).unwrap();
+    let e = x.narrow(0, 4, 0).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Index);
+    assert_eq!(
+        e.message(),
+        "start out of range (expected to be in range of [-3, 3], but got 4)"
+    );
+    let e = x.narrow(1, -1, 2).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Runtime);
+    assert_eq!(
+        e.message(),
+        "start (3) + length (2) exceeds dimension size (4)."
+    );
+    let e = x.narrow(0, 0, usize::MAX).unwrap_err();
+    assert!(e.message().contains("exceeds dimension size (3)"), "{e:?}");
+    let e = x.sum().unwrap().narrow(0, 0, 0).unwrap_err();
+    assert_eq!(e.message(), "narrow() cannot be applied to a 0-dim tensor.");
+    // start == size is an empty view; a negative start counts from the end
+    assert_eq!(x.narrow(0, 3, 0).unwrap().shape(), &[0, 4]);
+    assert_eq!(
+        x.narrow(1, -2, 2).unwrap().to_vec::<f64>().unwrap(),
+        x.slice(1, Some(2), None, 1)
+            .unwrap()
+            .contiguous()
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap()
+    );
+}
+
+#[test]
+fn repeat_reports_the_negative_target_size() {
+    let x = Tensor::from_vec(vals(12), &[3, 4]).unwrap();
+    let e = x.repeat(&[2, -1, 1]).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "Trying to create tensor with negative dimension -3: [2, -3, 4]"
+    );
+    let e = x.tile(&[-2]).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "Trying to create tensor with negative dimension -8: [3, -8]"
+    );
+    let empty = Tensor::from_vec(Vec::<f64>::new(), &[0, 2]).unwrap();
+    assert_eq!(empty.repeat(&[-1, 2]).unwrap().shape(), &[0, 4]);
+}

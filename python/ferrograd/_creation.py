@@ -202,15 +202,11 @@ def linspace(
     start: _float, end: _float, steps: int, dtype: Any = None, requires_grad: _bool = False
 ) -> Tensor:
     """``steps`` values evenly spaced from ``start`` to ``end``."""
-    if steps < 0:
-        raise RuntimeError("number of steps must be non-negative")
     dt = float32 if dtype is None else check_dtype(dtype)
     return _finish(_C._linspace(_float(start), _float(end), int(steps), dt), requires_grad)
 
 
 def eye(n: int, m: Optional[int] = None, dtype: Any = None, requires_grad: _bool = False) -> Tensor:
     """An ``n`` x ``m`` identity matrix."""
-    if n < 0 or (m is not None and m < 0):
-        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
     dt = float32 if dtype is None else check_dtype(dtype)
     return _finish(_C._eye(n, n if m is None else m, dt), requires_grad)

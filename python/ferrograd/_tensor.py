@@ -249,6 +249,8 @@ def _apply_basic(self: Tensor, index: Any) -> Tuple[Tensor, List[Optional[Tensor
             dim += self.dim() - consumed
         elif isinstance(item, slice):
             step = 1 if item.step is None else int(item.step)
+            if step == 0:
+                raise ValueError("slice step cannot be zero")
             start = None if item.start is None else int(item.start)
             stop = None if item.stop is None else int(item.stop)
             result = result._slice(dim, start, stop, step)

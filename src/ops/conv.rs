@@ -152,6 +152,12 @@ impl Tensor {
         padding: &[usize],
         stride: &[usize],
     ) -> Result<Tensor> {
+        im2col_args_check(
+            &signed(kernel),
+            &signed(dilation),
+            &signed(padding),
+            &signed(stride),
+        )?;
         let (idx, out_shape, _) =
             window_index("im2col", self.shape(), kernel, dilation, padding, stride)?;
         self.gather_padded(&Arc::new(idx), &out_shape, IM2COL)
@@ -167,45 +173,202 @@ impl Tensor {
         padding: &[usize],
         stride: &[usize],
     ) -> Result<Tensor> {
-        let k: usize = kernel.iter().product();
+        col2im_shape_check(
+            self.shape(),
+            &signed(output_size),
+            &signed(kernel),
+            &signed(dilation),
+            &signed(padding),
+            &signed(stride),
+        )?;
         let s = self.shape();
-        if s.len() != 3 {
-            return Err(Error::runtime(format!(
-                "Expected 3D (batched) input to col2im, but got input of size: {}",
-                fmt_shape(s)
-            )));
-        }
-        if k == 0 || s[1] % k != 0 {
-            return Err(Error::runtime(format!(
-                "Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got input.size(1)={} and kernel_size={}",
-                s[1],
-                fmt_shape(kernel)
-            )));
-        }
+        let k: usize = kernel.iter().product();
         let mut in_shape = vec![s[0], s[1] / k];
         in_shape.extend_from_slice(output_size);
-        let (idx, cols_shape, grid) =
-            window_index("col2im", &in_shape, kernel, dilation, padding, stride)?;
-        if cols_shape[2] != s[2] {
-            let tuple = |v: &[usize]| {
-                let items: Vec<String> = v.iter().map(|x| x.to_string()).collect();
-                format!("({})", items.join(", "))
-            };
-            let blocks: Vec<String> = grid.iter().map(|x| x.to_string()).collect();
-            return Err(Error::runtime(format!(
-                "Given output_size={}, kernel_size={}, dilation={}, padding={}, stride={}, expected size of input's dimension 2 to match the calculated number of sliding blocks {} = {}, but got input.size(2)={}.",
-                tuple(output_size),
-                tuple(kernel),
-                tuple(dilation),
-                tuple(padding),
-                tuple(stride),
-                blocks.join(" * "),
-                cols_shape[2],
-                s[2]
-            )));
-        }
+        let (idx, _, _) = window_index("col2im", &in_shape, kernel, dilation, padding, stride)?;
         self.scatter_add_padded(&in_shape, &Arc::new(idx), IM2COL)
     }
+}
+
+fn signed(v: &[usize]) -> Vec<i64> {
+    v.iter()
+        .map(|&x| i64::try_from(x).unwrap_or(i64::MAX))
+        .collect()
+}
+
+/// torch's name for spatial dim `i` of `n` (`height`, `width`, ...).
+fn dim_name(i: usize, n: usize) -> String {
+    let names: &[&str] = match n {
+        1 => &["width"],
+        2 => &["height", "width"],
+        3 => &["depth", "height", "width"],
+        _ => &[],
+    };
+    names
+        .get(i)
+        .map_or_else(|| i.to_string(), |s| s.to_string())
+}
+
+/// An error unless every value is positive; torch's text, e.g. `stride should be greater than
+/// zero, but got stride_height: 0 stride_width: 1`.
+fn check_per_dim(v: &[i64], ok: fn(i64) -> bool, what: &str, label: &str) -> Result<()> {
+    if v.iter().all(|&x| ok(x)) {
+        return Ok(());
+    }
+    let got: Vec<String> = v
+        .iter()
+        .enumerate()
+        .map(|(i, x)| format!("{label}_{}: {x}", dim_name(i, v.len())))
+        .collect();
+    Err(Error::runtime(format!("{what}, but got {}", got.join(" "))))
+}
+
+fn positive(x: i64) -> bool {
+    x > 0
+}
+
+fn non_negative(x: i64) -> bool {
+    x >= 0
+}
+
+/// torch's checks of the integer arguments of `unfold` (im2col), in its order. Signed, so
+/// that bindings can check the values users gave before converting them to sizes.
+pub fn im2col_args_check(
+    kernel: &[i64],
+    dilation: &[i64],
+    padding: &[i64],
+    stride: &[i64],
+) -> Result<()> {
+    check_per_dim(
+        kernel,
+        positive,
+        "kernel size should be greater than zero",
+        "kernel",
+    )?;
+    check_per_dim(
+        dilation,
+        positive,
+        "dilation should be greater than zero",
+        "dilation",
+    )?;
+    check_per_dim(
+        padding,
+        non_negative,
+        "padding should be non-negative",
+        "pad",
+    )?;
+    check_per_dim(
+        stride,
+        positive,
+        "stride should be greater than zero",
+        "stride",
+    )
+}
+
+/// torch's checks of `fold` (col2im) for an input of shape `in_shape` (`(N, C * K, L)`), in
+/// its order: the integer arguments, the channels, the number of blocks and the output size.
+/// Signed, like [`im2col_args_check`].
+pub fn col2im_shape_check(
+    in_shape: &[usize],
+    output_size: &[i64],
+    kernel: &[i64],
+    dilation: &[i64],
+    padding: &[i64],
+    stride: &[i64],
+) -> Result<()> {
+    check_per_dim(
+        kernel,
+        positive,
+        "kernel size should be greater than zero",
+        "kernel",
+    )?;
+    check_per_dim(
+        stride,
+        positive,
+        "stride should be greater than zero",
+        "stride",
+    )?;
+    check_per_dim(
+        dilation,
+        positive,
+        "dilation should be greater than zero",
+        "dilation",
+    )?;
+    check_per_dim(
+        padding,
+        non_negative,
+        "padding should be non-negative",
+        "pad",
+    )?;
+    let sd = kernel.len();
+    if [
+        output_size.len(),
+        dilation.len(),
+        padding.len(),
+        stride.len(),
+    ] != [sd; 4]
+    {
+        return Err(Error::runtime(format!(
+            "col2im: output_size, kernel_size, dilation, padding and stride must all have {sd} elements"
+        )));
+    }
+    if in_shape.len() != 3 {
+        return Err(Error::runtime(format!(
+            "Expected 3D (batched) input to col2im, but got input of size: {}",
+            fmt_shape(in_shape)
+        )));
+    }
+    let tuple = |v: &[i64]| {
+        let items: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+        format!("({})", items.join(", "))
+    };
+    let k = kernel.iter().try_fold(1i64, |a, &b| a.checked_mul(b));
+    let channels = in_shape[1] as i64;
+    if k.is_none_or(|k| channels % k != 0) {
+        return Err(Error::runtime(format!(
+            "Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got input.size(1)={channels} and kernel_size={}.",
+            tuple(kernel)
+        )));
+    }
+    let blocks: Vec<i64> = (0..sd)
+        .map(|d| {
+            let span = dilation[d].saturating_mul(kernel[d] - 1).saturating_add(1);
+            let room = output_size[d]
+                .saturating_add(padding[d].saturating_mul(2))
+                .saturating_sub(span);
+            room.div_euclid(stride[d]).saturating_add(1)
+        })
+        .collect();
+    let n_blocks = blocks.iter().fold(1i64, |a, &b| a.saturating_mul(b));
+    let given = format!(
+        "Given output_size={}, kernel_size={}, dilation={}, padding={}, stride={}",
+        tuple(output_size),
+        tuple(kernel),
+        tuple(dilation),
+        tuple(padding),
+        tuple(stride)
+    );
+    if n_blocks != in_shape[2] as i64 {
+        let per_dim: Vec<String> = blocks.iter().map(|x| x.to_string()).collect();
+        return Err(Error::runtime(format!(
+            "{given}, expected size of input's dimension 2 to match the calculated number of sliding blocks {} = {n_blocks}, but got input.size(2)={}.",
+            per_dim.join(" * "),
+            in_shape[2]
+        )));
+    }
+    if blocks.iter().any(|&b| b < 1) {
+        return Err(Error::runtime(format!(
+            "{given}, calculated shape of the array of sliding blocks as {}, which is too small (non-positive)",
+            tuple(&blocks)
+        )));
+    }
+    if output_size.iter().any(|&o| o < 1) {
+        return Err(Error::runtime(format!(
+            "Expected output spatial size to be positive, but got: output_size={}.",
+            tuple(output_size)
+        )));
+    }
+    Ok(())
 }
 
 /// Flat input indices of every window element, in im2col order `(n, c, k..., l...)`, with the

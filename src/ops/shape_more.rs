@@ -481,19 +481,22 @@ impl Tensor {
         if sizes.len() < self.dim() {
             return Err(Error::runtime("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"));
         }
-        if let Some(&s) = sizes.iter().find(|&&s| s < 0) {
-            return Err(Error::runtime(format!(
-                "Trying to create tensor with negative dimension {s}: {sizes:?}"
-            )));
-        }
         let lead = sizes.len() - self.dim();
         let mut in_shape = vec![1usize; lead];
         in_shape.extend_from_slice(self.shape());
-        let out_shape: Vec<usize> = in_shape
+        // torch allocates `size * repeat` per dim and reports a negative one there (a negative
+        // repeat of an empty dim gives an empty dim).
+        let target: Vec<i64> = in_shape
             .iter()
             .zip(sizes)
-            .map(|(&a, &b)| a.saturating_mul(b as usize))
+            .map(|(&a, &b)| (a as i64).saturating_mul(b))
             .collect();
+        if let Some(&s) = target.iter().find(|&&s| s < 0) {
+            return Err(Error::runtime(format!(
+                "Trying to create tensor with negative dimension {s}: {target:?}"
+            )));
+        }
+        let out_shape: Vec<usize> = target.iter().map(|&s| s as usize).collect();
         // Checked before any position is computed: a huge repeat must fail at once.
         crate::tensor::creation::ensure_allocatable(
             crate::tensor::creation::checked_numel(&out_shape)?,

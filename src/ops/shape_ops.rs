@@ -369,9 +369,31 @@ impl Tensor {
         self.indexed_view("SelectBackward0", transform)
     }
 
-    /// `length` elements from `start` along `dim` (a view).
+    /// `length` elements from `start` along `dim` (a view). `start` may be negative (counted
+    /// from the end) or equal to the size (an empty view); torch's errors otherwise.
     pub fn narrow(&self, dim: i64, start: i64, length: usize) -> Result<Tensor> {
-        self.slice(dim, Some(start), Some(start + length as i64), 1)
+        if self.dim() == 0 {
+            return Err(Error::runtime(
+                "narrow() cannot be applied to a 0-dim tensor.",
+            ));
+        }
+        let d = wrap_dim(dim, self.dim())?;
+        let size = self.shape()[d] as i64;
+        if start < -size || start > size {
+            return Err(Error::index(format!(
+                "start out of range (expected to be in range of [{}, {size}], but got {start})",
+                -size
+            )));
+        }
+        let start = if start < 0 { start + size } else { start };
+        // `length` can exceed i64 only from a Rust caller; it is out of range all the same.
+        let len = i64::try_from(length).unwrap_or(i64::MAX);
+        if start > size - len {
+            return Err(Error::runtime(format!(
+                "start ({start}) + length ({length}) exceeds dimension size ({size})."
+            )));
+        }
+        self.slice(d as i64, Some(start), Some(start + len), 1)
     }
 
     /// A view made by `transform`ing the layout; its gradient scatters back through the same

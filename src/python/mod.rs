@@ -1,6 +1,7 @@
 //! PyO3 bindings, exposed as `ferrograd._C`. Bindings parse arguments, release the GIL around
 //! the engine and map errors; they never compute.
 
+mod args;
 mod errors;
 mod node;
 mod numpy_interop;
@@ -136,15 +137,7 @@ pub(crate) fn opt_tensors(list: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<O
 
 fn shape_of(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
     let dims: Vec<i64> = shape.extract()?;
-    dims.into_iter()
-        .map(|d| {
-            usize::try_from(d).map_err(|_| {
-                pyo3::exceptions::PyRuntimeError::new_err(format!(
-                    "Trying to create tensor with negative dimension {d}"
-                ))
-            })
-        })
-        .collect()
+    args::shape(&dims)
 }
 
 /// A tensor from a NumPy array: `share=True` keeps the memory (from_numpy), else copies.
@@ -183,9 +176,10 @@ fn _linspace(
     py: Python<'_>,
     start: f64,
     end: f64,
-    steps: usize,
+    steps: i64,
     dtype: PyRef<'_, PyDType>,
 ) -> PyResult<Py<PyTensor>> {
+    let steps = args::non_negative(steps, || "number of steps must be non-negative".into())?;
     wrap(
         py,
         guarded(|| Tensor::linspace(start, end, steps, dtype.d))?,
@@ -194,7 +188,9 @@ fn _linspace(
 
 /// An identity matrix.
 #[pyfunction]
-fn _eye(py: Python<'_>, n: usize, m: usize, dtype: PyRef<'_, PyDType>) -> PyResult<Py<PyTensor>> {
+fn _eye(py: Python<'_>, n: i64, m: i64, dtype: PyRef<'_, PyDType>) -> PyResult<Py<PyTensor>> {
+    let n = args::non_negative(n, || format!("n must be greater or equal to 0, got {n}"))?;
+    let m = args::non_negative(m, || format!("m must be greater or equal to 0, got {m}"))?;
     wrap(py, guarded(|| Tensor::eye(n, m, dtype.d))?)
 }
 
@@ -220,10 +216,11 @@ fn _randn(
     wrap(py, guarded(|| Tensor::randn(&s, dtype.d))?)
 }
 
-/// Seed the random generator.
+/// Seed the random generator (negative seeds are taken as their two's complement, as torch).
 #[pyfunction]
-fn manual_seed(seed: u64) {
-    seed_rng(seed);
+fn manual_seed(seed: &Bound<'_, PyAny>) -> PyResult<()> {
+    seed_rng(args::seed(seed)?);
+    Ok(())
 }
 
 /// `autograd.backward` after Python normalised the arguments.
@@ -374,12 +371,9 @@ fn get_num_threads() -> usize {
 /// Set the number of threads used by backward and parallel kernels.
 #[pyfunction]
 fn set_num_threads(n: i64) -> PyResult<()> {
-    if n <= 0 {
-        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
-            "set_num_threads expects a positive integer, got {n}"
-        )));
-    }
-    autograd::set_num_threads(n as usize).py()
+    // 0 passes the conversion and the engine rejects it with the same message.
+    let n = args::non_negative(n, || "set_num_threads expects a positive integer".into())?;
+    autograd::set_num_threads(n).py()
 }
 
 /// `cond ? a : b` elementwise, broadcasting.

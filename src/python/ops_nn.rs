@@ -5,24 +5,19 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 
-use super::errors::guarded;
+use super::args;
+use super::errors::{guarded, IntoPyResult};
 use super::tensor::{tensor_of, wrap, PyTensor};
 use crate::error::Error;
-use crate::ops::conv::{GatherNames, IM2COL, PAD_INDEX};
+use crate::ops::conv::{col2im_shape_check, im2col_args_check, GatherNames, IM2COL, PAD_INDEX};
 
-fn usizes(v: &[i64], what: &str) -> PyResult<Vec<usize>> {
-    v.iter()
-        .map(|&x| {
-            usize::try_from(x).map_err(|_| {
-                pyo3::exceptions::PyRuntimeError::new_err(format!(
-                    "{what} must be non-negative, but got {what}={v:?}"
-                ))
-            })
-        })
-        .collect()
+/// Values that a check has already found non-negative, as sizes.
+fn checked(v: &[i64]) -> Vec<usize> {
+    v.iter().map(|&x| x.max(0) as usize).collect()
 }
 
-/// `unfold` (im2col): `(N, C, *spatial)` to `(N, C*prod(kernel_size), L)`.
+/// `unfold` (im2col): `(N, C, *spatial)` to `(N, C*prod(kernel_size), L)`. The integer
+/// arguments are checked (torch's messages) before they become sizes.
 #[pyfunction]
 fn _nn_im2col(
     py: Python<'_>,
@@ -33,15 +28,14 @@ fn _nn_im2col(
     stride: Vec<i64>,
 ) -> PyResult<Py<PyTensor>> {
     let x = tensor_of(input, "input")?;
-    let (k, d) = (
-        usizes(&kernel_size, "kernel_size")?,
-        usizes(&dilation, "dilation")?,
-    );
-    let (p, s) = (usizes(&padding, "padding")?, usizes(&stride, "stride")?);
+    im2col_args_check(&kernel_size, &dilation, &padding, &stride).py()?;
+    let (k, d) = (checked(&kernel_size), checked(&dilation));
+    let (p, s) = (checked(&padding), checked(&stride));
     wrap(py, guarded(|| x.im2col(&k, &d, &p, &s))?)
 }
 
-/// `fold` (col2im): `(N, C*prod(kernel_size), L)` to `(N, C, *output_size)`.
+/// `fold` (col2im): `(N, C*prod(kernel_size), L)` to `(N, C, *output_size)`, checked like
+/// `_nn_im2col`.
 #[pyfunction]
 fn _nn_col2im(
     py: Python<'_>,
@@ -53,12 +47,18 @@ fn _nn_col2im(
     stride: Vec<i64>,
 ) -> PyResult<Py<PyTensor>> {
     let x = tensor_of(input, "input")?;
-    let o = usizes(&output_size, "output_size")?;
-    let (k, d) = (
-        usizes(&kernel_size, "kernel_size")?,
-        usizes(&dilation, "dilation")?,
-    );
-    let (p, s) = (usizes(&padding, "padding")?, usizes(&stride, "stride")?);
+    col2im_shape_check(
+        x.shape(),
+        &output_size,
+        &kernel_size,
+        &dilation,
+        &padding,
+        &stride,
+    )
+    .py()?;
+    let o = checked(&output_size);
+    let (k, d) = (checked(&kernel_size), checked(&dilation));
+    let (p, s) = (checked(&padding), checked(&stride));
     wrap(py, guarded(|| x.col2im(&o, &k, &d, &p, &s))?)
 }
 
@@ -104,7 +104,7 @@ fn _nn_gather(
     kind: &str,
 ) -> PyResult<Py<PyTensor>> {
     let x = tensor_of(input, "input")?;
-    let shape = usizes(&shape, "shape")?;
+    let shape = args::shape(&shape)?;
     let idx: Vec<usize> = index
         .iter()
         .map(|&i| if i < 0 { PAD_INDEX } else { i as usize })

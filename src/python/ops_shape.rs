@@ -4,6 +4,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyTuple};
 
+use super::args;
 use super::errors::guarded;
 use super::tensor::{dims_arg, operand, tensor_of, wrap, PyTensor};
 use crate::tensor::Tensor;
@@ -111,12 +112,10 @@ impl PyTensor {
     ) -> PyResult<Bound<'py, PyTuple>> {
         let ts = if split_size_or_sections.is_instance_of::<PyInt>() {
             let n: i64 = split_size_or_sections.extract()?;
-            if n < 0 {
-                return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
-                    "split expects split_size be non-negative, but got split_size={n}"
-                )));
-            }
-            guarded(|| self.inner.split(n as usize, dim))?
+            let n = args::non_negative(n, || {
+                format!("split expects split_size be non-negative, but got split_size={n}")
+            })?;
+            guarded(|| self.inner.split(n, dim))?
         } else {
             let s: Vec<i64> = split_size_or_sections.extract()?;
             guarded(|| self.inner.split_with_sizes(&s, dim))?

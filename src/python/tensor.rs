@@ -8,6 +8,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyTuple};
 
+use super::args;
 use super::errors::{detached, from_py, guarded, IntoPyResult};
 use super::node::{PyHookHandle, PyNode};
 use super::{dtype_object, PyDType};
@@ -673,13 +674,13 @@ impl PyTensor {
         wrap(py, t)
     }
     /// `length` elements from `start` along `dim` (a view).
-    fn narrow(
-        &self,
-        py: Python<'_>,
-        dim: i64,
-        start: i64,
-        length: usize,
-    ) -> PyResult<Py<PyTensor>> {
+    fn narrow(&self, py: Python<'_>, dim: i64, start: i64, length: i64) -> PyResult<Py<PyTensor>> {
+        // torch rejects a 0-dim tensor before looking at the length; the crate op says so.
+        let length = if self.inner.dim() == 0 {
+            0
+        } else {
+            args::non_negative(length, || "narrow(): length must be non-negative.".into())?
+        };
         let t = guarded(|| self.inner.narrow(dim, start, length))?;
         wrap(py, t)
     }

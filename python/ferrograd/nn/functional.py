@@ -765,9 +765,9 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if tensor.dtype != _C.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     a = _np(tensor)
+    if a.size == 0 and num_classes <= 0:
+        raise RuntimeError("Can not infer total number of classes from empty tensor.")
     if num_classes == -1:
-        if a.size == 0:
-            raise RuntimeError("Can not infer total number of classes from empty tensor.")
         num_classes = int(a.max()) + 1
     if a.size and a.min() < 0:
         raise RuntimeError("Class values must be non-negative.")
@@ -949,16 +949,33 @@ def _convnd(
         )
     batched = input.dim() == nd + 2
     x = input if batched else input.unsqueeze(0)
+    # torch's order: groups, then padding, stride and dilation, then the shapes
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    s = _tuple(stride, nd, "stride")
+    d = _tuple(dilation, nd, "dilation")
+    if isinstance(padding, str):
+        if padding not in ("valid", "same"):
+            raise ValueError(
+                f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}"
+            )
+        if padding == "same" and any(v != 1 for v in s):
+            raise ValueError("padding='same' is not supported for strided convolutions")
+        p = [0] * nd
+    else:
+        p = _tuple(padding, nd, "padding")
+        if any(v < 0 for v in p):
+            raise RuntimeError("negative padding is not supported")
+    if any(v <= 0 for v in s):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(v <= 0 for v in d):
+        raise RuntimeError("dilation should be greater than zero")
     if weight.dim() != nd + 2:
         raise RuntimeError(
             f"Expected {weight.dim()}-dimensional input for {weight.dim()}-dimensional weight "
             f"{_size(weight)}, but got {x.dim()}-dimensional input of size {_size(x)} instead"
         )
-    s = _tuple(stride, nd, "stride")
-    d = _tuple(dilation, nd, "dilation")
     k = list(weight.shape[2:])
-    if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
     o, cg = weight.shape[0], weight.shape[1]
     n, c = x.shape[0], x.shape[1]
     if o % groups != 0:
@@ -976,26 +993,15 @@ def _convnd(
             f"Given weight of size {_size(weight)}, expected bias to be 1-dimensional with {o} "
             f"elements, but got bias of size {_size(bias)} instead"
         )
-    if isinstance(padding, str):
-        if padding == "valid":
-            p = [0] * nd
-        elif padding == "same":
-            if any(v != 1 for v in s):
-                raise ValueError("padding='same' is not supported for strided convolutions")
-            total = [di * (ki - 1) for di, ki in zip(d, k)]
-            p = [t // 2 for t in total]
-            extra = [t - 2 * (t // 2) for t in total]
-            if any(extra):
-                pads: List[int] = []
-                for e in reversed(extra):
-                    pads += [0, e]
-                x = pad(x, pads)
-        else:
-            raise ValueError(
-                f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}"
-            )
-    else:
-        p = _tuple(padding, nd, "padding")
+    if padding == "same":
+        total = [di * (ki - 1) for di, ki in zip(d, k)]
+        p = [t // 2 for t in total]
+        extra = [t - 2 * (t // 2) for t in total]
+        if any(extra):
+            pads: List[int] = []
+            for e in reversed(extra):
+                pads += [0, e]
+            x = pad(x, pads)
     spatial = list(x.shape[2:])
     grid = []
     for i in range(nd):
@@ -1062,24 +1068,28 @@ def _pool_geometry(
     )
     p = _tuple(padding, 2, "padding")
     d = _tuple(dilation, 2, "dilation")
+    # torch's order: per dim (height, then width) the stride and padding checks of
+    # pooling_output_shape, then the sign checks of pool2d_shape_check.
+    for i in range(2):
+        if s[i] == 0:
+            raise RuntimeError("stride should not be zero")
+        if p[i] < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {p[i]}")
+        if p[i] > _trunc_half(d[i] * (k[i] - 1) + 1):
+            raise RuntimeError(
+                f"pad should be at most half of effective kernel size, but got pad={p[i]}, "
+                f"kernel_size={k[i]} and dilation={d[i]}"
+            )
     if any(v <= 0 for v in k):
         raise RuntimeError(
             f"kernel size should be greater than zero, but got kH: {k[0]} kW: {k[1]}"
         )
-    if any(v == 0 for v in s):
-        raise RuntimeError("stride should not be zero")
     if any(v < 0 for v in s):
         raise RuntimeError(f"stride should be greater than zero, but got dH: {s[0]} dW: {s[1]}")
     if any(v <= 0 for v in d):
         raise RuntimeError(
             f"dilation should be greater than zero, but got dilationH: {d[0]} dilationW: {d[1]}"
         )
-    for i in range(2):
-        if p[i] > (d[i] * (k[i] - 1) + 1) // 2:
-            raise RuntimeError(
-                f"pad should be at most half of effective kernel size, but got pad={p[i]}, "
-                f"kernel_size={k[i]} and dilation={d[i]}"
-            )
     out = []
     for i in range(2):
         size = shape[i]
@@ -1094,6 +1104,11 @@ def _pool_geometry(
             f"({channels}x{out[0]}x{out[1]}). Output size is too small"
         )
     return k, s, p, d, out
+
+
+def _trunc_half(v: int) -> int:
+    """``v / 2`` rounded towards zero, as C++ divides (torch's bound on pooling padding)."""
+    return -(-v // 2) if v < 0 else v // 2
 
 
 def _pool_input(name: str, input: Tensor) -> Tuple[Tensor, bool]:
@@ -1160,12 +1175,12 @@ def avg_pool2d(
     """2-D average pooling as im2col + sum / divisor, with torch's divisor rules (zero padding
     counts unless ``count_include_pad=False``; the ``ceil_mode`` overhang never counts)."""
     x, batched = _pool_input("avg_pool2d", input)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
     n, c, h, w = x.shape
     k, s, p, _, (oh, ow) = _pool_geometry(
         "avg_pool2d", (h, w), c, kernel_size, stride, padding, 1, ceil_mode
     )
-    if divisor_override is not None and divisor_override == 0:
-        raise RuntimeError("divisor must be not zero")
     # pad explicitly: p on the left, enough on the right for the last (ceil_mode) window
     need_h = (oh - 1) * s[0] + k[0]
     need_w = (ow - 1) * s[1] + k[1]
