@@ -285,9 +285,14 @@ def _getitem(self: Tensor, index: Any) -> Tensor:
 def _value_tensor(value: Any, like: Tensor) -> Tensor:
     if isinstance(value, Tensor):
         return value
-    return _C._from_numpy(
-        np.ascontiguousarray(np.asarray(value, dtype=to_numpy_dtype(like.dtype))), False
-    )
+    try:
+        arr = np.asarray(value, dtype=to_numpy_dtype(like.dtype))
+    except (OverflowError, ValueError):
+        if like.dtype != _C.int64:
+            raise
+        # inf, NaN or a number beyond int64 for an int64 tensor: torch's error, not a wrapped one.
+        raise RuntimeError("value cannot be converted to type int64_t without overflow") from None
+    return _C._from_numpy(np.ascontiguousarray(arr), False)
 
 
 def _setitem(self: Tensor, index: Any, value: Any) -> None:

@@ -7,13 +7,14 @@ use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use super::grad_mode::{self, GradModeGuard};
 use super::node::{Edge, Node, NodeKind};
 use crate::error::{Error, Result};
+use crate::parallel::SpinLock;
 use crate::tensor::shape::{fmt_shape, is_expandable_to};
 use crate::tensor::Tensor;
 
@@ -76,7 +77,8 @@ pub(crate) enum Targets {
 
 // ----- thread pool ----------------------------------------------------------------------------
 
-static POOL: RwLock<Option<Arc<rayon::ThreadPool>>> = RwLock::new(None);
+// A spin lock, not a parking RwLock: the fork handlers must be able to reset it in the child.
+static POOL: SpinLock<Option<Arc<rayon::ThreadPool>>> = SpinLock::new(None);
 static NUM_THREADS: AtomicUsize = AtomicUsize::new(0);
 
 fn default_threads() -> usize {
@@ -120,7 +122,7 @@ pub fn set_num_threads(n: usize) -> Result<()> {
         return Err(Error::runtime("set_num_threads expects a positive integer"));
     }
     NUM_THREADS.store(n.min(MAX_THREADS), Ordering::Relaxed);
-    *POOL.write() = None;
+    *POOL.lock() = None;
     Ok(())
 }
 
@@ -130,20 +132,18 @@ pub fn set_num_threads(n: usize) -> Result<()> {
 fn register_fork_handlers() {
     extern "C" fn prepare() {
         // Held across fork, so the child cannot inherit either lock mid-update.
-        std::mem::forget(POOL.write());
+        POOL.lock_for_fork();
         crate::parallel::before_fork();
     }
     extern "C" fn parent() {
         crate::parallel::after_fork_in_parent();
-        // SAFETY: `prepare` write-locked it on this thread and forgot the guard.
-        unsafe { POOL.force_unlock_write() };
+        POOL.unlock_after_fork();
     }
     extern "C" fn child() {
         crate::parallel::after_fork_in_child();
-        // SAFETY: as in `parent`; the child is this thread alone.
-        unsafe { POOL.force_unlock_write() };
+        POOL.unlock_after_fork();
         // Dropping the old pool would signal threads that are not here; it is leaked instead.
-        std::mem::forget(POOL.write().take());
+        std::mem::forget(POOL.lock().take());
     }
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
@@ -158,14 +158,14 @@ fn register_fork_handlers() {
 /// drain, a kernel's first blocks). A worker per thread put three busy threads on two cores.
 pub fn pool() -> Result<Arc<rayon::ThreadPool>> {
     let n = get_num_threads().saturating_sub(1).max(1);
-    if let Some(p) = POOL.read().as_ref() {
+    if let Some(p) = POOL.lock().as_ref() {
         if p.current_num_threads() == n {
             return Ok(p.clone());
         }
     }
     #[cfg(unix)]
     register_fork_handlers();
-    let mut w = POOL.write();
+    let mut w = POOL.lock();
     if let Some(p) = w.as_ref() {
         if p.current_num_threads() == n {
             return Ok(p.clone());

@@ -227,7 +227,7 @@ impl Tensor {
     /// Fill with `value` in place; gradients to the old values are zero.
     pub fn fill_(&self, value: f64) -> Result<()> {
         self.check_inplace(&[])?;
-        let result = Tensor::full(self.shape(), value, self.dtype());
+        let result = Tensor::try_full(self.shape(), value, self.dtype())?;
         if needs_grad(&[self]) {
             record("FillBackward0", &[self], &[&result], &[], false, |g, _| {
                 Ok(vec![Some(g[0].mul_scalar(0.0)?)])

@@ -2,7 +2,7 @@
 //! convert them here, so a negative value raises torch's message instead of PyO3's
 //! `OverflowError: can't convert negative int to unsigned`.
 
-use pyo3::exceptions::{PyOverflowError, PyRuntimeError};
+use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 /// `value` as a `usize`, or `RuntimeError(message())` when it is negative.
@@ -36,5 +36,47 @@ pub(crate) fn seed(obj: &Bound<'_, PyAny>) -> PyResult<u64> {
             Err(e) => Err(e),
         },
         Err(e) => Err(e),
+    }
+}
+
+/// torch's error for a Python int outside int64 where an int64 is expected.
+fn overflow_error() -> PyErr {
+    PyValueError::new_err(
+        "Overflow when unpacking long long: expected an integer in [-2**63, 2**63)",
+    )
+}
+
+/// `err` with PyO3's `OverflowError` for an int beyond int64 replaced by torch's `ValueError`.
+pub(crate) fn int_error(py: Python<'_>, err: PyErr) -> PyErr {
+    if err.is_instance_of::<PyOverflowError>(py) {
+        overflow_error()
+    } else {
+        err
+    }
+}
+
+/// A Python int argument as `i64`: beyond int64 it is torch's `ValueError` (`Overflow when
+/// unpacking long long`) instead of PyO3's `OverflowError`.
+#[derive(Clone, Copy)]
+pub(crate) struct Int(pub i64);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Int {
+    type Error = PyErr;
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        obj.extract::<i64>()
+            .map(Int)
+            .map_err(|e| int_error(obj.py(), e))
+    }
+}
+
+/// A sequence of Python ints as `Vec<i64>`, with [`Int`]'s error for one beyond int64.
+pub(crate) struct Ints(pub Vec<i64>);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Ints {
+    type Error = PyErr;
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        obj.extract::<Vec<i64>>()
+            .map(Ints)
+            .map_err(|e| int_error(obj.py(), e))
     }
 }

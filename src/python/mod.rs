@@ -11,6 +11,8 @@ mod ops_shape;
 mod tensor;
 
 use pyo3::prelude::*;
+
+use crate::python::args::Int;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyTuple};
 
@@ -136,8 +138,7 @@ pub(crate) fn opt_tensors(list: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<O
 }
 
 fn shape_of(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
-    let dims: Vec<i64> = shape.extract()?;
-    args::shape(&dims)
+    args::shape(&shape.extract::<args::Ints>()?.0)
 }
 
 /// A tensor from a NumPy array: `share=True` keeps the memory (from_numpy), else copies.
@@ -176,9 +177,10 @@ fn _linspace(
     py: Python<'_>,
     start: f64,
     end: f64,
-    steps: i64,
+    steps: Int,
     dtype: PyRef<'_, PyDType>,
 ) -> PyResult<Py<PyTensor>> {
+    let steps = steps.0;
     let steps = args::non_negative(steps, || "number of steps must be non-negative".into())?;
     wrap(
         py,
@@ -188,7 +190,9 @@ fn _linspace(
 
 /// An identity matrix.
 #[pyfunction]
-fn _eye(py: Python<'_>, n: i64, m: i64, dtype: PyRef<'_, PyDType>) -> PyResult<Py<PyTensor>> {
+fn _eye(py: Python<'_>, n: Int, m: Int, dtype: PyRef<'_, PyDType>) -> PyResult<Py<PyTensor>> {
+    let n = n.0;
+    let m = m.0;
     let n = args::non_negative(n, || format!("n must be greater or equal to 0, got {n}"))?;
     let m = args::non_negative(m, || format!("m must be greater or equal to 0, got {m}"))?;
     wrap(py, guarded(|| Tensor::eye(n, m, dtype.d))?)
@@ -370,7 +374,8 @@ fn get_num_threads() -> usize {
 }
 /// Set the number of threads used by backward and parallel kernels.
 #[pyfunction]
-fn set_num_threads(n: i64) -> PyResult<()> {
+fn set_num_threads(n: Int) -> PyResult<()> {
+    let n = n.0;
     // 0 passes the conversion and the engine rejects it with the same message.
     let n = args::non_negative(n, || "set_num_threads expects a positive integer".into())?;
     autograd::set_num_threads(n).py()

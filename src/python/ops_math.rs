@@ -3,6 +3,8 @@
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
+
+use crate::python::args::Int;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyString};
 
 use super::errors::guarded;
@@ -121,8 +123,9 @@ fn norm_order(p: &Bound<'_, PyAny>) -> PyResult<f64> {
 #[pymethods]
 impl PyTensor {
     /// Nearest integer (halves to even), or to `decimals` decimal places.
-    #[pyo3(signature = (*, decimals=0))]
-    fn round(&self, py: Python<'_>, decimals: i64) -> PyResult<Py<PyTensor>> {
+    #[pyo3(signature = (*, decimals = Int(0)), text_signature = "($self, *, decimals=0)")]
+    fn round(&self, py: Python<'_>, decimals: Int) -> PyResult<Py<PyTensor>> {
+        let decimals = decimals.0;
         let t = guarded(|| self.inner.round_decimals(decimals))?;
         wrap(py, t)
     }
@@ -264,14 +267,16 @@ impl PyTensor {
 
     /// Index of the largest element (of the flattened tensor when `dim` is None).
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn argmax(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyResult<Py<PyTensor>> {
+    fn argmax(&self, py: Python<'_>, dim: Option<Int>, keepdim: bool) -> PyResult<Py<PyTensor>> {
+        let dim = dim.map(|v| v.0);
         let t = guarded(|| self.inner.arg_extreme(dim, keepdim, true))?;
         wrap(py, t)
     }
 
     /// Index of the smallest element (of the flattened tensor when `dim` is None).
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn argmin(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyResult<Py<PyTensor>> {
+    fn argmin(&self, py: Python<'_>, dim: Option<Int>, keepdim: bool) -> PyResult<Py<PyTensor>> {
+        let dim = dim.map(|v| v.0);
         let t = guarded(|| self.inner.arg_extreme(dim, keepdim, false))?;
         wrap(py, t)
     }
@@ -355,7 +360,8 @@ impl PyTensor {
 
     /// Softmax along `dim` (after converting to `dtype` when given).
     #[pyo3(signature = (dim, dtype=None))]
-    fn softmax(&self, py: Python<'_>, dim: i64, dtype: Option<&PyDType>) -> PyResult<Py<PyTensor>> {
+    fn softmax(&self, py: Python<'_>, dim: Int, dtype: Option<&PyDType>) -> PyResult<Py<PyTensor>> {
+        let dim = dim.0;
         let x = with_dtype(&self.inner, dtype)?;
         let t = guarded(|| x.softmax(dim))?;
         wrap(py, t)
@@ -366,9 +372,10 @@ impl PyTensor {
     fn log_softmax(
         &self,
         py: Python<'_>,
-        dim: i64,
+        dim: Int,
         dtype: Option<&PyDType>,
     ) -> PyResult<Py<PyTensor>> {
+        let dim = dim.0;
         let x = with_dtype(&self.inner, dtype)?;
         let t = guarded(|| x.log_softmax(dim))?;
         wrap(py, t)
@@ -376,7 +383,8 @@ impl PyTensor {
 
     /// Cumulative sum along `dim`.
     #[pyo3(signature = (dim, *, dtype=None))]
-    fn cumsum(&self, py: Python<'_>, dim: i64, dtype: Option<&PyDType>) -> PyResult<Py<PyTensor>> {
+    fn cumsum(&self, py: Python<'_>, dim: Int, dtype: Option<&PyDType>) -> PyResult<Py<PyTensor>> {
+        let dim = dim.0;
         let x = with_dtype(&self.inner, dtype)?;
         let t = guarded(|| x.cumsum(dim))?;
         wrap(py, t)
@@ -384,7 +392,8 @@ impl PyTensor {
 
     /// Cumulative product along `dim`.
     #[pyo3(signature = (dim, *, dtype=None))]
-    fn cumprod(&self, py: Python<'_>, dim: i64, dtype: Option<&PyDType>) -> PyResult<Py<PyTensor>> {
+    fn cumprod(&self, py: Python<'_>, dim: Int, dtype: Option<&PyDType>) -> PyResult<Py<PyTensor>> {
+        let dim = dim.0;
         let x = with_dtype(&self.inner, dtype)?;
         let t = guarded(|| x.cumprod(dim))?;
         wrap(py, t)

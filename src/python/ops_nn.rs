@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 
+use crate::python::args::Ints;
+
 use super::args;
 use super::errors::{guarded, IntoPyResult};
 use super::tensor::{tensor_of, wrap, PyTensor};
@@ -22,11 +24,15 @@ fn checked(v: &[i64]) -> Vec<usize> {
 fn _nn_im2col(
     py: Python<'_>,
     input: &Bound<'_, PyAny>,
-    kernel_size: Vec<i64>,
-    dilation: Vec<i64>,
-    padding: Vec<i64>,
-    stride: Vec<i64>,
+    kernel_size: Ints,
+    dilation: Ints,
+    padding: Ints,
+    stride: Ints,
 ) -> PyResult<Py<PyTensor>> {
+    let kernel_size = kernel_size.0;
+    let dilation = dilation.0;
+    let padding = padding.0;
+    let stride = stride.0;
     let x = tensor_of(input, "input")?;
     im2col_args_check(&kernel_size, &dilation, &padding, &stride).py()?;
     let (k, d) = (checked(&kernel_size), checked(&dilation));
@@ -40,12 +46,17 @@ fn _nn_im2col(
 fn _nn_col2im(
     py: Python<'_>,
     input: &Bound<'_, PyAny>,
-    output_size: Vec<i64>,
-    kernel_size: Vec<i64>,
-    dilation: Vec<i64>,
-    padding: Vec<i64>,
-    stride: Vec<i64>,
+    output_size: Ints,
+    kernel_size: Ints,
+    dilation: Ints,
+    padding: Ints,
+    stride: Ints,
 ) -> PyResult<Py<PyTensor>> {
+    let output_size = output_size.0;
+    let kernel_size = kernel_size.0;
+    let dilation = dilation.0;
+    let padding = padding.0;
+    let stride = stride.0;
     let x = tensor_of(input, "input")?;
     col2im_shape_check(
         x.shape(),
@@ -99,10 +110,12 @@ fn names(kind: &str) -> crate::error::Result<GatherNames> {
 fn _nn_gather(
     py: Python<'_>,
     input: &Bound<'_, PyAny>,
-    index: Vec<i64>,
-    shape: Vec<i64>,
+    index: Ints,
+    shape: Ints,
     kind: &str,
 ) -> PyResult<Py<PyTensor>> {
+    let index = index.0;
+    let shape = shape.0;
     let x = tensor_of(input, "input")?;
     let shape = args::shape(&shape)?;
     let idx: Vec<usize> = index

@@ -2,6 +2,8 @@
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+
+use crate::python::args::{Int, Ints};
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyTuple};
 
 use super::args;
@@ -12,9 +14,9 @@ use crate::tensor::Tensor;
 /// An int or a sequence of ints.
 fn int_or_seq(obj: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
     if obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyList>() {
-        obj.extract()
+        Ok(obj.extract::<Ints>()?.0)
     } else {
-        Ok(vec![obj.extract()?])
+        Ok(vec![obj.extract::<Int>()?.0])
     }
 }
 
@@ -63,9 +65,10 @@ impl PyTensor {
     fn unflatten(
         &self,
         py: Python<'_>,
-        dim: i64,
+        dim: Int,
         sizes: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyTensor>> {
+        let dim = dim.0;
         let s = int_or_seq(sizes)?;
         let t = guarded(|| self.inner.unflatten(dim, &s))?;
         wrap(py, t)
@@ -103,45 +106,51 @@ impl PyTensor {
         wrap(py, t)
     }
     /// Pieces of `split_size_or_sections` along `dim` (views).
-    #[pyo3(signature = (split_size_or_sections, dim=0))]
+    #[pyo3(signature = (split_size_or_sections, dim = Int(0)), text_signature = "($self, split_size_or_sections, dim=0)")]
     fn split<'py>(
         &self,
         py: Python<'py>,
         split_size_or_sections: &Bound<'py, PyAny>,
-        dim: i64,
+        dim: Int,
     ) -> PyResult<Bound<'py, PyTuple>> {
+        let dim = dim.0;
         let ts = if split_size_or_sections.is_instance_of::<PyInt>() {
-            let n: i64 = split_size_or_sections.extract()?;
+            let n = split_size_or_sections.extract::<Int>()?.0;
             let n = args::non_negative(n, || {
                 format!("split expects split_size be non-negative, but got split_size={n}")
             })?;
             guarded(|| self.inner.split(n, dim))?
         } else {
-            let s: Vec<i64> = split_size_or_sections.extract()?;
+            let s = split_size_or_sections.extract::<Ints>()?.0;
             guarded(|| self.inner.split_with_sizes(&s, dim))?
         };
         wrap_all(py, ts)
     }
     /// Pieces of the given sizes along `dim` (views).
-    #[pyo3(signature = (split_sizes, dim=0))]
+    #[pyo3(signature = (split_sizes, dim = Int(0)), text_signature = "($self, split_sizes, dim=0)")]
     fn split_with_sizes<'py>(
         &self,
         py: Python<'py>,
-        split_sizes: Vec<i64>,
-        dim: i64,
+        split_sizes: Ints,
+        dim: Int,
     ) -> PyResult<Bound<'py, PyTuple>> {
+        let split_sizes = split_sizes.0;
+        let dim = dim.0;
         let ts = guarded(|| self.inner.split_with_sizes(&split_sizes, dim))?;
         wrap_all(py, ts)
     }
     /// At most `chunks` equal pieces along `dim` (views).
-    #[pyo3(signature = (chunks, dim=0))]
-    fn chunk<'py>(&self, py: Python<'py>, chunks: i64, dim: i64) -> PyResult<Bound<'py, PyTuple>> {
+    #[pyo3(signature = (chunks, dim = Int(0)), text_signature = "($self, chunks, dim=0)")]
+    fn chunk<'py>(&self, py: Python<'py>, chunks: Int, dim: Int) -> PyResult<Bound<'py, PyTuple>> {
+        let chunks = chunks.0;
+        let dim = dim.0;
         let ts = guarded(|| self.inner.chunk(chunks, dim))?;
         wrap_all(py, ts)
     }
     /// The slices along `dim` (views).
-    #[pyo3(signature = (dim=0))]
-    fn unbind<'py>(&self, py: Python<'py>, dim: i64) -> PyResult<Bound<'py, PyTuple>> {
+    #[pyo3(signature = (dim = Int(0)), text_signature = "($self, dim=0)")]
+    fn unbind<'py>(&self, py: Python<'py>, dim: Int) -> PyResult<Bound<'py, PyTuple>> {
+        let dim = dim.0;
         let ts = guarded(|| self.inner.unbind(dim))?;
         wrap_all(py, ts)
     }
@@ -230,15 +239,17 @@ impl PyTensor {
     fn index_select(
         &self,
         py: Python<'_>,
-        dim: i64,
+        dim: Int,
         index: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyTensor>> {
+        let dim = dim.0;
         let i = tensor_of(index, "index")?;
         let t = guarded(|| self.inner.index_select(dim, &i))?;
         wrap(py, t)
     }
     /// Values along `dim` at `index`, shaped like `index`.
-    fn gather(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    fn gather(&self, py: Python<'_>, dim: Int, index: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let dim = dim.0;
         let i = tensor_of(index, "index")?;
         let t = guarded(|| self.inner.gather(dim, &i))?;
         wrap(py, t)
@@ -248,11 +259,12 @@ impl PyTensor {
     fn scatter(
         &self,
         py: Python<'_>,
-        dim: i64,
+        dim: Int,
         index: &Bound<'_, PyAny>,
         src: Option<&Bound<'_, PyAny>>,
         value: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
+        let dim = dim.0;
         let i = tensor_of(index, "index")?;
         let arg = src.or(value).ok_or_else(|| {
             PyTypeError::new_err("scatter() missing required argument 'src' or 'value'")
@@ -270,10 +282,11 @@ impl PyTensor {
     fn scatter_add(
         &self,
         py: Python<'_>,
-        dim: i64,
+        dim: Int,
         index: &Bound<'_, PyAny>,
         src: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyTensor>> {
+        let dim = dim.0;
         let i = tensor_of(index, "index")?;
         let s = tensor_of(src, "src")?;
         let t = guarded(|| self.inner.scatter_add(dim, &i, &s))?;
@@ -284,11 +297,12 @@ impl PyTensor {
     fn index_add(
         &self,
         py: Python<'_>,
-        dim: i64,
+        dim: Int,
         index: &Bound<'_, PyAny>,
         source: &Bound<'_, PyAny>,
         alpha: f64,
     ) -> PyResult<Py<PyTensor>> {
+        let dim = dim.0;
         let i = tensor_of(index, "index")?;
         let s = tensor_of(source, "source")?;
         let t = guarded(|| self.inner.index_add(dim, &i, &s, alpha))?;
@@ -335,8 +349,9 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         indices: &Bound<'_, PyAny>,
-        dim: Option<i64>,
+        dim: Option<Int>,
     ) -> PyResult<Py<PyTensor>> {
+        let dim = dim.map(|v| v.0);
         let i = tensor_of(indices, "indices")?;
         let t = guarded(|| self.inner.take_along_dim(&i, dim))?;
         wrap(py, t)
@@ -383,32 +398,38 @@ impl PyTensor {
         wrap(py, t)
     }
     /// Vector → diagonal matrix; matrix → diagonal.
-    #[pyo3(signature = (diagonal=0))]
-    fn diag(&self, py: Python<'_>, diagonal: i64) -> PyResult<Py<PyTensor>> {
+    #[pyo3(signature = (diagonal = Int(0)), text_signature = "($self, diagonal=0)")]
+    fn diag(&self, py: Python<'_>, diagonal: Int) -> PyResult<Py<PyTensor>> {
+        let diagonal = diagonal.0;
         let t = guarded(|| self.inner.diag(diagonal))?;
         wrap(py, t)
     }
     /// A diagonal as the last dim (a view).
-    #[pyo3(signature = (offset=0, dim1=0, dim2=1))]
+    #[pyo3(signature = (offset = Int(0), dim1 = Int(0), dim2 = Int(1)), text_signature = "($self, offset=0, dim1=0, dim2=1)")]
     fn diagonal(
         &self,
         py: Python<'_>,
-        offset: i64,
-        dim1: i64,
-        dim2: i64,
+        offset: Int,
+        dim1: Int,
+        dim2: Int,
     ) -> PyResult<Py<PyTensor>> {
+        let offset = offset.0;
+        let dim1 = dim1.0;
+        let dim2 = dim2.0;
         let t = guarded(|| self.inner.diagonal(offset, dim1, dim2))?;
         wrap(py, t)
     }
     /// Lower triangle.
-    #[pyo3(signature = (diagonal=0))]
-    fn tril(&self, py: Python<'_>, diagonal: i64) -> PyResult<Py<PyTensor>> {
+    #[pyo3(signature = (diagonal = Int(0)), text_signature = "($self, diagonal=0)")]
+    fn tril(&self, py: Python<'_>, diagonal: Int) -> PyResult<Py<PyTensor>> {
+        let diagonal = diagonal.0;
         let t = guarded(|| self.inner.tril(diagonal))?;
         wrap(py, t)
     }
     /// Upper triangle.
-    #[pyo3(signature = (diagonal=0))]
-    fn triu(&self, py: Python<'_>, diagonal: i64) -> PyResult<Py<PyTensor>> {
+    #[pyo3(signature = (diagonal = Int(0)), text_signature = "($self, diagonal=0)")]
+    fn triu(&self, py: Python<'_>, diagonal: Int) -> PyResult<Py<PyTensor>> {
+        let diagonal = diagonal.0;
         let t = guarded(|| self.inner.triu(diagonal))?;
         wrap(py, t)
     }
@@ -416,8 +437,9 @@ impl PyTensor {
 
 /// Concatenate tensors along `dim`.
 #[pyfunction]
-#[pyo3(signature = (tensors, dim=0))]
-fn _cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTensor>> {
+#[pyo3(signature = (tensors, dim = Int(0)), text_signature = "(tensors, dim=0)")]
+fn _cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: Int) -> PyResult<Py<PyTensor>> {
+    let dim = dim.0;
     let ts = super::tensors(tensors, "cat(): tensors")?;
     let t = guarded(|| Tensor::cat(&ts, dim))?;
     wrap(py, t)
@@ -425,8 +447,9 @@ fn _cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyT
 
 /// Stack tensors along a new dim.
 #[pyfunction]
-#[pyo3(signature = (tensors, dim=0))]
-fn _stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTensor>> {
+#[pyo3(signature = (tensors, dim = Int(0)), text_signature = "(tensors, dim=0)")]
+fn _stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: Int) -> PyResult<Py<PyTensor>> {
+    let dim = dim.0;
     let ts = super::tensors(tensors, "stack(): tensors")?;
     let t = guarded(|| Tensor::stack(&ts, dim))?;
     wrap(py, t)

@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
+
+use crate::python::args::{Int, Ints};
 use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyTuple};
 
 use super::args;
@@ -81,7 +83,7 @@ pub(crate) fn operand(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
         return Ok(Tensor::wrapped_scalar(v as u8 as f64, DType::Bool));
     }
     if obj.is_instance_of::<PyInt>() {
-        let v: i64 = obj.extract()?;
+        let v = obj.extract::<Int>()?.0;
         return Ok(Tensor::wrapped_scalar(v as f64, DType::Int64));
     }
     if obj.is_instance_of::<PyFloat>() {
@@ -118,15 +120,15 @@ pub(crate) fn dims_arg(args: &Bound<'_, PyTuple>) -> PyResult<Vec<i64>> {
     if args.len() == 1 {
         let a = args.get_item(0)?;
         if a.is_instance_of::<PyTuple>() || a.is_instance_of::<PyList>() {
-            return a.extract();
+            return Ok(a.extract::<Ints>()?.0);
         }
         if let Ok(s) = a.getattr("__index__") {
             let _ = s;
-            return Ok(vec![a.extract()?]);
+            return Ok(vec![a.extract::<Int>()?.0]);
         }
-        return a.extract();
+        return Ok(a.extract::<Ints>()?.0);
     }
-    args.iter().map(|a| a.extract::<i64>()).collect()
+    args.iter().map(|a| Ok(a.extract::<Int>()?.0)).collect()
 }
 
 /// `dim=None | int | sequence of int`.
@@ -142,8 +144,8 @@ pub(crate) fn dim_list(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<i64>> {
     match dim {
         None => Ok(Vec::new()),
         Some(d) if d.is_none() => Ok(Vec::new()),
-        Some(d) if d.is_instance_of::<PyInt>() => Ok(vec![d.extract()?]),
-        Some(d) => d.extract(),
+        Some(d) if d.is_instance_of::<PyInt>() => Ok(vec![d.extract::<Int>()?.0]),
+        Some(d) => Ok(d.extract::<Ints>()?.0),
     }
 }
 
@@ -309,7 +311,8 @@ impl PyTensor {
 
     /// Size of one dimension, or all sizes.
     #[pyo3(signature = (dim=None))]
-    fn size<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
+    fn size<'py>(&self, py: Python<'py>, dim: Option<Int>) -> PyResult<Bound<'py, PyAny>> {
+        let dim = dim.map(|v| v.0);
         match dim {
             None => Ok(PyTuple::new(py, self.inner.shape())?.into_any()),
             Some(d) => {
@@ -326,7 +329,8 @@ impl PyTensor {
 
     /// Strides in elements.
     #[pyo3(signature = (dim=None))]
-    fn stride<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
+    fn stride<'py>(&self, py: Python<'py>, dim: Option<Int>) -> PyResult<Bound<'py, PyAny>> {
+        let dim = dim.map(|v| v.0);
         match dim {
             None => Ok(PyTuple::new(py, self.inner.strides())?.into_any()),
             Some(d) => {
@@ -615,7 +619,9 @@ impl PyTensor {
         wrap(py, t)
     }
     /// Swap two dimensions.
-    fn transpose(&self, py: Python<'_>, dim0: i64, dim1: i64) -> PyResult<Py<PyTensor>> {
+    fn transpose(&self, py: Python<'_>, dim0: Int, dim1: Int) -> PyResult<Py<PyTensor>> {
+        let dim0 = dim0.0;
+        let dim1 = dim1.0;
         let t = guarded(|| self.inner.transpose(dim0, dim1))?;
         wrap(py, t)
     }
@@ -632,13 +638,15 @@ impl PyTensor {
         wrap(py, t)
     }
     /// Insert a size-1 dimension.
-    fn unsqueeze(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyTensor>> {
+    fn unsqueeze(&self, py: Python<'_>, dim: Int) -> PyResult<Py<PyTensor>> {
+        let dim = dim.0;
         let t = guarded(|| self.inner.unsqueeze(dim))?;
         wrap(py, t)
     }
     /// Remove size-1 dimensions.
     #[pyo3(signature = (dim=None))]
-    fn squeeze(&self, py: Python<'_>, dim: Option<i64>) -> PyResult<Py<PyTensor>> {
+    fn squeeze(&self, py: Python<'_>, dim: Option<Int>) -> PyResult<Py<PyTensor>> {
+        let dim = dim.map(|v| v.0);
         let t = guarded(|| self.inner.squeeze(dim))?;
         wrap(py, t)
     }
@@ -650,8 +658,10 @@ impl PyTensor {
         wrap(py, t)
     }
     /// Flatten dims `start_dim..=end_dim`.
-    #[pyo3(signature = (start_dim=0, end_dim=-1))]
-    fn flatten(&self, py: Python<'_>, start_dim: i64, end_dim: i64) -> PyResult<Py<PyTensor>> {
+    #[pyo3(signature = (start_dim = Int(0), end_dim = Int(-1)), text_signature = "($self, start_dim=0, end_dim=-1)")]
+    fn flatten(&self, py: Python<'_>, start_dim: Int, end_dim: Int) -> PyResult<Py<PyTensor>> {
+        let start_dim = start_dim.0;
+        let end_dim = end_dim.0;
         let t = guarded(|| self.inner.flatten(start_dim, end_dim))?;
         wrap(py, t)
     }
@@ -660,21 +670,30 @@ impl PyTensor {
     fn _slice(
         &self,
         py: Python<'_>,
-        dim: i64,
-        start: Option<i64>,
-        stop: Option<i64>,
-        step: i64,
+        dim: Int,
+        start: Option<Int>,
+        stop: Option<Int>,
+        step: Int,
     ) -> PyResult<Py<PyTensor>> {
+        let dim = dim.0;
+        let start = start.map(|v| v.0);
+        let stop = stop.map(|v| v.0);
+        let step = step.0;
         let t = guarded(|| self.inner.slice(dim, start, stop, step))?;
         wrap(py, t)
     }
     /// The sub-tensor at `index` along `dim` (a view).
-    fn select(&self, py: Python<'_>, dim: i64, index: i64) -> PyResult<Py<PyTensor>> {
+    fn select(&self, py: Python<'_>, dim: Int, index: Int) -> PyResult<Py<PyTensor>> {
+        let dim = dim.0;
+        let index = index.0;
         let t = guarded(|| self.inner.select(dim, index))?;
         wrap(py, t)
     }
     /// `length` elements from `start` along `dim` (a view).
-    fn narrow(&self, py: Python<'_>, dim: i64, start: i64, length: i64) -> PyResult<Py<PyTensor>> {
+    fn narrow(&self, py: Python<'_>, dim: Int, start: Int, length: Int) -> PyResult<Py<PyTensor>> {
+        let dim = dim.0;
+        let start = start.0;
+        let length = length.0;
         // torch rejects a 0-dim tensor before looking at the length; the crate op says so.
         let length = if self.inner.dim() == 0 {
             0

@@ -84,8 +84,9 @@ def test_work_on_zero_elements_does_not_walk_huge_other_dims():
         lambda: fg.ones(2).tile((10**6, 10**6)),
         lambda: fg.ones(1, 10**6).expand(10**6, 10**6).exp(),
         lambda: fg.ones(1, 10**6).expand(10**6, 10**6).contiguous(),
-        lambda: fg.ones(1, 10**6).expand(10**6, 10**6).sum(0, keepdim=True).expand(10**6, 10**6)
-        * 2,
+        lambda: (
+            fg.ones(1, 10**6).expand(10**6, 10**6).sum(0, keepdim=True).expand(10**6, 10**6) * 2
+        ),
     ],
 )
 def test_allocation_too_big_raises_torch_error(make):
@@ -213,3 +214,76 @@ def test_repr_of_a_huge_expanded_tensor_summarises_without_copying():
         "        [1., 1., 1.,  ..., 1., 1., 1.]])"
     )
     assert repr(fg.ones(1, 10**6).expand(10**6, 10**6)) == expected
+
+
+# ----- found by the fuzz suite ------------------------------------------------------------------
+
+OVERFLOW = "Overflow when unpacking long long"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: fg.zeros(2**63),
+        lambda: fg.ones(2).reshape(2**63),
+        lambda: fg.ones(2).expand(2**64),
+        lambda: fg.ones(2) * 2**70,
+        lambda: fg.ones(2) > -(2**64),
+        lambda: fg.ones(2)[2**63],
+        lambda: fg.ones(3).narrow(0, 2**63, 1),
+        lambda: fg.ones(3).sum(2**63),
+        lambda: fg.set_num_threads(2**64),
+        lambda: fg.eye(2**64),
+    ],
+)
+def test_ints_beyond_int64_raise_torchs_value_error(call):
+    with pytest.raises(ValueError, match=OVERFLOW):
+        call()
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), 1e30])
+@pytest.mark.parametrize("index", [0, [0]])
+def test_int64_tensor_refuses_a_value_it_cannot_hold(value, index):
+    a = fg.tensor([1, 2])
+    with pytest.raises(RuntimeError, match="cannot be converted to type int64_t without overflow"):
+        a[index] = value
+    assert a.tolist() == [1, 2]
+
+
+def test_pad_mode_without_value_argument():
+    with pytest.raises(
+        RuntimeError, match='Padding mode "reflect" doesn\'t take in value argument'
+    ):
+        fg.nn.functional.pad(fg.ones(1, 2, 3), [1, 1], "reflect", float("nan"))
+
+
+def test_cross_entropy_with_no_classes_and_label_smoothing_is_nan():
+    x, t = fg.zeros(0, 0), fg.zeros(0, dtype=fg.int64)
+    assert np.isnan(fg.nn.functional.cross_entropy(x, t, label_smoothing=0.1).item())
+
+
+def test_max_pool_kernel_far_larger_than_the_input():
+    x = fg.arange(9.0).reshape(1, 1, 3, 3)
+    out, idx = fg.nn.functional.max_pool2d(
+        x, 2**20, stride=2**20, ceil_mode=True, return_indices=True
+    )
+    assert out.item() == 8.0 and idx.item() == 8
+    with pytest.raises(RuntimeError, match="cannot be converted to type int without overflow"):
+        fg.nn.functional.max_pool2d(x, 2**40, ceil_mode=True)
+
+
+def test_huge_thread_count_is_clamped_and_backward_still_runs():
+    r = run_py(
+        """
+        import ferrograd as fg
+        fg.set_num_threads(2**31)
+        a = fg.ones(3, dtype=fg.float64, requires_grad=True)
+        a.exp().sum().backward()
+        print(fg.get_num_threads(), *a.grad.tolist())
+        """,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    n, *grad = r.stdout.split()
+    assert n == "1024"
+    np.testing.assert_allclose([float(g) for g in grad], [np.e] * 3, rtol=1e-15)

@@ -535,7 +535,7 @@ def cross_entropy(
     logp = _log_softmax(input, class_dim)
     if tuple(target.shape) == tuple(input.shape) and target.dtype in (_C.float32, _C.float64):
         if label_smoothing > 0:
-            target = target * (1.0 - label_smoothing) + label_smoothing / n_classes
+            target = target * (1.0 - label_smoothing) + label_smoothing / (n_classes or math.nan)
         wshape = [1] * input.dim()
         wshape[class_dim] = n_classes
         prod = logp * target
@@ -571,7 +571,9 @@ def cross_entropy(
         smooth_red = smooth.sum()
     else:
         smooth_red = smooth
-    return nll_red * (1.0 - label_smoothing) + smooth_red * (label_smoothing / n_classes)
+    # No classes: torch's mean over them is nan, not a division error.
+    per_class = label_smoothing / (n_classes or math.nan)
+    return nll_red * (1.0 - label_smoothing) + smooth_red * per_class
 
 
 def binary_cross_entropy(
@@ -814,7 +816,7 @@ def pad(
     if mode not in ("constant", "reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if mode != "constant" and value is not None and value != 0:
-        raise AssertionError(f'Padding mode "{mode}"" doesn\'t take in value argument.')
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
     shape = list(input.shape)
     per_dim: List[np.ndarray] = []
     out_shape: List[int] = []
@@ -1068,6 +1070,9 @@ def _pool_geometry(
     )
     p = _tuple(padding, 2, "padding")
     d = _tuple(dilation, 2, "dilation")
+    if any(abs(v) >= 2**31 for v in (*k, *s, *p, *d)):
+        # torch reads pooling geometry as C++ ints.
+        raise RuntimeError("value cannot be converted to type int without overflow")
     # torch's order: per dim (height, then width) the stride and padding checks of
     # pooling_output_shape, then the sign checks of pool2d_shape_check.
     for i in range(2):
@@ -1135,6 +1140,9 @@ def max_pool2d(
         "max_pool2d", (h, w), c, kernel_size, stride, padding, dilation, ceil_mode
     )
     a = _np(x).astype(np.float64)
+    # Window offsets past the input are padding for every window (each starts at or after
+    # -padding): leave them out, so a kernel far larger than the input costs nothing.
+    k = [min(k[i], max(-(-((h, w)[i] + p[i]) // d[i]), 1)) for i in range(2)]
     rows = np.arange(oh)[:, None] * s[0] + np.arange(k[0])[None, :] * d[0] - p[0]  # (oh, kh)
     cols = np.arange(ow)[:, None] * s[1] + np.arange(k[1])[None, :] * d[1] - p[1]  # (ow, kw)
     rin = (rows >= 0) & (rows < h)
