@@ -209,26 +209,36 @@ fn dim_name(i: usize, n: usize) -> String {
         .map_or_else(|| i.to_string(), |s| s.to_string())
 }
 
-/// An error unless every value is positive; torch's text, e.g. `stride should be greater than
-/// zero, but got stride_height: 0 stride_width: 1`.
-fn check_per_dim(v: &[i64], ok: fn(i64) -> bool, what: &str, label: &str) -> Result<()> {
-    if v.iter().all(|&x| ok(x)) {
-        return Ok(());
+/// One of torch's per-dim argument checks: which values pass, the message, and the label
+/// of each value in it (`stride_height: 0 stride_width: 1`).
+struct ArgCheck(fn(i64) -> bool, &'static str, &'static str);
+
+const KERNEL: ArgCheck = ArgCheck(
+    |x| x > 0,
+    "kernel size should be greater than zero",
+    "kernel",
+);
+const DILATION: ArgCheck = ArgCheck(
+    |x| x > 0,
+    "dilation should be greater than zero",
+    "dilation",
+);
+const PADDING: ArgCheck = ArgCheck(|x| x >= 0, "padding should be non-negative", "pad");
+const STRIDE: ArgCheck = ArgCheck(|x| x > 0, "stride should be greater than zero", "stride");
+
+/// Run `checks` in order (torch's order differs between ops); the first that fails is the error.
+fn check_args(checks: &[(&[i64], ArgCheck)]) -> Result<()> {
+    for (v, ArgCheck(ok, what, label)) in checks {
+        if !v.iter().all(|&x| ok(x)) {
+            let got: Vec<String> = v
+                .iter()
+                .enumerate()
+                .map(|(i, x)| format!("{label}_{}: {x}", dim_name(i, v.len())))
+                .collect();
+            return Err(Error::runtime(format!("{what}, but got {}", got.join(" "))));
+        }
     }
-    let got: Vec<String> = v
-        .iter()
-        .enumerate()
-        .map(|(i, x)| format!("{label}_{}: {x}", dim_name(i, v.len())))
-        .collect();
-    Err(Error::runtime(format!("{what}, but got {}", got.join(" "))))
-}
-
-fn positive(x: i64) -> bool {
-    x > 0
-}
-
-fn non_negative(x: i64) -> bool {
-    x >= 0
+    Ok(())
 }
 
 /// torch's checks of the integer arguments of `unfold` (im2col), in its order. Signed, so
@@ -239,30 +249,12 @@ pub fn im2col_args_check(
     padding: &[i64],
     stride: &[i64],
 ) -> Result<()> {
-    check_per_dim(
-        kernel,
-        positive,
-        "kernel size should be greater than zero",
-        "kernel",
-    )?;
-    check_per_dim(
-        dilation,
-        positive,
-        "dilation should be greater than zero",
-        "dilation",
-    )?;
-    check_per_dim(
-        padding,
-        non_negative,
-        "padding should be non-negative",
-        "pad",
-    )?;
-    check_per_dim(
-        stride,
-        positive,
-        "stride should be greater than zero",
-        "stride",
-    )
+    check_args(&[
+        (kernel, KERNEL),
+        (dilation, DILATION),
+        (padding, PADDING),
+        (stride, STRIDE),
+    ])
 }
 
 /// torch's checks of `fold` (col2im) for an input of shape `in_shape` (`(N, C * K, L)`), in
@@ -276,30 +268,12 @@ pub fn col2im_shape_check(
     padding: &[i64],
     stride: &[i64],
 ) -> Result<()> {
-    check_per_dim(
-        kernel,
-        positive,
-        "kernel size should be greater than zero",
-        "kernel",
-    )?;
-    check_per_dim(
-        stride,
-        positive,
-        "stride should be greater than zero",
-        "stride",
-    )?;
-    check_per_dim(
-        dilation,
-        positive,
-        "dilation should be greater than zero",
-        "dilation",
-    )?;
-    check_per_dim(
-        padding,
-        non_negative,
-        "padding should be non-negative",
-        "pad",
-    )?;
+    check_args(&[
+        (kernel, KERNEL),
+        (stride, STRIDE),
+        (dilation, DILATION),
+        (padding, PADDING),
+    ])?;
     let sd = kernel.len();
     if [
         output_size.len(),
