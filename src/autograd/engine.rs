@@ -414,9 +414,16 @@ fn drain<'s>(
                 return fail(task, e);
             }
         }
+        // The offered lock is released here, before any wait below: a worker offering a node
+        // needs it to wake this thread.
+        let offered = if next.is_none() && scope.is_some() {
+            task.offered.lock().pop()
+        } else {
+            None
+        };
         let i = match next.take() {
             Some(i) => i,
-            None if scope.is_some() => match task.offered.lock().pop() {
+            None if scope.is_some() => match offered {
                 Some((_, i)) => i,
                 None if caller && task.pending.load(Ordering::Acquire) > 0 => {
                     // Workers still run nodes that may offer more: wait for a wake-up (a
