@@ -49,6 +49,7 @@ __all__ = [
     "_eye",
     "_rand",
     "_randn",
+    "_randperm",
     "manual_seed",
     "_backward",
     "_grad",
@@ -819,6 +820,9 @@ def _rand(shape: Sequence[_int], dtype: dtype) -> Tensor:
 
 def _randn(shape: Sequence[_int], dtype: dtype) -> Tensor:
     """Standard normal samples."""
+
+def _randperm(n: _int, seed: _int | None = None) -> Tensor:
+    """A random permutation of ``0..n`` (int64), from the global generator or a seeded one."""
 
 def manual_seed(seed: _int) -> None:
     """Seed the random generator."""

@@ -393,8 +393,23 @@ def _grad_fn(self: Tensor) -> Optional[Node]:
     return None if raw is None else _wrap_node(raw)
 
 
+def _rebuild_tensor(array: np.ndarray, requires_grad: builtins.bool) -> Tensor:
+    """Unpickle a tensor: its elements (a NumPy array), and whether the leaf requires grad."""
+    t = _C._from_numpy(np.ascontiguousarray(array), False)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def _reduce_ex(self: Tensor, protocol: int) -> Any:
+    # Elements and requires_grad, as torch's own pickling keeps for a leaf; a non-leaf's history
+    # is not pickled (torch does not either).
+    return (_rebuild_tensor, (self.detach().numpy().copy(), self.requires_grad and self.is_leaf))
+
+
 def _install() -> None:
     members = {
+        "__reduce_ex__": _reduce_ex,
         "grad": property(_get_grad, _set_grad, _del_grad, doc="The accumulated gradient."),
         "grad_fn": property(_grad_fn, doc="The node that produced this tensor, or None."),
         "__repr__": _repr,

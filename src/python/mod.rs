@@ -220,6 +220,19 @@ fn _randn(
     wrap(py, guarded(|| Tensor::randn(&s, dtype.d))?)
 }
 
+/// A random permutation of `0..n` (int64), from the global generator or a seeded one.
+#[pyfunction]
+#[pyo3(signature = (n, seed=None))]
+fn _randperm(py: Python<'_>, n: Int, seed: Option<u64>) -> PyResult<Py<PyTensor>> {
+    let n = args::non_negative(n.0, || {
+        format!(
+            "Expected a non-negative number of elements for randperm, but got n={}",
+            n.0
+        )
+    })?;
+    wrap(py, guarded(|| Tensor::randperm(n, seed))?)
+}
+
 /// Seed the random generator (negative seeds are taken as their two's complement, as torch).
 #[pyfunction]
 fn manual_seed(seed: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -459,6 +472,7 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_eye, m)?)?;
     m.add_function(wrap_pyfunction!(_rand, m)?)?;
     m.add_function(wrap_pyfunction!(_randn, m)?)?;
+    m.add_function(wrap_pyfunction!(_randperm, m)?)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(_backward, m)?)?;
     m.add_function(wrap_pyfunction!(_grad, m)?)?;

@@ -216,6 +216,24 @@ impl Tensor {
         Tensor::from_buffer(buf, &[n, m])
     }
 
+    /// A random permutation of `0..n` as int64: from the global generator (`manual_seed`), or
+    /// with `seed` from a generator seeded with it (how a Python `Generator` draws). Fisher-Yates,
+    /// so every permutation is equally likely; torch's allocation error when `n` is too large.
+    pub fn randperm(n: usize, seed: Option<u64>) -> Result<Tensor> {
+        fn shuffle(v: &mut [i64], r: &mut SmallRng) {
+            for i in (1..v.len()).rev() {
+                v.swap(i, r.random_range(0..=i));
+            }
+        }
+        let mut v = try_vec::<i64>(n)?;
+        v.extend(0..n as i64);
+        match seed {
+            Some(s) => shuffle(&mut v, &mut SmallRng::seed_from_u64(s)),
+            None => with_rng(|r| shuffle(&mut v, r)),
+        }
+        Tensor::from_vec(v, &[n])
+    }
+
     /// Uniform samples in [0, 1).
     pub fn rand(shape: &[usize], dtype: DType) -> Result<Tensor> {
         random(shape, dtype, |r| r.random::<f64>())

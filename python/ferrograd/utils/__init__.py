@@ -1,0 +1,7 @@
+"""Utilities with torch's layout: ``ferrograd.utils.data``."""
+
+from __future__ import annotations
+
+from . import data
+
+__all__ = ["data"]
