@@ -16,6 +16,7 @@ from typing import Any, SupportsIndex, final, overload
 import numpy.typing as npt
 from typing_extensions import TypeAlias
 
+from ferrograd._device import device as _Device
 from ferrograd._tensor import Node as _GradFn
 
 # The other operand of arithmetic and comparison ops: a tensor or a Python number (wrapped as a
@@ -159,8 +160,8 @@ class Tensor:
     def dtype(self) -> _dtype:
         """Element type."""
     @property
-    def device(self) -> str:
-        """The device; always ``"cpu"``."""
+    def device(self) -> _Device:
+        """The device; always the CPU."""
     @property
     def _version(self) -> _int:
         """The version counter shared with aliases (bumped by in-place ops)."""
@@ -447,7 +448,7 @@ class Tensor:
     @overload
     def to(
         self,
-        device: str | None = None,
+        device: str | _Device | None = None,
         dtype: _dtype | None = None,
         *,
         non_blocking: _bool = False,
@@ -457,6 +458,10 @@ class Tensor:
     @overload
     def to(self, other: Tensor, /, *, non_blocking: _bool = False, copy: _bool = False) -> Tensor:
         """Convert to ``other``'s dtype."""
+    def cpu(self, memory_format: Any = None) -> Tensor:
+        """This tensor: it is on the CPU already."""
+    def cuda(self, *args: Any, **kwargs: Any) -> Tensor:
+        """Raises: ferrograd computes on the CPU only."""
     def float(self) -> Tensor:
         """``self.to(float32)``."""
     def double(self) -> Tensor:

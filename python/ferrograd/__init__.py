@@ -237,11 +237,15 @@ __all__ = [
 from . import (  # noqa: E402,F401  (torch.nn is usable after `import torch`)
     _ops_math,
     _ops_shape,
+    backends,
+    cuda,
     nn,
-    utils,  # noqa: E402,F401
+    utils,
 )
+from ._device import device  # noqa: E402
 from ._generator import Generator, randperm  # noqa: E402
 from ._ops_math import *  # noqa: E402,F401,F403
 from ._ops_shape import *  # noqa: E402,F401,F403
 
-__all__ += ["nn", "utils", "Generator", "randperm", *_ops_math.__all__, *_ops_shape.__all__]
+__all__ += ["nn", "utils", "cuda", "backends", "device", "Generator", "randperm"]
+__all__ += [*_ops_math.__all__, *_ops_shape.__all__]

@@ -6,6 +6,7 @@ import builtins
 from typing import Any, Optional, Sequence, Union
 
 from . import _C
+from ._device import check_device
 from ._dtypes import check_dtype, float32, from_numpy_dtype, int64, to_numpy_dtype
 from ._lazy import is_numpy, np
 
@@ -51,6 +52,7 @@ def tensor(
     data: Any, dtype: Optional[_C.dtype] = None, requires_grad: _bool = False, device: Any = None
 ) -> Tensor:
     """A new tensor holding a copy of ``data`` (nested lists, numbers, NumPy arrays, tensors)."""
+    check_device(device)
     if isinstance(data, Tensor):
         t = data.detach().clone()
         if dtype is not None:
@@ -99,11 +101,13 @@ def zeros(
     *size: Any, dtype: Any = None, requires_grad: _bool = False, device: Any = None
 ) -> Tensor:
     """A tensor of zeros."""
+    check_device(device)
     return _factory(0.0, size, dtype, requires_grad)
 
 
 def ones(*size: Any, dtype: Any = None, requires_grad: _bool = False, device: Any = None) -> Tensor:
     """A tensor of ones."""
+    check_device(device)
     return _factory(1.0, size, dtype, requires_grad)
 
 
@@ -111,6 +115,7 @@ def empty(
     *size: Any, dtype: Any = None, requires_grad: _bool = False, device: Any = None
 ) -> Tensor:
     """An uninitialised tensor (ferrograd zero-fills it)."""
+    check_device(device)
     return _factory(None, size, dtype, requires_grad)
 
 
@@ -122,6 +127,7 @@ def full(
     device: Any = None,
 ) -> Tensor:
     """A tensor filled with ``fill_value`` (dtype inferred from it like torch)."""
+    check_device(device)
     if dtype is None:
         if isinstance(fill_value, _bool):
             dtype = _C.bool
@@ -158,6 +164,7 @@ def empty_like(t: Tensor, dtype: Any = None, requires_grad: _bool = False) -> Te
 
 def rand(*size: Any, dtype: Any = None, requires_grad: _bool = False, device: Any = None) -> Tensor:
     """Uniform samples in [0, 1) (seeded by ``manual_seed``)."""
+    check_device(device)
     dt = float32 if dtype is None else check_dtype(dtype)
     return _finish(_C._rand(_size(size), dt), requires_grad)
 
@@ -166,6 +173,7 @@ def randn(
     *size: Any, dtype: Any = None, requires_grad: _bool = False, device: Any = None
 ) -> Tensor:
     """Standard normal samples (seeded by ``manual_seed``)."""
+    check_device(device)
     dt = float32 if dtype is None else check_dtype(dtype)
     return _finish(_C._randn(_size(size), dt), requires_grad)
 
@@ -189,6 +197,7 @@ def arange(
     device: Any = None,
 ) -> Tensor:
     """``start, start+step, ...`` up to ``end`` (exclusive); int64 when all arguments are ints."""
+    check_device(device)
     if end is None:
         start, end = 0, start
     if dtype is None:

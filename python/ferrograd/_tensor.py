@@ -8,6 +8,7 @@ import warnings
 from typing import Any, Iterator, List, Optional, Tuple
 
 from . import _C
+from ._device import CPU, check_device, device
 from ._dtypes import check_dtype, to_numpy_dtype
 from ._lazy import is_numpy, np
 
@@ -138,7 +139,7 @@ def _repr(self: Tensor) -> str:
 
 def _to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     dtype = kwargs.pop("dtype", None)
-    kwargs.pop("device", None)
+    check_device(kwargs.pop("device", None))
     kwargs.pop("non_blocking", None)
     copy = kwargs.pop("copy", False)
     if kwargs:
@@ -148,8 +149,8 @@ def _to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
             dtype = a
         elif isinstance(a, Tensor):
             dtype = a.dtype
-        elif isinstance(a, str) and a.startswith("cpu"):
-            continue
+        elif isinstance(a, (str, device)):
+            check_device(a)
         else:
             raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
     if dtype is None or dtype == self.dtype:
@@ -410,6 +411,9 @@ def _reduce_ex(self: Tensor, protocol: int) -> Any:
 def _install() -> None:
     members = {
         "__reduce_ex__": _reduce_ex,
+        "device": property(lambda self: CPU, doc="Where the tensor lives: always the CPU."),
+        "cpu": lambda self, memory_format=None: self,
+        "cuda": lambda self, *args, **kwargs: check_device("cuda"),
         "grad": property(_get_grad, _set_grad, _del_grad, doc="The accumulated gradient."),
         "grad_fn": property(_grad_fn, doc="The node that produced this tensor, or None."),
         "__repr__": _repr,
