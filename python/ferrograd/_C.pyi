@@ -17,6 +17,7 @@ import numpy.typing as npt
 from typing_extensions import TypeAlias
 
 from ferrograd._device import device as _Device
+from ferrograd._size import Size as _Size
 from ferrograd._tensor import Node as _GradFn
 
 # The other operand of arithmetic and comparison ops: a tensor or a Python number (wrapped as a
@@ -151,7 +152,7 @@ class Tensor:
     # ----- properties -----------------------------------------------------------------------------
 
     @property
-    def shape(self) -> tuple[_int, ...]:
+    def shape(self) -> _Size:
         """Sizes of the dimensions."""
     @property
     def ndim(self) -> _int:
@@ -183,7 +184,7 @@ class Tensor:
     # ----- shape and metadata -----------------------------------------------------------------
 
     @overload
-    def size(self, dim: None = None) -> tuple[_int, ...]:
+    def size(self, dim: None = None) -> _Size:
         """All dimension sizes."""
     @overload
     def size(self, dim: _int) -> _int:

@@ -32,6 +32,7 @@ from ._creation import (
     zeros_like,
 )
 from ._dtypes import bool, double, float, float32, float64, int64, long  # noqa: A004
+from ._size import Size
 from ._tensor import _install
 
 _install()
@@ -46,7 +47,6 @@ from .autograd.grad_mode import (  # noqa: E402
 
 Tensor = _C.Tensor
 dtype = _C.dtype
-Size = tuple
 is_grad_enabled = _C.is_grad_enabled
 is_inference_mode_enabled = _C.is_inference_mode_enabled
 set_num_threads = _C.set_num_threads

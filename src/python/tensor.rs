@@ -115,6 +115,16 @@ pub(crate) fn heavy(
     }
 }
 
+static SIZE_TYPE: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+
+/// `dims` as a `ferrograd.Size` (torch's tuple subclass for shapes).
+fn size_object<'py>(py: Python<'py>, dims: &[usize]) -> PyResult<Bound<'py, PyAny>> {
+    let cls = SIZE_TYPE.get_or_try_init(py, || -> PyResult<_> {
+        Ok(py.import("ferrograd._size")?.getattr("Size")?.unbind())
+    })?;
+    cls.bind(py).call1((PyTuple::new(py, dims)?,))
+}
+
 /// Dimensions given as `*dims` or as one sequence.
 pub(crate) fn dims_arg(args: &Bound<'_, PyTuple>) -> PyResult<Vec<i64>> {
     if args.len() == 1 {
@@ -303,10 +313,10 @@ inplace_methods!(
 impl PyTensor {
     // ----- properties -----------------------------------------------------------------------
 
-    /// Sizes of the dimensions.
+    /// Sizes of the dimensions, as a `ferrograd.Size`.
     #[getter]
-    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.inner.shape())
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        size_object(py, self.inner.shape())
     }
 
     /// Size of one dimension, or all sizes.
@@ -314,7 +324,7 @@ impl PyTensor {
     fn size<'py>(&self, py: Python<'py>, dim: Option<Int>) -> PyResult<Bound<'py, PyAny>> {
         let dim = dim.map(|v| v.0);
         match dim {
-            None => Ok(PyTuple::new(py, self.inner.shape())?.into_any()),
+            None => size_object(py, self.inner.shape()),
             Some(d) => {
                 let w = crate::tensor::shape::wrap_dim(d, self.inner.dim()).py()?;
                 if self.inner.dim() == 0 {
