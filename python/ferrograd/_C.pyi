@@ -52,6 +52,8 @@ __all__ = [
     "_rand",
     "_randn",
     "_randperm",
+    "get_default_dtype",
+    "set_default_dtype",
     "manual_seed",
     "_backward",
     "_grad",
@@ -829,6 +831,12 @@ def _randn(shape: Sequence[_int], dtype: dtype) -> Tensor:
 
 def _randperm(n: _int, seed: _int | None = None) -> Tensor:
     """A random permutation of ``0..n`` (int64), from the global generator or a seeded one."""
+
+def get_default_dtype() -> dtype:
+    """The default floating type (float32 unless set)."""
+
+def set_default_dtype(d: dtype) -> None:
+    """Set the default floating type: float32 or float64."""
 
 def manual_seed(seed: _int) -> None:
     """Seed the random generator."""

@@ -52,6 +52,8 @@ is_inference_mode_enabled = _C.is_inference_mode_enabled
 set_num_threads = _C.set_num_threads
 get_num_threads = _C.get_num_threads
 manual_seed = _C.manual_seed
+get_default_dtype = _C.get_default_dtype
+set_default_dtype = _C.set_default_dtype
 is_anomaly_enabled = _C.is_anomaly_enabled
 is_anomaly_check_nan_enabled = _C.is_anomaly_check_nan_enabled
 
@@ -188,6 +190,8 @@ __all__ = [
     "long",
     "lt",
     "manual_seed",
+    "get_default_dtype",
+    "set_default_dtype",
     "matmul",
     "mean",
     "mm",

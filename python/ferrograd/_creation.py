@@ -7,7 +7,7 @@ from typing import Any, Optional, Sequence, Union
 
 from . import _C
 from ._device import check_device
-from ._dtypes import check_dtype, float32, from_numpy_dtype, int64, to_numpy_dtype
+from ._dtypes import check_dtype, from_numpy_dtype, int64, to_numpy_dtype
 from ._lazy import is_numpy, np
 
 Tensor = _C.Tensor
@@ -40,7 +40,7 @@ def _finish(t: Tensor, requires_grad: _bool) -> Tensor:
 
 def _infer_dtype(arr: np.ndarray) -> Any:
     if arr.dtype.kind == "f":
-        return float32
+        return _C.get_default_dtype()
     if arr.dtype.kind in "iu":
         return int64
     if arr.dtype.kind == "b":
@@ -93,7 +93,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 
 def _factory(value: Union[_float, None], size: tuple, dtype: Any, requires_grad: _bool) -> Tensor:
-    dt = float32 if dtype is None else check_dtype(dtype)
+    dt = _C.get_default_dtype() if dtype is None else check_dtype(dtype)
     return _finish(_C._full(_size(size), 0.0 if value is None else value, dt), requires_grad)
 
 
@@ -134,7 +134,7 @@ def full(
         elif isinstance(fill_value, int):
             dtype = int64
         else:
-            dtype = float32
+            dtype = _C.get_default_dtype()
     return _finish(
         _C._full(_size(tuple(size)), _float(fill_value), check_dtype(dtype)), requires_grad
     )
@@ -165,7 +165,7 @@ def empty_like(t: Tensor, dtype: Any = None, requires_grad: _bool = False) -> Te
 def rand(*size: Any, dtype: Any = None, requires_grad: _bool = False, device: Any = None) -> Tensor:
     """Uniform samples in [0, 1) (seeded by ``manual_seed``)."""
     check_device(device)
-    dt = float32 if dtype is None else check_dtype(dtype)
+    dt = _C.get_default_dtype() if dtype is None else check_dtype(dtype)
     return _finish(_C._rand(_size(size), dt), requires_grad)
 
 
@@ -174,7 +174,7 @@ def randn(
 ) -> Tensor:
     """Standard normal samples (seeded by ``manual_seed``)."""
     check_device(device)
-    dt = float32 if dtype is None else check_dtype(dtype)
+    dt = _C.get_default_dtype() if dtype is None else check_dtype(dtype)
     return _finish(_C._randn(_size(size), dt), requires_grad)
 
 
@@ -202,7 +202,7 @@ def arange(
         start, end = 0, start
     if dtype is None:
         all_int = all(isinstance(v, int) and not isinstance(v, _bool) for v in (start, end, step))
-        dtype = int64 if all_int else float32
+        dtype = int64 if all_int else _C.get_default_dtype()
     t = _C._arange(_float(start), _float(end), _float(step), check_dtype(dtype))
     return _finish(t, requires_grad)
 
@@ -211,11 +211,11 @@ def linspace(
     start: _float, end: _float, steps: int, dtype: Any = None, requires_grad: _bool = False
 ) -> Tensor:
     """``steps`` values evenly spaced from ``start`` to ``end``."""
-    dt = float32 if dtype is None else check_dtype(dtype)
+    dt = _C.get_default_dtype() if dtype is None else check_dtype(dtype)
     return _finish(_C._linspace(_float(start), _float(end), int(steps), dt), requires_grad)
 
 
 def eye(n: int, m: Optional[int] = None, dtype: Any = None, requires_grad: _bool = False) -> Tensor:
     """An ``n`` x ``m`` identity matrix."""
-    dt = float32 if dtype is None else check_dtype(dtype)
+    dt = _C.get_default_dtype() if dtype is None else check_dtype(dtype)
     return _finish(_C._eye(n, n if m is None else m, dt), requires_grad)

@@ -126,7 +126,11 @@ impl Tensor {
             return r;
         }
         let rt = result_dtype(self, other);
-        let ct = if rt.is_float() { rt } else { DType::Float32 };
+        let ct = if rt.is_float() {
+            rt
+        } else {
+            crate::tensor::dtype::default_float()
+        };
         let out = arith(self, other, ct, |x, y| x / y, |x, y| x / y, |x, y| x / y)?;
         if needs_grad(&[self, other]) {
             record(
@@ -203,7 +207,7 @@ impl Tensor {
         let rt = if self.dtype().is_float() || p.fract() == 0.0 {
             self.dtype()
         } else {
-            DType::Float32
+            crate::tensor::dtype::default_float()
         };
         let out = match rt {
             DType::Float32 => {
@@ -256,7 +260,7 @@ impl Tensor {
         let dt = if self.dtype().is_float() {
             self.dtype()
         } else {
-            DType::Float32
+            crate::tensor::dtype::default_float()
         };
         Tensor::wrapped_scalar(base, dt).pow(self)
     }
@@ -761,7 +765,11 @@ impl Tensor {
     /// atan2(a, b), the angle of (b, a); integers give float32.
     pub fn atan2(&self, other: &Tensor) -> Result<Tensor> {
         let rt = result_dtype(self, other);
-        let ct = if rt.is_float() { rt } else { DType::Float32 };
+        let ct = if rt.is_float() {
+            rt
+        } else {
+            crate::tensor::dtype::default_float()
+        };
         let out = arith(self, other, ct, f32::atan2, f64::atan2, |_, _| 0)?;
         if needs_grad(&[self, other]) {
             record(

@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::ops::convert::cast;
 use crate::ops::reduce::reduce_dims;
 use crate::tensor::shape::wrap_dim;
-use crate::tensor::{DType, Tensor};
+use crate::tensor::Tensor;
 
 /// Softmax kernels take floats only (torch raises NotImplementedError for integers).
 fn float_only(t: &Tensor, kernel: &str) -> Result<()> {
@@ -25,7 +25,7 @@ fn floated(t: &Tensor) -> Result<Tensor> {
     if t.dtype().is_float() {
         Ok(t.clone())
     } else {
-        cast(t, DType::Float32)
+        cast(t, crate::tensor::dtype::default_float())
     }
 }
 

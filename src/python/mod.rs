@@ -220,6 +220,18 @@ fn _randn(
     wrap(py, guarded(|| Tensor::randn(&s, dtype.d))?)
 }
 
+/// The default floating type (float32 unless set).
+#[pyfunction]
+fn get_default_dtype(py: Python<'_>) -> PyResult<Py<PyDType>> {
+    dtype_object(py, crate::tensor::dtype::default_float())
+}
+
+/// Set the default floating type: float32 or float64.
+#[pyfunction]
+fn set_default_dtype(d: PyRef<'_, PyDType>) -> PyResult<()> {
+    crate::tensor::dtype::set_default_float(d.d).py()
+}
+
 /// A random permutation of `0..n` (int64), from the global generator or a seeded one.
 #[pyfunction]
 #[pyo3(signature = (n, seed=None))]
@@ -473,6 +485,8 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_rand, m)?)?;
     m.add_function(wrap_pyfunction!(_randn, m)?)?;
     m.add_function(wrap_pyfunction!(_randperm, m)?)?;
+    m.add_function(wrap_pyfunction!(get_default_dtype, m)?)?;
+    m.add_function(wrap_pyfunction!(set_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(_backward, m)?)?;
     m.add_function(wrap_pyfunction!(_grad, m)?)?;

@@ -1,6 +1,32 @@
 //! Element types and torch's type-promotion rules for them.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether float64 is the default floating type (torch's `set_default_dtype`), else float32.
+static DEFAULT_IS_F64: AtomicBool = AtomicBool::new(false);
+
+/// The type integers become in float ops (true division, a float Python number, softmax...):
+/// float32 unless [`set_default_float`] chose float64. Process-wide, as torch's is.
+pub fn default_float() -> DType {
+    if DEFAULT_IS_F64.load(Ordering::Relaxed) {
+        DType::Float64
+    } else {
+        DType::Float32
+    }
+}
+
+/// Choose the default floating type; only float32 and float64 are allowed (torch's message
+/// otherwise).
+pub fn set_default_float(d: DType) -> crate::error::Result<()> {
+    if !d.is_float() {
+        return Err(crate::error::Error::type_error(
+            "only floating-point types are supported as the default type",
+        ));
+    }
+    DEFAULT_IS_F64.store(d == DType::Float64, Ordering::Relaxed);
+    Ok(())
+}
 
 /// The element type of a tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -108,7 +134,7 @@ pub fn result_type(operands: &[(DType, Priority)]) -> DType {
         }
     };
     let [scalar, zero, dim] = by_priority;
-    combine(dim, combine(zero, scalar)).unwrap_or(DType::Float32)
+    combine(dim, combine(zero, scalar)).unwrap_or_else(default_float)
 }
 
 #[cfg(test)]

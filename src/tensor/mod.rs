@@ -177,7 +177,7 @@ impl Tensor {
     /// The dtype this operand contributes to promotion (wrapped floats count as the default).
     pub fn promotion_dtype(&self) -> DType {
         if self.0.wrapped_number && self.dtype().is_float() {
-            DType::Float32
+            dtype::default_float()
         } else {
             self.dtype()
         }
