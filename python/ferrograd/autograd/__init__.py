@@ -15,6 +15,7 @@ from .anomaly_mode import (
 )
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
+from .variable import Variable
 
 __all__ = [
     "backward",
@@ -32,6 +33,7 @@ __all__ = [
     "is_anomaly_check_nan_enabled",
     "function",
     "grad_mode",
+    "Variable",
 ]
 
 Tensor = _C.Tensor
