@@ -140,25 +140,39 @@ def full(
     )
 
 
-def zeros_like(t: Tensor, dtype: Any = None, requires_grad: _bool = False) -> Tensor:
+def zeros_like(
+    t: Tensor, dtype: Any = None, requires_grad: _bool = False, device: Any = None
+) -> Tensor:
     """Zeros with ``t``'s shape and dtype."""
+    check_device(device)
     return zeros(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
 
 
-def ones_like(t: Tensor, dtype: Any = None, requires_grad: _bool = False) -> Tensor:
+def ones_like(
+    t: Tensor, dtype: Any = None, requires_grad: _bool = False, device: Any = None
+) -> Tensor:
     """Ones with ``t``'s shape and dtype."""
+    check_device(device)
     return ones(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
 
 
 def full_like(
-    t: Tensor, fill_value: _float, dtype: Any = None, requires_grad: _bool = False
+    t: Tensor,
+    fill_value: _float,
+    dtype: Any = None,
+    requires_grad: _bool = False,
+    device: Any = None,
 ) -> Tensor:
     """``fill_value`` with ``t``'s shape and dtype."""
+    check_device(device)
     return full(t.shape, fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad)
 
 
-def empty_like(t: Tensor, dtype: Any = None, requires_grad: _bool = False) -> Tensor:
+def empty_like(
+    t: Tensor, dtype: Any = None, requires_grad: _bool = False, device: Any = None
+) -> Tensor:
     """Like ``zeros_like``."""
+    check_device(device)
     return zeros_like(t, dtype=dtype, requires_grad=requires_grad)
 
 
@@ -178,13 +192,19 @@ def randn(
     return _finish(_C._randn(_size(size), dt), requires_grad)
 
 
-def rand_like(t: Tensor, dtype: Any = None, requires_grad: _bool = False) -> Tensor:
+def rand_like(
+    t: Tensor, dtype: Any = None, requires_grad: _bool = False, device: Any = None
+) -> Tensor:
     """Uniform samples with ``t``'s shape and dtype."""
+    check_device(device)
     return rand(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
 
 
-def randn_like(t: Tensor, dtype: Any = None, requires_grad: _bool = False) -> Tensor:
+def randn_like(
+    t: Tensor, dtype: Any = None, requires_grad: _bool = False, device: Any = None
+) -> Tensor:
     """Normal samples with ``t``'s shape and dtype."""
+    check_device(device)
     return randn(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
 
 
@@ -208,14 +228,27 @@ def arange(
 
 
 def linspace(
-    start: _float, end: _float, steps: int, dtype: Any = None, requires_grad: _bool = False
+    start: _float,
+    end: _float,
+    steps: int,
+    dtype: Any = None,
+    requires_grad: _bool = False,
+    device: Any = None,
 ) -> Tensor:
     """``steps`` values evenly spaced from ``start`` to ``end``."""
+    check_device(device)
     dt = _C.get_default_dtype() if dtype is None else check_dtype(dtype)
     return _finish(_C._linspace(_float(start), _float(end), int(steps), dt), requires_grad)
 
 
-def eye(n: int, m: Optional[int] = None, dtype: Any = None, requires_grad: _bool = False) -> Tensor:
+def eye(
+    n: int,
+    m: Optional[int] = None,
+    dtype: Any = None,
+    requires_grad: _bool = False,
+    device: Any = None,
+) -> Tensor:
     """An ``n`` x ``m`` identity matrix."""
+    check_device(device)
     dt = _C.get_default_dtype() if dtype is None else check_dtype(dtype)
     return _finish(_C._eye(n, n if m is None else m, dt), requires_grad)

@@ -33,6 +33,9 @@ def test_the_usual_device_selection_runs_on_the_cpu():
     x = fg.ones(2, 3, device=dev).to(dev)
     assert x.device == dev and x.device.type == "cpu" and x.cpu() is x
     assert fg.zeros(2, device="cpu").tolist() == [0.0, 0.0]
+    assert fg.linspace(0, 1, 3, device=dev).tolist() == [0.0, 0.5, 1.0]
+    assert fg.eye(2, device=dev).sum().item() == 2.0
+    assert fg.ones_like(x, device=dev).shape == x.shape
     assert fg.tensor([1.0], device=fg.device("cpu")).to(device="cpu").item() == 1.0
     fg.backends.cudnn.deterministic = True  # scripts set it; nothing reads it
     assert not fg.backends.mps.is_available() and fg.cuda.device_count() == 0
@@ -47,6 +50,10 @@ def test_the_usual_device_selection_runs_on_the_cpu():
         lambda: fg.ones(2).to("cuda"),
         lambda: fg.ones(2).to(device=fg.device("cuda")),
         lambda: fg.ones(2).cuda(),
+        lambda: fg.linspace(0, 1, 3, device="cuda"),
+        lambda: fg.eye(2, device="cuda"),
+        lambda: fg.zeros_like(fg.ones(2), device="cuda"),
+        lambda: fg.full_like(fg.ones(2), 3.0, device="cuda"),
     ],
 )
 def test_other_devices_are_refused_clearly(call):
