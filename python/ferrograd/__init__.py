@@ -234,8 +234,8 @@ __all__ = [
 ]
 
 # The op families; imported last so their strict forms (e.g. `mm`) replace the generic ones above.
-from . import _ops_math, _ops_shape, nn  # noqa: E402,F401  (torch.nn is usable after `import torch`)
+from . import _ops_math, _ops_shape, nn, optim  # noqa: E402,F401  (torch.nn is usable after `import torch`)
 from ._ops_math import *  # noqa: E402,F401,F403
 from ._ops_shape import *  # noqa: E402,F401,F403
 
-__all__ += ["nn", *_ops_math.__all__, *_ops_shape.__all__]
+__all__ += ["nn", "optim", *_ops_math.__all__, *_ops_shape.__all__]
