@@ -32,13 +32,23 @@ fn sgd_momentum_nesterov_matches_closed_form() -> Result<()> {
         first_step: true,
     };
     let v0 = p.version();
-    sgd_step(&[p.clone()], &[g.clone()], &[b.clone()], &opts)?;
+    sgd_step(
+        std::slice::from_ref(&p),
+        std::slice::from_ref(&g),
+        std::slice::from_ref(&b),
+        &opts,
+    )?;
     assert!(p.version() > v0);
     let (mut pe, mut be) = (vec![1.0, -2.0], vec![0.0; 2]);
     for step in 0..3 {
         if step > 0 {
             opts.first_step = false;
-            sgd_step(&[p.clone()], &[g.clone()], &[b.clone()], &opts)?;
+            sgd_step(
+                std::slice::from_ref(&p),
+                std::slice::from_ref(&g),
+                std::slice::from_ref(&b),
+                &opts,
+            )?;
         }
         for k in 0..2 {
             let gk = [0.5, 0.25][k] + 0.01 * pe[k];
@@ -74,10 +84,10 @@ fn adam_and_adamw_match_closed_form() -> Result<()> {
             };
             let vms = if amsgrad { vec![vm.clone()] } else { vec![] };
             adam_step(
-                &[p.clone()],
-                &[g.clone()],
-                &[m.clone()],
-                &[v.clone()],
+                std::slice::from_ref(&p),
+                std::slice::from_ref(&g),
+                std::slice::from_ref(&m),
+                std::slice::from_ref(&v),
                 &vms,
                 &opts,
             )?;
@@ -120,11 +130,11 @@ fn rmsprop_centered_momentum_and_adagrad_match_closed_form() -> Result<()> {
     let (mut pe, mut se, mut be, mut ae) = (vec![1.0, -2.0], [0.0; 2], [0.0; 2], [0.0; 2]);
     for _ in 0..4 {
         rmsprop_step(
-            &[p.clone()],
-            &[g.clone()],
-            &[s.clone()],
-            &[b.clone()],
-            &[a.clone()],
+            std::slice::from_ref(&p),
+            std::slice::from_ref(&g),
+            std::slice::from_ref(&s),
+            std::slice::from_ref(&b),
+            std::slice::from_ref(&a),
             &opts,
         )?;
         for k in 0..2 {
@@ -150,7 +160,12 @@ fn rmsprop_centered_momentum_and_adagrad_match_closed_form() -> Result<()> {
             eps: 1e-10,
             maximize: false,
         };
-        adagrad_step(&[p.clone()], &[g.clone()], &[s.clone()], &opts)?;
+        adagrad_step(
+            std::slice::from_ref(&p),
+            std::slice::from_ref(&g),
+            std::slice::from_ref(&s),
+            &opts,
+        )?;
         let clr = 0.1 / (1.0 + (step as f64 - 1.0) * 0.01);
         for k in 0..2 {
             se[k] += gv[k] * gv[k];
@@ -182,7 +197,7 @@ fn large_float32_update_does_not_depend_on_chunking() -> Result<()> {
         maximize: false,
         decoupled_weight_decay: false,
     };
-    adam_step(&[p.clone()], &[g], &[m], &[v], &[], &opts)?;
+    adam_step(std::slice::from_ref(&p), &[g], &[m], &[v], &[], &opts)?;
     let out = p.to_vec::<f32>()?;
     for (k, (&o, &x)) in out.iter().zip(&vals).enumerate() {
         // First Adam step: p - lr * sign(g) (up to eps, which matters for tiny gradients).
@@ -210,36 +225,35 @@ fn errors() -> Result<()> {
         first_step: true,
     };
     let p = t(&[1.0, 2.0]);
-    let e = sgd_step(&[p.clone()], &[], &[], &opts)
-        .err()
-        .expect("length");
+    let e = sgd_step(std::slice::from_ref(&p), &[], &[], &opts).expect_err("length");
     assert!(e.to_string().contains("same number of tensors"));
-    let e = sgd_step(&[p.clone()], &[t(&[1.0])], &[], &opts)
-        .err()
-        .expect("shape");
+    let e = sgd_step(std::slice::from_ref(&p), &[t(&[1.0])], &[], &opts).expect_err("shape");
     assert!(e.to_string().contains("shape"));
     let g32 = Tensor::from_vec(vec![1f32, 2.0], &[2])?;
-    let e = sgd_step(&[p.clone()], &[g32], &[], &opts)
-        .err()
-        .expect("dtype");
+    let e = sgd_step(std::slice::from_ref(&p), &[g32], &[], &opts).expect_err("dtype");
     assert!(e.to_string().contains("dtype"));
     let m = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[2, 2])?;
-    let e = sgd_step(&[m.t()?], &[m.clone()], &[], &opts)
-        .err()
-        .expect("strided");
+    let e = sgd_step(&[m.t()?], std::slice::from_ref(&m), &[], &opts).expect_err("strided");
     assert!(e.to_string().contains("not contiguous"));
-    let e = sgd_step(&[t(&[1.0]).expand(&[2])?], &[p.clone()], &[], &opts)
-        .err()
-        .expect("expanded");
+    let e = sgd_step(
+        &[t(&[1.0]).expand(&[2])?],
+        std::slice::from_ref(&p),
+        &[],
+        &opts,
+    )
+    .expect_err("expanded");
     assert!(e.to_string().contains("expanded"));
     let leaf = t(&[1.0, 2.0]).requires_grad_(true)?;
     let nonleaf = leaf.mul(&leaf)?;
-    let e = sgd_step(&[nonleaf], &[p.clone()], &[], &opts)
-        .err()
-        .expect("non-leaf");
+    let e = sgd_step(&[nonleaf], std::slice::from_ref(&p), &[], &opts).expect_err("non-leaf");
     assert!(e.to_string().contains("can't optimize a non-leaf Tensor"));
     // A gradient that is the parameter itself is read before being overwritten.
-    sgd_step(&[p.clone()], &[p.clone()], &[], &opts)?;
+    sgd_step(
+        std::slice::from_ref(&p),
+        std::slice::from_ref(&p),
+        &[],
+        &opts,
+    )?;
     close(&p.to_vec::<f64>()?, &[0.9, 1.8]);
     Ok(())
 }
