@@ -281,3 +281,24 @@ def test_params_without_grad_are_skipped():
     opt.step()
     assert b.tolist() == [1.0] and b not in opt.state
     assert opt.state[a]["step"].item() == 1.0
+
+
+def test_large_step_same_on_any_thread_count():
+    rng = np.random.default_rng(1)
+    p0 = rng.standard_normal(600_000).astype(np.float32)
+    g0 = rng.standard_normal(600_000).astype(np.float32)
+    out = []
+    before = fg.get_num_threads()
+    try:
+        for n in (1, 2, 3):
+            fg.set_num_threads(n)
+            p = fg.tensor(p0).requires_grad_(True)
+            p.grad = fg.tensor(g0)
+            opt = fg.optim.Adam([p], lr=0.01, weight_decay=0.1, amsgrad=True)
+            for _ in range(3):
+                opt.step()
+            out.append(p.detach().numpy().copy())
+    finally:
+        fg.set_num_threads(before)
+    for o in out[1:]:
+        np.testing.assert_array_equal(o, out[0])
