@@ -302,3 +302,22 @@ def test_large_step_same_on_any_thread_count():
         fg.set_num_threads(before)
     for o in out[1:]:
         np.testing.assert_array_equal(o, out[0])
+
+
+def test_load_state_dict_copies_state_and_checks_groups():
+    p = fg.tensor([1.0, 2.0], requires_grad=True)
+    opt = fg.optim.Adam([p], lr=0.1)
+    p.grad = fg.ones(2)
+    opt.step()
+    sd = opt.state_dict()
+    saved = sd["state"][0]["exp_avg"].tolist()
+    opt2 = fg.optim.Adam([p], lr=0.5)
+    opt2.load_state_dict(sd)
+    assert opt2.param_groups[0]["lr"] == 0.1 and opt2.param_groups[0]["params"] == [p]
+    opt2.step()
+    assert sd["state"][0]["exp_avg"].tolist() == saved
+    q = fg.zeros(1, requires_grad=True)
+    with pytest.raises(ValueError, match="different number of parameter groups"):
+        fg.optim.Adam([{"params": [p]}, {"params": [q]}]).load_state_dict(sd)
+    with pytest.raises(ValueError, match="doesn't match the size of optimizer's group"):
+        fg.optim.Adam([p, q]).load_state_dict(sd)

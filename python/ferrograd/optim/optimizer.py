@@ -174,13 +174,12 @@ class Optimizer:
             )
         }
 
-        def cast(value: Any, key: Any = None) -> Any:
+        def cast(value: Any) -> Any:
+            # Copies, so the loaded optimizer never writes into the caller's state dict.
             if isinstance(value, Tensor):
-                if key == "step":
-                    return value.clone()
-                return value.clone()
+                return value.detach().clone()
             if isinstance(value, dict):
-                return {k: cast(v, k) for k, v in value.items()}
+                return {k: cast(v) for k, v in value.items()}
             return value
 
         state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
