@@ -476,7 +476,10 @@ pub fn adam_step(
             let bc2s = T::of(bc2_sqrt);
             let eps = T::of(o.eps);
             let neg_step = T::of(-step_size);
-            for k in 0..p.len() {
+            // Equal lengths up front, so the loop runs without bounds checks.
+            let n = p.len();
+            let (g, m, v) = (&g[..n], &mut m[..n], &mut v[..n]);
+            for k in 0..n {
                 let mut d = if o.maximize { -g[k] } else { g[k] };
                 if o.weight_decay != 0.0 {
                     if o.decoupled_weight_decay {
