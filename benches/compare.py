@@ -237,6 +237,26 @@ def elementwise_big() -> Dict[str, Any]:
     return {"make": make, "numpy": numpy_step, "unit": "ms/step", "scale": 1e3}
 
 
+def adam_step_10m() -> Dict[str, Any]:
+    ps0 = [_rand(1_000_000, scale=0.1) for _ in range(10)]
+    gs0 = [_rand(1_000_000, scale=0.01) for _ in range(10)]
+
+    def make(lib: Any) -> Callable[[], None]:
+        ps = [_leaf(lib, p) for p in ps0]
+        for p, g in zip(ps, gs0):
+            p.grad = lib.tensor(g)
+        # torch's multi-tensor path; ferrograd always updates a group in one call.
+        kw = {"foreach": True} if lib is torch else {}
+        opt = lib.optim.Adam(ps, lr=1e-3, **kw)
+
+        def step() -> None:
+            opt.step()
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
 WORKLOADS = {
     "tiny_chain": (tiny_chain, 0.10),
     "scalar_mlp": (scalar_mlp, 0.30),
@@ -245,6 +265,7 @@ WORKLOADS = {
     "matmul_big": (matmul_big, 1.05),
     "hvp": (hvp, 1.00),
     "elementwise_big": (elementwise_big, 0.70),
+    "adam_step_10M": (adam_step_10m, 1.00),
 }
 
 

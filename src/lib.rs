@@ -18,6 +18,7 @@ pub mod error;
 pub mod interrupt;
 pub mod memory;
 pub mod ops;
+pub mod optim;
 mod parallel;
 pub mod tensor;
 

@@ -69,6 +69,11 @@ __all__ = [
     "get_num_threads",
     "set_num_threads",
     "_where_tensors",
+    # ----- optim -----
+    "_sgd_step",
+    "_adam_step",
+    "_rmsprop_step",
+    "_adagrad_step",
     # ----- ops_nn -----
     "_nn_im2col",
     "_nn_col2im",
@@ -909,6 +914,69 @@ def set_num_threads(n: _int) -> None:
 
 def _where_tensors(cond: _ArrayOperand, a: _ArrayOperand, b: _ArrayOperand) -> Tensor:
     """``cond ? a : b`` elementwise, broadcasting."""
+
+# ----- optim --------------------------------------------------------------------------------------
+
+def _sgd_step(
+    params: Iterable[Tensor],
+    grads: Iterable[Tensor],
+    momentum_buffers: Iterable[Tensor],
+    lr: _float,
+    momentum: _float,
+    dampening: _float,
+    nesterov: _bool,
+    weight_decay: _float,
+    maximize: _bool,
+    first_step: _bool,
+) -> None:
+    """One SGD step over lists of parameters, gradients and momentum buffers."""
+
+def _adam_step(
+    params: Iterable[Tensor],
+    grads: Iterable[Tensor],
+    exp_avgs: Iterable[Tensor],
+    exp_avg_sqs: Iterable[Tensor],
+    max_exp_avg_sqs: Iterable[Tensor],
+    step: _float,
+    lr: _float,
+    beta1: _float,
+    beta2: _float,
+    eps: _float,
+    weight_decay: _float,
+    amsgrad: _bool,
+    maximize: _bool,
+    decoupled_weight_decay: _bool,
+) -> None:
+    """One Adam / AdamW step over lists of parameters, gradients and moment estimates."""
+
+def _rmsprop_step(
+    params: Iterable[Tensor],
+    grads: Iterable[Tensor],
+    square_avgs: Iterable[Tensor],
+    momentum_buffers: Iterable[Tensor],
+    grad_avgs: Iterable[Tensor],
+    lr: _float,
+    alpha: _float,
+    eps: _float,
+    weight_decay: _float,
+    momentum: _float,
+    centered: _bool,
+    maximize: _bool,
+) -> None:
+    """One RMSprop step over lists of parameters, gradients and running averages."""
+
+def _adagrad_step(
+    params: Iterable[Tensor],
+    grads: Iterable[Tensor],
+    state_sums: Iterable[Tensor],
+    step: _float,
+    lr: _float,
+    lr_decay: _float,
+    weight_decay: _float,
+    eps: _float,
+    maximize: _bool,
+) -> None:
+    """One Adagrad step over lists of parameters, gradients and squared-gradient sums."""
 
 # ----- ops_nn -------------------------------------------------------------------------------------
 

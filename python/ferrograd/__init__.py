@@ -244,6 +244,7 @@ from . import (  # noqa: E402,F401  (torch.nn is usable after `import torch`)
     backends,
     cuda,
     nn,
+    optim,
     utils,
 )
 from ._device import device  # noqa: E402
@@ -253,6 +254,7 @@ from ._ops_math import *  # noqa: E402,F401,F403
 from ._ops_shape import *  # noqa: E402,F401,F403
 from .serialization import load, save  # noqa: E402
 
-__all__ += ["nn", "utils", "cuda", "backends", "device", "Generator", "randperm", "save", "load"]
+__all__ += ["nn", "optim", "utils", "cuda", "backends", "device", "Generator", "randperm"]
+__all__ += ["save", "load"]
 __all__ += ["FloatTensor", "DoubleTensor", "LongTensor", "BoolTensor", "normal"]
 __all__ += [*_ops_math.__all__, *_ops_shape.__all__]

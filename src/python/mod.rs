@@ -8,6 +8,7 @@ mod numpy_interop;
 mod ops_math;
 mod ops_nn;
 mod ops_shape;
+mod optim;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -505,5 +506,6 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops_nn::register(m)?;
     ops_math::register(m)?;
     ops_shape::register(m)?;
+    optim::register(m)?;
     Ok(())
 }

@@ -50,6 +50,7 @@ def test_tutorial_matches_torch(name, tmp_path):
     pytest.importorskip("torch")
     src = (HERE / name).read_text()
     ours = final_loss(run(src, tmp_path))
-    as_torch = src.replace("import ferrograd as torch", "import torch").replace("ferrograd", "torch")
+    as_torch = src.replace("import ferrograd as torch", "import torch")
+    as_torch = as_torch.replace("ferrograd", "torch")
     theirs = final_loss(run(as_torch, tmp_path))
     assert ours == pytest.approx(theirs, rel=1e-2, abs=1e-4)

@@ -1,0 +1,7 @@
+"""``ferrograd.optim``: torch.optim's optimizers, with the updates computed in Rust."""
+
+from . import lr_scheduler
+from ._optimizers import SGD, Adagrad, Adam, AdamW, RMSprop
+from .optimizer import Optimizer
+
+__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]

@@ -1,0 +1,354 @@
+"""SGD, Adam, AdamW, RMSprop and Adagrad with torch's signatures, defaults and checks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .. import _C
+from .._creation import full_like, zeros_like
+from .optimizer import Optimizer, _params_with_grad
+
+
+def _check_lr(lr: Any) -> None:
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
+def _next_step(state: dict[str, Any]) -> float:
+    step = float(state["step"]) + 1.0
+    state["step"] = Optimizer._step_tensor(step)
+    return step
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent, optionally with momentum (torch.optim.SGD)."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-3,
+        momentum: float = 0,
+        dampening: float = 0,
+        weight_decay: float = 0,
+        nesterov: bool = False,
+        *,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
+    ) -> None:
+        _check_lr(lr)
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(
+            lr=lr,
+            momentum=momentum,
+            dampening=dampening,
+            weight_decay=weight_decay,
+            nesterov=nesterov,
+            maximize=maximize,
+            foreach=foreach,
+            differentiable=differentiable,
+            fused=fused,
+        )
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            params, grads = _params_with_grad(group)
+            if not params:
+                continue
+            momentum = group["momentum"]
+            args = (
+                group["lr"],
+                momentum,
+                group["dampening"],
+                group["nesterov"],
+                group["weight_decay"],
+                group["maximize"],
+            )
+            if momentum == 0:
+                _C._sgd_step(params, grads, [], *args, False)
+                continue
+            # Parameters without a buffer get one equal to their gradient (torch's first step).
+            old = [(p, g) for p, g in zip(params, grads) if "momentum_buffer" in self.state[p]]
+            new = [(p, g) for p, g in zip(params, grads) if "momentum_buffer" not in self.state[p]]
+            for p, _ in new:
+                self.state[p]["momentum_buffer"] = zeros_like(p)
+            for pairs, first in ((old, False), (new, True)):
+                if pairs:
+                    ps = [p for p, _ in pairs]
+                    bufs = [self.state[p]["momentum_buffer"] for p in ps]
+                    _C._sgd_step(ps, [g for _, g in pairs], bufs, *args, first)
+        return loss
+
+
+class Adam(Optimizer):
+    """Adam (torch.optim.Adam); AdamW with ``decoupled_weight_decay=True``."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        amsgrad: bool = False,
+        *,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+        decoupled_weight_decay: bool = False,
+    ) -> None:
+        _check_lr(lr)
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+            amsgrad=amsgrad,
+            maximize=maximize,
+            foreach=foreach,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
+            decoupled_weight_decay=decoupled_weight_decay,
+        )
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            params, grads = _params_with_grad(group)
+            amsgrad = group["amsgrad"]
+            # Parameters are grouped by step count (equal unless some had no grad on a step).
+            by_step: dict[float, list[tuple[Any, Any]]] = {}
+            for p, g in zip(params, grads):
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = Optimizer._step_tensor(0.0)
+                    state["exp_avg"] = zeros_like(p)
+                    state["exp_avg_sq"] = zeros_like(p)
+                    if amsgrad:
+                        state["max_exp_avg_sq"] = zeros_like(p)
+                by_step.setdefault(_next_step(state), []).append((p, g))
+            beta1, beta2 = group["betas"]
+            for step, pairs in by_step.items():
+                ps = [p for p, _ in pairs]
+                states = [self.state[p] for p in ps]
+                _C._adam_step(
+                    ps,
+                    [g for _, g in pairs],
+                    [s["exp_avg"] for s in states],
+                    [s["exp_avg_sq"] for s in states],
+                    [s["max_exp_avg_sq"] for s in states] if amsgrad else [],
+                    step,
+                    group["lr"],
+                    beta1,
+                    beta2,
+                    group["eps"],
+                    group["weight_decay"],
+                    amsgrad,
+                    group["maximize"],
+                    group["decoupled_weight_decay"],
+                )
+        return loss
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (torch.optim.AdamW)."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+    ) -> None:
+        super().__init__(
+            params,
+            lr,
+            betas,
+            eps,
+            weight_decay,
+            amsgrad,
+            foreach=foreach,
+            maximize=maximize,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
+            decoupled_weight_decay=True,
+        )
+
+
+class RMSprop(Optimizer):
+    """RMSprop (torch.optim.RMSprop)."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        momentum: float = 0,
+        centered: bool = False,
+        capturable: bool = False,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        differentiable: bool = False,
+    ) -> None:
+        _check_lr(lr)
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= momentum:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= alpha:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        defaults = dict(
+            lr=lr,
+            momentum=momentum,
+            alpha=alpha,
+            eps=eps,
+            centered=centered,
+            weight_decay=weight_decay,
+            capturable=capturable,
+            foreach=foreach,
+            maximize=maximize,
+            differentiable=differentiable,
+        )
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            params, grads = _params_with_grad(group)
+            if not params:
+                continue
+            momentum, centered = group["momentum"], group["centered"]
+            states = []
+            for p in params:
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = Optimizer._step_tensor(0.0)
+                    state["square_avg"] = zeros_like(p)
+                    if momentum > 0:
+                        state["momentum_buffer"] = zeros_like(p)
+                    if centered:
+                        state["grad_avg"] = zeros_like(p)
+                _next_step(state)
+                states.append(state)
+            _C._rmsprop_step(
+                params,
+                grads,
+                [s["square_avg"] for s in states],
+                [s["momentum_buffer"] for s in states] if momentum > 0 else [],
+                [s["grad_avg"] for s in states] if centered else [],
+                group["lr"],
+                group["alpha"],
+                group["eps"],
+                group["weight_decay"],
+                momentum,
+                centered,
+                group["maximize"],
+            )
+        return loss
+
+
+class Adagrad(Optimizer):
+    """Adagrad (torch.optim.Adagrad); state is created at construction, as torch's."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-2,
+        lr_decay: float = 0,
+        weight_decay: float = 0,
+        initial_accumulator_value: float = 0,
+        eps: float = 1e-10,
+        foreach: bool | None = None,
+        *,
+        maximize: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+    ) -> None:
+        _check_lr(lr)
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError(
+                f"Invalid initial_accumulator_value value: {initial_accumulator_value}"
+            )
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        defaults = dict(
+            lr=lr,
+            lr_decay=lr_decay,
+            eps=eps,
+            weight_decay=weight_decay,
+            initial_accumulator_value=initial_accumulator_value,
+            foreach=foreach,
+            maximize=maximize,
+            differentiable=differentiable,
+            fused=fused,
+        )
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                state["step"] = Optimizer._step_tensor(0.0)
+                state["sum"] = full_like(p, group["initial_accumulator_value"])
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            params, grads = _params_with_grad(group)
+            by_step: dict[float, list[tuple[Any, Any]]] = {}
+            for p, g in zip(params, grads):
+                by_step.setdefault(_next_step(self.state[p]), []).append((p, g))
+            for step, pairs in by_step.items():
+                ps = [p for p, _ in pairs]
+                _C._adagrad_step(
+                    ps,
+                    [g for _, g in pairs],
+                    [self.state[p]["sum"] for p in ps],
+                    step,
+                    group["lr"],
+                    group["lr_decay"],
+                    group["weight_decay"],
+                    group["eps"],
+                    group["maximize"],
+                )
+        return loss

@@ -1,0 +1,146 @@
+"""ferrograd.optim.lr_scheduler against closed forms and torch's lr sequences."""
+
+from __future__ import annotations
+
+import math
+
+import ferrograd as fg
+import pytest
+
+EPOCHS = 30
+
+
+def make(lib, name, opt_name="SGD", **opt_kw):
+    p = lib.zeros(2, requires_grad=True)
+    opt = getattr(lib.optim, opt_name)([p], lr=0.1, **opt_kw)
+    return opt, SCHEDULERS[name](lib, opt)
+
+
+SCHEDULERS = {
+    "StepLR": lambda lib, o: lib.optim.lr_scheduler.StepLR(o, step_size=7, gamma=0.5),
+    "MultiStepLR": lambda lib, o: lib.optim.lr_scheduler.MultiStepLR(o, [3, 8, 8, 20], 0.3),
+    "ExponentialLR": lambda lib, o: lib.optim.lr_scheduler.ExponentialLR(o, gamma=0.9),
+    "CosineAnnealingLR": lambda lib, o: lib.optim.lr_scheduler.CosineAnnealingLR(o, 10, 0.01),
+    "LambdaLR": lambda lib, o: lib.optim.lr_scheduler.LambdaLR(o, lambda e: 1 / (1 + e)),
+    "LinearLR": lambda lib, o: lib.optim.lr_scheduler.LinearLR(o, 0.25, 1.0, total_iters=8),
+    "OneCycleLR": lambda lib, o: lib.optim.lr_scheduler.OneCycleLR(o, 1.0, total_steps=EPOCHS + 1),
+    "OneCycleLR3": lambda lib, o: lib.optim.lr_scheduler.OneCycleLR(
+        o, 1.0, total_steps=EPOCHS + 1, three_phase=True, anneal_strategy="linear"
+    ),
+    "SequentialLR": lambda lib, o: lib.optim.lr_scheduler.SequentialLR(
+        o,
+        [
+            lib.optim.lr_scheduler.LinearLR(o, 0.1, total_iters=5),
+            lib.optim.lr_scheduler.CosineAnnealingLR(o, 12),
+        ],
+        milestones=[5],
+    ),
+}
+
+CLOSED = {
+    "StepLR": lambda e: 0.1 * 0.5 ** (e // 7),
+    "MultiStepLR": lambda e: 0.1 * 0.3 ** (int(e >= 3) + 2 * int(e >= 8) + int(e >= 20)),
+    "ExponentialLR": lambda e: 0.1 * 0.9**e,
+    "CosineAnnealingLR": lambda e: 0.01 + (0.1 - 0.01) * (1 + math.cos(math.pi * e / 10)) / 2,
+    "LambdaLR": lambda e: 0.1 / (1 + e),
+    "LinearLR": lambda e: 0.1 * (0.25 + 0.75 * min(e, 8) / 8),
+}
+
+
+def lrs(lib, name, opt_name="SGD"):
+    opt, sched = make(lib, name, opt_name)
+    out = [sched.get_last_lr()[0]]
+    for _ in range(EPOCHS):
+        opt.step()
+        sched.step()
+        out.append(sched.get_last_lr()[0])
+        assert opt.param_groups[0]["lr"] == out[-1]
+    return out, sched
+
+
+@pytest.mark.parametrize("name", sorted(CLOSED))
+def test_closed_forms(name):
+    got, sched = lrs(fg, name)
+    assert sched.last_epoch == EPOCHS
+    for e, lr in enumerate(got):
+        assert lr == pytest.approx(CLOSED[name](e), rel=1e-12, abs=1e-15), e
+
+
+def test_one_cycle_shape():
+    got, _ = lrs(fg, "OneCycleLR")
+    assert got[0] == pytest.approx(1.0 / 25)
+    assert 0.99 < max(got) <= 1.0  # the peak falls between steps (end_step 8.3)
+    assert got[-1] == pytest.approx(1.0 / 25 / 1e4)
+
+
+@pytest.mark.parametrize("opt_name", ["SGD", "Adam"])
+@pytest.mark.parametrize("name", sorted(SCHEDULERS))
+def test_matches_torch(name, opt_name):
+    torch = pytest.importorskip("torch")
+    mine, _ = lrs(fg, name, opt_name)
+    theirs, _ = lrs(torch, name, opt_name)
+    assert mine == pytest.approx(theirs, rel=1e-12, abs=1e-15)
+
+
+def test_reduce_lr_on_plateau():
+    p = fg.zeros(1, requires_grad=True)
+    opt = fg.optim.SGD([p], lr=1.0)
+    sched = fg.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=2, cooldown=1, min_lr=0.05)
+    metrics = [5, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4]
+    seen = []
+    for m in metrics:
+        sched.step(m)
+        seen.append(sched.get_last_lr()[0])
+    assert seen == pytest.approx([1, 1, 1, 1, 0.1, 0.1, 0.1, 0.1, 0.01 * 5, 0.05, 0.05, 0.05])
+    with pytest.raises(ValueError, match="Factor should be < 1.0."):
+        fg.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=1.0)
+    with pytest.raises(ValueError, match="mode what is unknown!"):
+        fg.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="what")
+
+
+def test_reduce_lr_on_plateau_matches_torch():
+    torch = pytest.importorskip("torch")
+    metrics = [5, 4, 4.1, 3.9, 4, 4, 4, 3, 3, 3, 3, 3, 3, 3, 3, 2.99999, 3]
+    out = []
+    for lib in (fg, torch):
+        p = lib.zeros(1, requires_grad=True)
+        opt = lib.optim.Adam([p], lr=1.0)
+        sched = lib.optim.lr_scheduler.ReduceLROnPlateau(opt, "min", 0.5, 1, threshold=0.01)
+        seq = []
+        for m in metrics:
+            sched.step(m)
+            seq.append(sched.get_last_lr()[0])
+        out.append(seq)
+    assert out[0] == out[1]
+
+
+def test_state_dict_resumes():
+    ref, _ = lrs(fg, "CosineAnnealingLR")
+    opt, sched = make(fg, "CosineAnnealingLR")
+    for _ in range(10):
+        opt.step()
+        sched.step()
+    sd, osd = sched.state_dict(), opt.state_dict()
+    assert "optimizer" not in sd and sd["last_epoch"] == 10
+    opt2, sched2 = make(fg, "CosineAnnealingLR")
+    opt2.load_state_dict(osd)
+    sched2.load_state_dict(sd)
+    got = []
+    for _ in range(EPOCHS - 10):
+        opt2.step()
+        sched2.step()
+        got.append(sched2.get_last_lr()[0])
+    assert got == pytest.approx(ref[11:], rel=1e-12)
+
+
+def test_errors():
+    p = fg.zeros(1, requires_grad=True)
+    opt = fg.optim.SGD([p], lr=1.0)
+    with pytest.raises(TypeError, match="list is not an Optimizer"):
+        fg.optim.lr_scheduler.StepLR([], 3)
+    with pytest.raises(ValueError, match="Starting multiplicative factor"):
+        fg.optim.lr_scheduler.LinearLR(opt, start_factor=0)
+    with pytest.raises(ValueError, match="You must define either total_steps"):
+        fg.optim.lr_scheduler.OneCycleLR(opt, 1.0)
+    with pytest.raises(KeyError, match="initial_lr"):
+        fg.optim.lr_scheduler.StepLR(fg.optim.SGD([fg.zeros(1)]), 3, last_epoch=4)
