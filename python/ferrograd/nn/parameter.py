@@ -1,0 +1,41 @@
+"""``nn.Parameter``: a leaf tensor that ``nn.Module`` registers when assigned as an attribute."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from .. import _C
+
+Tensor = _C.Tensor
+
+
+class Parameter(Tensor):
+    """A tensor that is a module parameter. It shares ``data``'s storage and is the very object
+    the engine hands back for its tensor, so ``p.grad`` accumulates into it."""
+
+    def __new__(cls, data: Optional[Tensor] = None, requires_grad: bool = True) -> Parameter:
+        if data is None:
+            data = _C._full((0,), 0.0, _C.float32)
+        return Tensor._make_subclass(cls, data, requires_grad)
+
+    def __init__(self, data: Optional[Tensor] = None, requires_grad: bool = True) -> None:
+        """Everything happens in ``__new__`` (the object is allocated by the Rust class)."""
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+    __str__ = __repr__
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> Parameter:
+        if id(self) in memo:
+            return memo[id(self)]  # type: ignore[no-any-return]
+        result = type(self)(self.detach().clone(), self.requires_grad)
+        memo[id(self)] = result
+        return result
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return (_rebuild_parameter, (self.detach().clone(), self.requires_grad))
+
+
+def _rebuild_parameter(data: Tensor, requires_grad: bool) -> Parameter:
+    return Parameter(data, requires_grad)
