@@ -32,10 +32,3 @@ class Parameter(Tensor):
         result = type(self)(self.detach().clone(), self.requires_grad)
         memo[id(self)] = result
         return result
-
-    def __reduce_ex__(self, protocol: Any) -> Any:
-        return (_rebuild_parameter, (self.detach().clone(), self.requires_grad))
-
-
-def _rebuild_parameter(data: Tensor, requires_grad: bool) -> Parameter:
-    return Parameter(data, requires_grad)
