@@ -265,3 +265,29 @@ def test_repr_nested() -> None:
         ")"
     )
     assert repr(nn.Module()) == "Module()"
+
+
+def test_parameter_data_assignment_keeps_identity() -> None:
+    """The old-style update ``p.data -= lr * p.grad`` (and ``p.data = t``) works in place."""
+    m = Lin(2, 1)
+    w = m.weight
+    w.grad = torch.ones(1, 2)
+    before = w.detach().numpy().copy()
+    w.data -= 0.5 * w.grad
+    assert m.weight is w and w.requires_grad and w.is_leaf
+    np.testing.assert_allclose(w.detach().numpy(), before - 0.5)
+    w.data = torch.zeros(1, 2)
+    assert float(w.abs().sum()) == 0.0
+    with pytest.raises(RuntimeError, match="another shape or dtype"):
+        w.data = torch.zeros(3)
+    assert isinstance(w.data, torch.Tensor) and not w.data.requires_grad
+
+
+def test_deepcopy_of_parameter() -> None:
+    import copy
+
+    p = nn.Parameter(torch.tensor([1.0, 2.0]))
+    q = copy.deepcopy(p)
+    assert type(q) is nn.Parameter and q is not p and q.requires_grad
+    np.testing.assert_array_equal(q.detach().numpy(), [1.0, 2.0])
+    assert q.data_ptr() != p.data_ptr()

@@ -26,6 +26,26 @@ class Parameter(Tensor):
 
     __str__ = __repr__
 
+    @property
+    def data(self) -> Tensor:
+        """A detached alias (shares storage and version counter)."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        """``p.data = t`` / ``p.data -= x``: copied in place, so identity and ``.grad`` stay;
+        torch swaps the storage, which also allows another shape or dtype (not supported)."""
+        if tuple(value.shape) != tuple(self.shape) or value.dtype != self.dtype:
+            raise RuntimeError(
+                "ferrograd: assigning .data of another shape or dtype to a Parameter is not "
+                f"supported (got {tuple(value.shape)} {value.dtype}, have {tuple(self.shape)} "
+                f"{self.dtype})"
+            )
+        from ..autograd.grad_mode import no_grad
+
+        with no_grad():
+            self.copy_(value)
+
     def __deepcopy__(self, memo: Dict[int, Any]) -> Parameter:
         if id(self) in memo:
             return memo[id(self)]  # type: ignore[no-any-return]
