@@ -291,3 +291,20 @@ def test_deepcopy_of_parameter() -> None:
     assert type(q) is nn.Parameter and q is not p and q.requires_grad
     np.testing.assert_array_equal(q.detach().numpy(), [1.0, 2.0])
     assert q.data_ptr() != p.data_ptr()
+
+
+def test_hooks_with_kwargs() -> None:
+    class Scale(nn.Module):
+        def forward(self, x: Any, factor: float = 1.0) -> Any:
+            return x * factor
+
+    m = Scale()
+    m.register_forward_pre_hook(lambda mod, a, kw: (a, {"factor": 3.0}), with_kwargs=True)
+    seen: List[Any] = []
+    m.register_forward_hook(lambda mod, a, kw, out: seen.append(kw), with_kwargs=True)
+    np.testing.assert_allclose(m(torch.ones(2), factor=2.0).numpy(), [3.0, 3.0])
+    assert seen == [{"factor": 3.0}]
+    bad = Scale()
+    bad.register_forward_pre_hook(lambda mod, a, kw: 5, with_kwargs=True)
+    with pytest.raises(RuntimeError, match="forward pre-hook must return None or a tuple"):
+        bad(torch.ones(1))

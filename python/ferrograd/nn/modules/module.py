@@ -149,6 +149,8 @@ class Module:
         setattr_("_modules", {})
         setattr_("_forward_pre_hooks", OrderedDict())
         setattr_("_forward_hooks", OrderedDict())
+        setattr_("_forward_pre_hooks_with_kwargs", {})
+        setattr_("_forward_hooks_with_kwargs", {})
         setattr_("_backward_hooks", OrderedDict())
 
     forward: Callable[..., Any]
@@ -657,22 +659,27 @@ class Module:
     # ----- hooks and calling ----------------------------------------------------------------
 
     def register_forward_pre_hook(
-        self, hook: Callable[..., Any], *, prepend: bool = False
+        self, hook: Callable[..., Any], *, prepend: bool = False, with_kwargs: bool = False
     ) -> RemovableHandle:
-        """``hook(module, args)`` before ``forward``; a non-None result replaces the args."""
+        """``hook(module, args)`` before ``forward``; a non-None result replaces the args.
+        With ``with_kwargs``: ``hook(module, args, kwargs)`` returning ``(args, kwargs)``."""
         handle = RemovableHandle(self._forward_pre_hooks)
         self._forward_pre_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs[handle.id] = True
         if prepend:
             self._forward_pre_hooks.move_to_end(handle.id, last=False)
         return handle
 
     def register_forward_hook(
-        self, hook: Callable[..., Any], *, prepend: bool = False
+        self, hook: Callable[..., Any], *, prepend: bool = False, with_kwargs: bool = False
     ) -> RemovableHandle:
-        """``hook(module, args, output)`` after ``forward``; a non-None result replaces the
-        output."""
+        """``hook(module, args, output)`` after ``forward`` (``hook(module, args, kwargs,
+        output)`` with ``with_kwargs``); a non-None result replaces the output."""
         handle = RemovableHandle(self._forward_hooks)
         self._forward_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_hooks_with_kwargs[handle.id] = True
         if prepend:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
@@ -738,14 +745,27 @@ class Module:
         return result
 
     def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
-        for hook in list(self._forward_pre_hooks.values()):
+        for hook_id, hook in list(self._forward_pre_hooks.items()):
+            if hook_id in self._forward_pre_hooks_with_kwargs:
+                pair = hook(self, args, kwargs)
+                if pair is not None:
+                    if not (isinstance(pair, tuple) and len(pair) == 2):
+                        raise RuntimeError(
+                            "forward pre-hook must return None or a tuple of (new_args, "
+                            f"new_kwargs), but got {pair}."
+                        )
+                    args, kwargs = pair
+                continue
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
         args, hook_info = self._wrap_for_backward_hooks(args)
         result = self.forward(*args, **kwargs)
-        for hook in list(self._forward_hooks.values()):
-            hook_result = hook(self, args, result)
+        for hook_id, hook in list(self._forward_hooks.items()):
+            if hook_id in self._forward_hooks_with_kwargs:
+                hook_result = hook(self, args, kwargs, result)
+            else:
+                hook_result = hook(self, args, result)
             if hook_result is not None:
                 result = hook_result
         if hook_info is not None:
