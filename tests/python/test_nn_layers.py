@@ -441,3 +441,30 @@ def test_layers_match_torch() -> None:
         )
     assert repr(t.nn.Linear(2, 3)) == repr(nn.Linear(2, 3))
     _ = F
+
+
+def test_bilinear_closed_form_and_gradcheck() -> None:
+    torch.manual_seed(0)
+    m = nn.Bilinear(3, 2, 4).double()
+    assert repr(m) == "Bilinear(in1_features=3, in2_features=2, out_features=4, bias=True)"
+    assert np.abs(m.weight.detach().numpy()).max() <= 1 / math.sqrt(3)
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(5, 3)), rng.normal(size=(5, 2))
+    w, bias = m.weight.detach().numpy(), m.bias.detach().numpy()
+    ref = np.einsum("bi,oij,bj->bo", a, w, b) + bias
+    np.testing.assert_allclose(m(torch.tensor(a), torch.tensor(b)).detach().numpy(), ref)
+    _gradcheck_params(m, torch.tensor(a), torch.tensor(b))
+
+
+def test_bilinear_matches_torch() -> None:
+    t = pytest.importorskip("torch")
+    tm, fm = t.nn.Bilinear(3, 2, 4), nn.Bilinear(3, 2, 4)
+    fm.load_state_dict({k: torch.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(5, 3)).astype(np.float32), rng.normal(size=(5, 2)).astype(np.float32)
+    yt, yf = tm(t.tensor(a), t.tensor(b)), fm(torch.tensor(a), torch.tensor(b))
+    np.testing.assert_allclose(yf.detach().numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-6)
+    yt.square().sum().backward()
+    yf.square().sum().backward()
+    np.testing.assert_allclose(fm.weight.grad.numpy(), tm.weight.grad.numpy(), rtol=1e-4)
+    assert repr(tm) == repr(fm)

@@ -21,7 +21,7 @@ from .activation import (
 )
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import AvgPool2d, Conv1d, Conv2d, MaxPool2d
-from .linear import Identity, Linear
+from .linear import Bilinear, Identity, Linear
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -40,6 +40,7 @@ __all__ = [
     "AvgPool2d",
     "BCELoss",
     "BCEWithLogitsLoss",
+    "Bilinear",
     "Conv1d",
     "Conv2d",
     "CrossEntropyLoss",
