@@ -308,3 +308,19 @@ def test_hooks_with_kwargs() -> None:
     bad.register_forward_pre_hook(lambda mod, a, kw: 5, with_kwargs=True)
     with pytest.raises(RuntimeError, match="forward pre-hook must return None or a tuple"):
         bad(torch.ones(1))
+
+
+def test_deepcopy_of_module_with_buffers_and_shared_weights() -> None:
+    import copy
+
+    m = TwoLayer()
+    m.out.extra = m.fc  # the same submodule twice
+    c = copy.deepcopy(m)
+    assert c is not m and c.fc is not m.fc and c.out.extra is c.fc
+    assert isinstance(c.fc.weight, nn.Parameter) and c.fc.weight is not m.fc.weight
+    assert c.steps is not m.steps and c.steps.data_ptr() != m.steps.data_ptr()
+    assert list(c.state_dict()) == list(m.state_dict())
+    for (_, a), (_, b) in zip(c.state_dict().items(), m.state_dict().items()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    c(torch.randn(2, 3)).sum().backward()
+    assert c.fc.weight.grad is not None and m.fc.weight.grad is None

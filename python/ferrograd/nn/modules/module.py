@@ -343,6 +343,26 @@ class Module:
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__dict__.update(state)
 
+    def __deepcopy__(self, memo: Dict[int, Any]) -> Module:
+        """``copy.deepcopy(model)``: buffers are plain tensors, which have no deepcopy of their
+        own yet, so they are cloned here (Parameters copy themselves)."""
+        import copy
+
+        if id(self) in memo:
+            return memo[id(self)]  # type: ignore[no-any-return]
+        for m in self.modules():
+            for buf in m._buffers.values():
+                if buf is not None and id(buf) not in memo and not isinstance(buf, Parameter):
+                    clone = buf.detach().clone()
+                    if buf.requires_grad:
+                        clone.requires_grad_()
+                    memo[id(buf)] = clone
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        for key, value in self.__dict__.items():
+            object.__setattr__(new, key, copy.deepcopy(value, memo))
+        return new
+
     # ----- traversal ------------------------------------------------------------------------
 
     def _named_members(
