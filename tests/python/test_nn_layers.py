@@ -468,3 +468,13 @@ def test_bilinear_matches_torch() -> None:
     yf.square().sum().backward()
     np.testing.assert_allclose(fm.weight.grad.numpy(), tm.weight.grad.numpy(), rtol=1e-4)
     assert repr(tm) == repr(fm)
+
+
+def test_device_arguments() -> None:
+    assert nn.Linear(2, 2, device="cpu").weight.shape == (2, 2)
+    assert nn.Conv2d(1, 1, 1, device=None).weight.shape == (1, 1, 1, 1)
+    assert nn.LayerNorm(3, device="cpu:0").weight.shape == (3,)
+    lin = nn.Linear(2, 2, dtype=torch.float64)
+    assert lin.weight.dtype == torch.float64 and lin.bias.dtype == torch.float64
+    with pytest.raises(RuntimeError, match="only the CPU"):
+        nn.Linear(2, 2, device="cuda")

@@ -61,10 +61,12 @@ class _ConvNd(Module):
         self.groups = groups
         self.padding_mode = padding_mode
         self.weight = Parameter(
-            _empty(out_channels, in_channels // groups, *self.kernel_size, dtype=dtype)
+            _empty(
+                out_channels, in_channels // groups, *self.kernel_size, dtype=dtype, device=device
+            )
         )
         if bias:
-            self.bias = Parameter(_empty(out_channels, dtype=dtype))
+            self.bias = Parameter(_empty(out_channels, dtype=dtype, device=device))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

@@ -16,10 +16,13 @@ Tensor = _C.Tensor
 __all__ = ["Bilinear", "Identity", "Linear"]
 
 
-def _empty(*shape: int, dtype: Any = None) -> Tensor:
+def _empty(*shape: int, dtype: Any = None, device: Any = None) -> Tensor:
+    """Storage for a new parameter; only the CPU exists (``None``, ``"cpu"``, ``"cpu:0"``)."""
     from ..._creation import empty
 
-    return empty(*shape, dtype=dtype)
+    if device is not None and not str(device).startswith("cpu"):
+        raise RuntimeError(f"ferrograd supports only the CPU device, not {device!r}")
+    return empty(*shape, dtype=dtype, device=device)
 
 
 class Identity(Module):
@@ -46,9 +49,9 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(_empty(out_features, in_features, dtype=dtype))
+        self.weight = Parameter(_empty(out_features, in_features, dtype=dtype, device=device))
         if bias:
-            self.bias = Parameter(_empty(out_features, dtype=dtype))
+            self.bias = Parameter(_empty(out_features, dtype=dtype, device=device))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
@@ -87,9 +90,11 @@ class Bilinear(Module):
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = Parameter(_empty(out_features, in1_features, in2_features, dtype=dtype))
+        self.weight = Parameter(
+            _empty(out_features, in1_features, in2_features, dtype=dtype, device=device)
+        )
         if bias:
-            self.bias = Parameter(_empty(out_features, dtype=dtype))
+            self.bias = Parameter(_empty(out_features, dtype=dtype, device=device))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

@@ -99,7 +99,8 @@ class Embedding(Module):
         self.sparse = sparse
         if _weight is None:
             self.weight = Parameter(
-                _empty(num_embeddings, embedding_dim, dtype=dtype), requires_grad=not _freeze
+                _empty(num_embeddings, embedding_dim, dtype=dtype, device=device),
+                requires_grad=not _freeze,
             )
             self.reset_parameters()
         else:
@@ -189,9 +190,9 @@ class LayerNorm(Module):
         self.elementwise_affine = elementwise_affine
         self._has_bias = bias
         if elementwise_affine:
-            self.weight = Parameter(_empty(*self.normalized_shape, dtype=dtype))
+            self.weight = Parameter(_empty(*self.normalized_shape, dtype=dtype, device=device))
             if bias:
-                self.bias = Parameter(_empty(*self.normalized_shape, dtype=dtype))
+                self.bias = Parameter(_empty(*self.normalized_shape, dtype=dtype, device=device))
             else:
                 self.register_parameter("bias", None)
         else:
