@@ -11,10 +11,10 @@ from builtins import float as _float
 from builtins import int as _int
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import EllipsisType, TracebackType
-from typing import Any, SupportsIndex, final, overload
+from typing import Any, SupportsIndex, TypeVar, final, overload
 
 import numpy.typing as npt
-from typing_extensions import TypeAlias
+from typing_extensions import TypeAlias, disjoint_base
 
 from ferrograd._device import device as _Device
 from ferrograd._size import Size as _Size
@@ -152,9 +152,20 @@ class SavedVariables:
 class StorageOwner:
     """Keeps a tensor's storage alive while a NumPy array views it (``t.numpy().base``)."""
 
-@final
+_TensorT = TypeVar("_TensorT", bound="Tensor")
+
+@disjoint_base
 class Tensor:
-    """A ferrograd tensor."""
+    """A ferrograd tensor. Subclassable so that `nn.Parameter` is a `Tensor`, as in torch."""
+
+    # ----- subclasses -----------------------------------------------------------------------------
+
+    def __new__(cls: type[_TensorT], data: Tensor, requires_grad: _bool = False) -> _TensorT:
+        """The allocator behind `_make_subclass`; direct construction of `Tensor` is refused."""
+    @staticmethod
+    def _make_subclass(cls: type[_TensorT], data: Tensor, require_grad: _bool = False) -> _TensorT:
+        """An instance of the subclass `cls` sharing `data`'s storage, registered as the object
+        of its tensor (torch's `Tensor._make_subclass`)."""
 
     # ----- properties -----------------------------------------------------------------------------
 

@@ -1,14 +1,14 @@
 //! The Python `Tensor` class: argument parsing and conversion only; every computation is a call
 //! into the crate.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 
 use crate::python::args::{Int, Ints};
-use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyTuple};
+use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyTuple, PyType};
 
 use super::args;
 use super::errors::{detached, from_py, guarded, IntoPyResult};
@@ -18,10 +18,21 @@ use crate::autograd::TensorHook;
 use crate::error::Error;
 use crate::tensor::{DType, Tensor};
 
-/// A ferrograd tensor.
-#[pyclass(name = "Tensor", module = "ferrograd._C", frozen, weakref, dict)]
+/// A ferrograd tensor. Subclassable so that `nn.Parameter` is a `Tensor`, as in torch.
+#[pyclass(
+    name = "Tensor",
+    module = "ferrograd._C",
+    frozen,
+    weakref,
+    dict,
+    subclass
+)]
 pub struct PyTensor {
     pub(crate) inner: Tensor,
+    /// Whether this object is the one in `inner`'s binding slot. Only such an object clears the
+    /// slot when it dies: one made by `Tensor.__new__` outside `_make_subclass` is never
+    /// registered, and must not unregister the object the engine hands back.
+    registered: AtomicBool,
 }
 
 /// The Python object for a tensor: the existing one if it is alive (so identity holds, as in
@@ -35,14 +46,24 @@ pub(crate) fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyTensor>> {
         let obj = unsafe { Bound::from_borrowed_ptr(py, existing as *mut pyo3::ffi::PyObject) };
         return Ok(obj.cast_into::<PyTensor>().map_err(PyErr::from)?.unbind());
     }
-    let obj = Py::new(py, PyTensor { inner: t.clone() })?;
+    let obj = Py::new(
+        py,
+        PyTensor {
+            inner: t.clone(),
+            registered: AtomicBool::new(true),
+        },
+    )?;
     slot.store(obj.as_ptr() as *mut std::ffi::c_void, Ordering::Release);
     Ok(obj)
 }
 
 impl Drop for PyTensor {
     fn drop(&mut self) {
-        // Only one Python object per tensor is ever registered, and it is this one.
+        // Only one Python object per tensor is ever registered; an unregistered one leaves the
+        // slot alone.
+        if !self.registered.load(Ordering::Acquire) {
+            return;
+        }
         self.inner
             .0
             .binding_slot
@@ -311,6 +332,63 @@ inplace_methods!(
 
 #[pymethods]
 impl PyTensor {
+    // ----- subclasses -----------------------------------------------------------------------
+
+    /// The allocator behind `_make_subclass`: an unregistered alias of `data` of type `cls`.
+    /// Direct construction is refused (torch's legacy `Tensor(...)` constructor is not offered;
+    /// `ferrograd.tensor` makes tensors).
+    #[new]
+    #[classmethod]
+    #[pyo3(signature = (data, requires_grad=false))]
+    fn py_new(
+        cls: &Bound<'_, PyType>,
+        data: &Bound<'_, PyAny>,
+        requires_grad: bool,
+    ) -> PyResult<Self> {
+        if cls.is(cls.py().get_type::<PyTensor>()) {
+            return Err(PyTypeError::new_err(
+                "Tensor cannot be constructed directly; use ferrograd.tensor(...)",
+            ));
+        }
+        let t = tensor_of(data, "data")?.detach();
+        let t = guarded(|| t.requires_grad_(requires_grad))?;
+        Ok(PyTensor {
+            inner: t,
+            registered: AtomicBool::new(false),
+        })
+    }
+
+    /// An instance of the subclass `cls` sharing `data`'s storage and version counter, a leaf
+    /// with `requires_grad=require_grad` (torch's `Tensor._make_subclass`, used by
+    /// `nn.Parameter`). It is registered as the object of its tensor, so the engine hands this
+    /// very object back (`p.grad` accumulates into it; `model.weight is model.weight`).
+    #[staticmethod]
+    #[pyo3(signature = (cls, data, require_grad=false))]
+    fn _make_subclass(
+        cls: &Bound<'_, PyType>,
+        data: &Bound<'_, PyAny>,
+        require_grad: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let py = cls.py();
+        let base = py.get_type::<PyTensor>();
+        if !cls.is_subclass(&base)? || cls.is(&base) {
+            return Err(PyTypeError::new_err(format!(
+                "_make_subclass: cls must be a strict subclass of Tensor, not {}",
+                cls.name()?
+            )));
+        }
+        let obj = base.call_method1("__new__", (cls, data, require_grad))?;
+        let obj = obj.cast_into::<PyTensor>().map_err(PyErr::from)?;
+        let me = obj.get();
+        // The alias is new, so no other object can be in its slot.
+        me.inner
+            .0
+            .binding_slot
+            .store(obj.as_ptr() as *mut std::ffi::c_void, Ordering::Release);
+        me.registered.store(true, Ordering::Release);
+        Ok(obj.unbind())
+    }
+
     // ----- properties -----------------------------------------------------------------------
 
     /// Sizes of the dimensions, as a `ferrograd.Size`.

@@ -1,8 +1,11 @@
-"""Neural-network building blocks. Today: ``ferrograd.nn.functional`` (import it as
-``import ferrograd.nn.functional as F``)."""
+"""Neural-network building blocks: ``Parameter``, ``Module`` and layers, ``nn.functional``
+(``import ferrograd.nn.functional as F``), ``nn.init`` and ``nn.utils``."""
 
 from __future__ import annotations
 
-from . import functional
+from . import functional, init, utils
+from .modules import *  # noqa: F401,F403
+from .modules import __all__ as _modules_all
+from .parameter import Parameter
 
-__all__ = ["functional"]
+__all__ = ["Parameter", "functional", "init", "utils", *_modules_all]
