@@ -151,3 +151,12 @@ def test_map_location_cpu_only():
     assert roundtrip({"a": fg.ones(1)}, map_location="cpu")["a"].item() == 1.0
     with pytest.raises(RuntimeError, match="CPU only"):
         roundtrip({"a": fg.ones(1)}, map_location="cuda:0")
+
+
+def test_parameters_and_modules_pickle_as_themselves():
+    lin = fg.nn.Linear(2, 3)
+    back = pickle.loads(pickle.dumps(lin))
+    assert isinstance(back.weight, fg.nn.Parameter) and back.weight.requires_grad
+    assert same_bits(back.weight, lin.weight) and same_bits(back.bias, lin.bias)
+    loaded = roundtrip({"p": fg.nn.Parameter(fg.ones(2))})["p"]
+    assert isinstance(loaded, fg.nn.Parameter) and loaded.requires_grad

@@ -52,3 +52,11 @@ class Parameter(Tensor):
         result = type(self)(self.detach().clone(), self.requires_grad)
         memo[id(self)] = result
         return result
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # A Parameter pickles as one (a plain tensor's reduce would rebuild a Tensor).
+        return (_rebuild_parameter, (self.detach().clone(), self.requires_grad))
+
+
+def _rebuild_parameter(data: Any, requires_grad: bool) -> Parameter:
+    return Parameter(data, requires_grad)
