@@ -21,6 +21,12 @@ def _next_step(state: dict[str, Any]) -> float:
     return step
 
 
+def _check_non_negative(name: str, value: float) -> None:
+    """torch's ``Invalid <name> value: <value>`` for a hyperparameter below zero (or NaN)."""
+    if not 0.0 <= value:
+        raise ValueError(f"Invalid {name} value: {value}")
+
+
 class SGD(Optimizer):
     """Stochastic gradient descent, optionally with momentum (torch.optim.SGD)."""
 
@@ -110,14 +116,12 @@ class Adam(Optimizer):
         decoupled_weight_decay: bool = False,
     ) -> None:
         _check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        _check_non_negative("epsilon", eps)
         if not 0.0 <= betas[0] < 1.0:
             raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
         if not 0.0 <= betas[1] < 1.0:
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_non_negative("weight_decay", weight_decay)
         defaults = dict(
             lr=lr,
             betas=betas,
@@ -225,14 +229,10 @@ class RMSprop(Optimizer):
         differentiable: bool = False,
     ) -> None:
         _check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        _check_non_negative("epsilon", eps)
+        _check_non_negative("momentum", momentum)
+        _check_non_negative("weight_decay", weight_decay)
+        _check_non_negative("alpha", alpha)
         defaults = dict(
             lr=lr,
             momentum=momentum,
@@ -302,16 +302,10 @@ class Adagrad(Optimizer):
         fused: bool | None = None,
     ) -> None:
         _check_lr(lr)
-        if not 0.0 <= lr_decay:
-            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= initial_accumulator_value:
-            raise ValueError(
-                f"Invalid initial_accumulator_value value: {initial_accumulator_value}"
-            )
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        _check_non_negative("lr_decay", lr_decay)
+        _check_non_negative("weight_decay", weight_decay)
+        _check_non_negative("initial_accumulator_value", initial_accumulator_value)
+        _check_non_negative("epsilon", eps)
         defaults = dict(
             lr=lr,
             lr_decay=lr_decay,
