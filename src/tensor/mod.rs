@@ -1,5 +1,6 @@
 //! The tensor handle: shared storage, a layout, a dtype and autograd metadata.
 
+mod alloc;
 pub mod creation;
 pub mod dtype;
 pub mod shape;

@@ -343,8 +343,8 @@ impl Layout {
     /// Storage offsets of every element in row-major order, or torch's allocation error when
     /// there are too many to hold.
     pub fn offsets(&self) -> Result<Vec<usize>> {
-        let n = super::creation::checked_numel(&self.shape)?;
-        let mut out = super::creation::try_vec(n)?;
+        let n = super::alloc::checked_numel(&self.shape)?;
+        let mut out = super::alloc::try_vec(n)?;
         if n == 0 {
             return Ok(out);
         }
