@@ -67,6 +67,17 @@ class Generator:
         return _mix(self._seed ^ _mix(self._draws))
 
 
+def next_seed(generator: Optional[Generator]) -> int:
+    """A fresh 53-bit seed from ``generator``'s stream, or from the global one (``manual_seed``)
+    without one: for streams of other libraries (NumPy draws, worker processes)."""
+    if generator is not None:
+        return generator._next_seed() >> 11
+    from ._creation import rand
+    from ._dtypes import float64
+
+    return int(rand(1, dtype=float64).item() * 2**53)
+
+
 def randperm(
     n: int,
     *,

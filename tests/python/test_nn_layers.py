@@ -476,5 +476,5 @@ def test_device_arguments() -> None:
     assert nn.LayerNorm(3, device="cpu:0").weight.shape == (3,)
     lin = nn.Linear(2, 2, dtype=torch.float64)
     assert lin.weight.dtype == torch.float64 and lin.bias.dtype == torch.float64
-    with pytest.raises(RuntimeError, match="only the CPU"):
+    with pytest.raises(RuntimeError, match="computes on the CPU only"):
         nn.Linear(2, 2, device="cuda")

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any, Optional, Tuple, Union
 
 from ... import _C
 from .. import functional as F
-from .. import init
 from ..parameter import Parameter
-from .linear import _empty
+from .linear import _empty, reset_weight_and_bias
 from .module import Module
 
 Tensor = _C.Tensor
@@ -72,12 +70,7 @@ class _ConvNd(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        reset_weight_and_bias(self.weight, self.bias)
 
     def extra_repr(self) -> str:
         s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Optional
 
 from ... import _C
 from .. import functional as F
@@ -17,11 +17,9 @@ __all__ = ["Bilinear", "Identity", "Linear"]
 
 
 def _empty(*shape: int, dtype: Any = None, device: Any = None) -> Tensor:
-    """Storage for a new parameter; only the CPU exists (``None``, ``"cpu"``, ``"cpu:0"``)."""
+    """Storage for a new parameter (``empty`` refuses a device other than the CPU)."""
     from ..._creation import empty
 
-    if device is not None and not str(device).startswith("cpu"):
-        raise RuntimeError(f"ferrograd supports only the CPU device, not {device!r}")
     return empty(*shape, dtype=dtype, device=device)
 
 
@@ -33,6 +31,17 @@ class Identity(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         return input
+
+
+def reset_weight_and_bias(weight: Tensor, bias: Optional[Tensor]) -> None:
+    """torch's default for Linear and Conv: W ~ kaiming_uniform_(a=sqrt(5)), b ~ U(-1/sqrt(fan_in),
+    1/sqrt(fan_in)) (b left at zero when fan_in is 0)."""
+    init.kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = init._calculate_fan_in_and_fan_out(weight)
+        if fan_in != 0:
+            bound = 1 / math.sqrt(fan_in)
+            init.uniform_(bias, -bound, bound)
 
 
 class Linear(Module):
@@ -57,11 +66,7 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        reset_weight_and_bias(self.weight, self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.linear(input, self.weight, self.bias)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from ... import _C
-from ..._generator import Generator
+from ..._generator import Generator, next_seed
 from ..._lazy import is_numpy, np
 from .dataset import Dataset, IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
@@ -277,16 +277,10 @@ class DataLoader:
             yield self.collate_fn(batch)
 
     def _iter_workers(self, indices: Iterator[Any], fetch: _MapFetcher) -> Iterator[Any]:
-        from ... import _creation
-        from ..._dtypes import float64
-
         ctx = self.multiprocessing_context
         if ctx is None or isinstance(ctx, str):
             ctx = multiprocessing.get_context(ctx)
-        if self.generator is not None:
-            base_seed = self.generator._next_seed()
-        else:
-            base_seed = int(_creation.rand(1, dtype=float64).item() * 2**53)
+        base_seed = next_seed(self.generator)
         result_queue = ctx.Queue()
         index_queues = []
         workers = []

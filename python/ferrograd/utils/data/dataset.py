@@ -111,9 +111,7 @@ def random_split(
             counts[i % len(counts)] += 1
         lengths = counts
     if sum(lengths) != n:
-        raise ValueError(
-            "Sum of input lengths does not equal the length of the input dataset!"
-        )
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     order = randperm(n, generator=generator).tolist()
     out: List[Subset[T_co]] = []
     start = 0

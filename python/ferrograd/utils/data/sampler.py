@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, List, Optional, Sequence, Sized
 
-from ... import _creation
-from ..._dtypes import float64
-from ..._generator import Generator, randperm
+from ..._generator import Generator, next_seed, randperm
 from ..._lazy import np
 
 
@@ -61,11 +59,9 @@ class RandomSampler(Sampler):
         n = len(self.data_source)
         if self.replacement:
             # Draws with replacement from a stream seeded by the generator (or the global one).
-            if self.generator is not None:
-                seed = self.generator._next_seed()
-            else:
-                seed = int(_creation.rand(1, dtype=float64).item() * 2**53)
-            draws = np.random.default_rng(seed).integers(0, n, self.num_samples)
+            draws = np.random.default_rng(next_seed(self.generator)).integers(
+                0, n, self.num_samples
+            )
             yield from draws.tolist()
             return
         full, rest = divmod(self.num_samples, n)
@@ -98,13 +94,10 @@ class BatchSampler(Sampler):
     def __init__(self, sampler: Iterable[int], batch_size: int, drop_last: bool) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
             raise ValueError(
-                "batch_size should be a positive integer value, but got "
-                f"batch_size={batch_size}"
+                f"batch_size should be a positive integer value, but got batch_size={batch_size}"
             )
         if not isinstance(drop_last, bool):
-            raise ValueError(
-                f"drop_last should be a boolean value, but got drop_last={drop_last}"
-            )
+            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
         self.sampler = sampler
         self.batch_size = batch_size
         self.drop_last = drop_last
