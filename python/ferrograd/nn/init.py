@@ -193,6 +193,16 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> 
     return normal_(tensor, 0.0, std)
 
 
+def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> Optional[float]:
+    """He et al.'s std, gain / sqrt(fan); None (after torch's warning) for a tensor with no
+    elements, which both kaiming initialisers leave as it is."""
+    if 0 in tensor.shape:
+        # stacklevel 3: the warning points at the caller of kaiming_uniform_/kaiming_normal_.
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
+        return None
+    return calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
+
+
 def kaiming_uniform_(
     tensor: Tensor,
     a: float = 0,
@@ -201,14 +211,8 @@ def kaiming_uniform_(
     generator: Any = None,
 ) -> Tensor:
     """U(-bound, bound) with bound = gain * sqrt(3 / fan) (He et al.)."""
-    if 0 in tensor.shape:
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
-        return tensor
-    fan = _calculate_correct_fan(tensor, mode)
-    gain = calculate_gain(nonlinearity, a)
-    std = gain / math.sqrt(fan)
-    bound = math.sqrt(3.0) * std
-    return uniform_(tensor, -bound, bound)
+    std = _kaiming_std(tensor, a, mode, nonlinearity)
+    return tensor if std is None else uniform_(tensor, -math.sqrt(3.0) * std, math.sqrt(3.0) * std)
 
 
 def kaiming_normal_(
@@ -219,13 +223,8 @@ def kaiming_normal_(
     generator: Any = None,
 ) -> Tensor:
     """N(0, std^2) with std = gain / sqrt(fan)."""
-    if 0 in tensor.shape:
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
-        return tensor
-    fan = _calculate_correct_fan(tensor, mode)
-    gain = calculate_gain(nonlinearity, a)
-    std = gain / math.sqrt(fan)
-    return normal_(tensor, 0.0, std)
+    std = _kaiming_std(tensor, a, mode, nonlinearity)
+    return tensor if std is None else normal_(tensor, 0.0, std)
 
 
 def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
