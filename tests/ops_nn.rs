@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use common::{assert_close, fd_grad, leaf};
 use ferrograd::autograd::{self, GradOptions};
-use ferrograd::ops::conv::{GatherNames, IM2COL, PAD_INDEX};
+use ferrograd::ops::nn::conv::{GatherNames, IM2COL, PAD_INDEX};
 use ferrograd::{ErrorKind, Tensor};
 
 fn seq(n: usize) -> Vec<f64> {
@@ -243,7 +243,7 @@ fn errors_name_the_problem() {
 
 #[test]
 fn window_arguments_are_checked_in_torchs_order_with_torchs_text() {
-    use ferrograd::ops::conv::{col2im_shape_check, im2col_args_check};
+    use ferrograd::ops::nn::conv::{col2im_shape_check, im2col_args_check};
     let x = Tensor::from_vec(seq(16), &[1, 1, 4, 4]).unwrap();
     let e = x.im2col(&[0, 2], &[1, 1], &[0, 0], &[1, 1]).unwrap_err();
     assert_eq!(

@@ -2,7 +2,6 @@
 //! rules are written with these same ops, so `create_graph` gives higher-order gradients.
 
 pub mod binary;
-pub mod conv;
 pub mod convert;
 pub(crate) mod elementwise;
 pub mod gemm;
@@ -11,9 +10,9 @@ pub mod indexing;
 pub mod inplace;
 pub mod linalg;
 pub mod matmul;
+pub mod nn;
 pub mod reduce;
 pub mod shape_more;
 pub mod shape_ops;
-pub mod softmax;
 pub mod unary;
 pub mod vmath;

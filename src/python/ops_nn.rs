@@ -11,7 +11,7 @@ use super::args;
 use super::errors::{guarded, IntoPyResult};
 use super::tensor::{tensor_of, wrap, PyTensor};
 use crate::error::Error;
-use crate::ops::conv::{col2im_shape_check, im2col_args_check, GatherNames, IM2COL, PAD_INDEX};
+use crate::ops::nn::conv::{col2im_shape_check, im2col_args_check, GatherNames, IM2COL, PAD_INDEX};
 
 /// Values that a check has already found non-negative, as sizes.
 fn checked(v: &[i64]) -> Vec<usize> {

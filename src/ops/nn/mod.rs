@@ -1,0 +1,7 @@
+//! The operations of `torch.nn.functional`, one file per family (convolution and its sliding-
+//! window primitives, softmax and log-softmax, ...): each op's forward kernel and backward rule
+//! side by side, as elsewhere in `ops`. Rust users build models from these functions directly;
+//! the Python package's `nn.functional` only parses arguments and raises torch's errors.
+
+pub mod conv;
+pub mod softmax;
