@@ -74,6 +74,11 @@ __all__ = [
     "_adam_step",
     "_rmsprop_step",
     "_adagrad_step",
+    # ----- nn_rnn -----
+    "_nn_rnn",
+    "_nn_rnn_cell",
+    "_nn_lstm_cell",
+    "_nn_gru_cell",
     # ----- ops_nn -----
     "_nn_im2col",
     "_nn_col2im",
@@ -988,6 +993,57 @@ def _adagrad_step(
     maximize: _bool,
 ) -> None:
     """One Adagrad step over lists of parameters, gradients and squared-gradient sums."""
+
+# ----- nn_rnn -------------------------------------------------------------------------------------
+
+def _nn_rnn(
+    mode: str,
+    input: Tensor,
+    hx: Tensor,
+    cx: Tensor | None,
+    weights: Sequence[Tensor],
+    has_biases: _bool,
+    has_proj: _bool,
+    num_layers: _int,
+    dropout: _float,
+    training: _bool,
+    bidirectional: _bool,
+    batch_first: _bool,
+) -> tuple[Tensor, Tensor, Tensor | None]:
+    """The recurrence of ``nn.RNN``/``nn.LSTM``/``nn.GRU`` over a whole sequence (``mode`` one
+    of "RNN_TANH", "RNN_RELU", "LSTM", "GRU"): returns ``(output, h_n, c_n or None)``."""
+
+def _nn_rnn_cell(
+    input: Tensor,
+    hx: Tensor,
+    w_ih: Tensor,
+    w_hh: Tensor,
+    b_ih: Tensor | None,
+    b_hh: Tensor | None,
+    nonlinearity: str,
+) -> Tensor:
+    """One step of ``nn.RNNCell`` (``nonlinearity`` "tanh" or "relu")."""
+
+def _nn_lstm_cell(
+    input: Tensor,
+    hx: Tensor,
+    cx: Tensor,
+    w_ih: Tensor,
+    w_hh: Tensor,
+    b_ih: Tensor | None,
+    b_hh: Tensor | None,
+) -> tuple[Tensor, Tensor]:
+    """One step of ``nn.LSTMCell``: returns ``(h', c')``."""
+
+def _nn_gru_cell(
+    input: Tensor,
+    hx: Tensor,
+    w_ih: Tensor,
+    w_hh: Tensor,
+    b_ih: Tensor | None,
+    b_hh: Tensor | None,
+) -> Tensor:
+    """One step of ``nn.GRUCell``."""
 
 # ----- ops_nn -------------------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from .loss import (
 )
 from .misc import Dropout, Embedding, Flatten, LayerNorm, Unflatten
 from .module import Module
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 
 __all__ = [
     "AvgPool2d",
@@ -79,4 +80,12 @@ __all__ = [
     "Softplus",
     "Tanh",
     "Unflatten",
+    "GRU",
+    "GRUCell",
+    "LSTM",
+    "LSTMCell",
+    "RNN",
+    "RNNBase",
+    "RNNCell",
+    "RNNCellBase",
 ]

@@ -1,0 +1,711 @@
+//! Recurrent layers: torch's `rnn_tanh`, `rnn_relu`, `lstm` and `gru` over a whole sequence
+//! (multi-layer, bidirectional, inter-layer dropout, LSTM projections) and their single-step
+//! cells.
+//!
+//! A step is one gemm for the hidden state plus one fused pointwise node (the gate
+//! nonlinearities and the state update, forward and backward each in one sweep, as torch's
+//! `_thnn_fused_lstm_cell`); the input projections of every step of a layer are one gemm up
+//! front. The pointwise backward is written with differentiable ops when a graph of the backward
+//! is being built, so second derivatives work.
+
+use num_traits::Float;
+
+use crate::autograd::node::{needs_grad, record};
+use crate::error::{Error, Result};
+use crate::ops::convert::cast;
+use crate::ops::vmath::sigmoid_scalar;
+use crate::tensor::shape::fmt_shape;
+use crate::tensor::{DType, Element, Tensor};
+
+/// Which recurrence a layer runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RnnMode {
+    /// `h' = tanh(W_ih x + b_ih + W_hh h + b_hh)`.
+    RnnTanh,
+    /// `h' = relu(W_ih x + b_ih + W_hh h + b_hh)`.
+    RnnRelu,
+    /// Long short-term memory: gates `i, f, g, o` in that order.
+    Lstm,
+    /// Gated recurrent unit: gates `r, z, n` in that order.
+    Gru,
+}
+
+impl RnnMode {
+    /// Rows of `W_ih` per hidden unit (torch's `gate_size / hidden_size`).
+    pub fn gates(self) -> usize {
+        match self {
+            RnnMode::RnnTanh | RnnMode::RnnRelu => 1,
+            RnnMode::Lstm => 4,
+            RnnMode::Gru => 3,
+        }
+    }
+}
+
+/// The weights of one layer in one direction, as torch names them (`weight_ih_l0`, ...).
+#[derive(Clone, Debug)]
+pub struct CellWeights {
+    /// `(gates * hidden, input)`.
+    pub w_ih: Tensor,
+    /// `(gates * hidden, hidden or proj)`.
+    pub w_hh: Tensor,
+    /// `(gates * hidden)`, absent when the layer has no biases.
+    pub b_ih: Option<Tensor>,
+    /// `(gates * hidden)`, absent when the layer has no biases.
+    pub b_hh: Option<Tensor>,
+    /// LSTM projection `(proj, hidden)`, absent unless `proj_size > 0`.
+    pub w_hr: Option<Tensor>,
+}
+
+/// How a multi-layer recurrence runs (torch's `RNNBase` options).
+#[derive(Clone, Copy, Debug)]
+pub struct RnnConfig {
+    /// The recurrence.
+    pub mode: RnnMode,
+    /// Stacked layers; layer `k > 0` reads layer `k - 1`'s output.
+    pub num_layers: usize,
+    /// Dropout probability on each layer's output but the last's (training only).
+    pub dropout: f64,
+    /// Whether dropout applies.
+    pub training: bool,
+    /// Run each layer forward and backward in time, concatenating the two outputs.
+    pub bidirectional: bool,
+    /// Input and output are `(batch, seq, feature)` instead of `(seq, batch, feature)`.
+    pub batch_first: bool,
+}
+
+/// What a recurrence returns: the last layer's output at every step, and each layer and
+/// direction's final hidden state (and cell state for an LSTM), stacked in torch's order.
+#[derive(Clone, Debug)]
+pub struct RnnOutput {
+    /// `(seq, batch, directions * hidden)` (batch first when so configured).
+    pub output: Tensor,
+    /// `(layers * directions, batch, hidden)`.
+    pub h_n: Tensor,
+    /// The LSTM's `(layers * directions, batch, hidden)` cell state; `None` for other modes.
+    pub c_n: Option<Tensor>,
+}
+
+/// `x W^T (+ b)`.
+fn affine(x: &Tensor, w_t: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
+    let y = x.matmul(w_t)?;
+    match b {
+        Some(b) => y.add(b),
+        None => Ok(y),
+    }
+}
+
+/// Inverted dropout with a fresh Bernoulli mask (`p == 1` zeroes everything, as torch).
+fn dropout(x: &Tensor, p: f64) -> Result<Tensor> {
+    if p >= 1.0 {
+        return x.mul_scalar(0.0);
+    }
+    let keep = Tensor::rand(x.shape(), x.dtype())?.ge_scalar(p)?;
+    x.mul(&cast(&keep, x.dtype())?.mul_scalar(1.0 / (1.0 - p))?)
+}
+
+/// Checks that every weight has the shape the configuration implies (torch checks this in
+/// `RNNBase`; a hand-built weight list reaches the crate directly).
+fn check_weights(
+    input_size: usize,
+    hidden: usize,
+    proj: usize,
+    cfg: &RnnConfig,
+    weights: &[CellWeights],
+) -> Result<()> {
+    let dirs = if cfg.bidirectional { 2 } else { 1 };
+    if weights.len() != cfg.num_layers * dirs {
+        return Err(Error::runtime(format!(
+            "expected {} sets of weights ({} layers x {} directions), got {}",
+            cfg.num_layers * dirs,
+            cfg.num_layers,
+            dirs,
+            weights.len()
+        )));
+    }
+    let real_hidden = if proj > 0 { proj } else { hidden };
+    let rows = cfg.mode.gates() * hidden;
+    for (k, w) in weights.iter().enumerate() {
+        let layer_in = if k < dirs {
+            input_size
+        } else {
+            real_hidden * dirs
+        };
+        let mut expect = vec![
+            ("weight_ih", &w.w_ih, vec![rows, layer_in]),
+            ("weight_hh", &w.w_hh, vec![rows, real_hidden]),
+        ];
+        if let Some(b) = &w.b_ih {
+            expect.push(("bias_ih", b, vec![rows]));
+        }
+        if let Some(b) = &w.b_hh {
+            expect.push(("bias_hh", b, vec![rows]));
+        }
+        if let Some(p) = &w.w_hr {
+            expect.push(("weight_hr", p, vec![proj, hidden]));
+        }
+        for (name, t, shape) in expect {
+            if t.shape() != shape.as_slice() {
+                return Err(Error::runtime(format!(
+                    "{name} of layer {} has shape {}, expected {}",
+                    k / dirs,
+                    fmt_shape(t.shape()),
+                    fmt_shape(&shape)
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs a recurrence over a sequence.
+///
+/// `input` is `(seq, batch, input_size)` (`(batch, seq, input_size)` with `batch_first`);
+/// `h0` is `(layers * directions, batch, hidden or proj)`; `c0` the LSTM's
+/// `(layers * directions, batch, hidden)`. `weights` holds one [`CellWeights`] per layer and
+/// direction, layer-major as torch orders them. All tensors share one float dtype.
+pub fn rnn(
+    input: &Tensor,
+    h0: &Tensor,
+    c0: Option<&Tensor>,
+    weights: &[CellWeights],
+    cfg: &RnnConfig,
+) -> Result<RnnOutput> {
+    if input.dim() != 3 {
+        return Err(Error::runtime(format!(
+            "input must have 3 dimensions, got {}",
+            input.dim()
+        )));
+    }
+    if !input.dtype().is_float() {
+        return Err(Error::runtime(format!(
+            "rnn: expected a floating point input, got {:?}",
+            input.dtype()
+        )));
+    }
+    let x = if cfg.batch_first {
+        input.transpose(0, 1)?
+    } else {
+        input.clone()
+    };
+    let (seq, batch, input_size) = (x.shape()[0], x.shape()[1], x.shape()[2]);
+    let dirs = if cfg.bidirectional { 2 } else { 1 };
+    let first = weights
+        .first()
+        .ok_or_else(|| Error::runtime("rnn: no weights given"))?;
+    let hidden = first.w_ih.shape().first().copied().unwrap_or(0) / cfg.mode.gates();
+    let proj = first.w_hr.as_ref().map_or(0, |p| p.shape()[0]);
+    check_weights(input_size, hidden, proj, cfg, weights)?;
+    let real_hidden = if proj > 0 { proj } else { hidden };
+    let want_h = [cfg.num_layers * dirs, batch, real_hidden];
+    if h0.shape() != want_h {
+        return Err(Error::runtime(format!(
+            "Expected hidden size ({}, {}, {}), got {}",
+            want_h[0],
+            want_h[1],
+            want_h[2],
+            fmt_shape(h0.shape())
+        )));
+    }
+    let c0 = match (cfg.mode, c0) {
+        (RnnMode::Lstm, Some(c)) => {
+            let want_c = [cfg.num_layers * dirs, batch, hidden];
+            if c.shape() != want_c {
+                return Err(Error::runtime(format!(
+                    "Expected hidden[1] size ({}, {}, {}), got {}",
+                    want_c[0],
+                    want_c[1],
+                    want_c[2],
+                    fmt_shape(c.shape())
+                )));
+            }
+            Some(c)
+        }
+        (RnnMode::Lstm, None) => {
+            return Err(Error::runtime("lstm: the initial cell state is missing"))
+        }
+        _ => None,
+    };
+
+    let mut layer_input = x;
+    let (mut h_n, mut c_n) = (Vec::new(), Vec::new());
+    for layer in 0..cfg.num_layers {
+        let mut outs = Vec::with_capacity(dirs);
+        for d in 0..dirs {
+            let k = layer * dirs + d;
+            let w = &weights[k];
+            let h = h0.select(0, k as i64)?;
+            let c = c0.map(|c| c.select(0, k as i64)).transpose()?;
+            let (out, h, c) = run_direction(&layer_input, h, c, w, cfg.mode, d == 1, seq)?;
+            outs.push(out);
+            h_n.push(h);
+            if let Some(c) = c {
+                c_n.push(c);
+            }
+        }
+        let mut out = if dirs == 2 {
+            Tensor::cat(&outs, 2)?
+        } else {
+            outs.pop().ok_or_else(|| Error::runtime("rnn: no output"))?
+        };
+        if cfg.training && cfg.dropout > 0.0 && layer + 1 < cfg.num_layers {
+            out = dropout(&out, cfg.dropout)?;
+        }
+        layer_input = out;
+    }
+    let output = if cfg.batch_first {
+        layer_input.transpose(0, 1)?
+    } else {
+        layer_input
+    };
+    Ok(RnnOutput {
+        output,
+        h_n: Tensor::stack(&h_n, 0)?,
+        c_n: if c_n.is_empty() {
+            None
+        } else {
+            Some(Tensor::stack(&c_n, 0)?)
+        },
+    })
+}
+
+/// One layer in one direction: the input projections of all steps in one gemm, then the
+/// recurrence. Returns the `(seq, batch, hidden)` outputs and the final states.
+fn run_direction(
+    x: &Tensor,
+    mut h: Tensor,
+    mut c: Option<Tensor>,
+    w: &CellWeights,
+    mode: RnnMode,
+    reverse: bool,
+    seq: usize,
+) -> Result<(Tensor, Tensor, Option<Tensor>)> {
+    let w_hh_t = w.w_hh.t()?;
+    let w_hr_t = w.w_hr.as_ref().map(|p| p.t()).transpose()?;
+    let xp = affine(x, &w.w_ih.t()?, w.b_ih.as_ref())?;
+    let mut steps: Vec<Option<Tensor>> = vec![None; seq];
+    for i in 0..seq {
+        let t = if reverse { seq - 1 - i } else { i };
+        let gi = xp.select(0, t as i64)?;
+        let gh = affine(&h, &w_hh_t, w.b_hh.as_ref())?;
+        h = match mode {
+            RnnMode::RnnTanh => gi.add(&gh)?.tanh()?,
+            RnnMode::RnnRelu => gi.add(&gh)?.relu()?,
+            RnnMode::Lstm => {
+                let cx = c
+                    .take()
+                    .ok_or_else(|| Error::runtime("lstm: missing cell state"))?;
+                let (hy, cy) = lstm_pointwise(&gi.add(&gh)?, &cx)?;
+                c = Some(cy);
+                match &w_hr_t {
+                    Some(p) => hy.matmul(p)?,
+                    None => hy,
+                }
+            }
+            RnnMode::Gru => gru_pointwise(&gi, &gh, &h)?,
+        };
+        steps[t] = Some(h.clone());
+    }
+    let steps: Vec<Tensor> = steps.into_iter().flatten().collect();
+    let out = if steps.is_empty() {
+        Tensor::zeros(&[0, h.shape()[0], h.shape()[1]], h.dtype())
+    } else {
+        Tensor::stack(&steps, 0)?
+    };
+    Ok((out, h, c))
+}
+
+/// Checks a cell's input and state against its weights (torch's `check_forward_input` and
+/// `check_forward_hidden`).
+fn check_cell(
+    input: &Tensor,
+    states: &[(&Tensor, &str)],
+    w_ih: &Tensor,
+    w_hh: &Tensor,
+    gates: usize,
+) -> Result<()> {
+    if input.dim() != 2 || w_ih.dim() != 2 || w_hh.dim() != 2 {
+        return Err(Error::runtime(format!(
+            "cell: expected a 2-D input and 2-D weights, got input {}, weight_ih {}, weight_hh {}",
+            fmt_shape(input.shape()),
+            fmt_shape(w_ih.shape()),
+            fmt_shape(w_hh.shape())
+        )));
+    }
+    let hidden = w_hh.shape()[1];
+    if w_ih.shape()[0] != gates * hidden || w_hh.shape()[0] != gates * hidden {
+        return Err(Error::runtime(format!(
+            "cell: weight_ih {} and weight_hh {} do not have {gates} x hidden_size ({hidden}) rows",
+            fmt_shape(w_ih.shape()),
+            fmt_shape(w_hh.shape())
+        )));
+    }
+    if input.shape()[1] != w_ih.shape()[1] {
+        return Err(Error::runtime(format!(
+            "input has inconsistent input_size: got {} expected {}",
+            input.shape()[1],
+            w_ih.shape()[1]
+        )));
+    }
+    for (s, name) in states {
+        if s.shape().first() != input.shape().first() {
+            return Err(Error::runtime(format!(
+                "Input batch size {} doesn't match {name} batch size {}",
+                input.shape()[0],
+                s.shape().first().copied().unwrap_or(0)
+            )));
+        }
+        if s.dim() != 2 || s.shape()[1] != hidden {
+            return Err(Error::runtime(format!(
+                "{name} has inconsistent hidden_size: got {} expected {hidden}",
+                s.shape().last().copied().unwrap_or(0)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// One step of an Elman RNN: `act(x W_ih^T + b_ih + h W_hh^T + b_hh)` with `act` tanh or relu.
+/// `input` is `(batch, input)`, `hx` `(batch, hidden)`.
+pub fn rnn_cell(
+    input: &Tensor,
+    hx: &Tensor,
+    w_ih: &Tensor,
+    w_hh: &Tensor,
+    b_ih: Option<&Tensor>,
+    b_hh: Option<&Tensor>,
+    relu: bool,
+) -> Result<Tensor> {
+    check_cell(input, &[(hx, "hidden")], w_ih, w_hh, 1)?;
+    let pre = affine(input, &w_ih.t()?, b_ih)?.add(&affine(hx, &w_hh.t()?, b_hh)?)?;
+    if relu {
+        pre.relu()
+    } else {
+        pre.tanh()
+    }
+}
+
+/// One LSTM step: returns `(h', c')`. `input` is `(batch, input)`, `hx` and `cx`
+/// `(batch, hidden)`.
+pub fn lstm_cell(
+    input: &Tensor,
+    hx: &Tensor,
+    cx: &Tensor,
+    w_ih: &Tensor,
+    w_hh: &Tensor,
+    b_ih: Option<&Tensor>,
+    b_hh: Option<&Tensor>,
+) -> Result<(Tensor, Tensor)> {
+    check_cell(input, &[(hx, "hx[0]"), (cx, "hx[1]")], w_ih, w_hh, 4)?;
+    let gates = affine(input, &w_ih.t()?, b_ih)?.add(&affine(hx, &w_hh.t()?, b_hh)?)?;
+    lstm_pointwise(&gates, cx)
+}
+
+/// One GRU step: returns `h'`. `input` is `(batch, input)`, `hx` `(batch, hidden)`.
+pub fn gru_cell(
+    input: &Tensor,
+    hx: &Tensor,
+    w_ih: &Tensor,
+    w_hh: &Tensor,
+    b_ih: Option<&Tensor>,
+    b_hh: Option<&Tensor>,
+) -> Result<Tensor> {
+    check_cell(input, &[(hx, "hidden")], w_ih, w_hh, 3)?;
+    let gi = affine(input, &w_ih.t()?, b_ih)?;
+    let gh = affine(hx, &w_hh.t()?, b_hh)?;
+    gru_pointwise(&gi, &gh, hx)
+}
+
+// ----- fused pointwise steps ---------------------------------------------------------------------
+
+/// The float dtype shared by a step's operands (contiguous copies are made by the callers).
+fn step_dtype(ts: &[&Tensor]) -> Result<DType> {
+    let dt = ts[0].dtype();
+    if !dt.is_float() || ts.iter().any(|t| t.dtype() != dt) {
+        return Err(Error::runtime(format!(
+            "rnn step: expected operands of one float dtype, got {:?}",
+            ts.iter().map(|t| t.dtype()).collect::<Vec<_>>()
+        )));
+    }
+    Ok(dt)
+}
+
+/// Runs `f` on the contiguous data of `ts` (at most four), in f32 or f64.
+fn with_slices<R>(
+    ts: &[&Tensor],
+    f32f: impl FnOnce(&[&[f32]]) -> Result<R>,
+    f64f: impl FnOnce(&[&[f64]]) -> Result<R>,
+) -> Result<R> {
+    let owned: Vec<Tensor> = ts.iter().map(|t| t.contiguous()).collect::<Result<_>>()?;
+    match step_dtype(ts)? {
+        DType::Float32 => slices_of::<f32, R>(&owned, f32f),
+        _ => slices_of::<f64, R>(&owned, f64f),
+    }
+}
+
+fn slices_of<T: Element, R>(ts: &[Tensor], f: impl FnOnce(&[&[T]]) -> Result<R>) -> Result<R> {
+    let vecs: Vec<Vec<T>> = ts.iter().map(|t| t.to_vec::<T>()).collect::<Result<_>>()?;
+    let refs: Vec<&[T]> = vecs.iter().map(Vec::as_slice).collect();
+    f(&refs)
+}
+
+fn dsig<T: Float>(s: T) -> T {
+    s * (T::one() - s)
+}
+
+/// LSTM state update from pre-activation gates `(batch, 4 * hidden)` and `cx`: forward.
+fn lstm_fwd<T: Float>(g: &[T], cx: &[T], h: usize) -> (Vec<T>, Vec<T>) {
+    let mut hy = Vec::with_capacity(cx.len());
+    let mut cy = Vec::with_capacity(cx.len());
+    for (row, c_row) in g.chunks_exact(4 * h).zip(cx.chunks_exact(h)) {
+        for j in 0..h {
+            let i = sigmoid_scalar(row[j]);
+            let f = sigmoid_scalar(row[h + j]);
+            let gg = row[2 * h + j].tanh();
+            let o = sigmoid_scalar(row[3 * h + j]);
+            let c = f * c_row[j] + i * gg;
+            cy.push(c);
+            hy.push(o * c.tanh());
+        }
+    }
+    (hy, cy)
+}
+
+/// LSTM step backward in one sweep: `(d gates, d cx)` from `d hy`, `d cy`.
+fn lstm_bwd<T: Float>(g: &[T], cx: &[T], dhy: &[T], dcy: &[T], h: usize) -> (Vec<T>, Vec<T>) {
+    let mut dg = Vec::with_capacity(g.len());
+    let mut dcx = Vec::with_capacity(cx.len());
+    let one = T::one();
+    for (b, row) in g.chunks_exact(4 * h).enumerate() {
+        let base = b * h;
+        let mut di = Vec::with_capacity(h);
+        let mut df = Vec::with_capacity(h);
+        let mut dgg = Vec::with_capacity(h);
+        let mut d_o = Vec::with_capacity(h);
+        for j in 0..h {
+            let i = sigmoid_scalar(row[j]);
+            let f = sigmoid_scalar(row[h + j]);
+            let gg = row[2 * h + j].tanh();
+            let o = sigmoid_scalar(row[3 * h + j]);
+            let c_prev = cx[base + j];
+            let tc = (f * c_prev + i * gg).tanh();
+            let dh = dhy[base + j];
+            let dc = dcy[base + j] + dh * o * (one - tc * tc);
+            di.push(dc * gg * dsig(i));
+            df.push(dc * c_prev * dsig(f));
+            dgg.push(dc * i * (one - gg * gg));
+            d_o.push(dh * tc * dsig(o));
+            dcx.push(dc * f);
+        }
+        dg.extend(di);
+        dg.extend(df);
+        dg.extend(dgg);
+        dg.extend(d_o);
+    }
+    (dg, dcx)
+}
+
+/// The same backward with differentiable ops, for `create_graph`.
+fn lstm_bwd_graph(g: &Tensor, cx: &Tensor, dhy: &Tensor, dcy: &Tensor) -> Result<(Tensor, Tensor)> {
+    let parts = g.chunk(4, 1)?;
+    let i = parts[0].sigmoid()?;
+    let f = parts[1].sigmoid()?;
+    let gg = parts[2].tanh()?;
+    let o = parts[3].sigmoid()?;
+    let tc = f.mul(cx)?.add(&i.mul(&gg)?)?.tanh()?;
+    let dsig_t = |s: &Tensor| s.mul(&s.rsub_scalar(1.0)?);
+    let dc = dcy.add(&dhy.mul(&o)?.mul(&tc.mul(&tc)?.rsub_scalar(1.0)?)?)?;
+    let di = dc.mul(&gg)?.mul(&dsig_t(&i)?)?;
+    let df = dc.mul(cx)?.mul(&dsig_t(&f)?)?;
+    let dgg = dc.mul(&i)?.mul(&gg.mul(&gg)?.rsub_scalar(1.0)?)?;
+    let d_o = dhy.mul(&tc)?.mul(&dsig_t(&o)?)?;
+    Ok((Tensor::cat(&[di, df, dgg, d_o], 1)?, dc.mul(&f)?))
+}
+
+/// The LSTM's gate nonlinearities and state update as one node: `gates` `(batch, 4 * hidden)`
+/// in torch's `i, f, g, o` order and `cx` `(batch, hidden)` give `(hy, cy)`.
+pub fn lstm_pointwise(gates: &Tensor, cx: &Tensor) -> Result<(Tensor, Tensor)> {
+    let shape = cx.shape().to_vec();
+    let h = shape.last().copied().unwrap_or(0);
+    if cx.dim() != 2 || gates.shape() != [shape[0], 4 * h] {
+        return Err(Error::runtime(format!(
+            "lstm step: expected gates (batch, 4 * hidden) and cell state (batch, hidden), got {} and {}",
+            fmt_shape(gates.shape()),
+            fmt_shape(cx.shape())
+        )));
+    }
+    let (hy, cy) = with_slices(
+        &[gates, cx],
+        |s| {
+            let (a, b) = lstm_fwd(s[0], s[1], h);
+            Ok((Tensor::from_vec(a, &shape)?, Tensor::from_vec(b, &shape)?))
+        },
+        |s| {
+            let (a, b) = lstm_fwd(s[0], s[1], h);
+            Ok((Tensor::from_vec(a, &shape)?, Tensor::from_vec(b, &shape)?))
+        },
+    )?;
+    if needs_grad(&[gates, cx]) {
+        let gshape = gates.shape().to_vec();
+        record(
+            "ThnnFusedLstmCellBackward0",
+            &[gates, cx],
+            &[&hy, &cy],
+            &[gates, cx],
+            false,
+            move |g, s| {
+                let (dhy, dcy) = (&g[0], &g[1]);
+                let (dg, dcx) = if needs_grad(&[dhy, dcy, &s[0], &s[1]]) {
+                    lstm_bwd_graph(&s[0], &s[1], dhy, dcy)?
+                } else {
+                    let (cs, gs) = (shape.clone(), gshape.clone());
+                    with_slices(
+                        &[&s[0], &s[1], dhy, dcy],
+                        |v| {
+                            let (a, b) = lstm_bwd(v[0], v[1], v[2], v[3], h);
+                            Ok((Tensor::from_vec(a, &gs)?, Tensor::from_vec(b, &cs)?))
+                        },
+                        |v| {
+                            let (a, b) = lstm_bwd(v[0], v[1], v[2], v[3], h);
+                            Ok((Tensor::from_vec(a, &gs)?, Tensor::from_vec(b, &cs)?))
+                        },
+                    )?
+                };
+                Ok(vec![Some(dg), Some(dcx)])
+            },
+        )?;
+    }
+    Ok((hy, cy))
+}
+
+/// GRU state update forward: `r, z, n` from the input and hidden projections.
+fn gru_fwd<T: Float>(gi: &[T], gh: &[T], hx: &[T], h: usize) -> Vec<T> {
+    let mut hy = Vec::with_capacity(hx.len());
+    for ((a, b), hrow) in gi
+        .chunks_exact(3 * h)
+        .zip(gh.chunks_exact(3 * h))
+        .zip(hx.chunks_exact(h))
+    {
+        for j in 0..h {
+            let r = sigmoid_scalar(a[j] + b[j]);
+            let z = sigmoid_scalar(a[h + j] + b[h + j]);
+            let n = (a[2 * h + j] + r * b[2 * h + j]).tanh();
+            hy.push(n + z * (hrow[j] - n));
+        }
+    }
+    hy
+}
+
+/// GRU step backward in one sweep: `(d gi, d gh, d hx)` from `d hy`.
+fn gru_bwd<T: Float>(gi: &[T], gh: &[T], hx: &[T], dhy: &[T], h: usize) -> [Vec<T>; 3] {
+    let one = T::one();
+    let (mut dgi, mut dgh) = (Vec::with_capacity(gi.len()), Vec::with_capacity(gh.len()));
+    let mut dhx = Vec::with_capacity(hx.len());
+    for (bi, (a, b)) in gi
+        .chunks_exact(3 * h)
+        .zip(gh.chunks_exact(3 * h))
+        .enumerate()
+    {
+        let base = bi * h;
+        let (mut dr, mut dz, mut dn, mut dhn) = (
+            Vec::with_capacity(h),
+            Vec::with_capacity(h),
+            Vec::with_capacity(h),
+            Vec::with_capacity(h),
+        );
+        for j in 0..h {
+            let r = sigmoid_scalar(a[j] + b[j]);
+            let z = sigmoid_scalar(a[h + j] + b[h + j]);
+            let n = (a[2 * h + j] + r * b[2 * h + j]).tanh();
+            let d = dhy[base + j];
+            let hp = hx[base + j];
+            let dn_pre = d * (one - z) * (one - n * n);
+            dz.push(d * (hp - n) * dsig(z));
+            dr.push(dn_pre * b[2 * h + j] * dsig(r));
+            dn.push(dn_pre);
+            dhn.push(dn_pre * r);
+            dhx.push(d * z);
+        }
+        dgi.extend_from_slice(&dr);
+        dgi.extend_from_slice(&dz);
+        dgi.extend_from_slice(&dn);
+        dgh.extend(dr);
+        dgh.extend(dz);
+        dgh.extend(dhn);
+    }
+    [dgi, dgh, dhx]
+}
+
+/// The same backward with differentiable ops, for `create_graph`.
+fn gru_bwd_graph(gi: &Tensor, gh: &Tensor, hx: &Tensor, dhy: &Tensor) -> Result<[Tensor; 3]> {
+    let a = gi.chunk(3, 1)?;
+    let b = gh.chunk(3, 1)?;
+    let r = a[0].add(&b[0])?.sigmoid()?;
+    let z = a[1].add(&b[1])?.sigmoid()?;
+    let n = a[2].add(&r.mul(&b[2])?)?.tanh()?;
+    let dsig_t = |s: &Tensor| s.mul(&s.rsub_scalar(1.0)?);
+    let dn = dhy
+        .mul(&z.rsub_scalar(1.0)?)?
+        .mul(&n.mul(&n)?.rsub_scalar(1.0)?)?;
+    let dz = dhy.mul(&hx.sub(&n)?)?.mul(&dsig_t(&z)?)?;
+    let dr = dn.mul(&b[2])?.mul(&dsig_t(&r)?)?;
+    Ok([
+        Tensor::cat(&[dr.clone(), dz.clone(), dn.clone()], 1)?,
+        Tensor::cat(&[dr, dz, dn.mul(&r)?], 1)?,
+        dhy.mul(&z)?,
+    ])
+}
+
+/// The GRU's gate nonlinearities and state update as one node: input projections `gi` and
+/// hidden projections `gh` (`(batch, 3 * hidden)`, biases included, torch's `r, z, n` order)
+/// and `hx` `(batch, hidden)` give `hy = (1 - z) n + z hx`.
+pub fn gru_pointwise(gi: &Tensor, gh: &Tensor, hx: &Tensor) -> Result<Tensor> {
+    let shape = hx.shape().to_vec();
+    let h = shape.last().copied().unwrap_or(0);
+    let want = [shape.first().copied().unwrap_or(0), 3 * h];
+    if hx.dim() != 2 || gi.shape() != want || gh.shape() != want {
+        return Err(Error::runtime(format!(
+            "gru step: expected projections (batch, 3 * hidden) and hidden state (batch, hidden), got {}, {} and {}",
+            fmt_shape(gi.shape()),
+            fmt_shape(gh.shape()),
+            fmt_shape(hx.shape())
+        )));
+    }
+    let hy = with_slices(
+        &[gi, gh, hx],
+        |s| Tensor::from_vec(gru_fwd(s[0], s[1], s[2], h), &shape),
+        |s| Tensor::from_vec(gru_fwd(s[0], s[1], s[2], h), &shape),
+    )?;
+    if needs_grad(&[gi, gh, hx]) {
+        let gshape = gi.shape().to_vec();
+        record(
+            "ThnnFusedGruCellBackward0",
+            &[gi, gh, hx],
+            &[&hy],
+            &[gi, gh, hx],
+            false,
+            move |g, s| {
+                let [dgi, dgh, dhx] = if needs_grad(&[&g[0], &s[0], &s[1], &s[2]]) {
+                    gru_bwd_graph(&s[0], &s[1], &s[2], &g[0])?
+                } else {
+                    with_slices(
+                        &[&s[0], &s[1], &s[2], &g[0]],
+                        |v| tensors3(gru_bwd(v[0], v[1], v[2], v[3], h), &gshape, &shape),
+                        |v| tensors3(gru_bwd(v[0], v[1], v[2], v[3], h), &gshape, &shape),
+                    )?
+                };
+                Ok(vec![Some(dgi), Some(dgh), Some(dhx)])
+            },
+        )?;
+    }
+    Ok(hy)
+}
+
+/// The GRU backward's three gradients as tensors.
+fn tensors3<T: Element>(v: [Vec<T>; 3], gates: &[usize], hidden: &[usize]) -> Result<[Tensor; 3]> {
+    let [a, b, c] = v;
+    Ok([
+        Tensor::from_vec(a, gates)?,
+        Tensor::from_vec(b, gates)?,
+        Tensor::from_vec(c, hidden)?,
+    ])
+}

@@ -1,0 +1,188 @@
+//! Bindings of the recurrent layers (`crate::ops::nn::rnn`): the whole-sequence recurrence
+//! behind `nn.RNN`/`nn.LSTM`/`nn.GRU` and the single-step cells.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use super::errors::detached;
+use super::tensor::{opt_tensor_of, tensor_of, wrap, PyTensor};
+use crate::ops::nn::rnn::{self, CellWeights, RnnConfig, RnnMode};
+
+type Pair = (Py<PyTensor>, Py<PyTensor>);
+
+/// `(output, h_n, c_n)`; `c_n` only for an LSTM.
+type RnnResult = (Py<PyTensor>, Py<PyTensor>, Option<Py<PyTensor>>);
+
+fn mode_of(mode: &str) -> PyResult<RnnMode> {
+    Ok(match mode {
+        "RNN_TANH" => RnnMode::RnnTanh,
+        "RNN_RELU" => RnnMode::RnnRelu,
+        "LSTM" => RnnMode::Lstm,
+        "GRU" => RnnMode::Gru,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "Unrecognized RNN mode: {mode}"
+            )))
+        }
+    })
+}
+
+/// The flat weight list torch keeps (`_flat_weights`: per layer and direction `w_ih, w_hh`,
+/// then `b_ih, b_hh` with biases, then `w_hr` with projections) grouped per cell.
+fn group_weights(
+    flat: &[Bound<'_, PyAny>],
+    has_biases: bool,
+    has_proj: bool,
+) -> PyResult<Vec<CellWeights>> {
+    let per = 2 + 2 * usize::from(has_biases) + usize::from(has_proj);
+    if flat.is_empty() || flat.len() % per != 0 {
+        return Err(PyValueError::new_err(format!(
+            "expected a multiple of {per} weight tensors, got {}",
+            flat.len()
+        )));
+    }
+    flat.chunks(per)
+        .map(|c| {
+            let t = |i: usize| tensor_of(&c[i], "weight");
+            let (b_ih, b_hh) = if has_biases {
+                (Some(t(2)?), Some(t(3)?))
+            } else {
+                (None, None)
+            };
+            Ok(CellWeights {
+                w_ih: t(0)?,
+                w_hh: t(1)?,
+                b_ih,
+                b_hh,
+                w_hr: if has_proj { Some(t(per - 1)?) } else { None },
+            })
+        })
+        .collect()
+}
+
+/// The recurrence of `nn.RNN`/`nn.LSTM`/`nn.GRU` over a whole sequence (torch's `_VF.lstm`
+/// etc.): returns `(output, h_n, c_n or None)`.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (mode, input, hx, cx, weights, has_biases, has_proj, num_layers, dropout, training, bidirectional, batch_first))]
+fn _nn_rnn(
+    py: Python<'_>,
+    mode: &str,
+    input: &Bound<'_, PyAny>,
+    hx: &Bound<'_, PyAny>,
+    cx: &Bound<'_, PyAny>,
+    weights: Vec<Bound<'_, PyAny>>,
+    has_biases: bool,
+    has_proj: bool,
+    num_layers: usize,
+    dropout: f64,
+    training: bool,
+    bidirectional: bool,
+    batch_first: bool,
+) -> PyResult<RnnResult> {
+    let cfg = RnnConfig {
+        mode: mode_of(mode)?,
+        num_layers,
+        dropout,
+        training,
+        bidirectional,
+        batch_first,
+    };
+    let x = tensor_of(input, "input")?;
+    let h0 = tensor_of(hx, "hx")?;
+    let c0 = opt_tensor_of(cx, "cx")?;
+    let w = group_weights(&weights, has_biases, has_proj)?;
+    let out = detached(py, || rnn::rnn(&x, &h0, c0.as_ref(), &w, &cfg))?;
+    Ok((
+        wrap(py, out.output)?,
+        wrap(py, out.h_n)?,
+        out.c_n.map(|c| wrap(py, c)).transpose()?,
+    ))
+}
+
+/// One step of `nn.RNNCell` (`nonlinearity` "tanh" or "relu").
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (input, hx, w_ih, w_hh, b_ih, b_hh, nonlinearity))]
+fn _nn_rnn_cell(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    hx: &Bound<'_, PyAny>,
+    w_ih: &Bound<'_, PyAny>,
+    w_hh: &Bound<'_, PyAny>,
+    b_ih: &Bound<'_, PyAny>,
+    b_hh: &Bound<'_, PyAny>,
+    nonlinearity: &str,
+) -> PyResult<Py<PyTensor>> {
+    let relu = match nonlinearity {
+        "tanh" => false,
+        "relu" => true,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "Unknown nonlinearity: {nonlinearity}"
+            )))
+        }
+    };
+    let (x, h) = (tensor_of(input, "input")?, tensor_of(hx, "hx")?);
+    let (wi, wh) = (tensor_of(w_ih, "w_ih")?, tensor_of(w_hh, "w_hh")?);
+    let (bi, bh) = (opt_tensor_of(b_ih, "b_ih")?, opt_tensor_of(b_hh, "b_hh")?);
+    let y = detached(py, || {
+        rnn::rnn_cell(&x, &h, &wi, &wh, bi.as_ref(), bh.as_ref(), relu)
+    })?;
+    wrap(py, y)
+}
+
+/// One step of `nn.LSTMCell`: returns `(h', c')`.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn _nn_lstm_cell(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    hx: &Bound<'_, PyAny>,
+    cx: &Bound<'_, PyAny>,
+    w_ih: &Bound<'_, PyAny>,
+    w_hh: &Bound<'_, PyAny>,
+    b_ih: &Bound<'_, PyAny>,
+    b_hh: &Bound<'_, PyAny>,
+) -> PyResult<Pair> {
+    let (x, h, c) = (
+        tensor_of(input, "input")?,
+        tensor_of(hx, "hx")?,
+        tensor_of(cx, "cx")?,
+    );
+    let (wi, wh) = (tensor_of(w_ih, "w_ih")?, tensor_of(w_hh, "w_hh")?);
+    let (bi, bh) = (opt_tensor_of(b_ih, "b_ih")?, opt_tensor_of(b_hh, "b_hh")?);
+    let (hy, cy) = detached(py, || {
+        rnn::lstm_cell(&x, &h, &c, &wi, &wh, bi.as_ref(), bh.as_ref())
+    })?;
+    Ok((wrap(py, hy)?, wrap(py, cy)?))
+}
+
+/// One step of `nn.GRUCell`.
+#[pyfunction]
+fn _nn_gru_cell(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    hx: &Bound<'_, PyAny>,
+    w_ih: &Bound<'_, PyAny>,
+    w_hh: &Bound<'_, PyAny>,
+    b_ih: &Bound<'_, PyAny>,
+    b_hh: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyTensor>> {
+    let (x, h) = (tensor_of(input, "input")?, tensor_of(hx, "hx")?);
+    let (wi, wh) = (tensor_of(w_ih, "w_ih")?, tensor_of(w_hh, "w_hh")?);
+    let (bi, bh) = (opt_tensor_of(b_ih, "b_ih")?, opt_tensor_of(b_hh, "b_hh")?);
+    let y = detached(py, || {
+        rnn::gru_cell(&x, &h, &wi, &wh, bi.as_ref(), bh.as_ref())
+    })?;
+    wrap(py, y)
+}
+
+/// Register the recurrent-layer bindings on `ferrograd._C`.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_nn_rnn, m)?)?;
+    m.add_function(wrap_pyfunction!(_nn_rnn_cell, m)?)?;
+    m.add_function(wrap_pyfunction!(_nn_lstm_cell, m)?)?;
+    m.add_function(wrap_pyfunction!(_nn_gru_cell, m)?)?;
+    Ok(())
+}

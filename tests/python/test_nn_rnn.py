@@ -1,0 +1,334 @@
+"""Recurrent layers (RNN, LSTM, GRU and their cells): closed-form steps in NumPy, float64
+gradcheck and gradgradcheck through the fused steps, init bounds, and (when torch is installed)
+outputs, every gradient, reprs, state_dict keys and error texts against torch with the same
+weights."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List
+
+import ferrograd as fg
+import numpy as np
+import pytest
+from ferrograd import nn
+
+RNG = np.random.default_rng(0)
+
+
+def _torch() -> Any:
+    return pytest.importorskip("torch")
+
+
+def _sig(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _params(m: nn.Module) -> Dict[str, np.ndarray]:
+    return {k: v.detach().numpy().astype(np.float64) for k, v in m.state_dict().items()}
+
+
+# ----- closed forms (no torch needed) -----------------------------------------------------------
+
+
+def _np_lstm_layer(x: np.ndarray, h: np.ndarray, c: np.ndarray, p: Dict[str, np.ndarray], sfx: str):
+    hs = []
+    for t in range(x.shape[0]):
+        g = x[t] @ p["weight_ih" + sfx].T + p["bias_ih" + sfx] + h @ p["weight_hh" + sfx].T
+        g = g + p["bias_hh" + sfx]
+        i, f, gg, o = np.split(g, 4, axis=1)
+        c = _sig(f) * c + _sig(i) * np.tanh(gg)
+        h = _sig(o) * np.tanh(c)
+        hs.append(h)
+    return np.stack(hs), h, c
+
+
+def _np_gru_layer(x: np.ndarray, h: np.ndarray, p: Dict[str, np.ndarray], sfx: str):
+    hs = []
+    for t in range(x.shape[0]):
+        gi = x[t] @ p["weight_ih" + sfx].T + p["bias_ih" + sfx]
+        gh = h @ p["weight_hh" + sfx].T + p["bias_hh" + sfx]
+        hh = h.shape[1]
+        r = _sig(gi[:, :hh] + gh[:, :hh])
+        z = _sig(gi[:, hh : 2 * hh] + gh[:, hh : 2 * hh])
+        n = np.tanh(gi[:, 2 * hh :] + r * gh[:, 2 * hh :])
+        h = (1 - z) * n + z * h
+        hs.append(h)
+    return np.stack(hs), h
+
+
+def test_lstm_matches_numpy_closed_form() -> None:
+    m = nn.LSTM(3, 4).double()
+    p = _params(m)
+    x = RNG.standard_normal((5, 2, 3))
+    out, (h, c) = m(fg.tensor(x))
+    ref, rh, rc = _np_lstm_layer(x, np.zeros((2, 4)), np.zeros((2, 4)), p, "_l0")
+    np.testing.assert_allclose(out.detach().numpy(), ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(h.detach().numpy()[0], rh, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(c.detach().numpy()[0], rc, rtol=1e-12, atol=1e-12)
+
+
+def test_bidirectional_gru_matches_numpy_closed_form() -> None:
+    m = nn.GRU(3, 4, bidirectional=True, batch_first=True).double()
+    p = _params(m)
+    x = RNG.standard_normal((2, 6, 3))  # batch first
+    h0 = RNG.standard_normal((2, 2, 4))
+    out, h = m(fg.tensor(x), fg.tensor(h0))
+    xs = x.transpose(1, 0, 2)
+    fwd, hf = _np_gru_layer(xs, h0[0], p, "_l0")
+    bwd, hb = _np_gru_layer(xs[::-1], h0[1], p, "_l0_reverse")
+    ref = np.concatenate([fwd, bwd[::-1]], axis=2).transpose(1, 0, 2)
+    np.testing.assert_allclose(out.detach().numpy(), ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(h.detach().numpy(), np.stack([hf, hb]), rtol=1e-12, atol=1e-12)
+
+
+def test_relu_rnn_cell_closed_form_and_unbatched() -> None:
+    cell = nn.RNNCell(3, 5, nonlinearity="relu").double()
+    p = _params(cell)
+    x, h = RNG.standard_normal(3), RNG.standard_normal(5)
+    y = cell(fg.tensor(x), fg.tensor(h))
+    ref = np.maximum(p["weight_ih"] @ x + p["bias_ih"] + p["weight_hh"] @ h + p["bias_hh"], 0)
+    assert tuple(y.shape) == (5,)
+    np.testing.assert_allclose(y.detach().numpy(), ref, rtol=1e-12, atol=1e-12)
+
+
+def test_init_bounds_and_names() -> None:
+    m = nn.LSTM(10, 16, num_layers=2, bidirectional=True, proj_size=4)
+    bound = 1 / math.sqrt(16)
+    names = [n for n, _ in m.named_parameters()]
+    assert names[:5] == [
+        "weight_ih_l0",
+        "weight_hh_l0",
+        "bias_ih_l0",
+        "bias_hh_l0",
+        "weight_hr_l0",
+    ]
+    assert "weight_hr_l1_reverse" in names
+    shapes = {n: tuple(p.shape) for n, p in m.named_parameters()}
+    assert shapes["weight_ih_l1"] == (64, 8) and shapes["weight_hh_l0"] == (64, 4)
+    allw = np.concatenate([p.detach().numpy().ravel() for p in m.parameters()])
+    assert np.abs(allw).max() <= bound
+    # U(-b, b) has mean 0 and variance b^2 / 3
+    assert abs(allw.mean()) < 0.05 * bound
+    assert abs(allw.var() / (bound**2 / 3) - 1) < 0.1
+
+
+@pytest.mark.parametrize("mode", ["RNN_TANH", "LSTM", "GRU"])
+def test_gradcheck_and_gradgradcheck_through_the_fused_steps(mode: str) -> None:
+    cls = {"RNN_TANH": nn.RNN, "LSTM": nn.LSTM, "GRU": nn.GRU}[mode]
+    m = cls(2, 3, num_layers=2, bidirectional=True).double()
+    x = fg.tensor(RNG.standard_normal((3, 2, 2)), requires_grad=True)
+
+    def g(inp: Any) -> Any:
+        out, state = m(inp)
+        return out, state[1] if mode == "LSTM" else state
+
+    assert fg.autograd.gradcheck(g, (x,))
+    assert fg.autograd.gradgradcheck(g, (x,))
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru", "rnn"])
+def test_cells_gradcheck_all_inputs(cell: str) -> None:
+    h = 3
+    x = fg.tensor(RNG.standard_normal((2, 4)), requires_grad=True)
+    hx = fg.tensor(RNG.standard_normal((2, h)), requires_grad=True)
+    cx = fg.tensor(RNG.standard_normal((2, h)), requires_grad=True)
+    k = {"lstm": 4, "gru": 3, "rnn": 1}[cell]
+    wi = fg.tensor(RNG.standard_normal((k * h, 4)), requires_grad=True)
+    wh = fg.tensor(RNG.standard_normal((k * h, h)), requires_grad=True)
+    bi = fg.tensor(RNG.standard_normal(k * h), requires_grad=True)
+    bh = fg.tensor(RNG.standard_normal(k * h), requires_grad=True)
+    if cell == "lstm":
+        args = (x, hx, cx, wi, wh, bi, bh)
+
+        def f(*a: Any) -> Any:
+            return fg._C._nn_lstm_cell(*a)
+
+    elif cell == "gru":
+        args = (x, hx, wi, wh, bi, bh)
+
+        def f(*a: Any) -> Any:
+            return fg._C._nn_gru_cell(*a)
+
+    else:
+        args = (x, hx, wi, wh, bi, bh)
+
+        def f(*a: Any) -> Any:
+            return fg._C._nn_rnn_cell(*a, "tanh")
+
+    assert fg.autograd.gradcheck(f, args)
+    assert fg.autograd.gradgradcheck(f, args)
+
+
+def test_dropout_between_layers_only_in_training() -> None:
+    m = nn.GRU(3, 4, num_layers=2, dropout=1.0).double()
+    x = fg.tensor(RNG.standard_normal((4, 2, 3)))
+    # p = 1 zeroes layer 0's output, so layer 1 sees zeros: equal to a zero input into layer 1
+    out_train, _ = m(x)
+    p = _params(m)
+    ref, _ = _np_gru_layer(np.zeros((4, 2, 4)), np.zeros((2, 4)), p, "_l1")
+    np.testing.assert_allclose(out_train.detach().numpy(), ref, rtol=1e-12, atol=1e-12)
+    m.eval()
+    out_eval, _ = m(x)
+    assert not np.allclose(out_eval.detach().numpy(), ref)
+
+
+def test_dropout_warning_and_constructor_errors() -> None:
+    with pytest.warns(UserWarning, match="dropout option adds dropout after all but last"):
+        nn.LSTM(2, 3, dropout=0.5)
+    with pytest.raises(ValueError, match="proj_size has to be smaller than hidden_size"):
+        nn.LSTM(2, 3, proj_size=3)
+    with pytest.raises(ValueError, match="proj_size argument is only supported for LSTM"):
+        nn.GRU(2, 3, proj_size=1)
+    with pytest.raises(ValueError, match="Unknown nonlinearity 'sigmoid'"):
+        nn.RNN(2, 3, nonlinearity="sigmoid")
+    with pytest.raises(TypeError, match="hidden_size should be of type int, got: float"):
+        nn.GRU(2, 3.0)
+    with pytest.raises(ValueError, match="dropout should be a number in range"):
+        nn.GRU(2, 3, dropout=2)
+
+
+def test_bad_inputs_raise_clear_errors() -> None:
+    m = nn.LSTM(3, 4)
+    with pytest.raises(RuntimeError, match=r"input.size\(-1\) must be equal to input_size. "):
+        m(fg.randn(5, 2, 2))
+    with pytest.raises(ValueError, match="LSTM: Expected input to be 2D or 3D, got 4D instead"):
+        m(fg.randn(1, 5, 2, 3))
+    hidden0 = r"Expected hidden\[0\] size \(1, 2, 4\), got \[1, 3, 4\]"
+    with pytest.raises(RuntimeError, match=hidden0):
+        m(fg.randn(5, 2, 3), (fg.zeros(1, 3, 4), fg.zeros(1, 2, 4)))
+    with pytest.raises(ValueError, match="does not match weight dtype"):
+        m(fg.randn(5, 2, 3, dtype=fg.float64))
+    with pytest.raises(ValueError, match="GRUCell: Expected input to be 1D or 2D, got 3D instead"):
+        nn.GRUCell(3, 4)(fg.randn(1, 2, 3))
+    with pytest.raises(RuntimeError, match="input has inconsistent input_size: got 2 expected 3"):
+        nn.GRUCell(3, 4)(fg.randn(5, 2))
+    with pytest.raises(RuntimeError, match="Input batch size 5 doesn't match hidden batch size 2"):
+        nn.RNNCell(3, 4)(fg.randn(5, 3), fg.randn(2, 4))
+    with pytest.raises(TypeError, match="PackedSequence is not supported yet"):
+        m([1, 2, 3])
+
+
+# ----- torch parity -----------------------------------------------------------------------------
+
+CONFIGS: List[Dict[str, Any]] = [
+    {},
+    {"num_layers": 2, "bidirectional": True, "batch_first": True},
+    {"num_layers": 3, "bias": False},
+    {"num_layers": 2, "dropout": 0.3},
+]
+
+
+def _copy_from_torch(fm: nn.Module, tm: Any) -> None:
+    fm.load_state_dict({k: fg.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+
+
+@pytest.mark.parametrize("mode", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("cfg", range(len(CONFIGS) + 2))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_modules_match_torch(mode: str, cfg: int, dtype: str) -> None:
+    torch = _torch()
+    extra = [{"proj_size": 3, "num_layers": 2, "bidirectional": True}, {"nonlinearity": "relu"}]
+    kw = (CONFIGS + extra)[cfg]
+    if ("proj_size" in kw and mode != "LSTM") or ("nonlinearity" in kw and mode != "RNN"):
+        pytest.skip("option of another layer")
+    tm = getattr(torch.nn, mode)(5, 7, **kw).to(getattr(torch, dtype)).eval()
+    fm = getattr(nn, mode)(5, 7, **kw).to(getattr(fg, dtype)).eval()
+    assert repr(fm) == repr(tm)
+    assert list(fm.state_dict()) == list(tm.state_dict())
+    _copy_from_torch(fm, tm)
+    x = RNG.standard_normal((4, 3, 5)).astype(dtype)
+    tx = torch.tensor(x, requires_grad=True)
+    fx = fg.tensor(x, requires_grad=True)
+    to, th = tm(tx)
+    fo, fh = fm(fx)
+    tstates = th if mode == "LSTM" else (th,)
+    fstates = fh if mode == "LSTM" else (fh,)
+    tl = to.sin().sum() + sum((s**2).sum() for s in tstates)
+    fl = fo.sin().sum() + sum((s**2).sum() for s in fstates)
+    tl.backward()
+    fl.backward()
+    tol = 1e-10 if dtype == "float64" else 2e-5
+    np.testing.assert_allclose(fo.detach().numpy(), to.detach().numpy(), rtol=tol, atol=tol)
+    for a, b in zip(fstates, tstates):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=tol, atol=tol)
+    for (n, p), q in zip(fm.named_parameters(), tm.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=tol, atol=tol, err_msg=n)
+
+
+@pytest.mark.parametrize("mode", ["RNN", "LSTM", "GRU"])
+def test_unbatched_and_given_state_match_torch(mode: str) -> None:
+    torch = _torch()
+    tm = getattr(torch.nn, mode)(3, 4, num_layers=2).double()
+    fm = getattr(nn, mode)(3, 4, num_layers=2).double()
+    _copy_from_torch(fm, tm)
+    x = RNG.standard_normal((6, 3))
+    h0 = RNG.standard_normal((2, 4))
+    c0 = RNG.standard_normal((2, 4))
+    th = (torch.tensor(h0), torch.tensor(c0)) if mode == "LSTM" else torch.tensor(h0)
+    fh = (fg.tensor(h0), fg.tensor(c0)) if mode == "LSTM" else fg.tensor(h0)
+    to, ts = tm(torch.tensor(x), th)
+    fo, fs = fm(fg.tensor(x), fh)
+    np.testing.assert_allclose(fo.detach().numpy(), to.detach().numpy(), rtol=1e-12, atol=1e-12)
+    ts = ts if mode == "LSTM" else (ts,)
+    fs = fs if mode == "LSTM" else (fs,)
+    for a, b in zip(fs, ts):
+        assert tuple(a.shape) == tuple(b.shape)
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("cell", ["RNNCell", "LSTMCell", "GRUCell"])
+@pytest.mark.parametrize("bias", [True, False])
+def test_cells_match_torch(cell: str, bias: bool) -> None:
+    torch = _torch()
+    tm = getattr(torch.nn, cell)(3, 4, bias=bias).double()
+    fm = getattr(nn, cell)(3, 4, bias=bias).double()
+    assert repr(fm) == repr(tm)
+    _copy_from_torch(fm, tm)
+    x = RNG.standard_normal((2, 3))
+    tx, fx = torch.tensor(x, requires_grad=True), fg.tensor(x, requires_grad=True)
+    steps_t, steps_f = None, None
+    for _ in range(3):  # a short unrolled sequence feeds the state back in
+        steps_t = tm(tx, steps_t)
+        steps_f = fm(fx, steps_f)
+    tout = steps_t if cell != "LSTMCell" else steps_t[0] * steps_t[1]
+    fout = steps_f if cell != "LSTMCell" else steps_f[0] * steps_f[1]
+    tout.sum().backward()
+    fout.sum().backward()
+    np.testing.assert_allclose(fout.detach().numpy(), tout.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+    for p, q in zip(fm.parameters(), tm.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_reprs_match_torch() -> None:
+    torch = _torch()
+    cases = [
+        ("LSTM", (10, 20), {"num_layers": 2, "batch_first": True, "bidirectional": True}),
+        ("LSTM", (10, 20), {"proj_size": 5, "bias": False, "dropout": 0.5, "num_layers": 2}),
+        ("RNN", (4, 8, 2, "relu"), {}),
+        ("GRU", (4, 8), {}),
+        ("RNNCell", (4, 8), {"nonlinearity": "relu", "bias": False}),
+    ]
+    for name, args, kw in cases:
+        assert repr(getattr(nn, name)(*args, **kw)) == repr(getattr(torch.nn, name)(*args, **kw))
+
+
+def test_error_texts_match_torch() -> None:
+    torch = _torch()
+
+    def message(lib: Any, fn: Any) -> str:
+        with pytest.raises(Exception) as e:
+            fn(lib)
+        return f"{type(e.value).__name__}: {e.value}"
+
+    cases = [
+        lambda L: L.nn.LSTM(3, 4)(L.randn(5, 2, 2)),
+        lambda L: L.nn.GRU(3, 4)(L.randn(5, 2, 3), L.randn(1, 3, 4)),
+        lambda L: L.nn.RNN(3, 4)(L.randn(5, 3), L.randn(1, 1, 4)),
+        lambda L: L.nn.LSTM(3, 4)(L.randn(5, 2, 3), (L.randn(1, 2, 4), L.randn(2, 4))),
+        lambda L: L.nn.LSTMCell(3, 4)(L.randn(2, 3), (L.randn(2, 2, 4), L.randn(2, 4))),
+    ]
+    for case in cases:
+        assert message(fg, case) == message(torch, case)
