@@ -3,8 +3,6 @@
 //! storage with their input; the others copy through the differentiable gather
 //! (`gather_named`), whose backward scatters the gradient back.
 
-use std::sync::Arc;
-
 use crate::autograd::grad_mode::GradModeGuard;
 use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
@@ -175,23 +173,7 @@ impl Tensor {
         out_shape[d] = total;
         let out = {
             let _g = GradModeGuard::new(false);
-            // All inputs' elements back to back, then one gather into the output layout.
-            let all = concat_flat(&used, dtype)?;
-            let mut bounds = Vec::with_capacity(used.len());
-            let (mut off, mut base) = (0usize, 0usize);
-            for t in &used {
-                bounds.push((off + t.shape()[d], off, base, rm_strides(t.shape())));
-                off += t.shape()[d];
-                base += t.numel();
-            }
-            let pos = positions(&out_shape, |c| {
-                let k = bounds.partition_point(|b| b.0 <= c[d]);
-                let (_, start, base, st) = &bounds[k];
-                let mut local = c.to_vec();
-                local[d] -= start;
-                Ok(base + flat(&local, st))
-            })?;
-            all.take_flat(&Arc::new(pos), &out_shape)?
+            concat_blocks(&used, dtype, d, &out_shape)?
         };
         let refs: Vec<&Tensor> = tensors.iter().collect();
         if needs_grad(&refs) {
@@ -519,24 +501,47 @@ impl Tensor {
 }
 
 /// The elements of `ts` (converted to `dtype`) back to back as one 1-D tensor (no graph).
-fn concat_flat(ts: &[&Tensor], dtype: DType) -> Result<Tensor> {
-    fn join<T: crate::tensor::Element>(ts: &[&Tensor], dtype: DType) -> Result<Tensor> {
-        let mut v: Vec<T> = Vec::new();
-        for t in ts {
-            let t = if t.dtype() == dtype {
-                (*t).clone()
-            } else {
-                t.to_dtype(dtype)?
-            };
-            v.extend(t.to_vec::<T>()?);
+/// The concatenation of `ts` along `d` into `out_shape`: for each index of the dims before `d`,
+/// each input's contiguous block (its extent along `d` times the trailing dims) in turn.
+fn concat_blocks(ts: &[&Tensor], dtype: DType, d: usize, out_shape: &[usize]) -> Result<Tensor> {
+    fn join<T: crate::tensor::Element>(
+        ts: &[&Tensor],
+        dtype: DType,
+        d: usize,
+        out_shape: &[usize],
+    ) -> Result<Tensor> {
+        let inner: usize = out_shape[d + 1..].iter().product();
+        let outer: usize = out_shape[..d].iter().product();
+        let parts: Vec<Tensor> = ts
+            .iter()
+            .map(|t| {
+                if t.dtype() == dtype {
+                    Ok((*t).clone())
+                } else {
+                    t.to_dtype(dtype)
+                }?
+                .contiguous()
+            })
+            .collect::<Result<_>>()?;
+        let n = crate::tensor::creation::checked_numel(out_shape)?;
+        let mut v: Vec<T> = crate::tensor::creation::try_filled_vec(n, T::default())?;
+        let row = out_shape[d] * inner;
+        let mut off = 0;
+        for p in &parts {
+            let blk = p.shape()[d] * inner;
+            p.with_contiguous_slice::<T, _>(|s| {
+                for (o, src) in s.chunks_exact(blk.max(1)).take(outer).enumerate() {
+                    v[o * row + off..o * row + off + blk].copy_from_slice(&src[..blk]);
+                }
+            })?;
+            off += blk;
         }
-        let n = v.len();
-        Tensor::from_vec(v, &[n])
+        Tensor::from_vec(v, out_shape)
     }
     match dtype {
-        DType::Float32 => join::<f32>(ts, dtype),
-        DType::Float64 => join::<f64>(ts, dtype),
-        DType::Int64 => join::<i64>(ts, dtype),
-        DType::Bool => join::<bool>(ts, dtype),
+        DType::Float32 => join::<f32>(ts, dtype, d, out_shape),
+        DType::Float64 => join::<f64>(ts, dtype, d, out_shape),
+        DType::Int64 => join::<i64>(ts, dtype, d, out_shape),
+        DType::Bool => join::<bool>(ts, dtype, d, out_shape),
     }
 }

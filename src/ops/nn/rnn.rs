@@ -13,7 +13,7 @@ use num_traits::Float;
 use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
 use crate::ops::convert::cast;
-use crate::ops::vmath::sigmoid_scalar;
+use crate::ops::vmath::{sigmoid_scalar, UnaryF32};
 use crate::tensor::shape::fmt_shape;
 use crate::tensor::{DType, Element, Tensor};
 
@@ -416,8 +416,37 @@ pub fn gru_cell(
 }
 
 // ----- fused pointwise steps ---------------------------------------------------------------------
+//
+// Forward computes the gate activations once (vectorised for f32) into a workspace the node
+// keeps, as torch's fused cells do; the fused backward is then multiply-adds plus one tanh.
 
-/// The float dtype shared by a step's operands (contiguous copies are made by the callers).
+/// A float the step kernels run on: slice-wide sigmoid and tanh, vectorised for f32.
+trait StepFloat: Float + Element {
+    fn sigmoid_into(x: &[Self], out: &mut [Self]);
+    fn tanh_into(x: &[Self], out: &mut [Self]);
+}
+
+impl StepFloat for f32 {
+    fn sigmoid_into(x: &[f32], out: &mut [f32]) {
+        UnaryF32::Sigmoid.apply(x, out);
+    }
+    fn tanh_into(x: &[f32], out: &mut [f32]) {
+        UnaryF32::Tanh.apply(x, out);
+    }
+}
+
+impl StepFloat for f64 {
+    fn sigmoid_into(x: &[f64], out: &mut [f64]) {
+        out.iter_mut()
+            .zip(x)
+            .for_each(|(o, &v)| *o = sigmoid_scalar(v));
+    }
+    fn tanh_into(x: &[f64], out: &mut [f64]) {
+        out.iter_mut().zip(x).for_each(|(o, &v)| *o = v.tanh());
+    }
+}
+
+/// The float dtype shared by a step's operands.
 fn step_dtype(ts: &[&Tensor]) -> Result<DType> {
     let dt = ts[0].dtype();
     if !dt.is_float() || ts.iter().any(|t| t.dtype() != dt) {
@@ -429,83 +458,111 @@ fn step_dtype(ts: &[&Tensor]) -> Result<DType> {
     Ok(dt)
 }
 
-/// Runs `f` on the contiguous data of `ts` (at most four), in f32 or f64.
-fn with_slices<R>(
-    ts: &[&Tensor],
-    f32f: impl FnOnce(&[&[f32]]) -> Result<R>,
-    f64f: impl FnOnce(&[&[f64]]) -> Result<R>,
-) -> Result<R> {
+/// Contiguous copies of `ts` (no copy when already contiguous) as `T` slices, handed to `f`.
+fn with_slices<T: Element, R>(ts: &[&Tensor], f: impl FnOnce(&[&[T]]) -> Result<R>) -> Result<R> {
     let owned: Vec<Tensor> = ts.iter().map(|t| t.contiguous()).collect::<Result<_>>()?;
-    match step_dtype(ts)? {
-        DType::Float32 => slices_of::<f32, R>(&owned, f32f),
-        _ => slices_of::<f64, R>(&owned, f64f),
+    fn go<T: Element, R>(
+        rest: &[Tensor],
+        acc: &mut Vec<*const [T]>,
+        f: &mut dyn FnMut(&[&[T]]) -> Result<R>,
+    ) -> Result<R> {
+        match rest.split_first() {
+            None => {
+                // SAFETY: every pointer was taken inside an enclosing `with_contiguous_slice`
+                // call that is still running, so the slices are alive and unaliased by writes.
+                let refs: Vec<&[T]> = acc.iter().map(|p| unsafe { &**p }).collect();
+                f(&refs)
+            }
+            Some((t, tail)) => t.with_contiguous_slice::<T, _>(|s| {
+                acc.push(s as *const [T]);
+                go(tail, acc, f)
+            })?,
+        }
     }
+    let mut f = Some(f);
+    go(&owned, &mut Vec::new(), &mut |s| {
+        (f.take()
+            .ok_or_else(|| Error::runtime("rnn step: kernel ran twice"))?)(s)
+    })
 }
 
-fn slices_of<T: Element, R>(ts: &[Tensor], f: impl FnOnce(&[&[T]]) -> Result<R>) -> Result<R> {
-    let vecs: Vec<Vec<T>> = ts.iter().map(|t| t.to_vec::<T>()).collect::<Result<_>>()?;
-    let refs: Vec<&[T]> = vecs.iter().map(Vec::as_slice).collect();
-    f(&refs)
+/// Runs the generic kernel `f` in the operands' dtype.
+macro_rules! by_dtype {
+    ($ts:expr, |$s:ident: $t:ident| $body:expr) => {
+        match step_dtype($ts)? {
+            DType::Float32 => {
+                type $t = f32;
+                with_slices::<f32, _>($ts, |$s| $body)
+            }
+            _ => {
+                type $t = f64;
+                with_slices::<f64, _>($ts, |$s| $body)
+            }
+        }
+    };
 }
 
 fn dsig<T: Float>(s: T) -> T {
     s * (T::one() - s)
 }
 
-/// LSTM state update from pre-activation gates `(batch, 4 * hidden)` and `cx`: forward.
-fn lstm_fwd<T: Float>(g: &[T], cx: &[T], h: usize) -> (Vec<T>, Vec<T>) {
-    let mut hy = Vec::with_capacity(cx.len());
-    let mut cy = Vec::with_capacity(cx.len());
-    for (row, c_row) in g.chunks_exact(4 * h).zip(cx.chunks_exact(h)) {
-        for j in 0..h {
-            let i = sigmoid_scalar(row[j]);
-            let f = sigmoid_scalar(row[h + j]);
-            let gg = row[2 * h + j].tanh();
-            let o = sigmoid_scalar(row[3 * h + j]);
-            let c = f * c_row[j] + i * gg;
-            cy.push(c);
-            hy.push(o * c.tanh());
-        }
+/// LSTM forward: activated gates `[i, f, g, o]` per row (the workspace), `hy`, `cy`.
+fn lstm_fwd<T: StepFloat>(g: &[T], cx: &[T], h: usize) -> [Vec<T>; 3] {
+    let mut act = vec![T::zero(); g.len()];
+    for (a, row) in act.chunks_exact_mut(4 * h).zip(g.chunks_exact(4 * h)) {
+        T::sigmoid_into(&row[..2 * h], &mut a[..2 * h]);
+        T::tanh_into(&row[2 * h..3 * h], &mut a[2 * h..3 * h]);
+        T::sigmoid_into(&row[3 * h..], &mut a[3 * h..]);
     }
-    (hy, cy)
+    let mut cy = Vec::with_capacity(cx.len());
+    for (a, c) in act.chunks_exact(4 * h).zip(cx.chunks_exact(h)) {
+        cy.extend((0..h).map(|j| a[h + j] * c[j] + a[j] * a[2 * h + j]));
+    }
+    let mut hy = vec![T::zero(); cy.len()];
+    T::tanh_into(&cy, &mut hy);
+    for (hr, a) in hy.chunks_exact_mut(h).zip(act.chunks_exact(4 * h)) {
+        hr.iter_mut()
+            .zip(&a[3 * h..])
+            .for_each(|(v, &o)| *v = o * *v);
+    }
+    [act, hy, cy]
 }
 
-/// LSTM step backward in one sweep: `(d gates, d cx)` from `d hy`, `d cy`.
-fn lstm_bwd<T: Float>(g: &[T], cx: &[T], dhy: &[T], dcy: &[T], h: usize) -> (Vec<T>, Vec<T>) {
-    let mut dg = Vec::with_capacity(g.len());
-    let mut dcx = Vec::with_capacity(cx.len());
+/// LSTM backward in one sweep from the workspace: `(d gates, d cx)` from `d hy`, `d cy`.
+fn lstm_bwd<T: StepFloat>(
+    act: &[T],
+    cx: &[T],
+    cy: &[T],
+    dhy: &[T],
+    dcy: &[T],
+    h: usize,
+) -> [Vec<T>; 2] {
     let one = T::one();
-    for (b, row) in g.chunks_exact(4 * h).enumerate() {
-        let base = b * h;
-        let mut di = Vec::with_capacity(h);
-        let mut df = Vec::with_capacity(h);
-        let mut dgg = Vec::with_capacity(h);
-        let mut d_o = Vec::with_capacity(h);
+    let mut tc = vec![T::zero(); cy.len()];
+    T::tanh_into(cy, &mut tc);
+    let mut dg = vec![T::zero(); act.len()];
+    let mut dcx = Vec::with_capacity(cx.len());
+    for (b, (a, d)) in act
+        .chunks_exact(4 * h)
+        .zip(dg.chunks_exact_mut(4 * h))
+        .enumerate()
+    {
         for j in 0..h {
-            let i = sigmoid_scalar(row[j]);
-            let f = sigmoid_scalar(row[h + j]);
-            let gg = row[2 * h + j].tanh();
-            let o = sigmoid_scalar(row[3 * h + j]);
-            let c_prev = cx[base + j];
-            let tc = (f * c_prev + i * gg).tanh();
-            let dh = dhy[base + j];
-            let dc = dcy[base + j] + dh * o * (one - tc * tc);
-            di.push(dc * gg * dsig(i));
-            df.push(dc * c_prev * dsig(f));
-            dgg.push(dc * i * (one - gg * gg));
-            d_o.push(dh * tc * dsig(o));
+            let k = b * h + j;
+            let (i, f, gg, o) = (a[j], a[h + j], a[2 * h + j], a[3 * h + j]);
+            let dc = dcy[k] + dhy[k] * o * (one - tc[k] * tc[k]);
+            d[j] = dc * gg * dsig(i);
+            d[h + j] = dc * cx[k] * dsig(f);
+            d[2 * h + j] = dc * i * (one - gg * gg);
+            d[3 * h + j] = dhy[k] * tc[k] * dsig(o);
             dcx.push(dc * f);
         }
-        dg.extend(di);
-        dg.extend(df);
-        dg.extend(dgg);
-        dg.extend(d_o);
     }
-    (dg, dcx)
+    [dg, dcx]
 }
 
-/// The same backward with differentiable ops, for `create_graph`.
-fn lstm_bwd_graph(g: &Tensor, cx: &Tensor, dhy: &Tensor, dcy: &Tensor) -> Result<(Tensor, Tensor)> {
+/// The same backward with differentiable ops on the raw gates, for `create_graph`.
+fn lstm_bwd_graph(g: &Tensor, cx: &Tensor, dhy: &Tensor, dcy: &Tensor) -> Result<[Tensor; 2]> {
     let parts = g.chunk(4, 1)?;
     let i = parts[0].sigmoid()?;
     let f = parts[1].sigmoid()?;
@@ -518,57 +575,55 @@ fn lstm_bwd_graph(g: &Tensor, cx: &Tensor, dhy: &Tensor, dcy: &Tensor) -> Result
     let df = dc.mul(cx)?.mul(&dsig_t(&f)?)?;
     let dgg = dc.mul(&i)?.mul(&gg.mul(&gg)?.rsub_scalar(1.0)?)?;
     let d_o = dhy.mul(&tc)?.mul(&dsig_t(&o)?)?;
-    Ok((Tensor::cat(&[di, df, dgg, d_o], 1)?, dc.mul(&f)?))
+    Ok([Tensor::cat(&[di, df, dgg, d_o], 1)?, dc.mul(&f)?])
+}
+
+/// Tensors of the given shapes from a kernel's buffers.
+fn tensors<T: Element, const N: usize>(
+    v: [Vec<T>; N],
+    shapes: [&[usize]; N],
+) -> Result<[Tensor; N]> {
+    let mut out = Vec::with_capacity(N);
+    for (buf, shape) in v.into_iter().zip(shapes) {
+        out.push(Tensor::from_vec(buf, shape)?);
+    }
+    out.try_into()
+        .map_err(|_| Error::runtime("rnn step: wrong number of buffers"))
 }
 
 /// The LSTM's gate nonlinearities and state update as one node: `gates` `(batch, 4 * hidden)`
 /// in torch's `i, f, g, o` order and `cx` `(batch, hidden)` give `(hy, cy)`.
 pub fn lstm_pointwise(gates: &Tensor, cx: &Tensor) -> Result<(Tensor, Tensor)> {
-    let shape = cx.shape().to_vec();
-    let h = shape.last().copied().unwrap_or(0);
-    if cx.dim() != 2 || gates.shape() != [shape[0], 4 * h] {
+    let cs = cx.shape().to_vec();
+    let h = cs.last().copied().unwrap_or(0);
+    if cx.dim() != 2 || gates.shape() != [cs[0], 4 * h] {
         return Err(Error::runtime(format!(
             "lstm step: expected gates (batch, 4 * hidden) and cell state (batch, hidden), got {} and {}",
             fmt_shape(gates.shape()),
             fmt_shape(cx.shape())
         )));
     }
-    let (hy, cy) = with_slices(
-        &[gates, cx],
-        |s| {
-            let (a, b) = lstm_fwd(s[0], s[1], h);
-            Ok((Tensor::from_vec(a, &shape)?, Tensor::from_vec(b, &shape)?))
-        },
-        |s| {
-            let (a, b) = lstm_fwd(s[0], s[1], h);
-            Ok((Tensor::from_vec(a, &shape)?, Tensor::from_vec(b, &shape)?))
-        },
-    )?;
+    let gs = gates.shape().to_vec();
+    let [act, hy, cy] = by_dtype!(&[gates, cx], |s: T| tensors(
+        lstm_fwd::<T>(s[0], s[1], h),
+        [&gs, &cs, &cs]
+    ))?;
     if needs_grad(&[gates, cx]) {
-        let gshape = gates.shape().to_vec();
         record(
             "ThnnFusedLstmCellBackward0",
             &[gates, cx],
             &[&hy, &cy],
-            &[gates, cx],
+            &[gates, cx, &cy, &act],
             false,
             move |g, s| {
                 let (dhy, dcy) = (&g[0], &g[1]);
-                let (dg, dcx) = if needs_grad(&[dhy, dcy, &s[0], &s[1]]) {
+                let [dg, dcx] = if needs_grad(&[dhy, dcy, &s[0], &s[1]]) {
                     lstm_bwd_graph(&s[0], &s[1], dhy, dcy)?
                 } else {
-                    let (cs, gs) = (shape.clone(), gshape.clone());
-                    with_slices(
-                        &[&s[0], &s[1], dhy, dcy],
-                        |v| {
-                            let (a, b) = lstm_bwd(v[0], v[1], v[2], v[3], h);
-                            Ok((Tensor::from_vec(a, &gs)?, Tensor::from_vec(b, &cs)?))
-                        },
-                        |v| {
-                            let (a, b) = lstm_bwd(v[0], v[1], v[2], v[3], h);
-                            Ok((Tensor::from_vec(a, &gs)?, Tensor::from_vec(b, &cs)?))
-                        },
-                    )?
+                    by_dtype!(&[&s[3], &s[1], &s[2], dhy, dcy], |v: T| tensors(
+                        lstm_bwd::<T>(v[0], v[1], v[2], v[3], v[4], h),
+                        [&gs, &cs]
+                    ))?
                 };
                 Ok(vec![Some(dg), Some(dcx)])
             },
@@ -577,60 +632,56 @@ pub fn lstm_pointwise(gates: &Tensor, cx: &Tensor) -> Result<(Tensor, Tensor)> {
     Ok((hy, cy))
 }
 
-/// GRU state update forward: `r, z, n` from the input and hidden projections.
-fn gru_fwd<T: Float>(gi: &[T], gh: &[T], hx: &[T], h: usize) -> Vec<T> {
-    let mut hy = Vec::with_capacity(hx.len());
-    for ((a, b), hrow) in gi
-        .chunks_exact(3 * h)
+/// GRU forward: the workspace `[r, z, n]` per row and `hy`.
+fn gru_fwd<T: StepFloat>(gi: &[T], gh: &[T], hx: &[T], h: usize) -> [Vec<T>; 2] {
+    let mut act: Vec<T> = gi.iter().zip(gh).map(|(&a, &b)| a + b).collect();
+    for ((a, x), y) in act
+        .chunks_exact_mut(3 * h)
+        .zip(gi.chunks_exact(3 * h))
         .zip(gh.chunks_exact(3 * h))
-        .zip(hx.chunks_exact(h))
     {
+        let rz = a[..2 * h].to_vec();
+        T::sigmoid_into(&rz, &mut a[..2 * h]);
         for j in 0..h {
-            let r = sigmoid_scalar(a[j] + b[j]);
-            let z = sigmoid_scalar(a[h + j] + b[h + j]);
-            let n = (a[2 * h + j] + r * b[2 * h + j]).tanh();
-            hy.push(n + z * (hrow[j] - n));
+            a[2 * h + j] = x[2 * h + j] + a[j] * y[2 * h + j];
         }
+        let pre = a[2 * h..].to_vec();
+        T::tanh_into(&pre, &mut a[2 * h..]);
     }
-    hy
+    let mut hy = Vec::with_capacity(hx.len());
+    for (a, hr) in act.chunks_exact(3 * h).zip(hx.chunks_exact(h)) {
+        hy.extend((0..h).map(|j| a[2 * h + j] + a[h + j] * (hr[j] - a[2 * h + j])));
+    }
+    [act, hy]
 }
 
-/// GRU step backward in one sweep: `(d gi, d gh, d hx)` from `d hy`.
-fn gru_bwd<T: Float>(gi: &[T], gh: &[T], hx: &[T], dhy: &[T], h: usize) -> [Vec<T>; 3] {
+/// GRU backward in one sweep from the workspace: `(d gi, d gh, d hx)` from `d hy`.
+fn gru_bwd<T: StepFloat>(act: &[T], gh: &[T], hx: &[T], dhy: &[T], h: usize) -> [Vec<T>; 3] {
     let one = T::one();
-    let (mut dgi, mut dgh) = (Vec::with_capacity(gi.len()), Vec::with_capacity(gh.len()));
+    let mut dgi = vec![T::zero(); act.len()];
+    let mut dgh = vec![T::zero(); act.len()];
     let mut dhx = Vec::with_capacity(hx.len());
-    for (bi, (a, b)) in gi
+    for (b, ((a, y), (di, dh))) in act
         .chunks_exact(3 * h)
         .zip(gh.chunks_exact(3 * h))
+        .zip(dgi.chunks_exact_mut(3 * h).zip(dgh.chunks_exact_mut(3 * h)))
         .enumerate()
     {
-        let base = bi * h;
-        let (mut dr, mut dz, mut dn, mut dhn) = (
-            Vec::with_capacity(h),
-            Vec::with_capacity(h),
-            Vec::with_capacity(h),
-            Vec::with_capacity(h),
-        );
         for j in 0..h {
-            let r = sigmoid_scalar(a[j] + b[j]);
-            let z = sigmoid_scalar(a[h + j] + b[h + j]);
-            let n = (a[2 * h + j] + r * b[2 * h + j]).tanh();
-            let d = dhy[base + j];
-            let hp = hx[base + j];
-            let dn_pre = d * (one - z) * (one - n * n);
-            dz.push(d * (hp - n) * dsig(z));
-            dr.push(dn_pre * b[2 * h + j] * dsig(r));
-            dn.push(dn_pre);
-            dhn.push(dn_pre * r);
+            let k = b * h + j;
+            let (r, z, n) = (a[j], a[h + j], a[2 * h + j]);
+            let d = dhy[k];
+            let dn = d * (one - z) * (one - n * n);
+            let dz = d * (hx[k] - n) * dsig(z);
+            let dr = dn * y[2 * h + j] * dsig(r);
+            di[j] = dr;
+            dh[j] = dr;
+            di[h + j] = dz;
+            dh[h + j] = dz;
+            di[2 * h + j] = dn;
+            dh[2 * h + j] = dn * r;
             dhx.push(d * z);
         }
-        dgi.extend_from_slice(&dr);
-        dgi.extend_from_slice(&dz);
-        dgi.extend_from_slice(&dn);
-        dgh.extend(dr);
-        dgh.extend(dz);
-        dgh.extend(dhn);
     }
     [dgi, dgh, dhx]
 }
@@ -659,9 +710,9 @@ fn gru_bwd_graph(gi: &Tensor, gh: &Tensor, hx: &Tensor, dhy: &Tensor) -> Result<
 /// hidden projections `gh` (`(batch, 3 * hidden)`, biases included, torch's `r, z, n` order)
 /// and `hx` `(batch, hidden)` give `hy = (1 - z) n + z hx`.
 pub fn gru_pointwise(gi: &Tensor, gh: &Tensor, hx: &Tensor) -> Result<Tensor> {
-    let shape = hx.shape().to_vec();
-    let h = shape.last().copied().unwrap_or(0);
-    let want = [shape.first().copied().unwrap_or(0), 3 * h];
+    let hs = hx.shape().to_vec();
+    let h = hs.last().copied().unwrap_or(0);
+    let want = [hs.first().copied().unwrap_or(0), 3 * h];
     if hx.dim() != 2 || gi.shape() != want || gh.shape() != want {
         return Err(Error::runtime(format!(
             "gru step: expected projections (batch, 3 * hidden) and hidden state (batch, hidden), got {}, {} and {}",
@@ -670,42 +721,30 @@ pub fn gru_pointwise(gi: &Tensor, gh: &Tensor, hx: &Tensor) -> Result<Tensor> {
             fmt_shape(hx.shape())
         )));
     }
-    let hy = with_slices(
-        &[gi, gh, hx],
-        |s| Tensor::from_vec(gru_fwd(s[0], s[1], s[2], h), &shape),
-        |s| Tensor::from_vec(gru_fwd(s[0], s[1], s[2], h), &shape),
-    )?;
+    let gs = gi.shape().to_vec();
+    let [act, hy] = by_dtype!(&[gi, gh, hx], |s: T| tensors(
+        gru_fwd::<T>(s[0], s[1], s[2], h),
+        [&gs, &hs]
+    ))?;
     if needs_grad(&[gi, gh, hx]) {
-        let gshape = gi.shape().to_vec();
         record(
             "ThnnFusedGruCellBackward0",
             &[gi, gh, hx],
             &[&hy],
-            &[gi, gh, hx],
+            &[gi, gh, hx, &act],
             false,
             move |g, s| {
                 let [dgi, dgh, dhx] = if needs_grad(&[&g[0], &s[0], &s[1], &s[2]]) {
                     gru_bwd_graph(&s[0], &s[1], &s[2], &g[0])?
                 } else {
-                    with_slices(
-                        &[&s[0], &s[1], &s[2], &g[0]],
-                        |v| tensors3(gru_bwd(v[0], v[1], v[2], v[3], h), &gshape, &shape),
-                        |v| tensors3(gru_bwd(v[0], v[1], v[2], v[3], h), &gshape, &shape),
-                    )?
+                    by_dtype!(&[&s[3], &s[1], &s[2], &g[0]], |v: T| tensors(
+                        gru_bwd::<T>(v[0], v[1], v[2], v[3], h),
+                        [&gs, &gs, &hs]
+                    ))?
                 };
                 Ok(vec![Some(dgi), Some(dgh), Some(dhx)])
             },
         )?;
     }
     Ok(hy)
-}
-
-/// The GRU backward's three gradients as tensors.
-fn tensors3<T: Element>(v: [Vec<T>; 3], gates: &[usize], hidden: &[usize]) -> Result<[Tensor; 3]> {
-    let [a, b, c] = v;
-    Ok([
-        Tensor::from_vec(a, gates)?,
-        Tensor::from_vec(b, gates)?,
-        Tensor::from_vec(c, hidden)?,
-    ])
 }
