@@ -20,6 +20,7 @@ pub mod memory;
 pub mod ops;
 pub mod optim;
 mod parallel;
+pub mod safetensors;
 pub mod tensor;
 
 #[cfg(feature = "python")]

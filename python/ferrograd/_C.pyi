@@ -74,6 +74,10 @@ __all__ = [
     "_adam_step",
     "_rmsprop_step",
     "_adagrad_step",
+    # ----- safetensors -----
+    "_safetensors_save",
+    "_safetensors_save_file",
+    "_safetensors_load",
     # ----- nn_rnn -----
     "_nn_rnn",
     "_nn_rnn_cell",
@@ -230,6 +234,10 @@ class Tensor:
         """Whether this tensor was made in inference mode."""
     def data_ptr(self) -> _int:
         """Address of the first element (shared by aliases of one storage)."""
+    def storage_offset(self) -> _int:
+        """Offset of the first element in the storage, in elements."""
+    def element_size(self) -> _int:
+        """Bytes per element."""
 
     # ----- autograd -------------------------------------------------------------------------------
 
@@ -993,6 +1001,24 @@ def _adagrad_step(
     maximize: _bool,
 ) -> None:
     """One Adagrad step over lists of parameters, gradients and squared-gradient sums."""
+
+# ----- safetensors --------------------------------------------------------------------------------
+
+def _safetensors_save(
+    tensors: Sequence[tuple[str, Tensor]], metadata: dict[str, str] | None = None
+) -> bytes:
+    """The ``.safetensors`` bytes of ``(name, tensor)`` pairs with optional header metadata."""
+
+def _safetensors_save_file(
+    tensors: Sequence[tuple[str, Tensor]], path: str, metadata: dict[str, str] | None = None
+) -> None:
+    """Writes ``(name, tensor)`` pairs to the file ``path``."""
+
+def _safetensors_load(
+    data: bytes,
+) -> tuple[list[tuple[str, Tensor]], dict[str, str] | None]:
+    """The ``(name, tensor)`` pairs (in stored order) and the header metadata of
+    ``.safetensors`` bytes."""
 
 # ----- nn_rnn -------------------------------------------------------------------------------------
 

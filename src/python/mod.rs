@@ -10,6 +10,7 @@ mod ops_math;
 mod ops_nn;
 mod ops_shape;
 mod optim;
+mod safetensors;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -509,5 +510,6 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops_math::register(m)?;
     ops_shape::register(m)?;
     optim::register(m)?;
+    safetensors::register(m)?;
     Ok(())
 }

@@ -473,6 +473,14 @@ impl PyTensor {
         let base = self.inner.storage().read().as_ptr() as usize;
         base + self.inner.layout().offset * self.inner.dtype().size()
     }
+    /// Offset of the first element in the storage, in elements.
+    fn storage_offset(&self) -> usize {
+        self.inner.layout().offset
+    }
+    /// Bytes per element.
+    fn element_size(&self) -> usize {
+        self.inner.dtype().size()
+    }
     /// The device; ferrograd computes on the CPU.
     #[getter]
     fn device(&self) -> &'static str {
