@@ -200,6 +200,74 @@ def test_iterable_dataset_batches():
         DataLoader(Stream(), shuffle=True)
 
 
+class Sharded(IterableDataset):
+    """torch's documented pattern: each worker takes its own slice of range(start, end)."""
+
+    def __init__(self, start, end):
+        self.start, self.end = start, end
+
+    def __iter__(self):
+        info = get_worker_info()
+        if info is None:
+            return iter(range(self.start, self.end))
+        per = -(-(self.end - self.start) // info.num_workers)
+        lo = self.start + info.id * per
+        return iter(range(lo, min(lo + per, self.end)))
+
+
+def test_iterable_dataset_in_workers_takes_batches_in_turn():
+    # worker 0 streams 0..3, worker 1 streams 4..6: batches alternate until one runs dry
+    got = [b.tolist() for b in DataLoader(Sharded(0, 7), batch_size=2, num_workers=2)]
+    assert got == [[0, 1], [4, 5], [2, 3], [6]]
+    # without sharding every worker yields the whole stream (torch's documented duplication)
+    got = [b.tolist() for b in DataLoader(Stream(), batch_size=3, num_workers=2)]
+    assert got == [[0, 1, 2], [0, 1, 2], [3, 4, 5], [3, 4, 5], [6], [6]]
+    got = [b.tolist() for b in DataLoader(Stream(), batch_size=3, num_workers=2, drop_last=True)]
+    assert got == [[0, 1, 2], [0, 1, 2], [3, 4, 5], [3, 4, 5]]
+    assert [int(x) for x in DataLoader(Sharded(0, 5), batch_size=None, num_workers=3)] == [
+        0,
+        2,
+        4,
+        1,
+        3,
+    ]
+
+
+def test_iterable_dataset_in_workers_matches_torch():
+    torch = pytest.importorskip("torch")
+    tdata = torch.utils.data
+
+    class TorchSharded(tdata.IterableDataset):
+        def __iter__(self):
+            info = tdata.get_worker_info()
+            per = -(-11 // info.num_workers)
+            return iter(range(info.id * per, min(info.id * per + per, 11)))
+
+    class OurSharded(IterableDataset):
+        def __iter__(self):
+            info = get_worker_info()
+            per = -(-11 // info.num_workers)
+            return iter(range(info.id * per, min(info.id * per + per, 11)))
+
+    for workers in (2, 3):
+        ours = [b.tolist() for b in DataLoader(OurSharded(), batch_size=2, num_workers=workers)]
+        theirs = [
+            b.tolist() for b in tdata.DataLoader(TorchSharded(), batch_size=2, num_workers=workers)
+        ]
+        assert ours == theirs
+
+
+class BrokenStream(IterableDataset):
+    def __iter__(self):
+        yield 1
+        raise ValueError("stream broke")
+
+
+def test_iterable_worker_error_is_reraised():
+    with pytest.raises(ValueError, match="Caught ValueError in DataLoader worker process"):
+        list(DataLoader(BrokenStream(), batch_size=1, num_workers=2))
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [

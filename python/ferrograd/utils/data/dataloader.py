@@ -7,7 +7,7 @@ import multiprocessing
 import queue
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ... import _C
 from ..._generator import Generator, next_seed
@@ -142,6 +142,53 @@ class _MapFetcher:
         return self.collate_fn([self.dataset[i] for i in indices])
 
 
+class _StreamEnd:
+    """A worker's answer once its copy of an IterableDataset is exhausted."""
+
+    def __init__(self, worker_id: int) -> None:
+        self.worker_id = worker_id
+
+
+class _StreamFetcher:
+    """The next batch of a worker's own iterator over an IterableDataset (made on first use, in
+    the worker, after ``get_worker_info()`` is set, so the dataset can shard itself)."""
+
+    def __init__(
+        self,
+        dataset: Any,
+        collate_fn: Callable[[Any], Any],
+        batch_size: Optional[int],
+        drop_last: bool,
+    ) -> None:
+        self.dataset, self.collate_fn = dataset, collate_fn
+        self.batch_size, self.drop_last = batch_size, drop_last
+        self.it: Optional[Iterator[Any]] = None
+        self.done = False
+
+    def __call__(self, _task: Any) -> Any:
+        info = get_worker_info()
+        wid = info.id if info is not None else 0
+        if self.done:
+            return _StreamEnd(wid)
+        if self.it is None:
+            self.it = iter(self.dataset)
+        if self.batch_size is None:
+            try:
+                return self.collate_fn(next(self.it))
+            except StopIteration:
+                self.done = True
+                return _StreamEnd(wid)
+        batch: List[Any] = []
+        for x in self.it:
+            batch.append(x)
+            if len(batch) == self.batch_size:
+                return self.collate_fn(batch)
+        self.done = True
+        if batch and not self.drop_last:
+            return self.collate_fn(batch)
+        return _StreamEnd(wid)
+
+
 # ----- the loader -------------------------------------------------------------------------------
 
 
@@ -258,25 +305,17 @@ class DataLoader:
         return self._iter_workers(iter(indices), fetch)  # type: ignore[arg-type]
 
     def _iter_stream(self) -> Iterator[Any]:
+        fetch = _StreamFetcher(self.dataset, self.collate_fn, self.batch_size, self.drop_last)
         if self.num_workers > 0:
-            raise NotImplementedError(
-                "DataLoader: an IterableDataset with num_workers > 0 is not supported yet; "
-                "use num_workers=0"
-            )
-        it = iter(self.dataset)  # type: ignore[call-overload]
-        if self.batch_size is None:
-            yield from (self.collate_fn(x) for x in it)
+            yield from self._iter_stream_workers(fetch)
             return
-        batch: List[Any] = []
-        for x in it:
-            batch.append(x)
-            if len(batch) == self.batch_size:
-                yield self.collate_fn(batch)
-                batch = []
-        if batch and not self.drop_last:
-            yield self.collate_fn(batch)
+        while True:
+            data = fetch(None)
+            if isinstance(data, _StreamEnd):
+                return
+            yield data
 
-    def _iter_workers(self, indices: Iterator[Any], fetch: _MapFetcher) -> Iterator[Any]:
+    def _start_workers(self, fetch: Callable[[Any], Any]) -> Tuple[List[Any], List[Any], Any]:
         ctx = self.multiprocessing_context
         if ctx is None or isinstance(ctx, str):
             ctx = multiprocessing.get_context(ctx)
@@ -295,14 +334,39 @@ class DataLoader:
             p.start()
             index_queues.append(iq)
             workers.append(p)
+        return index_queues, workers, result_queue
+
+    @staticmethod
+    def _stop_workers(index_queues: List[Any], workers: List[Any]) -> None:
+        for iq in index_queues:
+            iq.put(None)
+        for p in workers:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.terminate()
+
+    def _next_result(
+        self, n: int, waiting: Dict[int, Any], results: Any, workers: List[Any]
+    ) -> Any:
+        """Result number ``n``, buffering the ones that arrive earlier (yielded in order)."""
+        while n not in waiting:
+            k, data = self._get(results, workers)
+            if isinstance(data, _WorkerError):
+                data.reraise()
+            waiting[k] = data
+        return waiting.pop(n)
+
+    def _in_flight(self) -> int:
+        return self.num_workers * (self.prefetch_factor or 2)
+
+    def _iter_workers(self, indices: Iterator[Any], fetch: _MapFetcher) -> Iterator[Any]:
+        index_queues, workers, results = self._start_workers(fetch)
         sent = received = 0
         waiting: Dict[int, Any] = {}
         exhausted = False
         try:
             while True:
-                while not exhausted and sent - received < self.num_workers * (
-                    self.prefetch_factor or 2
-                ):
+                while not exhausted and sent - received < self._in_flight():
                     try:
                         job = next(indices)
                     except StopIteration:
@@ -312,20 +376,39 @@ class DataLoader:
                     sent += 1
                 if received == sent:
                     return
-                while received not in waiting:
-                    n, data = self._get(result_queue, workers)
-                    if isinstance(data, _WorkerError):
-                        data.reraise()
-                    waiting[n] = data
-                yield waiting.pop(received)
+                data = self._next_result(received, waiting, results, workers)
                 received += 1
+                yield data
         finally:
-            for iq in index_queues:
-                iq.put(None)
-            for p in workers:
-                p.join(timeout=5)
-                if p.is_alive():
-                    p.terminate()
+            self._stop_workers(index_queues, workers)
+
+    def _iter_stream_workers(self, fetch: _StreamFetcher) -> Iterator[Any]:
+        """torch's order for an IterableDataset in workers: each worker iterates its own copy
+        of the dataset; batches are taken from the workers in turn, skipping finished ones."""
+        index_queues, workers, results = self._start_workers(fetch)
+        active = list(range(self.num_workers))
+        turn = sent = received = 0
+        waiting: Dict[int, Any] = {}
+        try:
+            while True:
+                while active and sent - received < self._in_flight():
+                    while turn % self.num_workers not in active:
+                        turn += 1
+                    w = turn % self.num_workers
+                    turn += 1
+                    index_queues[w].put((sent, None))
+                    sent += 1
+                if received == sent:
+                    return
+                data = self._next_result(received, waiting, results, workers)
+                received += 1
+                if isinstance(data, _StreamEnd):
+                    if data.worker_id in active:
+                        active.remove(data.worker_id)
+                    continue
+                yield data
+        finally:
+            self._stop_workers(index_queues, workers)
 
     def _get(self, results: Any, workers: List[Any]) -> Any:
         """The next result, checking every second that the workers are alive."""
