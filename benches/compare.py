@@ -257,6 +257,51 @@ def adam_step_10m() -> Dict[str, Any]:
     return {"make": make, "unit": "ms/step", "scale": 1e3}
 
 
+def train_loop() -> Dict[str, Any]:
+    """A training step as scripts write it: an nn.Sequential MLP classifier, cross_entropy,
+    zero_grad, backward, AdamW step."""
+    x0 = _rand(128, 784)
+    y0 = RNG.integers(0, 10, 128)
+
+    def make(lib: Any) -> Callable[[], None]:
+        lib.manual_seed(0)
+        nn = lib.nn
+        model = nn.Sequential(
+            nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)
+        )
+        opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
+        x, y = lib.tensor(x0), lib.tensor(y0)
+
+        def step() -> None:
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
+def lstm_train() -> Dict[str, Any]:
+    """A two-layer LSTM over 50 steps (batch 32, 64 in, 128 hidden), forward and backward."""
+    x0 = _rand(50, 32, 64)
+
+    def make(lib: Any) -> Callable[[], None]:
+        lib.manual_seed(0)
+        model = lib.nn.LSTM(64, 128, num_layers=2)
+        x = lib.tensor(x0)
+
+        def step() -> None:
+            model.zero_grad()
+            out, _ = model(x)
+            out.sum().backward()
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
 WORKLOADS = {
     "tiny_chain": (tiny_chain, 0.10),
     "scalar_mlp": (scalar_mlp, 0.30),
@@ -266,6 +311,8 @@ WORKLOADS = {
     "hvp": (hvp, 1.00),
     "elementwise_big": (elementwise_big, 0.70),
     "adam_step_10M": (adam_step_10m, 1.00),
+    "train_loop": (train_loop, 1.00),
+    "lstm_train": (lstm_train, 1.00),
 }
 
 
@@ -356,9 +403,7 @@ def bytes_per_recorded_op(module: str, n: int = 1_000_000) -> float:
         f"for _ in range({n}):\n    y = y * 1.0000001\n"
         f"print((rss() - base) / {n})\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], check=True, capture_output=True, text=True
-    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     return float(out.stdout.strip().splitlines()[-1])
 
 
