@@ -97,7 +97,7 @@ impl<T> SpinLock<T> {
             .is_err()
         {
             spins += 1;
-            if spins % SPIN_POLLS == 0 {
+            if spins.is_multiple_of(SPIN_POLLS) {
                 std::thread::yield_now();
             } else {
                 std::hint::spin_loop();
@@ -204,7 +204,7 @@ fn help() {
         // take time slices from the threads doing the work.
         std::thread::yield_now();
         polls = polls.wrapping_add(1);
-        if polls % 16 == 0 && idle_since.elapsed() > LINGER {
+        if polls.is_multiple_of(16) && idle_since.elapsed() > LINGER {
             // Stop counting as a helper first, then look once more: a caller that saw this one
             // lingering did not ask for another.
             BOARD.lingering.fetch_sub(1, Ordering::AcqRel);
@@ -253,7 +253,7 @@ pub(crate) fn share_work(helpers: usize, count: usize, job: &(dyn Fn(usize) + Sy
     let mut polls = 0u32;
     while shared.done.load(Ordering::Acquire) < count {
         polls = polls.wrapping_add(1);
-        if polls % SPIN_POLLS != 0 {
+        if !polls.is_multiple_of(SPIN_POLLS) {
             std::hint::spin_loop();
         } else if start.elapsed() < CALLER_SPIN {
             std::thread::yield_now();

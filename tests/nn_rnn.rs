@@ -151,7 +151,7 @@ fn stacked_bidirectional_lstm_matches_composition() {
     let x = t(&[seq, batch, input], 0.5);
     let h0 = t(&[4, batch, hidden], 0.8);
     let c0 = t(&[4, batch, hidden], 1.9);
-    let out = rnn::rnn(&x, &h0, Some(&c0), &weights, &cfg).unwrap();
+    let out = rnn::rnn(&x, &h0, Some(&c0), &weights, &cfg, None).unwrap();
     assert_eq!(out.output.shape(), &[seq, batch, 2 * hidden]);
 
     let mut layer_in = x.clone();
@@ -232,6 +232,7 @@ fn wrong_shapes_are_errors_not_panics() {
         None,
         std::slice::from_ref(&w),
         &cfg,
+        None,
     )
     .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Runtime);
@@ -246,10 +247,15 @@ fn wrong_shapes_are_errors_not_panics() {
         None,
         std::slice::from_ref(&w),
         &cfg,
+        None,
     )
     .unwrap_err();
     assert!(e.to_string().contains("weight_ih of layer 0"), "{e}");
-    let e = rnn::rnn(&x, &t(&[1, 2, 3], 0.1), None, &[], &cfg).unwrap_err();
+    let h0 = t(&[1, 2, 3], 0.1);
+    let w1 = std::slice::from_ref(&w);
+    let e = rnn::rnn(&x, &h0, None, w1, &cfg, Some(&[4, 0])).unwrap_err();
+    assert!(e.to_string().contains("sequence lengths in 1..=4"), "{e}");
+    let e = rnn::rnn(&x, &t(&[1, 2, 3], 0.1), None, &[], &cfg, None).unwrap_err();
     assert!(e.to_string().contains("no weights"), "{e}");
     let e = rnn::lstm_pointwise(&t(&[2, 7], 0.1), &t(&[2, 2], 0.1)).unwrap_err();
     assert!(e.to_string().contains("lstm step"), "{e}");
@@ -268,4 +274,62 @@ fn wrong_shapes_are_errors_not_panics() {
             .contains("Input batch size 2 doesn't match hidden batch size 3"),
         "{e}"
     );
+}
+
+/// With lengths, each row gives what the row alone, cut to its length, gives: its outputs up to
+/// its length, zeros after, and its state at its own last step (both directions).
+#[test]
+fn lengths_run_each_row_as_if_alone() {
+    let (seq, input, hidden) = (5, 2, 3);
+    let weights: Vec<CellWeights> = (0..2)
+        .map(|k| CellWeights {
+            w_ih: t(&[3 * hidden, input], 0.3 + k as f64),
+            w_hh: t(&[3 * hidden, hidden], 0.7 + k as f64),
+            b_ih: Some(t(&[3 * hidden], 0.2)),
+            b_hh: Some(t(&[3 * hidden], 0.9)),
+            w_hr: None,
+        })
+        .collect();
+    let cfg = RnnConfig {
+        mode: RnnMode::Gru,
+        num_layers: 1,
+        dropout: 0.0,
+        training: false,
+        bidirectional: true,
+        batch_first: false,
+    };
+    let x = t(&[seq, 2, input], 0.45);
+    let h0 = t(&[2, 2, hidden], 1.3);
+    let lens = [5usize, 3];
+    let all = rnn::rnn(&x, &h0, None, &weights, &cfg, Some(&lens)).unwrap();
+    for (row, &len) in lens.iter().enumerate() {
+        let xr = x
+            .narrow(1, row as i64, 1)
+            .unwrap()
+            .narrow(0, 0, len)
+            .unwrap();
+        let hr = h0.narrow(1, row as i64, 1).unwrap().contiguous().unwrap();
+        let alone = rnn::rnn(&xr, &hr, None, &weights, &cfg, None).unwrap();
+        let got = all.output.narrow(1, row as i64, 1).unwrap();
+        assert_close(
+            &got.narrow(0, 0, len).unwrap().to_vec::<f64>().unwrap(),
+            &alone.output.to_vec::<f64>().unwrap(),
+            1e-14,
+        );
+        let rest = got
+            .narrow(0, len as i64, seq - len)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap();
+        assert!(rest.iter().all(|&v| v == 0.0), "{rest:?}");
+        assert_close(
+            &all.h_n
+                .narrow(1, row as i64, 1)
+                .unwrap()
+                .to_vec::<f64>()
+                .unwrap(),
+            &alone.h_n.to_vec::<f64>().unwrap(),
+            1e-14,
+        );
+    }
 }

@@ -1035,9 +1035,11 @@ def _nn_rnn(
     training: _bool,
     bidirectional: _bool,
     batch_first: _bool,
+    lengths: Sequence[_int] | None = None,
 ) -> tuple[Tensor, Tensor, Tensor | None]:
     """The recurrence of ``nn.RNN``/``nn.LSTM``/``nn.GRU`` over a whole sequence (``mode`` one
-    of "RNN_TANH", "RNN_RELU", "LSTM", "GRU"): returns ``(output, h_n, c_n or None)``."""
+    of "RNN_TANH", "RNN_RELU", "LSTM", "GRU"): returns ``(output, h_n, c_n or None)``.
+    ``lengths`` runs padded variable-length rows (a packed sequence)."""
 
 def _nn_rnn_cell(
     input: Tensor,

@@ -384,7 +384,10 @@ impl Tensor {
         let mask: Vec<bool> = {
             let n = self.shape()[dim];
             let inner: usize = self.shape()[dim + 1..].iter().product();
-            first.iter().map(|&p| (p / inner) % n == 0).collect()
+            first
+                .iter()
+                .map(|&p| (p / inner).is_multiple_of(n))
+                .collect()
         };
         let mask = Tensor::from_vec(mask, self.shape())?;
         Tensor::where_cond(&mask, &Tensor::wrapped_scalar(1.0, self.dtype()), &taken)

@@ -434,7 +434,7 @@ pub(crate) fn infer_shape(shape: &[i64], numel: usize) -> Result<Vec<usize>> {
     }
     let mut out: Vec<usize> = shape.iter().map(|&s| s.max(0) as usize).collect();
     if let Some(i) = infer {
-        if known == 0 || numel % known != 0 {
+        if known == 0 || !numel.is_multiple_of(known) {
             let parts: Vec<String> = shape.iter().map(|s| s.to_string()).collect();
             return Err(Error::runtime(format!(
                 "shape '[{}]' is invalid for input of size {numel}",

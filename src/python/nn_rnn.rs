@@ -35,7 +35,7 @@ fn group_weights(
     has_proj: bool,
 ) -> PyResult<Vec<CellWeights>> {
     let per = 2 + 2 * usize::from(has_biases) + usize::from(has_proj);
-    if flat.is_empty() || flat.len() % per != 0 {
+    if flat.is_empty() || !flat.len().is_multiple_of(per) {
         return Err(PyValueError::new_err(format!(
             "expected a multiple of {per} weight tensors, got {}",
             flat.len()
@@ -61,10 +61,11 @@ fn group_weights(
 }
 
 /// The recurrence of `nn.RNN`/`nn.LSTM`/`nn.GRU` over a whole sequence (torch's `_VF.lstm`
-/// etc.): returns `(output, h_n, c_n or None)`.
+/// etc.): returns `(output, h_n, c_n or None)`. `lengths` runs padded variable-length rows
+/// (a packed sequence).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (mode, input, hx, cx, weights, has_biases, has_proj, num_layers, dropout, training, bidirectional, batch_first))]
+#[pyo3(signature = (mode, input, hx, cx, weights, has_biases, has_proj, num_layers, dropout, training, bidirectional, batch_first, lengths=None))]
 fn _nn_rnn(
     py: Python<'_>,
     mode: &str,
@@ -79,6 +80,7 @@ fn _nn_rnn(
     training: bool,
     bidirectional: bool,
     batch_first: bool,
+    lengths: Option<Vec<usize>>,
 ) -> PyResult<RnnResult> {
     let cfg = RnnConfig {
         mode: mode_of(mode)?,
@@ -92,7 +94,9 @@ fn _nn_rnn(
     let h0 = tensor_of(hx, "hx")?;
     let c0 = opt_tensor_of(cx, "cx")?;
     let w = group_weights(&weights, has_biases, has_proj)?;
-    let out = detached(py, || rnn::rnn(&x, &h0, c0.as_ref(), &w, &cfg))?;
+    let out = detached(py, || {
+        rnn::rnn(&x, &h0, c0.as_ref(), &w, &cfg, lengths.as_deref())
+    })?;
     Ok((
         wrap(py, out.output)?,
         wrap(py, out.h_n)?,

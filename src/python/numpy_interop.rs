@@ -57,7 +57,7 @@ fn shared<T: Element + numpy::Element>(arr: &Bound<'_, PyArrayDyn<T>>) -> PyResu
         strides.push((s / itemsize) as usize);
     }
     let ptr = arr.data();
-    if (ptr as usize) % std::mem::align_of::<T>() != 0 {
+    if !(ptr as usize).is_multiple_of(std::mem::align_of::<T>()) {
         return Err(PyValueError::new_err(
             "the numpy array is not aligned for its dtype; copy it first",
         ));

@@ -12,6 +12,7 @@ import ferrograd as fg
 import numpy as np
 import pytest
 from ferrograd import nn
+from ferrograd.nn.utils import rnn as rnn_utils
 
 RNG = np.random.default_rng(0)
 
@@ -205,7 +206,7 @@ def test_bad_inputs_raise_clear_errors() -> None:
         nn.GRUCell(3, 4)(fg.randn(5, 2))
     with pytest.raises(RuntimeError, match="Input batch size 5 doesn't match hidden batch size 2"):
         nn.RNNCell(3, 4)(fg.randn(5, 3), fg.randn(2, 4))
-    with pytest.raises(TypeError, match="PackedSequence is not supported yet"):
+    with pytest.raises(TypeError, match="take a Tensor or a PackedSequence, got list"):
         m([1, 2, 3])
 
 
@@ -331,3 +332,101 @@ def test_error_texts_match_torch() -> None:
     ]
     for case in cases:
         assert message(fg, case) == message(torch, case)
+
+
+# ----- variable-length sequences ----------------------------------------------------------------
+
+
+def test_pack_and_pad_round_trip_closed_form() -> None:
+    seqs = [fg.tensor([[1.0], [2.0], [3.0]]), fg.tensor([[4.0]]), fg.tensor([[5.0], [6.0]])]
+    padded = rnn_utils.pad_sequence(seqs, padding_value=-1.0)
+    assert padded.squeeze(2).tolist() == [[1, 4, 5], [2, -1, 6], [3, -1, -1]]
+    left = rnn_utils.pad_sequence(seqs, batch_first=True, padding_side="left")
+    assert left.squeeze(2).tolist() == [[1, 2, 3], [0, 0, 4], [0, 5, 6]]
+    packed = rnn_utils.pack_sequence(seqs, enforce_sorted=False)
+    # sorted by length 3, 2, 1: step 0 of all three, step 1 of two, step 2 of one
+    assert packed.data.squeeze(1).tolist() == [1, 5, 4, 2, 6, 3]
+    assert packed.batch_sizes.tolist() == [3, 2, 1]
+    assert packed.sorted_indices.tolist() == [0, 2, 1]
+    assert packed.unsorted_indices.tolist() == [0, 2, 1]
+    back, lengths = rnn_utils.pad_packed_sequence(packed, batch_first=True, total_length=4)
+    assert lengths.tolist() == [3, 1, 2]
+    assert back.squeeze(2).tolist() == [[1, 2, 3, 0], [4, 0, 0, 0], [5, 6, 0, 0]]
+    assert [s.squeeze(1).tolist() for s in rnn_utils.unpack_sequence(packed)] == [
+        [1, 2, 3],
+        [4],
+        [5, 6],
+    ]
+
+
+def test_packing_errors() -> None:
+    x = fg.randn(4, 3, 2)
+    with pytest.raises(RuntimeError, match="must be sorted in decreasing order"):
+        rnn_utils.pack_padded_sequence(x, [2, 4, 1])
+    with pytest.raises(RuntimeError, match="Length of all samples has to be greater than 0"):
+        rnn_utils.pack_padded_sequence(x, [4, 0, 1], enforce_sorted=False)
+    with pytest.raises(RuntimeError, match="Expected `len\\(lengths\\)` to be equal to batch_size"):
+        rnn_utils.pack_padded_sequence(x, [4, 2])
+    packed = rnn_utils.pack_padded_sequence(x, [4, 2, 1])
+    with pytest.raises(ValueError, match="Expected total_length to be at least"):
+        rnn_utils.pad_packed_sequence(packed, total_length=3)
+
+
+def test_packed_gradient_flows_only_through_valid_steps() -> None:
+    m = nn.GRU(2, 3).double()
+    x = fg.tensor(RNG.standard_normal((5, 2, 2)), requires_grad=True)
+    out, h = m(rnn_utils.pack_padded_sequence(x, [5, 2]))
+    padded, _ = rnn_utils.pad_packed_sequence(out)
+    (padded.sum() + h.sum()).backward()
+    g = x.grad.numpy()
+    assert np.all(g[2:, 1] == 0) and np.all(g[:2, 1] != 0) and np.all(g[:, 0] != 0)
+
+
+@pytest.mark.parametrize("mode", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("kw", [{}, {"num_layers": 2, "bidirectional": True, "batch_first": True}])
+def test_packed_sequences_match_torch(mode: str, kw: Dict[str, Any]) -> None:
+    torch = _torch()
+    trnn = torch.nn.utils.rnn
+    tm = getattr(torch.nn, mode)(3, 4, **kw).double()
+    fm = getattr(nn, mode)(3, 4, **kw).double()
+    _copy_from_torch(fm, tm)
+    bf = kw.get("batch_first", False)
+    x = RNG.standard_normal((4, 6, 3) if bf else (6, 4, 3))
+    lens = [3, 6, 1, 4]
+    tx, fx = torch.tensor(x, requires_grad=True), fg.tensor(x, requires_grad=True)
+    tp = trnn.pack_padded_sequence(tx, lens, batch_first=bf, enforce_sorted=False)
+    fp = rnn_utils.pack_padded_sequence(fx, lens, batch_first=bf, enforce_sorted=False)
+    np.testing.assert_array_equal(fp.data.detach().numpy(), tp.data.detach().numpy())
+    assert fp.batch_sizes.tolist() == tp.batch_sizes.tolist()
+    to, th = tm(tp)
+    fo, fh = fm(fp)
+    tpad, tl = trnn.pad_packed_sequence(to, batch_first=bf)
+    fpad, fl = rnn_utils.pad_packed_sequence(fo, batch_first=bf)
+    assert fl.tolist() == tl.tolist()
+    th = th if mode == "LSTM" else (th,)
+    fh = fh if mode == "LSTM" else (fh,)
+    np.testing.assert_allclose(fpad.detach().numpy(), tpad.detach().numpy(), atol=1e-12)
+    for a, b in zip(fh, th):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), atol=1e-12)
+    (tpad.sin().sum() + sum((s**2).sum() for s in th)).backward()
+    (fpad.sin().sum() + sum((s**2).sum() for s in fh)).backward()
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), atol=1e-12)
+    for p, q in zip(fm.parameters(), tm.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), atol=1e-11)
+
+
+def test_packed_with_initial_state_matches_torch() -> None:
+    torch = _torch()
+    trnn = torch.nn.utils.rnn
+    tm = torch.nn.LSTM(3, 4, num_layers=2).double()
+    fm = nn.LSTM(3, 4, num_layers=2).double()
+    _copy_from_torch(fm, tm)
+    x = RNG.standard_normal((5, 3, 3))
+    h0, c0 = RNG.standard_normal((2, 3, 4)), RNG.standard_normal((2, 3, 4))
+    lens = [2, 5, 3]
+    tp = trnn.pack_padded_sequence(torch.tensor(x), lens, enforce_sorted=False)
+    fp = rnn_utils.pack_padded_sequence(fg.tensor(x), lens, enforce_sorted=False)
+    _, (th, tc) = tm(tp, (torch.tensor(h0), torch.tensor(c0)))
+    _, (fh, fc) = fm(fp, (fg.tensor(h0), fg.tensor(c0)))
+    np.testing.assert_allclose(fh.detach().numpy(), th.detach().numpy(), atol=1e-12)
+    np.testing.assert_allclose(fc.detach().numpy(), tc.detach().numpy(), atol=1e-12)

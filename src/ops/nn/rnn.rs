@@ -163,12 +163,17 @@ fn check_weights(
 /// `h0` is `(layers * directions, batch, hidden or proj)`; `c0` the LSTM's
 /// `(layers * directions, batch, hidden)`. `weights` holds one [`CellWeights`] per layer and
 /// direction, layer-major as torch orders them. All tensors share one float dtype.
+///
+/// `lengths` (one per batch row, each in `1..=seq`) runs variable-length sequences padded to
+/// `seq`, as torch runs a `PackedSequence`: a row's state is final after its own last step (the
+/// backward direction starts there) and its outputs beyond it are zero.
 pub fn rnn(
     input: &Tensor,
     h0: &Tensor,
     c0: Option<&Tensor>,
     weights: &[CellWeights],
     cfg: &RnnConfig,
+    lengths: Option<&[usize]>,
 ) -> Result<RnnOutput> {
     if input.dim() != 3 {
         return Err(Error::runtime(format!(
@@ -188,6 +193,13 @@ pub fn rnn(
         input.clone()
     };
     let (seq, batch, input_size) = (x.shape()[0], x.shape()[1], x.shape()[2]);
+    if let Some(l) = lengths {
+        if l.len() != batch || l.iter().any(|&v| v == 0 || v > seq) {
+            return Err(Error::runtime(format!(
+                "rnn: expected {batch} sequence lengths in 1..={seq}, got {l:?}"
+            )));
+        }
+    }
     let dirs = if cfg.bidirectional { 2 } else { 1 };
     let first = weights
         .first()
@@ -235,7 +247,13 @@ pub fn rnn(
             let w = &weights[k];
             let h = h0.select(0, k as i64)?;
             let c = c0.map(|c| c.select(0, k as i64)).transpose()?;
-            let (out, h, c) = run_direction(&layer_input, h, c, w, cfg.mode, d == 1, seq)?;
+            let pass = Pass {
+                mode: cfg.mode,
+                reverse: d == 1,
+                seq,
+                lengths,
+            };
+            let (out, h, c) = run_direction(&layer_input, h, c, w, &pass)?;
             outs.push(out);
             h_n.push(h);
             if let Some(c) = c {
@@ -268,26 +286,58 @@ pub fn rnn(
     })
 }
 
+/// How one layer runs in one direction.
+struct Pass<'a> {
+    mode: RnnMode,
+    reverse: bool,
+    seq: usize,
+    /// Per-batch-row sequence lengths (packed input); `None` when every row runs `seq` steps.
+    lengths: Option<&'a [usize]>,
+}
+
+/// `(t < length)` per batch row as a `(batch, 1)` column of `dtype`, or `None` when every row
+/// is still running at step `t`.
+fn step_mask(lengths: Option<&[usize]>, t: usize, dtype: DType) -> Result<Option<Tensor>> {
+    let Some(lens) = lengths else {
+        return Ok(None);
+    };
+    if lens.iter().all(|&l| l > t) {
+        return Ok(None);
+    }
+    let m: Vec<f64> = lens
+        .iter()
+        .map(|&l| if l > t { 1.0 } else { 0.0 })
+        .collect();
+    Ok(Some(cast(&Tensor::from_vec(m, &[lens.len(), 1])?, dtype)?))
+}
+
+/// `new` where the mask is 1 and `old` where it is 0 (rows past their length keep their state).
+fn keep(mask: &Tensor, new: &Tensor, old: &Tensor) -> Result<Tensor> {
+    new.mul(mask)?.add(&old.mul(&mask.rsub_scalar(1.0)?)?)
+}
+
 /// One layer in one direction: the input projections of all steps in one gemm, then the
-/// recurrence. Returns the `(seq, batch, hidden)` outputs and the final states.
+/// recurrence. Returns the `(seq, batch, hidden)` outputs and the final states. With lengths,
+/// a row's state stops changing after its last step and its outputs beyond it are zero, which
+/// is the result torch computes on a packed sequence.
 fn run_direction(
     x: &Tensor,
     mut h: Tensor,
     mut c: Option<Tensor>,
     w: &CellWeights,
-    mode: RnnMode,
-    reverse: bool,
-    seq: usize,
+    pass: &Pass<'_>,
 ) -> Result<(Tensor, Tensor, Option<Tensor>)> {
+    let seq = pass.seq;
     let w_hh_t = w.w_hh.t()?;
     let w_hr_t = w.w_hr.as_ref().map(|p| p.t()).transpose()?;
     let xp = affine(x, &w.w_ih.t()?, w.b_ih.as_ref())?;
     let mut steps: Vec<Option<Tensor>> = vec![None; seq];
     for i in 0..seq {
-        let t = if reverse { seq - 1 - i } else { i };
+        let t = if pass.reverse { seq - 1 - i } else { i };
         let gi = xp.select(0, t as i64)?;
         let gh = affine(&h, &w_hh_t, w.b_hh.as_ref())?;
-        h = match mode {
+        let mask = step_mask(pass.lengths, t, h.dtype())?;
+        let h_new = match pass.mode {
             RnnMode::RnnTanh => gi.add(&gh)?.tanh()?,
             RnnMode::RnnRelu => gi.add(&gh)?.relu()?,
             RnnMode::Lstm => {
@@ -295,7 +345,10 @@ fn run_direction(
                     .take()
                     .ok_or_else(|| Error::runtime("lstm: missing cell state"))?;
                 let (hy, cy) = lstm_pointwise(&gi.add(&gh)?, &cx)?;
-                c = Some(cy);
+                c = Some(match &mask {
+                    Some(m) => keep(m, &cy, &cx)?,
+                    None => cy,
+                });
                 match &w_hr_t {
                     Some(p) => hy.matmul(p)?,
                     None => hy,
@@ -303,7 +356,16 @@ fn run_direction(
             }
             RnnMode::Gru => gru_pointwise(&gi, &gh, &h)?,
         };
-        steps[t] = Some(h.clone());
+        match &mask {
+            Some(m) => {
+                steps[t] = Some(h_new.mul(m)?);
+                h = keep(m, &h_new, &h)?;
+            }
+            None => {
+                steps[t] = Some(h_new.clone());
+                h = h_new;
+            }
+        }
     }
     let steps: Vec<Tensor> = steps.into_iter().flatten().collect();
     let out = if steps.is_empty() {

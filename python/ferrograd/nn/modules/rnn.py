@@ -13,6 +13,7 @@ from typing import Any, List, Optional, Tuple
 from ... import _C
 from .. import init
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence, _packed_rows, _unpack_sorted
 from .linear import _empty
 from .module import Module
 
@@ -155,10 +156,15 @@ class RNNBase(Module):
                 f"Expected {self.input_size}, got {input.size(-1)}"
             )
 
+    def _mini_batch(self, input: Tensor, batch_sizes: Optional[Tensor]) -> int:
+        if batch_sizes is not None:
+            return int(batch_sizes[0])
+        return int(input.size(0) if self.batch_first else input.size(1))
+
     def get_expected_hidden_size(
         self, input: Tensor, batch_sizes: Optional[Tensor]
     ) -> Tuple[int, int, int]:
-        batch = input.size(0) if self.batch_first else input.size(1)
+        batch = self._mini_batch(input, batch_sizes)
         directions = 2 if self.bidirectional else 1
         size = self.proj_size if self.proj_size > 0 else self.hidden_size
         return (self.num_layers * directions, batch, size)
@@ -194,7 +200,13 @@ class RNNBase(Module):
             s += ", bidirectional={bidirectional}"
         return s.format(**self.__dict__)
 
-    def _run(self, input: Tensor, hx: Tensor, cx: Optional[Tensor]) -> Tuple[Any, ...]:
+    def _run(
+        self,
+        input: Tensor,
+        hx: Tensor,
+        cx: Optional[Tensor],
+        lengths: Optional[List[int]] = None,
+    ) -> Tuple[Any, ...]:
         return _C._nn_rnn(
             self.mode,
             input,
@@ -207,8 +219,49 @@ class RNNBase(Module):
             self.dropout,
             self.training,
             self.bidirectional,
-            self.batch_first,
+            self.batch_first and lengths is None,
+            lengths,
         )
+
+    def _run_packed(
+        self, input: PackedSequence, hx: Optional[Tensor], cx: Optional[Tensor]
+    ) -> Tuple[PackedSequence, Tensor, Optional[Tensor]]:
+        """A packed batch runs padded, in its sorted order, with each row's length; the output
+        is packed again and the final states put back in the caller's order."""
+        data, batch_sizes = input.data, input.batch_sizes
+        padded, lengths = _unpack_sorted(input, 0.0, batch_sizes.size(0))
+        states = [hx, cx]
+        for i, (s, expected) in enumerate(
+            [
+                (hx, self.get_expected_hidden_size(data, batch_sizes)),
+                (cx, self._cell_size(data, batch_sizes)),
+            ]
+        ):
+            if expected is None:
+                continue
+            if s is None:
+                states[i] = _zeros(*expected, like=data)
+            elif input.sorted_indices is not None:
+                states[i] = s.index_select(1, input.sorted_indices)
+        if self.mode == "LSTM":
+            self.check_forward_args(data, (states[0], states[1]), batch_sizes)  # type: ignore[arg-type]
+        else:
+            self.check_forward_args(data, states[0], batch_sizes)  # type: ignore[arg-type]
+        output, h_n, c_n = self._run(padded, states[0], states[1], lengths)  # type: ignore[arg-type]
+        steps, batch = output.size(0), output.size(1)
+        rows = _packed_rows([int(v) for v in batch_sizes.tolist()], batch)
+        flat = output.reshape(steps * batch, output.size(2))
+        out = input._replace(data=flat.index_select(0, _index(rows)))
+        if input.unsorted_indices is not None:
+            h_n = h_n.index_select(1, input.unsorted_indices)
+            if c_n is not None:
+                c_n = c_n.index_select(1, input.unsorted_indices)
+        return out, h_n, c_n
+
+    def _cell_size(
+        self, input: Tensor, batch_sizes: Optional[Tensor]
+    ) -> Optional[Tuple[int, int, int]]:
+        return None
 
     def _batched(
         self, input: Tensor, hx: Optional[Tensor], name: str
@@ -236,9 +289,10 @@ class RNNBase(Module):
             )
         return input, hx, batched
 
-    def _single_state(
-        self, name: str, input: Tensor, hx: Optional[Tensor]
-    ) -> Tuple[Tensor, Tensor]:
+    def _single_state(self, name: str, input: Any, hx: Optional[Tensor]) -> Tuple[Any, Tensor]:
+        if isinstance(input, PackedSequence):
+            out, h_n, _ = self._run_packed(input, hx, None)
+            return out, h_n
         input, hx, batched = self._batched(input, hx, name)
         if hx is None:
             hx = _zeros(*self.get_expected_hidden_size(input, None), like=input)
@@ -253,9 +307,14 @@ class RNNBase(Module):
 def _reject_packed(input: Any) -> None:
     if not isinstance(input, Tensor):
         raise TypeError(
-            "recurrent layers take a Tensor input (PackedSequence is not supported yet), "
-            f"got {type(input).__name__}"
+            f"recurrent layers take a Tensor or a PackedSequence, got {type(input).__name__}"
         )
+
+
+def _index(rows: List[int]) -> Tensor:
+    from ..._creation import tensor
+
+    return tensor(rows, dtype=_C.int64)
 
 
 class RNN(RNNBase):
@@ -304,9 +363,14 @@ class LSTM(RNNBase):
     def get_expected_cell_size(
         self, input: Tensor, batch_sizes: Optional[Tensor]
     ) -> Tuple[int, int, int]:
-        batch = input.size(0) if self.batch_first else input.size(1)
+        batch = self._mini_batch(input, batch_sizes)
         directions = 2 if self.bidirectional else 1
         return (self.num_layers * directions, batch, self.hidden_size)
+
+    def _cell_size(
+        self, input: Tensor, batch_sizes: Optional[Tensor]
+    ) -> Optional[Tuple[int, int, int]]:
+        return self.get_expected_cell_size(input, batch_sizes)
 
     def check_forward_args(  # type: ignore[override]
         self, input: Tensor, hidden: Tuple[Tensor, Tensor], batch_sizes: Optional[Tensor]
@@ -325,7 +389,11 @@ class LSTM(RNNBase):
 
     def forward(  # type: ignore[override]
         self, input: Tensor, hx: Optional[Tuple[Tensor, Tensor]] = None
-    ) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
+    ) -> Tuple[Any, Tuple[Tensor, Tensor]]:
+        if isinstance(input, PackedSequence):
+            h0, c0 = hx if hx is not None else (None, None)
+            out, h_n, c_n = self._run_packed(input, h0, c0)
+            return out, (h_n, c_n)  # type: ignore[return-value]
         _reject_packed(input)
         if input.dim() not in (2, 3):
             raise ValueError(f"LSTM: Expected input to be 2D or 3D, got {input.dim()}D instead")
