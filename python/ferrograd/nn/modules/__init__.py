@@ -33,13 +33,19 @@ from .loss import (
     NLLLoss,
     SmoothL1Loss,
 )
-from .misc import Dropout, Embedding, Flatten, LayerNorm, Unflatten
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from .instancenorm import InstanceNorm1d, InstanceNorm2d
+from .misc import Dropout, Embedding, Flatten, Unflatten
 from .module import Module
+from .normalization import GroupNorm, LayerNorm, RMSNorm
 
 __all__ = [
     "AvgPool2d",
     "BCELoss",
     "BCEWithLogitsLoss",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "BatchNorm3d",
     "Bilinear",
     "Conv1d",
     "Conv2d",
@@ -49,10 +55,13 @@ __all__ = [
     "Embedding",
     "Flatten",
     "GELU",
+    "GroupNorm",
     "Hardswish",
     "Hardtanh",
     "HuberLoss",
     "Identity",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
     "KLDivLoss",
     "L1Loss",
     "LayerNorm",
@@ -68,6 +77,7 @@ __all__ = [
     "NLLLoss",
     "ParameterDict",
     "ParameterList",
+    "RMSNorm",
     "ReLU",
     "ReLU6",
     "SELU",
