@@ -19,8 +19,10 @@ from .activation import (
     Softplus,
     Tanh,
 )
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import AvgPool2d, Conv1d, Conv2d, MaxPool2d
+from .instancenorm import InstanceNorm1d, InstanceNorm2d
 from .linear import Bilinear, Identity, Linear
 from .loss import (
     BCELoss,
@@ -33,8 +35,6 @@ from .loss import (
     NLLLoss,
     SmoothL1Loss,
 )
-from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
-from .instancenorm import InstanceNorm1d, InstanceNorm2d
 from .misc import Dropout, Embedding, Flatten, Unflatten
 from .module import Module
 from .normalization import GroupNorm, LayerNorm, RMSNorm

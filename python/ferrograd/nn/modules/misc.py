@@ -3,7 +3,7 @@ here for older importers)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Optional, Sequence
 
 from ... import _C
 from .. import functional as F
