@@ -678,10 +678,17 @@ def kl_div(
 # ----- normalisation, embedding, one_hot -------------------------------------------------------
 
 
-def _shape_list(normalized_shape: _int_or_tuple) -> List[int]:
-    if isinstance(normalized_shape, int):
-        return [normalized_shape]
-    return [int(s) for s in normalized_shape]
+def _shape_list(op: str, normalized_shape: Sequence[int]) -> List[int]:
+    # torch's argument parser: a sequence of ints (a bare int is refused)
+    where = f"{op}(): argument 'normalized_shape' (position 2) must be tuple of ints"
+    if not isinstance(normalized_shape, (list, tuple)):
+        raise TypeError(f"{where}, not {type(normalized_shape).__name__}")
+    out = []
+    for i, s in enumerate(normalized_shape):
+        if isinstance(s, bool) or not hasattr(s, "__index__"):
+            raise TypeError(f"{where}, but found element of type {type(s).__name__} at pos {i}")
+        out.append(s.__index__())
+    return out
 
 
 def _torch_size(size: Sequence[int]) -> str:
@@ -713,25 +720,27 @@ def _verify_spatial_size(size: Sequence[int]) -> None:
 
 def layer_norm(
     input: Tensor,
-    normalized_shape: _int_or_tuple,
+    normalized_shape: Sequence[int],
     weight: Optional[Tensor] = None,
     bias: Optional[Tensor] = None,
     eps: float = 1e-5,
 ) -> Tensor:
     """Normalise over the trailing ``normalized_shape`` dims with the biased variance."""
-    return _C._nn_layer_norm(input, _shape_list(normalized_shape), weight, bias, float(eps))
+    return _C._nn_layer_norm(
+        input, _shape_list("layer_norm", normalized_shape), weight, bias, float(eps)
+    )
 
 
 def rms_norm(
     input: Tensor,
-    normalized_shape: _int_or_tuple,
+    normalized_shape: Sequence[int],
     weight: Optional[Tensor] = None,
     eps: Optional[float] = None,
 ) -> Tensor:
     """``x / sqrt(mean(x**2) + eps) * weight`` over the trailing ``normalized_shape`` dims;
     ``eps=None`` is ``finfo(input.dtype).eps``."""
     e = None if eps is None else float(eps)
-    return _C._nn_rms_norm(input, _shape_list(normalized_shape), weight, e)
+    return _C._nn_rms_norm(input, _shape_list("rms_norm", normalized_shape), weight, e)
 
 
 def group_norm(
