@@ -152,40 +152,48 @@ struct Opts {
 
 // ----- scalar helpers ------------------------------------------------------------------------
 
-/// Σ x in f64 with four independent lanes (vectorisable, and exact enough for f32 input).
+/// Elements summed in `T` lanes before the partial sum joins the f64 total: short enough that
+/// f32 lanes lose nothing visible, long enough to run at vector speed.
+const LANE_BLOCK: usize = 256;
+
+/// Σ f(x) over `xs`: eight `T` lanes per block of [`LANE_BLOCK`], the blocks added in f64.
 #[inline]
-fn sum64<T: Element>(xs: &[T]) -> f64 {
-    let mut acc = [0f64; 4];
-    let mut it = xs.chunks_exact(4);
-    for c in &mut it {
-        for j in 0..4 {
-            acc[j] += Element::to_f64(c[j]);
+fn blocked_sum<T: Element + num_traits::Float>(xs: &[T], f: impl Fn(T) -> T) -> f64 {
+    let mut total = 0f64;
+    for blk in xs.chunks(LANE_BLOCK) {
+        let mut acc = [T::zero(); 8];
+        let mut it = blk.chunks_exact(8);
+        for c in &mut it {
+            for j in 0..8 {
+                acc[j] = acc[j] + f(c[j]);
+            }
         }
+        let mut s = T::zero();
+        for &v in it.remainder() {
+            s = s + f(v);
+        }
+        let pairs = [
+            acc[0] + acc[4],
+            acc[1] + acc[5],
+            acc[2] + acc[6],
+            acc[3] + acc[7],
+        ];
+        total += Element::to_f64((pairs[0] + pairs[2]) + (pairs[1] + pairs[3]) + s);
     }
-    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    for &v in it.remainder() {
-        s += Element::to_f64(v);
-    }
-    s
+    total
 }
 
-/// Σ (x - m)² in f64.
+/// Σ x.
 #[inline]
-fn sumsq64<T: Element>(xs: &[T], m: f64) -> f64 {
-    let mut acc = [0f64; 4];
-    let mut it = xs.chunks_exact(4);
-    for c in &mut it {
-        for j in 0..4 {
-            let d = Element::to_f64(c[j]) - m;
-            acc[j] += d * d;
-        }
-    }
-    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    for &v in it.remainder() {
-        let d = Element::to_f64(v) - m;
-        s += d * d;
-    }
-    s
+fn sum64<T: Element + num_traits::Float>(xs: &[T]) -> f64 {
+    blocked_sum(xs, |v| v)
+}
+
+/// Σ (x - m)², centred in `T` (the second pass of the two-pass variance).
+#[inline]
+fn sumsq64<T: Element + num_traits::Float>(xs: &[T], m: f64) -> f64 {
+    let m = T::from_f64(m);
+    blocked_sum(xs, |v| (v - m) * (v - m))
 }
 
 /// (Σ g, Σ g x) in f64.
@@ -373,82 +381,7 @@ fn backward_kernel<T: Element + num_traits::Float>(
     let dxp = SendPtr(dx.as_mut_ptr());
     let want_wb = want[1] || want[2];
     if geo.kind == Kind::Rows {
-        let (per, blocks) = geo.row_blocks();
-        let l = geo.l;
-        // Per block partial sums of g x̂ and g (length l each), summed in block order below.
-        let mut part: Vec<f64> = if want_wb {
-            vec![0f64; blocks * 2 * l]
-        } else {
-            Vec::new()
-        };
-        let pp = SendPtr(part.as_mut_ptr());
-        share_work(geo.threads(), blocks, &|blk| {
-            let mut gw: Vec<T> = vec![T::zero(); l];
-            let mut xhat: Vec<T> = vec![T::zero(); l];
-            // SAFETY: block blk alone writes its slice of the partial sums.
-            let (pw, pb) = if want_wb {
-                let p = unsafe { std::slice::from_raw_parts_mut(pp.get().add(blk * 2 * l), 2 * l) };
-                let (a, b) = p.split_at_mut(l);
-                (Some(a), Some(b))
-            } else {
-                (None, None)
-            };
-            let (mut pw, mut pb) = (pw, pb);
-            for s in blk * per..((blk + 1) * per).min(groups) {
-                let off = s * l;
-                let (xs, gs) = (&x[off..off + l], &g[off..off + l]);
-                let (m, r) = (T::from_f64(mean[s]), T::from_f64(rstd[s]));
-                for ((h, &xv), o) in xhat.iter_mut().zip(xs).zip(gw.iter_mut()) {
-                    *h = (xv - m) * r;
-                    *o = T::zero();
-                }
-                if let (Some(pw), Some(pb)) = (pw.as_deref_mut(), pb.as_deref_mut()) {
-                    for (((a, bb), &gv), &h) in pw.iter_mut().zip(pb.iter_mut()).zip(gs).zip(&xhat)
-                    {
-                        *a += Element::to_f64(gv * h);
-                        *bb += Element::to_f64(gv);
-                    }
-                }
-                if !want[0] {
-                    continue;
-                }
-                match w {
-                    Some(w) => {
-                        for ((o, &gv), &wv) in gw.iter_mut().zip(gs).zip(w) {
-                            *o = gv * wv;
-                        }
-                    }
-                    None => gw.copy_from_slice(gs),
-                }
-                let (s1, s2) = sums_gx(&gw, &xhat);
-                let s1 = if opts.center { s1 } else { 0.0 };
-                let (c1, c2) = (T::from_f64(s1 / m_count), T::from_f64(s2 / m_count));
-                // SAFETY: row s is written by this block alone.
-                let out = unsafe { std::slice::from_raw_parts_mut(dxp.get().add(off), l) };
-                for ((o, &gv), &h) in out.iter_mut().zip(&gw).zip(&xhat) {
-                    *o = r * (gv - c1 - h * c2);
-                }
-            }
-        });
-        let mut dw = None;
-        let mut db = None;
-        if want_wb {
-            let mut sw = vec![0f64; l];
-            let mut sb = vec![0f64; l];
-            for blk in 0..blocks {
-                let p = &part[blk * 2 * l..(blk + 1) * 2 * l];
-                for i in 0..l {
-                    sw[i] += p[i];
-                    sb[i] += p[l + i];
-                }
-            }
-            if want[1] {
-                dw = Some(sw.into_iter().map(T::from_f64).collect());
-            }
-            if want[2] {
-                db = Some(sb.into_iter().map(T::from_f64).collect());
-            }
-        }
+        let (dw, db) = rows_backward(geo, opts, x, g, w, mean, rstd, want, dxp)?;
         return Ok(Grads {
             dx: want[0].then_some(dx),
             dw,
@@ -516,6 +449,113 @@ fn backward_kernel<T: Element + num_traits::Float>(
         dw: want[1].then(|| dw.into_iter().map(T::from_f64).collect()),
         db: want[2].then(|| db.into_iter().map(T::from_f64).collect()),
     })
+}
+
+/// (Σ a, Σ a b) with eight lanes of `T` (vectorisable; each lane sums a short stretch, as
+/// torch's float accumulation does), combined in f64.
+#[inline]
+fn lane_sums<T: Element + num_traits::Float>(a: &[T], b: &[T]) -> (f64, f64) {
+    let mut s1 = [T::zero(); 8];
+    let mut s2 = [T::zero(); 8];
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut ai = a.chunks_exact(8);
+    let mut bi = b.chunks_exact(8);
+    for (ac, bc) in (&mut ai).zip(&mut bi) {
+        for j in 0..8 {
+            s1[j] = s1[j] + ac[j];
+            s2[j] = s2[j] + ac[j] * bc[j];
+        }
+    }
+    let mut t1: f64 = s1.iter().map(|&v| Element::to_f64(v)).sum();
+    let mut t2: f64 = s2.iter().map(|&v| Element::to_f64(v)).sum();
+    for (&av, &bv) in ai.remainder().iter().zip(bi.remainder()) {
+        t1 += Element::to_f64(av);
+        t2 += Element::to_f64(av * bv);
+    }
+    (t1, t2)
+}
+
+/// Backward of the Rows kind (layer and RMS norm), written into `dxp` when `want[0]`: per
+/// row `x̂`, `g w` and their two sums, then `dx`; the weight and bias gradients are summed per
+/// block of rows in `T` and across blocks in f64, in block order.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn rows_backward<T: Element + num_traits::Float>(
+    geo: Geo,
+    opts: Opts,
+    x: &[T],
+    g: &[T],
+    w: Option<&[T]>,
+    mean: &[f64],
+    rstd: &[f64],
+    want: [bool; 3],
+    dxp: SendPtr<*mut T>,
+) -> Result<(Option<Vec<T>>, Option<Vec<T>>)> {
+    let (per, blocks) = geo.row_blocks();
+    let (l, groups) = (geo.l, geo.groups());
+    let m_count = l as f64;
+    let want_wb = want[1] || want[2];
+    let mut part: Vec<T> = if want_wb {
+        vec![T::zero(); blocks * 2 * l]
+    } else {
+        Vec::new()
+    };
+    let pp = SendPtr(part.as_mut_ptr());
+    share_work(geo.threads(), blocks, &|blk| {
+        let mut gw: Vec<T> = vec![T::zero(); l];
+        let mut xhat: Vec<T> = vec![T::zero(); l];
+        for s in blk * per..((blk + 1) * per).min(groups) {
+            let off = s * l;
+            let (xs, gs) = (&x[off..off + l], &g[off..off + l]);
+            let (m, r) = (T::from_f64(mean[s]), T::from_f64(rstd[s]));
+            for (h, &xv) in xhat.iter_mut().zip(xs) {
+                *h = (xv - m) * r;
+            }
+            if want_wb {
+                // SAFETY: block blk alone writes its 2 l partial sums.
+                let p = unsafe { std::slice::from_raw_parts_mut(pp.get().add(blk * 2 * l), 2 * l) };
+                let (pw, pb) = p.split_at_mut(l);
+                for (((a, bb), &gv), &h) in pw.iter_mut().zip(pb.iter_mut()).zip(gs).zip(&xhat) {
+                    *a = *a + gv * h;
+                    *bb = *bb + gv;
+                }
+            }
+            if !want[0] {
+                continue;
+            }
+            let gws: &[T] = match w {
+                Some(w) => {
+                    for ((o, &gv), &wv) in gw.iter_mut().zip(gs).zip(w) {
+                        *o = gv * wv;
+                    }
+                    &gw
+                }
+                None => gs,
+            };
+            let (s1, s2) = lane_sums(gws, &xhat);
+            let s1 = if opts.center { s1 } else { 0.0 };
+            let (c1, c2) = (T::from_f64(s1 / m_count), T::from_f64(s2 / m_count));
+            // SAFETY: row s is written by this block alone.
+            let out = unsafe { std::slice::from_raw_parts_mut(dxp.get().add(off), l) };
+            for ((o, &gv), &h) in out.iter_mut().zip(gws).zip(&xhat) {
+                *o = r * (gv - c1 - h * c2);
+            }
+        }
+    });
+    if !want_wb {
+        return Ok((None, None));
+    }
+    let mut sw = vec![0f64; l];
+    let mut sb = vec![0f64; l];
+    for p in part.chunks_exact(2 * l.max(1)) {
+        for i in 0..l {
+            sw[i] += Element::to_f64(p[i]);
+            sb[i] += Element::to_f64(p[l + i]);
+        }
+    }
+    let dw = want[1].then(|| sw.into_iter().map(T::from_f64).collect());
+    let db = want[2].then(|| sb.into_iter().map(T::from_f64).collect());
+    Ok((dw, db))
 }
 
 // ----- differentiable backward ---------------------------------------------------------------
