@@ -83,6 +83,7 @@ __all__ = [
     "_nn_group_norm",
     "_nn_batch_norm",
     "_nn_instance_norm",
+    "_nn_local_response_norm",
     "_cat",
     "_stack",
     "_einsum",
@@ -1068,6 +1069,11 @@ def _nn_instance_norm(
     eps: _float,
 ) -> Tensor:
     """Instance norm (a batch norm of the input seen as ``(1, N*C, *)``)."""
+
+def _nn_local_response_norm(
+    input: Tensor, size: _int, alpha: _float, beta: _float, k: _float
+) -> Tensor:
+    """Local response norm across channels (dim 1)."""
 
 # ----- ops_shape ----------------------------------------------------------------------------------
 

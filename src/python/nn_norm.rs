@@ -152,6 +152,22 @@ fn _nn_instance_norm(
     })
 }
 
+/// `local_response_norm(input, size, alpha, beta, k)`.
+#[pyfunction]
+fn _nn_local_response_norm(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    size: i64,
+    alpha: f64,
+    beta: f64,
+    k: f64,
+) -> PyResult<Py<PyTensor>> {
+    let x = tensor_of(input, "input")?;
+    run(py, &x, || {
+        norm::local_response_norm(&x, size, alpha, beta, k)
+    })
+}
+
 /// Register the normalisation bindings on `ferrograd._C`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_nn_layer_norm, m)?)?;
@@ -159,5 +175,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_nn_group_norm, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_batch_norm, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_instance_norm, m)?)?;
+    m.add_function(wrap_pyfunction!(_nn_local_response_norm, m)?)?;
     Ok(())
 }

@@ -108,6 +108,14 @@ def test_instance_norm_closed_form_and_running_stats() -> None:
     np.testing.assert_allclose(rv.numpy(), 0.5 + 0.5 * a.var(2, ddof=1).mean(0), rtol=1e-12)
 
 
+def test_local_response_norm_closed_form() -> None:
+    a = _rand(2, 5, 3)
+    y = F.local_response_norm(fg.tensor(a), 3, alpha=0.2, beta=0.5, k=2.0).numpy()
+    sq = np.pad(a * a, ((0, 0), (1, 1), (0, 0)))
+    avg = (sq[:, :-2] + sq[:, 1:-1] + sq[:, 2:]) / 3
+    np.testing.assert_allclose(y, a / (2.0 + 0.2 * avg) ** 0.5, rtol=1e-12)
+
+
 def test_float32_statistics_are_stable_with_a_large_offset() -> None:
     # f64 accumulation: a naive f32 E[x²] - E[x]² would lose every digit here
     a = (np.random.default_rng(0).standard_normal((4, 4096)) + 1e4).astype(np.float32)
@@ -276,6 +284,7 @@ def test_functional_matches_torch(
         ("GroupNorm", (2, 4), {}, (3, 4, 5)),
         ("LayerNorm", ((4, 5),), {"bias": False}, (3, 4, 5)),
         ("RMSNorm", (5,), {"eps": 1e-4}, (3, 4, 5)),
+        ("LocalResponseNorm", (3,), {"alpha": 0.1}, (3, 4, 5)),
     ],
 )
 def test_module_training_steps_then_eval_match_torch(
@@ -356,6 +365,9 @@ ERROR_CASES = [
     lambda L, x: L.nn.InstanceNorm2d(6)(x[0, 0]),
     lambda L, x: L.nn.InstanceNorm1d(5, affine=True)(x),
     lambda L, x: L.nn.GroupNorm(4, 6),
+    lambda L, x: L.nn.functional.local_response_norm(x[0], 2),
+    lambda L, x: L.nn.functional.local_response_norm(x, 0),
+    lambda L, x: L.nn.functional.local_response_norm(x.unsqueeze(0), 0),
 ]
 
 

@@ -54,6 +54,7 @@ __all__ = [
     "layer_norm",
     "leaky_relu",
     "linear",
+    "local_response_norm",
     "log_softmax",
     "max_pool2d",
     "mse_loss",
@@ -803,6 +804,13 @@ def instance_norm(
         float(momentum),
         float(eps),
     )
+
+
+def local_response_norm(
+    input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0
+) -> Tensor:
+    """Normalise each element by the mean of squares over ``size`` neighbouring channels."""
+    return _C._nn_local_response_norm(input, int(size), float(alpha), float(beta), float(k))
 
 
 def embedding(

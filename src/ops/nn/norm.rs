@@ -1185,3 +1185,55 @@ pub fn instance_norm(
     };
     out.reshape(s)
 }
+
+/// Local response normalisation across channels (dim 1 of `(N, C, *)`, at least 3-d):
+/// `x / (k + alpha * avg(x², window of size channels, zero-padded))^beta`, the window covering
+/// channels `c - size/2 ..= c + (size-1)/2`. Composed of differentiable ops like torch's (node
+/// `DivBackward0`); the window sum is `size` shifted slices of the padded squares.
+pub fn local_response_norm(
+    input: &Tensor,
+    size: i64,
+    alpha: f64,
+    beta: f64,
+    k: f64,
+) -> Result<Tensor> {
+    let dim = input.dim();
+    if dim < 3 {
+        return Err(Error::value(format!(
+            "Expected 3D or higher dimensionality                          input (got {dim} dimensions)"
+        )));
+    }
+    if input.numel() == 0 {
+        return Ok(input.clone());
+    }
+    if size <= 0 {
+        let ks = if dim == 3 {
+            format!("kH: {size} kW: 1")
+        } else {
+            format!("kT: {size} kH: 1 kW: 1")
+        };
+        return Err(Error::runtime(format!(
+            "kernel size should be greater than zero, but got {ks}"
+        )));
+    }
+    let size_u = size as usize;
+    let c = input.shape()[1];
+    let sq = input.mul(input)?;
+    let zeros = |n: usize| {
+        let mut s = input.shape().to_vec();
+        s[1] = n;
+        crate::tensor::creation::checked_numel(&s)?;
+        Tensor::try_full(&s, 0.0, input.dtype())
+    };
+    let padded = Tensor::cat(&[zeros(size_u / 2)?, sq, zeros((size_u - 1) / 2)?], 1)?;
+    let mut sum = padded.narrow(1, 0, c)?;
+    for j in 1..size_u {
+        sum = sum.add(&padded.narrow(1, j as i64, c)?)?;
+    }
+    let div = sum
+        .div_scalar(size as f64)?
+        .mul_scalar(alpha)?
+        .add_scalar(k)?
+        .pow_scalar(beta)?;
+    input.div(&div)
+}

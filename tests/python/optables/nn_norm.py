@@ -95,4 +95,15 @@ OPS = [
         lambda L, x, m, v, w, b: F(L).instance_norm(x, m, v, w, b, use_input_stats=False),
         [Arg((3, 4, 5)), RM, RV, C4, C4],
     ),
+    OpSpec(
+        "nn_norm_local_response_norm",
+        lambda L, x: F(L).local_response_norm(x, 3, alpha=0.5, beta=0.75, k=1.5),
+        [Arg((2, 5, 3))],
+        shape_sets=[[Arg((2, 4, 2, 3))], [Arg((1, 2, 2))]],
+    ),
+    OpSpec(
+        "nn_norm_local_response_norm_even_size",
+        lambda L, x: F(L).local_response_norm(x, 4, alpha=0.3),
+        [Arg((2, 5, 2))],
+    ),
 ]

@@ -37,7 +37,7 @@ from .loss import (
 )
 from .misc import Dropout, Embedding, Flatten, Unflatten
 from .module import Module
-from .normalization import GroupNorm, LayerNorm, RMSNorm
+from .normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
 
 __all__ = [
     "AvgPool2d",
@@ -67,6 +67,7 @@ __all__ = [
     "LayerNorm",
     "LeakyReLU",
     "Linear",
+    "LocalResponseNorm",
     "LogSoftmax",
     "MSELoss",
     "MaxPool2d",

@@ -15,7 +15,7 @@ from .module import Module
 
 Tensor = _C.Tensor
 
-__all__ = ["LayerNorm", "GroupNorm", "RMSNorm"]
+__all__ = ["LocalResponseNorm", "LayerNorm", "GroupNorm", "RMSNorm"]
 
 _shape_t = Union[int, Sequence[int]]
 
@@ -24,6 +24,23 @@ def _shape_tuple(normalized_shape: _shape_t) -> Tuple[int, ...]:
     if isinstance(normalized_shape, numbers.Integral):
         return (int(normalized_shape),)
     return tuple(normalized_shape)  # type: ignore[arg-type]
+
+
+class LocalResponseNorm(Module):
+    """Normalise each element by the mean of squares over ``size`` neighbouring channels."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
 class LayerNorm(Module):
