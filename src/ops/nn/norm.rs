@@ -476,6 +476,60 @@ fn lane_sums<T: Element + num_traits::Float>(a: &[T], b: &[T]) -> (f64, f64) {
     (t1, t2)
 }
 
+/// One row of the layer/RMS norm backward.
+struct RowGrad<'a, T> {
+    x: &'a [T],
+    g: &'a [T],
+    w: Option<&'a [T]>,
+    mean: T,
+    rstd: T,
+    center: bool,
+}
+
+/// `x̂`, the weight and bias partial sums (`part`), and `dx = rstd (g w - mean(g w) - x̂
+/// mean(g w x̂))` into `out`, for one row; `xhat` and `gw` are scratch of the row's length.
+/// Compiled for AVX2+FMA and AVX-512 too, picked at run time.
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn row_grad<T: Element + num_traits::Float>(
+    row: &RowGrad<'_, T>,
+    part: Option<(&mut [T], &mut [T])>,
+    out: Option<&mut [T]>,
+    xhat: &mut [T],
+    gw: &mut [T],
+) {
+    let (m, r) = (row.mean, row.rstd);
+    for (h, &xv) in xhat.iter_mut().zip(row.x) {
+        *h = (xv - m) * r;
+    }
+    if let Some((pw, pb)) = part {
+        for (((a, bb), &gv), &h) in pw.iter_mut().zip(pb.iter_mut()).zip(row.g).zip(&*xhat) {
+            *a = *a + gv * h;
+            *bb = *bb + gv;
+        }
+    }
+    let Some(out) = out else { return };
+    let gws: &[T] = match row.w {
+        Some(w) => {
+            for ((o, &gv), &wv) in gw.iter_mut().zip(row.g).zip(w) {
+                *o = gv * wv;
+            }
+            gw
+        }
+        None => row.g,
+    };
+    let (s1, s2) = lane_sums(gws, xhat);
+    let n = row.x.len() as f64;
+    let s1 = if row.center { s1 } else { 0.0 };
+    let (c1, c2) = (T::from_f64(s1 / n), T::from_f64(s2 / n));
+    for ((o, &gv), &h) in out.iter_mut().zip(gws).zip(&*xhat) {
+        *o = r * (gv - c1 - h * c2);
+    }
+}
+
 /// Backward of the Rows kind (layer and RMS norm), written into `dxp` when `want[0]`: per
 /// row `x̂`, `g w` and their two sums, then `dx`; the weight and bias gradients are summed per
 /// block of rows in `T` and across blocks in f64, in block order.
@@ -493,7 +547,6 @@ fn rows_backward<T: Element + num_traits::Float>(
 ) -> Result<(Option<Vec<T>>, Option<Vec<T>>)> {
     let (per, blocks) = geo.row_blocks();
     let (l, groups) = (geo.l, geo.groups());
-    let m_count = l as f64;
     let want_wb = want[1] || want[2];
     let mut part: Vec<T> = if want_wb {
         vec![T::zero(); blocks * 2 * l]
@@ -506,40 +559,23 @@ fn rows_backward<T: Element + num_traits::Float>(
         let mut xhat: Vec<T> = vec![T::zero(); l];
         for s in blk * per..((blk + 1) * per).min(groups) {
             let off = s * l;
-            let (xs, gs) = (&x[off..off + l], &g[off..off + l]);
-            let (m, r) = (T::from_f64(mean[s]), T::from_f64(rstd[s]));
-            for (h, &xv) in xhat.iter_mut().zip(xs) {
-                *h = (xv - m) * r;
-            }
-            if want_wb {
+            let part = want_wb.then(|| {
                 // SAFETY: block blk alone writes its 2 l partial sums.
                 let p = unsafe { std::slice::from_raw_parts_mut(pp.get().add(blk * 2 * l), 2 * l) };
-                let (pw, pb) = p.split_at_mut(l);
-                for (((a, bb), &gv), &h) in pw.iter_mut().zip(pb.iter_mut()).zip(gs).zip(&xhat) {
-                    *a = *a + gv * h;
-                    *bb = *bb + gv;
-                }
-            }
-            if !want[0] {
-                continue;
-            }
-            let gws: &[T] = match w {
-                Some(w) => {
-                    for ((o, &gv), &wv) in gw.iter_mut().zip(gs).zip(w) {
-                        *o = gv * wv;
-                    }
-                    &gw
-                }
-                None => gs,
-            };
-            let (s1, s2) = lane_sums(gws, &xhat);
-            let s1 = if opts.center { s1 } else { 0.0 };
-            let (c1, c2) = (T::from_f64(s1 / m_count), T::from_f64(s2 / m_count));
+                p.split_at_mut(l)
+            });
             // SAFETY: row s is written by this block alone.
-            let out = unsafe { std::slice::from_raw_parts_mut(dxp.get().add(off), l) };
-            for ((o, &gv), &h) in out.iter_mut().zip(gws).zip(&xhat) {
-                *o = r * (gv - c1 - h * c2);
-            }
+            let out =
+                want[0].then(|| unsafe { std::slice::from_raw_parts_mut(dxp.get().add(off), l) });
+            let row = RowGrad {
+                x: &x[off..off + l],
+                g: &g[off..off + l],
+                w,
+                mean: T::from_f64(mean[s]),
+                rstd: T::from_f64(rstd[s]),
+                center: opts.center,
+            };
+            row_grad(&row, part, out, &mut xhat, &mut gw);
         }
     });
     if !want_wb {
