@@ -3,8 +3,10 @@ padding, convolution and pooling.
 
 Everything is a composition of differentiable ferrograd ops (elementwise ops, reductions,
 matmul, views, ``where``) plus two Rust primitive pairs, im2col/col2im and a padded
-gather/scatter, each the other's backward. So every function here is differentiable to any
-order (``create_graph=True`` works through all of them).
+gather/scatter, each the other's backward. The normalisation ops (``layer_norm``,
+``rms_norm``, ``group_norm``, ``batch_norm``, ``instance_norm``, ``local_response_norm``) are
+native ops of the crate (``src/ops/nn/norm.rs``); here they only parse arguments. So every
+function here is differentiable to any order (``create_graph=True`` works through all of them).
 
 Numerics follow torch's stable formulations: ``softplus`` and
 ``binary_cross_entropy_with_logits`` use ``max(x, 0) + log1p(exp(-|x|))``, ``log_softmax``
