@@ -302,6 +302,39 @@ def lstm_train() -> Dict[str, Any]:
     return {"make": make, "unit": "ms/step", "scale": 1e3}
 
 
+def layer_norm() -> Dict[str, Any]:
+    x0, w0, b0, g0 = _rand(64, 128, 512), _rand(512), _rand(512), _rand(64, 128, 512)
+
+    def make(lib: Any) -> Callable[[], None]:
+        x, w, b, g = _leaf(lib, x0), _leaf(lib, w0), _leaf(lib, b0), lib.tensor(g0)
+        F = lib.nn.functional
+
+        def step() -> None:
+            F.layer_norm(x, (512,), w, b).backward(g)
+            x.grad = w.grad = b.grad = None
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
+def batch_norm2d() -> Dict[str, Any]:
+    x0, w0, b0, g0 = _rand(16, 64, 32, 32), _rand(64), _rand(64), _rand(16, 64, 32, 32)
+
+    def make(lib: Any) -> Callable[[], None]:
+        x, w, b, g = _leaf(lib, x0), _leaf(lib, w0), _leaf(lib, b0), lib.tensor(g0)
+        rm, rv = lib.zeros(64), lib.ones(64)
+        F = lib.nn.functional
+
+        def step() -> None:
+            F.batch_norm(x, rm, rv, w, b, training=True).backward(g)
+            x.grad = w.grad = b.grad = None
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
 WORKLOADS = {
     "tiny_chain": (tiny_chain, 0.10),
     "scalar_mlp": (scalar_mlp, 0.30),
@@ -313,6 +346,8 @@ WORKLOADS = {
     "adam_step_10M": (adam_step_10m, 1.00),
     "train_loop": (train_loop, 1.00),
     "lstm_train": (lstm_train, 1.00),
+    "layer_norm": (layer_norm, 1.00),
+    "batch_norm2d": (batch_norm2d, 1.00),
 }
 
 

@@ -87,6 +87,12 @@ __all__ = [
     "_nn_im2col",
     "_nn_col2im",
     "_nn_gather",
+    "_nn_layer_norm",
+    "_nn_rms_norm",
+    "_nn_group_norm",
+    "_nn_batch_norm",
+    "_nn_instance_norm",
+    "_nn_local_response_norm",
     "_cat",
     "_stack",
     "_einsum",
@@ -1097,6 +1103,61 @@ def _nn_col2im(
 def _nn_gather(input: Tensor, index: Sequence[_int], shape: Sequence[_int], kind: str) -> Tensor:
     """Elements of ``input`` at flat positions ``index`` (-1 reads as zero), shaped ``shape``;
     differentiable (its backward scatters). ``kind`` picks torch's node name."""
+
+def _nn_layer_norm(
+    input: Tensor,
+    normalized_shape: Sequence[_int],
+    weight: Tensor | None,
+    bias: Tensor | None,
+    eps: _float,
+) -> Tensor:
+    """Layer norm over the trailing ``normalized_shape`` dims (node NativeLayerNormBackward0)."""
+
+def _nn_rms_norm(
+    input: Tensor,
+    normalized_shape: Sequence[_int],
+    weight: Tensor | None,
+    eps: _float | None,
+) -> Tensor:
+    """RMS norm over the trailing dims; ``eps=None`` is ``finfo(dtype).eps``."""
+
+def _nn_group_norm(
+    input: Tensor,
+    num_groups: _int,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    eps: _float,
+) -> Tensor:
+    """Group norm of ``(N, C, *)`` (node NativeGroupNormBackward0)."""
+
+def _nn_batch_norm(
+    input: Tensor,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    training: _bool,
+    momentum: _float,
+    eps: _float,
+) -> Tensor:
+    """Batch norm; updates the running statistics in place when training."""
+
+def _nn_instance_norm(
+    input: Tensor,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    use_input_stats: _bool,
+    momentum: _float,
+    eps: _float,
+) -> Tensor:
+    """Instance norm (a batch norm of the input seen as ``(1, N*C, *)``)."""
+
+def _nn_local_response_norm(
+    input: Tensor, size: _int, alpha: _float, beta: _float, k: _float
+) -> Tensor:
+    """Local response norm across channels (dim 1)."""
 
 # ----- ops_shape ----------------------------------------------------------------------------------
 

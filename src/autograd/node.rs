@@ -445,7 +445,7 @@ thread_local! {
 /// Whether the backward rule being run must compute the gradient of its input `k` (torch's
 /// `task_should_compute_output`): false when that input needs no gradient or nothing in this
 /// backward pass uses it. Rules skip the work; anything they return there is discarded anyway.
-fn wants_grad(k: usize) -> bool {
+pub(crate) fn wants_grad(k: usize) -> bool {
     k >= 64 || WANTED.with(|w| (w.get() >> k) & 1 == 1)
 }
 

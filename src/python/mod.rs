@@ -3,6 +3,7 @@
 
 mod args;
 mod errors;
+mod nn_norm;
 mod nn_rnn;
 mod node;
 mod numpy_interop;
@@ -507,6 +508,7 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_where_tensors, m)?)?;
     ops_nn::register(m)?;
     nn_rnn::register(m)?;
+    nn_norm::register(m)?;
     ops_math::register(m)?;
     ops_shape::register(m)?;
     optim::register(m)?;

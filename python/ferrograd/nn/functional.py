@@ -3,8 +3,10 @@ padding, convolution and pooling.
 
 Everything is a composition of differentiable ferrograd ops (elementwise ops, reductions,
 matmul, views, ``where``) plus two Rust primitive pairs, im2col/col2im and a padded
-gather/scatter, each the other's backward. So every function here is differentiable to any
-order (``create_graph=True`` works through all of them).
+gather/scatter, each the other's backward. The normalisation ops (``layer_norm``,
+``rms_norm``, ``group_norm``, ``batch_norm``, ``instance_norm``, ``local_response_norm``) are
+native ops of the crate (``src/ops/nn/norm.rs``); here they only parse arguments. So every
+function here is differentiable to any order (``create_graph=True`` works through all of them).
 
 Numerics follow torch's stable formulations: ``softplus`` and
 ``binary_cross_entropy_with_logits`` use ``max(x, 0) + log1p(exp(-|x|))``, ``log_softmax``
@@ -34,6 +36,7 @@ _int_or_tuple = Union[int, Sequence[int]]
 
 __all__ = [
     "avg_pool2d",
+    "batch_norm",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "conv1d",
@@ -44,13 +47,16 @@ __all__ = [
     "embedding",
     "fold",
     "gelu",
+    "group_norm",
     "hardtanh",
     "huber_loss",
+    "instance_norm",
     "kl_div",
     "l1_loss",
     "layer_norm",
     "leaky_relu",
     "linear",
+    "local_response_norm",
     "log_softmax",
     "max_pool2d",
     "mse_loss",
@@ -59,6 +65,7 @@ __all__ = [
     "one_hot",
     "pad",
     "relu",
+    "rms_norm",
     "sigmoid",
     "silu",
     "smooth_l1_loss",
@@ -674,6 +681,46 @@ def kl_div(
 # ----- normalisation, embedding, one_hot -------------------------------------------------------
 
 
+def _shape_list(op: str, normalized_shape: Sequence[int]) -> List[int]:
+    # torch's argument parser: a sequence of ints (a bare int is refused)
+    where = f"{op}(): argument 'normalized_shape' (position 2) must be tuple of ints"
+    if not isinstance(normalized_shape, (list, tuple)):
+        raise TypeError(f"{where}, not {type(normalized_shape).__name__}")
+    out = []
+    for i, s in enumerate(normalized_shape):
+        if isinstance(s, bool) or not hasattr(s, "__index__"):
+            raise TypeError(f"{where}, but found element of type {type(s).__name__} at pos {i}")
+        out.append(s.__index__())
+    return out
+
+
+def _torch_size(size: Sequence[int]) -> str:
+    # torch's messages print the size as torch.Size, whatever the module is imported as
+    return "torch.Size([" + ", ".join(str(int(s)) for s in size) + "])"
+
+
+def _verify_batch_size(size: Sequence[int]) -> None:
+    size_prods = size[0]
+    for i in range(len(size) - 2):
+        size_prods *= size[i + 2]
+    if size_prods == 1:
+        raise ValueError(
+            "Expected more than 1 value per channel when training, got input size "
+            + _torch_size(size)
+        )
+
+
+def _verify_spatial_size(size: Sequence[int]) -> None:
+    size_prods = 1
+    for i in range(2, len(size)):
+        size_prods *= size[i]
+    if size_prods == 1:
+        raise ValueError(
+            "Expected more than 1 spatial element when training, got input size "
+            + _torch_size(size)
+        )
+
+
 def layer_norm(
     input: Tensor,
     normalized_shape: Sequence[int],
@@ -682,24 +729,90 @@ def layer_norm(
     eps: float = 1e-5,
 ) -> Tensor:
     """Normalise over the trailing ``normalized_shape`` dims with the biased variance."""
-    ns = [int(normalized_shape)] if isinstance(normalized_shape, int) else list(normalized_shape)
-    k = len(ns)
-    if k == 0 or input.dim() < k or list(input.shape[input.dim() - k :]) != ns:
+    return _C._nn_layer_norm(
+        input, _shape_list("layer_norm", normalized_shape), weight, bias, float(eps)
+    )
+
+
+def rms_norm(
+    input: Tensor,
+    normalized_shape: Sequence[int],
+    weight: Optional[Tensor] = None,
+    eps: Optional[float] = None,
+) -> Tensor:
+    """``x / sqrt(mean(x**2) + eps) * weight`` over the trailing ``normalized_shape`` dims;
+    ``eps=None`` is ``finfo(input.dtype).eps``."""
+    e = None if eps is None else float(eps)
+    return _C._nn_rms_norm(input, _shape_list("rms_norm", normalized_shape), weight, e)
+
+
+def group_norm(
+    input: Tensor,
+    num_groups: int,
+    weight: Optional[Tensor] = None,
+    bias: Optional[Tensor] = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise each group of ``num_groups`` channel groups per sample."""
+    if input.dim() < 2:
         raise RuntimeError(
-            f"Given normalized_shape={ns}, expected input with shape [*, "
-            + ", ".join(str(s) for s in ns)
-            + f"], but got input of size{_size(input)}"
+            f"Expected at least 2 dimensions for input tensor but received {input.dim()}"
         )
-    dims = tuple(range(input.dim() - k, input.dim()))
-    mean = input.mean(dims, keepdim=True)
-    centred = input - mean
-    var = (centred * centred).mean(dims, keepdim=True)
-    out = centred * (var + eps) ** -0.5
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
+    _verify_batch_size(
+        [input.size(0) * input.size(1) // num_groups, num_groups, *list(input.size()[2:])]
+    )
+    return _C._nn_group_norm(input, int(num_groups), weight, bias, float(eps))
+
+
+def batch_norm(
+    input: Tensor,
+    running_mean: Optional[Tensor],
+    running_var: Optional[Tensor],
+    weight: Optional[Tensor] = None,
+    bias: Optional[Tensor] = None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Per-channel normalisation; when training, batch statistics normalise and the running
+    statistics are updated in place (unbiased variance), else the running ones normalise."""
+    if training:
+        _verify_batch_size(input.size())
+    return _C._nn_batch_norm(
+        input, running_mean, running_var, weight, bias, bool(training), float(momentum), float(eps)
+    )
+
+
+def instance_norm(
+    input: Tensor,
+    running_mean: Optional[Tensor] = None,
+    running_var: Optional[Tensor] = None,
+    weight: Optional[Tensor] = None,
+    bias: Optional[Tensor] = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise each (sample, channel) over its spatial elements."""
+    if use_input_stats:
+        _verify_spatial_size(input.size())
+    return _C._nn_instance_norm(
+        input,
+        running_mean,
+        running_var,
+        weight,
+        bias,
+        bool(use_input_stats),
+        float(momentum),
+        float(eps),
+    )
+
+
+def local_response_norm(
+    input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0
+) -> Tensor:
+    """Normalise each element by the mean of squares over ``size`` neighbouring channels."""
+    return _C._nn_local_response_norm(input, int(size), float(alpha), float(beta), float(k))
 
 
 def embedding(

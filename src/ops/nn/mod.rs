@@ -4,5 +4,6 @@
 //! the Python package's `nn.functional` only parses arguments and raises torch's errors.
 
 pub mod conv;
+pub mod norm;
 pub mod rnn;
 pub mod softmax;

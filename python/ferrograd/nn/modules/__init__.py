@@ -19,8 +19,10 @@ from .activation import (
     Softplus,
     Tanh,
 )
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import AvgPool2d, Conv1d, Conv2d, MaxPool2d
+from .instancenorm import InstanceNorm1d, InstanceNorm2d
 from .linear import Bilinear, Identity, Linear
 from .loss import (
     BCELoss,
@@ -33,14 +35,18 @@ from .loss import (
     NLLLoss,
     SmoothL1Loss,
 )
-from .misc import Dropout, Embedding, Flatten, LayerNorm, Unflatten
+from .misc import Dropout, Embedding, Flatten, Unflatten
 from .module import Module
+from .normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 
 __all__ = [
     "AvgPool2d",
     "BCELoss",
     "BCEWithLogitsLoss",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "BatchNorm3d",
     "Bilinear",
     "Conv1d",
     "Conv2d",
@@ -50,15 +56,19 @@ __all__ = [
     "Embedding",
     "Flatten",
     "GELU",
+    "GroupNorm",
     "Hardswish",
     "Hardtanh",
     "HuberLoss",
     "Identity",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
     "KLDivLoss",
     "L1Loss",
     "LayerNorm",
     "LeakyReLU",
     "Linear",
+    "LocalResponseNorm",
     "LogSoftmax",
     "MSELoss",
     "MaxPool2d",
@@ -69,6 +79,7 @@ __all__ = [
     "NLLLoss",
     "ParameterDict",
     "ParameterList",
+    "RMSNorm",
     "ReLU",
     "ReLU6",
     "SELU",

@@ -1,8 +1,9 @@
-"""Flatten/Unflatten, Dropout, Embedding and LayerNorm."""
+"""Flatten/Unflatten, Dropout and Embedding (LayerNorm lives in ``normalization``, re-exported
+here for older importers)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Optional, Sequence
 
 from ... import _C
 from .. import functional as F
@@ -10,6 +11,7 @@ from .. import init
 from ..parameter import Parameter
 from .linear import _empty
 from .module import Module
+from .normalization import LayerNorm
 
 Tensor = _C.Tensor
 
@@ -167,50 +169,4 @@ class Embedding(Module):
             norm_type=norm_type,
             scale_grad_by_freq=scale_grad_by_freq,
             sparse=sparse,
-        )
-
-
-class LayerNorm(Module):
-    """Normalise over the last ``len(normalized_shape)`` dims; affine weight 1 and bias 0."""
-
-    def __init__(
-        self,
-        normalized_shape: Union[int, Sequence[int]],
-        eps: float = 1e-5,
-        elementwise_affine: bool = True,
-        bias: bool = True,
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape: Tuple[int, ...] = tuple(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        self._has_bias = bias
-        if elementwise_affine:
-            self.weight = Parameter(_empty(*self.normalized_shape, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(_empty(*self.normalized_shape, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
-
-    def extra_repr(self) -> str:
-        return (
-            f"{self.normalized_shape}, eps={self.eps}, "
-            f"elementwise_affine={self.elementwise_affine}, bias={self._has_bias}"
         )

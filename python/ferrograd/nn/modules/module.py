@@ -595,6 +595,16 @@ class Module:
         self._save_to_state_dict(local, "", True)
         return local
 
+    def _upgrade_state_dict(
+        self,
+        state_dict: Dict[str, Any],
+        prefix: str,
+        local_metadata: Dict[str, Any],
+        error_msgs: List[str],
+    ) -> None:
+        """Rewrite this module's entries of a checkpoint saved by an older version (torch does
+        this in ``_load_from_state_dict``); ``local_metadata`` holds the saved ``version``."""
+
     def load_state_dict(
         self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
     ) -> _IncompatibleKeys:
@@ -606,8 +616,15 @@ class Module:
         unexpected: List[str] = []
         errors: List[str] = []
         copies: List[Tuple[Module, str, Tensor, Any]] = []
+        # A copy: modules may upgrade old checkpoints' keys (see _upgrade_state_dict).
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = OrderedDict(state_dict)
+        if metadata is not None:
+            state_dict._metadata = metadata  # type: ignore[attr-defined]
 
         def load(module: Module, prefix: str) -> None:
+            local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
+            module._upgrade_state_dict(state_dict, prefix, local_metadata, errors)
             local = module._local_state()
             for name, param in local.items():
                 key = prefix + name
