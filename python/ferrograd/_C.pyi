@@ -78,6 +78,7 @@ __all__ = [
     "_nn_im2col",
     "_nn_col2im",
     "_nn_gather",
+    "_nn_scaled_dot_product_attention",
     "_cat",
     "_stack",
     "_einsum",
@@ -1013,6 +1014,18 @@ def _nn_col2im(
 def _nn_gather(input: Tensor, index: Sequence[_int], shape: Sequence[_int], kind: str) -> Tensor:
     """Elements of ``input`` at flat positions ``index`` (-1 reads as zero), shaped ``shape``;
     differentiable (its backward scatters). ``kind`` picks torch's node name."""
+
+def _nn_scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: _float = 0.0,
+    is_causal: _bool = False,
+    scale: _float | None = None,
+    enable_gqa: _bool = False,
+) -> Tensor:
+    """``softmax(query @ key.T * scale + attn_mask) @ value`` by the fused flash-style kernel."""
 
 # ----- ops_shape ----------------------------------------------------------------------------------
 
