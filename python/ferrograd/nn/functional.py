@@ -1316,7 +1316,7 @@ def _canonical_mask(
         warnings.warn(
             f"Support for mismatched {mask_name} and {other_name} "
             "is deprecated. Use same type for both instead.",
-            stacklevel=3,
+            stacklevel=2,
         )
     if not is_float:
         mask = _fg().zeros_like(mask, dtype=target_type).masked_fill(mask, float("-inf"))

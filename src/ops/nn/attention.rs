@@ -835,14 +835,14 @@ pub fn scaled_dot_product_attention(
     let all2d = qs.len() == 2 && ks.len() == 2 && vs.len() == 2;
     if e != ek {
         return Err(Error::runtime(if all2d {
-            format!("mat1 and mat2 shapes cannot be multiplied ({l}x{e} and {ek}x{s})")
+            format!("mm: mat1 and mat2 shapes cannot be multiplied ({l}x{e} and {ek}x{s})")
         } else {
             format!("Expected size for first two dimensions of batch2 tensor to be: [{nb}, {e}] but got: [{nb}, {ek}].")
         }));
     }
     if s != sv {
         return Err(Error::runtime(if all2d {
-            format!("mat1 and mat2 shapes cannot be multiplied ({l}x{s} and {sv}x{ev})")
+            format!("mm: mat1 and mat2 shapes cannot be multiplied ({l}x{s} and {sv}x{ev})")
         } else {
             format!("Expected size for first two dimensions of batch2 tensor to be: [{nb}, {s}] but got: [{nb}, {sv}].")
         }));
@@ -853,15 +853,7 @@ pub fn scaled_dot_product_attention(
     let bias = match opts.attn_mask {
         None => None,
         Some(m) => {
-            if broadcast_shapes(m.shape(), &attn_shape)?.as_slice() != attn_shape.as_slice() {
-                return Err(Error::runtime(format!(
-                    "The expanded size of the tensor ({}) must match the existing size ({}) at non-singleton dimension 0.  Target sizes: {:?}.  Tensor sizes: {:?}",
-                    attn_shape[0],
-                    m.shape()[0],
-                    attn_shape,
-                    m.shape()
-                )));
-            }
+            mask_broadcasts(&attn_shape, m.shape())?;
             Some(if m.dtype() == DType::Bool {
                 let _g = GradModeGuard::new(false);
                 Tensor::zeros(&[], q.dtype()).masked_fill(&m.logical_not()?, f64::NEG_INFINITY)?
@@ -947,6 +939,30 @@ pub fn scaled_dot_product_attention(
         )?;
     }
     Ok(out)
+}
+
+/// Checks that a mask of shape `mask` broadcasts to the scores' shape `attn` without growing
+/// it. torch's math backend works on 4-d scores, so its message counts dimensions as if the
+/// shapes were padded to four.
+fn mask_broadcasts(attn: &[usize], mask: &[usize]) -> Result<()> {
+    let rank = attn.len().max(mask.len()).max(4);
+    let at = |s: &[usize], i: usize| (i + s.len()).checked_sub(rank).map_or(1, |j| s[j]);
+    for i in (0..rank).rev() {
+        let (a, m) = (at(attn, i), at(mask, i));
+        if a != m && m != 1 {
+            return Err(Error::runtime(if a == 1 {
+                format!(
+                    "The expanded size of the tensor ({a}) must match the existing size ({m}) at non-singleton dimension {i}.  Target sizes: {:?}.  Tensor sizes: {:?}",
+                    attn, mask
+                )
+            } else {
+                format!(
+                    "The size of tensor a ({a}) must match the size of tensor b ({m}) at non-singleton dimension {i}"
+                )
+            }));
+        }
+    }
+    Ok(())
 }
 
 fn attn_out_shape(batch: &[usize], l: usize, ev: usize) -> Vec<usize> {

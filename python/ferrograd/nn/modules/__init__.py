@@ -19,6 +19,7 @@ from .activation import (
     Softplus,
     Tanh,
 )
+from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import AvgPool2d, Conv1d, Conv2d, MaxPool2d
 from .linear import Bilinear, Identity, Linear
@@ -35,6 +36,13 @@ from .loss import (
 )
 from .misc import Dropout, Embedding, Flatten, LayerNorm, Unflatten
 from .module import Module
+from .transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "AvgPool2d",
@@ -65,6 +73,7 @@ __all__ = [
     "Module",
     "ModuleDict",
     "ModuleList",
+    "MultiheadAttention",
     "NLLLoss",
     "ParameterDict",
     "ParameterList",
@@ -78,5 +87,10 @@ __all__ = [
     "Softmax",
     "Softplus",
     "Tanh",
+    "Transformer",
+    "TransformerDecoder",
+    "TransformerDecoderLayer",
+    "TransformerEncoder",
+    "TransformerEncoderLayer",
     "Unflatten",
 ]
