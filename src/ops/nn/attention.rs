@@ -18,12 +18,15 @@ use crate::parallel::SendPtr;
 use crate::tensor::shape::broadcast_shapes;
 use crate::tensor::{DType, Element, Tensor};
 
-/// Query rows per tile: one tile's scores (`ROWS x COLS`) and output rows stay in L2.
-const ROWS: usize = 64;
+/// Query rows per tile of the forward: one tile's scores (`ROWS x COLS`) and output rows stay
+/// in L2.
+const ROWS: usize = 128;
 /// Key columns per tile of the forward.
-const COLS: usize = 128;
-/// Key columns per tile of the backward (it keeps four `ROWS x BWD_COLS` buffers).
-const BWD_COLS: usize = 64;
+const COLS: usize = 512;
+/// Query rows per tile of the backward.
+const BWD_ROWS: usize = 128;
+/// Key columns per tile of the backward (it keeps three `BWD_ROWS x BWD_COLS` buffers).
+const BWD_COLS: usize = 128;
 /// Below this many multiply-adds (`nb * L * S * (E + Ev)`) one thread does everything.
 const PARALLEL_MIN_WORK: usize = 1 << 18;
 
@@ -67,6 +70,37 @@ impl AttnFloat for f64 {
     fn exp_in_place(x: &mut [f64], _tmp: &mut [f64]) {
         x.iter_mut().for_each(|v| *v = v.exp());
     }
+}
+
+/// The largest of `init` and the elements of `row` (NaN is passed over), in eight lanes so the
+/// compiler vectorises it.
+#[inline]
+fn row_max<T: AttnFloat>(row: &[T], init: T) -> T {
+    let mut lanes = [init; 8];
+    let chunks = row.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for (l, &x) in lanes.iter_mut().zip(c) {
+            *l = if x > *l { x } else { *l };
+        }
+    }
+    tail.iter()
+        .chain(&lanes)
+        .fold(init, |a, &x| if x > a { x } else { a })
+}
+
+/// The sum of `row`, in eight lanes so the compiler vectorises it.
+#[inline]
+fn row_sum<T: AttnFloat>(row: &[T]) -> T {
+    let mut lanes = [T::ZERO; 8];
+    let chunks = row.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for (l, &x) in lanes.iter_mut().zip(c) {
+            *l = *l + x;
+        }
+    }
+    tail.iter().chain(&lanes).fold(T::ZERO, |a, &x| a + x)
 }
 
 /// `dst[m x n]` (row stride `dst_rs`) `= (dst if acc) + beta * lhs @ rhs`, one thread.
@@ -271,7 +305,7 @@ fn forward_kernel<T: AttnFloat>(
             mask_tile(s, (b, i0, j0, br, bc), d, bias);
             for r in 0..br {
                 let row = &mut s[r * bc..(r + 1) * bc];
-                let mx = row.iter().fold(m[r], |a, &x| a.max(x));
+                let mx = row_max(row, m[r]);
                 if mx == T::neg_infinity() {
                     row.fill(T::ZERO);
                     continue;
@@ -280,7 +314,7 @@ fn forward_kernel<T: AttnFloat>(
                 T::exp_in_place(row, &mut tmp);
                 let corr = (m[r] - mx).exp();
                 m[r] = mx;
-                l[r] = l[r] * corr + row.iter().fold(T::ZERO, |a, &x| a + x);
+                l[r] = l[r] * corr + row_sum(row);
                 if corr != T::ONE {
                     acc[r * d.ev..(r + 1) * d.ev]
                         .iter_mut()
@@ -354,7 +388,7 @@ fn backward_kernel<T: AttnFloat>(
             o.iter().zip(g).fold(T::ZERO, |a, (&x, &y)| a + x * y)
         })
         .collect();
-    let qblocks = d.l.div_ceil(ROWS);
+    let qblocks = d.l.div_ceil(BWD_ROWS);
     let kblocks = d.s.div_ceil(BWD_COLS);
     let (pdq, pdk, pdv) = (
         SendPtr(dq.as_mut_ptr()),
@@ -368,9 +402,9 @@ fn backward_kernel<T: AttnFloat>(
                  ibs: std::ops::Range<usize>,
                  want_dq: bool,
                  want_dkv: bool| {
-        let mut p = vec![T::ZERO; ROWS * BWD_COLS];
-        let mut pd = vec![T::ZERO; ROWS * BWD_COLS];
-        let mut dp = vec![T::ZERO; ROWS * BWD_COLS];
+        let mut p = vec![T::ZERO; BWD_ROWS * BWD_COLS];
+        let mut pd = vec![T::ZERO; BWD_ROWS * BWD_COLS];
+        let mut dp = vec![T::ZERO; BWD_ROWS * BWD_COLS];
         let mut tmp = vec![T::ZERO; BWD_COLS];
         for kb in kbs {
             let j0 = kb * BWD_COLS;
@@ -378,8 +412,8 @@ fn backward_kernel<T: AttnFloat>(
             let kj = &k[(b * d.s + j0) * d.e..];
             let vj = &v[(b * d.s + j0) * d.ev..];
             for ib in ibs.clone() {
-                let i0 = ib * ROWS;
-                let br = ROWS.min(d.l - i0);
+                let i0 = ib * BWD_ROWS;
+                let br = BWD_ROWS.min(d.l - i0);
                 if tile_masked(d, i0, br, j0) {
                     continue;
                 }
