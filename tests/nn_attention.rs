@@ -200,7 +200,7 @@ fn create_graph_backward_matches_the_fused_one() {
     let loss = out.mul(&out).unwrap().sum().unwrap();
     let grads = |create_graph: bool| {
         autograd::grad(
-            &[loss.clone()],
+            std::slice::from_ref(&loss),
             &[q.clone(), k.clone(), v.clone()],
             GradOptions {
                 retain_graph: Some(true),

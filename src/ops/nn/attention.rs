@@ -17,6 +17,7 @@ use crate::ops::vmath::UnaryF32;
 use crate::parallel::SendPtr;
 use crate::tensor::shape::broadcast_shapes;
 use crate::tensor::{DType, Element, Tensor};
+use multiversion::multiversion;
 
 /// Query rows per tile of the forward: one tile's scores (`ROWS x COLS`) and output rows stay
 /// in L2.
@@ -50,6 +51,22 @@ trait AttnFloat: GemmScalar + Element + num_traits::Float {
     fn of(x: f64) -> Self;
     /// `x[i] = e^x[i]`, `tmp` a scratch slice at least as long.
     fn exp_in_place(x: &mut [Self], tmp: &mut [Self]);
+    /// A tile product as [`mm`] computes it, by the fastest kernel for the type and CPU.
+    ///
+    /// # Safety
+    /// As [`mm`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tile(
+        dims: (usize, usize, usize),
+        dst: *mut Self,
+        dst_rs: usize,
+        acc: bool,
+        lhs: (*const Self, usize, usize),
+        rhs: (*const Self, usize, usize),
+        beta: Self,
+    ) {
+        unsafe { mm(dims, dst, dst_rs, acc, lhs, rhs, beta) }
+    }
 }
 
 impl AttnFloat for f32 {
@@ -60,6 +77,131 @@ impl AttnFloat for f32 {
         let tmp = &mut tmp[..x.len()];
         tmp.copy_from_slice(x);
         UnaryF32::Exp.apply(tmp, x);
+    }
+
+    unsafe fn tile(
+        dims: (usize, usize, usize),
+        dst: *mut f32,
+        dst_rs: usize,
+        acc: bool,
+        lhs: (*const f32, usize, usize),
+        rhs: (*const f32, usize, usize),
+        beta: f32,
+    ) {
+        // The gemm crate runs AVX2 kernels only; on AVX-512 machines a plain register-blocked
+        // kernel is about twice as fast on these small tiles. It needs rows of `rhs` contiguous.
+        #[cfg(target_arch = "x86_64")]
+        if rhs.2 == 1 && std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the feature is present; the caller vouches for the pointers.
+            unsafe { tile_avx512(dims, dst, dst_rs, acc, lhs, (rhs.0, rhs.1), beta) };
+            return;
+        }
+        unsafe { mm(dims, dst, dst_rs, acc, lhs, rhs, beta) }
+    }
+}
+
+/// `MR` rows by `NR` columns of `dst (+)= beta * lhs @ rhs` (`rhs` rows contiguous), the
+/// accumulators in registers.
+///
+/// # Safety
+/// As [`mm`]; `NR` columns of `rhs` and `dst` and `MR` rows of `lhs` and `dst` are valid.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn block_f32<const MR: usize, const NR: usize>(
+    k: usize,
+    dst: *mut f32,
+    dst_rs: usize,
+    acc: bool,
+    (a, a_rs, a_cs): (*const f32, usize, usize),
+    (b, b_rs): (*const f32, usize),
+    beta: f32,
+) {
+    let mut s = [[0f32; NR]; MR];
+    for kk in 0..k {
+        // SAFETY (whole block): in bounds by the caller's contract.
+        let bv: [f32; NR] =
+            unsafe { std::ptr::read_unaligned(b.add(kk * b_rs) as *const [f32; NR]) };
+        for (i, row) in s.iter_mut().enumerate() {
+            let av = unsafe { *a.add(i * a_rs + kk * a_cs) };
+            for (x, &y) in row.iter_mut().zip(&bv) {
+                *x = av.mul_add(y, *x);
+            }
+        }
+    }
+    for (i, row) in s.iter().enumerate() {
+        let c = unsafe { dst.add(i * dst_rs) };
+        for (j, &x) in row.iter().enumerate() {
+            unsafe {
+                let old = if acc { *c.add(j) } else { 0.0 };
+                *c.add(j) = beta.mul_add(x, old);
+            }
+        }
+    }
+}
+
+/// The AVX-512 tile product: 8 x 32 register blocks, narrower blocks at the edges.
+///
+/// # Safety
+/// AVX-512F must be available; otherwise as [`mm`] with `rhs` rows contiguous.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile_avx512(
+    (m, n, k): (usize, usize, usize),
+    dst: *mut f32,
+    dst_rs: usize,
+    acc: bool,
+    (a, a_rs, a_cs): (*const f32, usize, usize),
+    (b, b_rs): (*const f32, usize),
+    beta: f32,
+) {
+    const MR: usize = 8;
+    let mut j = 0;
+    // SAFETY (whole function): every block lies inside the m x n output and its operands.
+    unsafe {
+        while j < n {
+            let w = n - j;
+            let mut i = 0;
+            macro_rules! cols {
+                ($nr:literal) => {{
+                    while i + MR <= m {
+                        block_f32::<MR, $nr>(
+                            k,
+                            dst.add(i * dst_rs + j),
+                            dst_rs,
+                            acc,
+                            (a.add(i * a_rs), a_rs, a_cs),
+                            (b.add(j), b_rs),
+                            beta,
+                        );
+                        i += MR;
+                    }
+                    while i < m {
+                        block_f32::<1, $nr>(
+                            k,
+                            dst.add(i * dst_rs + j),
+                            dst_rs,
+                            acc,
+                            (a.add(i * a_rs), a_rs, a_cs),
+                            (b.add(j), b_rs),
+                            beta,
+                        );
+                        i += 1;
+                    }
+                    j += $nr;
+                }};
+            }
+            if w >= 32 {
+                cols!(32)
+            } else if w >= 16 {
+                cols!(16)
+            } else if w >= 8 {
+                cols!(8)
+            } else {
+                cols!(1)
+            }
+        }
     }
 }
 
@@ -251,6 +393,93 @@ fn mask_tile<T: AttnFloat>(
     }
 }
 
+/// Each of the `nb` row-major `rows x cols` matrices of `src` transposed, so the tile kernels
+/// read `Kᵀ` and `Vᵀ` by contiguous rows (done once per call, not once per tile).
+fn transposed<T: Copy + Default>(src: &[T], nb: usize, rows: usize, cols: usize) -> Result<Vec<T>> {
+    let mut dst = crate::tensor::creation::try_filled_vec(nb * rows * cols, T::default())?;
+    for (s, d) in src
+        .chunks_exact(rows * cols)
+        .zip(dst.chunks_exact_mut(rows * cols))
+    {
+        for (r, row) in s.chunks_exact(cols).enumerate() {
+            for (c, &x) in row.iter().enumerate() {
+                d[c * rows + r] = x;
+            }
+        }
+    }
+    Ok(dst)
+}
+
+/// The online-softmax step of the forward for one tile of scores `s` (rows `bc` wide): each
+/// row's running maximum `m` and sum `l` are updated, its output row in `acc` (`ev` wide)
+/// rescaled to the new maximum, and `s` replaced by `exp(s - m)`. Rows still fully masked are
+/// zeroed. Compiled for AVX-512 and AVX2 as well, picked at run time.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma", "x86_64+avx2+avx+fma"))]
+fn online_softmax<T: AttnFloat>(
+    s: &mut [T],
+    bc: usize,
+    m: &mut [T],
+    l: &mut [T],
+    acc: &mut [T],
+    ev: usize,
+    tmp: &mut [T],
+) {
+    for (r, row) in s.chunks_exact_mut(bc).enumerate() {
+        let mx = row_max(row, m[r]);
+        if mx == T::neg_infinity() {
+            row.fill(T::ZERO);
+            continue;
+        }
+        row.iter_mut().for_each(|x| *x = *x - mx);
+        T::exp_in_place(row, tmp);
+        let corr = (m[r] - mx).exp();
+        m[r] = mx;
+        l[r] = l[r] * corr + row_sum(row);
+        if corr != T::ONE {
+            acc[r * ev..(r + 1) * ev]
+                .iter_mut()
+                .for_each(|x| *x = *x * corr);
+        }
+    }
+}
+
+/// The backward's elementwise steps on one tile: `p = exp(p - lse)` row by row, then (with
+/// `dp` holding `dO Vᵀ` and `z` the dropout multipliers) `dp = scale · p ∘ (dp ∘ z - D)`.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma", "x86_64+avx2+avx+fma"))]
+fn softmax_grad_tile<T: AttnFloat>(
+    p: &[T],
+    dp: &mut [T],
+    z: Option<&[T]>,
+    dsum: &[T],
+    scale: T,
+    bc: usize,
+) {
+    for (r, (pr, dpr)) in p.chunks_exact(bc).zip(dp.chunks_exact_mut(bc)).enumerate() {
+        let di = dsum[r];
+        match z {
+            Some(z) => {
+                for ((g, &x), &w) in dpr.iter_mut().zip(pr).zip(&z[r * bc..(r + 1) * bc]) {
+                    *g = scale * x * (*g * w - di);
+                }
+            }
+            None => {
+                for (g, &x) in dpr.iter_mut().zip(pr) {
+                    *g = scale * x * (*g - di);
+                }
+            }
+        }
+    }
+}
+
+/// `p = exp(p - lse[r])` for each row `r` of the tile (rows `bc` wide).
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma", "x86_64+avx2+avx+fma"))]
+fn exp_shifted<T: AttnFloat>(p: &mut [T], lse: &[T], bc: usize, tmp: &mut [T]) {
+    for (row, &m) in p.chunks_exact_mut(bc).zip(lse) {
+        row.iter_mut().for_each(|x| *x = *x - m);
+        T::exp_in_place(row, tmp);
+    }
+}
+
 /// Whether the causal cut removes the whole tile.
 #[inline]
 fn tile_masked(d: &Dims, i0: usize, br: usize, j0: usize) -> bool {
@@ -261,7 +490,7 @@ fn tile_masked(d: &Dims, i0: usize, br: usize, j0: usize) -> bool {
 /// each row's scores (`+inf` for a fully masked row, whose output stays 0).
 fn forward_kernel<T: AttnFloat>(
     d: &Dims,
-    (q, k, v): (&[T], &[T], &[T]),
+    (q, kt, v): (&[T], &[T], &[T]),
     bias: Option<&Bias<'_, T>>,
     out: &mut [T],
     lse: &mut [T],
@@ -288,39 +517,24 @@ fn forward_kernel<T: AttnFloat>(
         while j0 < d.s && !tile_masked(d, i0, br, j0) {
             let bc = COLS.min(d.s - j0);
             let s = &mut s[..br * bc];
-            let kj = &k[(b * d.s + j0) * d.e..];
+            let ktj = &kt[b * d.e * d.s + j0..];
             let vj = &v[(b * d.s + j0) * d.ev..];
-            // SAFETY: the operands are the (br x e), (e x bc) blocks inside q and k.
+            // SAFETY: the operands are the (br x e) block of q and k's block transposed.
             unsafe {
-                mm(
+                T::tile(
                     (br, bc, d.e),
                     s.as_mut_ptr(),
                     bc,
                     false,
                     (qi.as_ptr(), d.e, 1),
-                    (kj.as_ptr(), 1, d.e),
+                    (ktj.as_ptr(), d.s, 1),
                     scale,
                 )
             };
             mask_tile(s, (b, i0, j0, br, bc), d, bias);
-            for r in 0..br {
-                let row = &mut s[r * bc..(r + 1) * bc];
-                let mx = row_max(row, m[r]);
-                if mx == T::neg_infinity() {
-                    row.fill(T::ZERO);
-                    continue;
-                }
-                row.iter_mut().for_each(|x| *x = *x - mx);
-                T::exp_in_place(row, &mut tmp);
-                let corr = (m[r] - mx).exp();
-                m[r] = mx;
-                l[r] = l[r] * corr + row_sum(row);
-                if corr != T::ONE {
-                    acc[r * d.ev..(r + 1) * d.ev]
-                        .iter_mut()
-                        .for_each(|x| *x = *x * corr);
-                }
-                if let Some(dr) = &d.dropout {
+            online_softmax(s, bc, &mut m, &mut l, acc, d.ev, &mut tmp);
+            if let Some(dr) = &d.dropout {
+                for (r, row) in s.chunks_exact_mut(bc).enumerate() {
                     let base = ((b * d.l + i0 + r) * d.s + j0) as u64;
                     for (c, x) in row.iter_mut().enumerate() {
                         *x = *x * T::of(dr.scale(base + c as u64));
@@ -329,7 +543,7 @@ fn forward_kernel<T: AttnFloat>(
             }
             // SAFETY: (br x bc) @ (bc x ev) into the unit's own output rows.
             unsafe {
-                mm(
+                T::tile(
                     (br, d.ev, bc),
                     acc.as_mut_ptr(),
                     d.ev,
@@ -371,7 +585,7 @@ fn forward_kernel<T: AttnFloat>(
 #[allow(clippy::too_many_arguments)]
 fn backward_kernel<T: AttnFloat>(
     d: &Dims,
-    (q, k, v): (&[T], &[T], &[T]),
+    (q, k, kt, vt): (&[T], &[T], &[T], &[T]),
     bias: Option<&Bias<'_, T>>,
     (out, lse, dout): (&[T], &[T], &[T]),
     dq: &mut [T],
@@ -402,15 +616,20 @@ fn backward_kernel<T: AttnFloat>(
                  ibs: std::ops::Range<usize>,
                  want_dq: bool,
                  want_dkv: bool| {
+        // On the heap: three 64 KiB (f32) tiles would strain a pool worker's stack.
+        #[allow(clippy::useless_vec)]
         let mut p = vec![T::ZERO; BWD_ROWS * BWD_COLS];
+        #[allow(clippy::useless_vec)]
         let mut pd = vec![T::ZERO; BWD_ROWS * BWD_COLS];
+        #[allow(clippy::useless_vec)]
         let mut dp = vec![T::ZERO; BWD_ROWS * BWD_COLS];
         let mut tmp = vec![T::ZERO; BWD_COLS];
         for kb in kbs {
             let j0 = kb * BWD_COLS;
             let bc = BWD_COLS.min(d.s - j0);
             let kj = &k[(b * d.s + j0) * d.e..];
-            let vj = &v[(b * d.s + j0) * d.ev..];
+            let ktj = &kt[b * d.e * d.s + j0..];
+            let vtj = &vt[b * d.ev * d.s + j0..];
             for ib in ibs.clone() {
                 let i0 = ib * BWD_ROWS;
                 let br = BWD_ROWS.min(d.l - i0);
@@ -423,23 +642,18 @@ fn backward_kernel<T: AttnFloat>(
                 // SAFETY (all products): operands are blocks inside q, k, v, dout and the
                 // tile buffers; destinations are the tile buffers or rows this call owns.
                 unsafe {
-                    mm(
+                    T::tile(
                         (br, bc, d.e),
                         p.as_mut_ptr(),
                         bc,
                         false,
                         (qi.as_ptr(), d.e, 1),
-                        (kj.as_ptr(), 1, d.e),
+                        (ktj.as_ptr(), d.s, 1),
                         scale,
                     )
                 };
                 mask_tile(p, (b, i0, j0, br, bc), d, bias);
-                for r in 0..br {
-                    let row = &mut p[r * bc..(r + 1) * bc];
-                    let m = lse[b * d.l + i0 + r];
-                    row.iter_mut().for_each(|x| *x = *x - m);
-                    T::exp_in_place(row, &mut tmp);
-                }
+                exp_shifted(p, &lse[b * d.l + i0..b * d.l + i0 + br], bc, &mut tmp);
                 // pd: the weights after dropout (those that multiplied V).
                 let z: Option<Vec<T>> = d.dropout.as_ref().map(|dr| {
                     (0..br * bc)
@@ -461,7 +675,7 @@ fn backward_kernel<T: AttnFloat>(
                 if want_dkv {
                     // dV_j += Pdᵀ dO_i
                     unsafe {
-                        mm(
+                        T::tile(
                             (bc, d.ev, br),
                             pdv.get().add((b * d.s + j0) * d.ev),
                             d.ev,
@@ -474,38 +688,29 @@ fn backward_kernel<T: AttnFloat>(
                 }
                 // dPd = dO_i V_jᵀ
                 unsafe {
-                    mm(
+                    T::tile(
                         (br, bc, d.ev),
                         dp.as_mut_ptr(),
                         bc,
                         false,
                         (doi.as_ptr(), d.ev, 1),
-                        (vj.as_ptr(), 1, d.ev),
+                        (vtj.as_ptr(), d.s, 1),
                         T::ONE,
                     )
                 };
                 // dS = scale * P ∘ (dPd ∘ z - D)
-                for r in 0..br {
-                    let di = dsum[b * d.l + i0 + r];
-                    let range = r * bc..(r + 1) * bc;
-                    let (pr, dpr) = (&p[range.clone()], &mut dp[range.clone()]);
-                    match &z {
-                        Some(z) => {
-                            for ((g, &x), &w) in dpr.iter_mut().zip(pr).zip(&z[range]) {
-                                *g = scale * x * (*g * w - di);
-                            }
-                        }
-                        None => {
-                            for (g, &x) in dpr.iter_mut().zip(pr) {
-                                *g = scale * x * (*g - di);
-                            }
-                        }
-                    }
-                }
+                softmax_grad_tile(
+                    p,
+                    dp,
+                    z.as_deref(),
+                    &dsum[b * d.l + i0..b * d.l + i0 + br],
+                    scale,
+                    bc,
+                );
                 if want_dq {
                     // dQ_i += dS K_j
                     unsafe {
-                        mm(
+                        T::tile(
                             (br, d.e, bc),
                             pdq.get().add((b * d.l + i0) * d.e),
                             d.e,
@@ -519,7 +724,7 @@ fn backward_kernel<T: AttnFloat>(
                 if want_dkv {
                     // dK_j += dSᵀ Q_i
                     unsafe {
-                        mm(
+                        T::tile(
                             (bc, d.e, br),
                             pdk.get().add((b * d.s + j0) * d.e),
                             d.e,
@@ -621,11 +826,8 @@ fn fused_forward<T: AttnFloat>(
             (Some(m), Some(g)) => Some(bias_view::<T>(m, g, &sv.batch)?),
             _ => None,
         };
-        let ops = (
-            slice_of::<T>(q, &gq)?,
-            slice_of::<T>(k, &gk)?,
-            slice_of::<T>(v, &gv)?,
-        );
+        let kt = transposed(slice_of::<T>(k, &gk)?, d.nb, d.s, d.e)?;
+        let ops = (slice_of::<T>(q, &gq)?, &kt[..], slice_of::<T>(v, &gv)?);
         forward_kernel(d, ops, bv.as_ref(), &mut out, &mut lse);
     }
     let mut oshape = sv.batch.clone();
@@ -661,13 +863,12 @@ fn fused_backward<T: AttnFloat>(
             (Some(m), Some(gd)) => Some(bias_view::<T>(m, gd, &sv.batch)?),
             _ => None,
         };
+        let ks = slice_of::<T>(k, &g[1])?;
+        let kt = transposed(ks, d.nb, d.s, d.e)?;
+        let vt = transposed(slice_of::<T>(v, &g[2])?, d.nb, d.s, d.ev)?;
         backward_kernel(
             d,
-            (
-                slice_of::<T>(q, &g[0])?,
-                slice_of::<T>(k, &g[1])?,
-                slice_of::<T>(v, &g[2])?,
-            ),
+            (slice_of::<T>(q, &g[0])?, ks, &kt, &vt),
             bv.as_ref(),
             (
                 slice_of::<T>(out, &g[3])?,
