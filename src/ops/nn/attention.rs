@@ -49,8 +49,8 @@ pub struct SdpaOptions<'a> {
 /// Float types the fused kernel runs on.
 trait AttnFloat: GemmScalar + Element + num_traits::Float {
     fn of(x: f64) -> Self;
-    /// `x[i] = e^x[i]`, `tmp` a scratch slice at least as long.
-    fn exp_in_place(x: &mut [Self], tmp: &mut [Self]);
+    /// `x[i] = e^(x[i] - shift)`, `tmp` a scratch slice at least as long.
+    fn exp_shifted_in_place(x: &mut [Self], shift: Self, tmp: &mut [Self]);
     /// A tile product as [`mm`] computes it, by the fastest kernel for the type and CPU.
     ///
     /// # Safety
@@ -73,9 +73,11 @@ impl AttnFloat for f32 {
     fn of(x: f64) -> Self {
         x as f32
     }
-    fn exp_in_place(x: &mut [f32], tmp: &mut [f32]) {
+    fn exp_shifted_in_place(x: &mut [f32], shift: f32, tmp: &mut [f32]) {
         let tmp = &mut tmp[..x.len()];
-        tmp.copy_from_slice(x);
+        for (t, &v) in tmp.iter_mut().zip(x.iter()) {
+            *t = v - shift;
+        }
         UnaryF32::Exp.apply(tmp, x);
     }
 
@@ -209,8 +211,8 @@ impl AttnFloat for f64 {
     fn of(x: f64) -> Self {
         x
     }
-    fn exp_in_place(x: &mut [f64], _tmp: &mut [f64]) {
-        x.iter_mut().for_each(|v| *v = v.exp());
+    fn exp_shifted_in_place(x: &mut [f64], shift: f64, _tmp: &mut [f64]) {
+        x.iter_mut().for_each(|v| *v = (*v - shift).exp());
     }
 }
 
@@ -394,20 +396,28 @@ fn mask_tile<T: AttnFloat>(
 }
 
 /// Each of the `nb` row-major `rows x cols` matrices of `src` transposed, so the tile kernels
-/// read `Kᵀ` and `Vᵀ` by contiguous rows (done once per call, not once per tile).
-fn transposed<T: Copy + Default>(src: &[T], nb: usize, rows: usize, cols: usize) -> Result<Vec<T>> {
-    let mut dst = crate::tensor::creation::try_filled_vec(nb * rows * cols, T::default())?;
+/// read `Kᵀ` and `Vᵀ` by contiguous rows (done once per call, not once per tile). Rows of the
+/// result are `ld` apart, padded past a multiple of 4 KiB: a tile product walks down a column
+/// of rows, and rows exactly 4 KiB apart would all land in one L1 set.
+fn transposed<T: Copy + Default>(
+    src: &[T],
+    nb: usize,
+    rows: usize,
+    cols: usize,
+) -> Result<(Vec<T>, usize)> {
+    let ld = rows.next_multiple_of(16) + 16;
+    let mut dst = crate::tensor::creation::try_filled_vec(nb * cols * ld, T::default())?;
     for (s, d) in src
         .chunks_exact(rows * cols)
-        .zip(dst.chunks_exact_mut(rows * cols))
+        .zip(dst.chunks_exact_mut(cols * ld))
     {
         for (r, row) in s.chunks_exact(cols).enumerate() {
             for (c, &x) in row.iter().enumerate() {
-                d[c * rows + r] = x;
+                d[c * ld + r] = x;
             }
         }
     }
-    Ok(dst)
+    Ok((dst, ld))
 }
 
 /// The online-softmax step of the forward for one tile of scores `s` (rows `bc` wide): each
@@ -430,8 +440,7 @@ fn online_softmax<T: AttnFloat>(
             row.fill(T::ZERO);
             continue;
         }
-        row.iter_mut().for_each(|x| *x = *x - mx);
-        T::exp_in_place(row, tmp);
+        T::exp_shifted_in_place(row, mx, tmp);
         let corr = (m[r] - mx).exp();
         m[r] = mx;
         l[r] = l[r] * corr + row_sum(row);
@@ -475,8 +484,7 @@ fn softmax_grad_tile<T: AttnFloat>(
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma", "x86_64+avx2+avx+fma"))]
 fn exp_shifted<T: AttnFloat>(p: &mut [T], lse: &[T], bc: usize, tmp: &mut [T]) {
     for (row, &m) in p.chunks_exact_mut(bc).zip(lse) {
-        row.iter_mut().for_each(|x| *x = *x - m);
-        T::exp_in_place(row, tmp);
+        T::exp_shifted_in_place(row, m, tmp);
     }
 }
 
@@ -490,7 +498,7 @@ fn tile_masked(d: &Dims, i0: usize, br: usize, j0: usize) -> bool {
 /// each row's scores (`+inf` for a fully masked row, whose output stays 0).
 fn forward_kernel<T: AttnFloat>(
     d: &Dims,
-    (q, kt, v): (&[T], &[T], &[T]),
+    (q, (kt, ld), v): (&[T], (&[T], usize), &[T]),
     bias: Option<&Bias<'_, T>>,
     out: &mut [T],
     lse: &mut [T],
@@ -517,7 +525,7 @@ fn forward_kernel<T: AttnFloat>(
         while j0 < d.s && !tile_masked(d, i0, br, j0) {
             let bc = COLS.min(d.s - j0);
             let s = &mut s[..br * bc];
-            let ktj = &kt[b * d.e * d.s + j0..];
+            let ktj = &kt[b * d.e * ld + j0..];
             let vj = &v[(b * d.s + j0) * d.ev..];
             // SAFETY: the operands are the (br x e) block of q and k's block transposed.
             unsafe {
@@ -527,7 +535,7 @@ fn forward_kernel<T: AttnFloat>(
                     bc,
                     false,
                     (qi.as_ptr(), d.e, 1),
-                    (ktj.as_ptr(), d.s, 1),
+                    (ktj.as_ptr(), ld, 1),
                     scale,
                 )
             };
@@ -585,7 +593,7 @@ fn forward_kernel<T: AttnFloat>(
 #[allow(clippy::too_many_arguments)]
 fn backward_kernel<T: AttnFloat>(
     d: &Dims,
-    (q, k, kt, vt): (&[T], &[T], &[T], &[T]),
+    (q, k, (kt, vt, ld)): (&[T], &[T], (&[T], &[T], usize)),
     bias: Option<&Bias<'_, T>>,
     (out, lse, dout): (&[T], &[T], &[T]),
     dq: &mut [T],
@@ -628,8 +636,8 @@ fn backward_kernel<T: AttnFloat>(
             let j0 = kb * BWD_COLS;
             let bc = BWD_COLS.min(d.s - j0);
             let kj = &k[(b * d.s + j0) * d.e..];
-            let ktj = &kt[b * d.e * d.s + j0..];
-            let vtj = &vt[b * d.ev * d.s + j0..];
+            let ktj = &kt[b * d.e * ld + j0..];
+            let vtj = &vt[b * d.ev * ld + j0..];
             for ib in ibs.clone() {
                 let i0 = ib * BWD_ROWS;
                 let br = BWD_ROWS.min(d.l - i0);
@@ -648,7 +656,7 @@ fn backward_kernel<T: AttnFloat>(
                         bc,
                         false,
                         (qi.as_ptr(), d.e, 1),
-                        (ktj.as_ptr(), d.s, 1),
+                        (ktj.as_ptr(), ld, 1),
                         scale,
                     )
                 };
@@ -694,7 +702,7 @@ fn backward_kernel<T: AttnFloat>(
                         bc,
                         false,
                         (doi.as_ptr(), d.ev, 1),
-                        (vtj.as_ptr(), d.s, 1),
+                        (vtj.as_ptr(), ld, 1),
                         T::ONE,
                     )
                 };
@@ -826,8 +834,12 @@ fn fused_forward<T: AttnFloat>(
             (Some(m), Some(g)) => Some(bias_view::<T>(m, g, &sv.batch)?),
             _ => None,
         };
-        let kt = transposed(slice_of::<T>(k, &gk)?, d.nb, d.s, d.e)?;
-        let ops = (slice_of::<T>(q, &gq)?, &kt[..], slice_of::<T>(v, &gv)?);
+        let (kt, ld) = transposed(slice_of::<T>(k, &gk)?, d.nb, d.s, d.e)?;
+        let ops = (
+            slice_of::<T>(q, &gq)?,
+            (&kt[..], ld),
+            slice_of::<T>(v, &gv)?,
+        );
         forward_kernel(d, ops, bv.as_ref(), &mut out, &mut lse);
     }
     let mut oshape = sv.batch.clone();
@@ -864,11 +876,11 @@ fn fused_backward<T: AttnFloat>(
             _ => None,
         };
         let ks = slice_of::<T>(k, &g[1])?;
-        let kt = transposed(ks, d.nb, d.s, d.e)?;
-        let vt = transposed(slice_of::<T>(v, &g[2])?, d.nb, d.s, d.ev)?;
+        let (kt, ld) = transposed(ks, d.nb, d.s, d.e)?;
+        let (vt, _) = transposed(slice_of::<T>(v, &g[2])?, d.nb, d.s, d.ev)?;
         backward_kernel(
             d,
-            (slice_of::<T>(q, &g[0])?, ks, &kt, &vt),
+            (slice_of::<T>(q, &g[0])?, ks, (&kt, &vt, ld)),
             bv.as_ref(),
             (
                 slice_of::<T>(out, &g[3])?,
