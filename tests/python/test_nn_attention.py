@@ -389,3 +389,24 @@ def test_mha_errors_match_torch(torch: Any) -> None:
         with pytest.raises(AssertionError) as fe:
             f(*(fg.zeros(shape),) * 3)
         assert str(fe.value) == str(te.value)
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 600, 32), (3, 2, 300, 16)])
+def test_sdpa_bitwise_identical_at_any_thread_count(shape: tuple) -> None:
+    # one problem on two threads takes the two-pass backward (key blocks, then query blocks)
+    q, k, v, g = (_rand(*shape, dtype=np.float32) for _ in range(4))
+    results = []
+    before = fg.get_num_threads()
+    try:
+        for n in (1, 2):
+            fg.set_num_threads(n)
+            ts = [fg.tensor(a, requires_grad=True) for a in (q, k, v)]
+            out = F.scaled_dot_product_attention(*ts, is_causal=True)
+            out.backward(fg.tensor(g))
+            results.append([out.detach().numpy()] + [t.grad.numpy() for t in ts])
+    finally:
+        fg.set_num_threads(before)
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+    want = _reference(q.astype(np.float64), k, v, causal=True)
+    np.testing.assert_allclose(results[0][0], want, atol=1e-5)
