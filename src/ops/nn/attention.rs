@@ -400,19 +400,16 @@ fn mask_tile<T: AttnFloat>(
 /// result are `ld` apart, padded past a multiple of 4 KiB: a tile product walks down a column
 /// of rows, and rows exactly 4 KiB apart would all land in one L1 set.
 fn transposed<T: Copy + Default>(
-    src: &[T],
+    src: &Rows<'_, T>,
     nb: usize,
     rows: usize,
     cols: usize,
 ) -> Result<(Vec<T>, usize)> {
     let ld = rows.next_multiple_of(16) + 16;
     let mut dst = crate::tensor::creation::try_filled_vec(nb * cols * ld, T::default())?;
-    for (s, d) in src
-        .chunks_exact(rows * cols)
-        .zip(dst.chunks_exact_mut(cols * ld))
-    {
-        for (r, row) in s.chunks_exact(cols).enumerate() {
-            for (c, &x) in row.iter().enumerate() {
+    for (b, d) in dst.chunks_exact_mut(cols * ld).enumerate() {
+        for r in 0..rows {
+            for (c, &x) in src.at(b, r)[..cols].iter().enumerate() {
                 d[c * ld + r] = x;
             }
         }
@@ -498,7 +495,7 @@ fn tile_masked(d: &Dims, i0: usize, br: usize, j0: usize) -> bool {
 /// each row's scores (`+inf` for a fully masked row, whose output stays 0).
 fn forward_kernel<T: AttnFloat>(
     d: &Dims,
-    (q, (kt, ld), v): (&[T], (&[T], usize), &[T]),
+    (q, (kt, ld), v): (&Rows<'_, T>, (&[T], usize), &Rows<'_, T>),
     bias: Option<&Bias<'_, T>>,
     out: &mut [T],
     lse: &mut [T],
@@ -515,7 +512,7 @@ fn forward_kernel<T: AttnFloat>(
         let mut tmp = vec![T::ZERO; COLS];
         let mut m = vec![T::neg_infinity(); br];
         let mut l = vec![T::ZERO; br];
-        let qi = &q[(b * d.l + i0) * d.e..];
+        let qi = q.at(b, i0);
         // SAFETY: unit (b, ib) owns rows i0..i0+br of problem b in `out` and `lse`.
         let acc = unsafe {
             std::slice::from_raw_parts_mut(po.get().add((b * d.l + i0) * d.ev), br * d.ev)
@@ -526,7 +523,7 @@ fn forward_kernel<T: AttnFloat>(
             let bc = COLS.min(d.s - j0);
             let s = &mut s[..br * bc];
             let ktj = &kt[b * d.e * ld + j0..];
-            let vj = &v[(b * d.s + j0) * d.ev..];
+            let vj = v.at(b, j0);
             // SAFETY: the operands are the (br x e) block of q and k's block transposed.
             unsafe {
                 T::tile(
@@ -534,7 +531,7 @@ fn forward_kernel<T: AttnFloat>(
                     s.as_mut_ptr(),
                     bc,
                     false,
-                    (qi.as_ptr(), d.e, 1),
+                    (qi.as_ptr(), q.rs, 1),
                     (ktj.as_ptr(), ld, 1),
                     scale,
                 )
@@ -557,7 +554,7 @@ fn forward_kernel<T: AttnFloat>(
                     d.ev,
                     true,
                     (s.as_ptr(), bc, 1),
-                    (vj.as_ptr(), d.ev, 1),
+                    (vj.as_ptr(), v.rs, 1),
                     T::ONE,
                 )
             };
@@ -593,7 +590,7 @@ fn forward_kernel<T: AttnFloat>(
 #[allow(clippy::too_many_arguments)]
 fn backward_kernel<T: AttnFloat>(
     d: &Dims,
-    (q, k, (kt, vt, ld)): (&[T], &[T], (&[T], &[T], usize)),
+    (q, k, (kt, vt, ld)): (&Rows<'_, T>, &Rows<'_, T>, (&[T], &[T], usize)),
     bias: Option<&Bias<'_, T>>,
     (out, lse, dout): (&[T], &[T], &[T]),
     dq: &mut [T],
@@ -635,7 +632,7 @@ fn backward_kernel<T: AttnFloat>(
         for kb in kbs {
             let j0 = kb * BWD_COLS;
             let bc = BWD_COLS.min(d.s - j0);
-            let kj = &k[(b * d.s + j0) * d.e..];
+            let kj = k.at(b, j0);
             let ktj = &kt[b * d.e * ld + j0..];
             let vtj = &vt[b * d.ev * ld + j0..];
             for ib in ibs.clone() {
@@ -644,7 +641,7 @@ fn backward_kernel<T: AttnFloat>(
                 if tile_masked(d, i0, br, j0) {
                     continue;
                 }
-                let qi = &q[(b * d.l + i0) * d.e..];
+                let qi = q.at(b, i0);
                 let doi = &dout[(b * d.l + i0) * d.ev..];
                 let (p, pd, dp) = (&mut p[..br * bc], &mut pd[..br * bc], &mut dp[..br * bc]);
                 // SAFETY (all products): operands are blocks inside q, k, v, dout and the
@@ -655,7 +652,7 @@ fn backward_kernel<T: AttnFloat>(
                         p.as_mut_ptr(),
                         bc,
                         false,
-                        (qi.as_ptr(), d.e, 1),
+                        (qi.as_ptr(), q.rs, 1),
                         (ktj.as_ptr(), ld, 1),
                         scale,
                     )
@@ -724,7 +721,7 @@ fn backward_kernel<T: AttnFloat>(
                             d.e,
                             true,
                             (dp.as_ptr(), bc, 1),
-                            (kj.as_ptr(), d.e, 1),
+                            (kj.as_ptr(), k.rs, 1),
                             T::ONE,
                         )
                     };
@@ -738,7 +735,7 @@ fn backward_kernel<T: AttnFloat>(
                             d.e,
                             true,
                             (dp.as_ptr(), 1, bc),
-                            (qi.as_ptr(), d.e, 1),
+                            (qi.as_ptr(), q.rs, 1),
                             T::ONE,
                         )
                     };
@@ -810,6 +807,52 @@ fn bias_view<'a, T: Element>(
     })
 }
 
+/// A batch of matrices read in place: matrix `b` starts at `offs[b]` of `data`, rows are `rs`
+/// apart and columns adjacent. Lets permuted views (the heads of a fused qkv projection) reach
+/// the kernels without a copy.
+struct Rows<'a, T> {
+    data: &'a [T],
+    offs: Vec<usize>,
+    rs: usize,
+}
+
+impl<T> Rows<'_, T> {
+    /// Row `i` of matrix `b` onwards.
+    #[inline]
+    fn at(&self, b: usize, i: usize) -> &[T] {
+        &self.data[self.offs[b] + i * self.rs..]
+    }
+}
+
+/// `t` (shape `batch + [rows, cols]`, last dim adjacent) as [`Rows`] over its storage.
+fn rows_of<'a, T: Element>(
+    t: &Tensor,
+    guard: &'a crate::tensor::storage::Buffer,
+    batch: &[usize],
+) -> Result<Rows<'a, T>> {
+    let data = T::data(guard)
+        .ok_or_else(|| Error::runtime("internal error: attention dtype"))?
+        .as_slice();
+    let lay = t.layout();
+    let n = lay.shape.len();
+    let nb: usize = batch.iter().product();
+    let offs = (0..nb)
+        .map(|b| lay.offset + batch_offset(b, batch, &lay.strides[..n - 2]))
+        .collect();
+    let rows = Rows {
+        data,
+        offs,
+        rs: lay.strides[n - 2],
+    };
+    // Every element the kernels address must lie in the buffer.
+    let (r, c) = (lay.shape[n - 2], lay.shape[n - 1]);
+    let last = rows.offs.iter().max().copied().unwrap_or(0) + r.saturating_sub(1) * rows.rs + c;
+    if t.numel() > 0 && (last > data.len() || (c > 1 && lay.strides[n - 1] != 1)) {
+        return Err(Error::runtime("internal error: attention operand layout"));
+    }
+    Ok(rows)
+}
+
 /// Problem geometry and the saved state of the fused node.
 struct Saved {
     dims: Dims,
@@ -834,12 +877,13 @@ fn fused_forward<T: AttnFloat>(
             (Some(m), Some(g)) => Some(bias_view::<T>(m, g, &sv.batch)?),
             _ => None,
         };
-        let (kt, ld) = transposed(slice_of::<T>(k, &gk)?, d.nb, d.s, d.e)?;
-        let ops = (
-            slice_of::<T>(q, &gq)?,
-            (&kt[..], ld),
-            slice_of::<T>(v, &gv)?,
+        let (qr, kr, vr) = (
+            rows_of::<T>(q, &gq, &sv.batch)?,
+            rows_of::<T>(k, &gk, &sv.batch)?,
+            rows_of::<T>(v, &gv, &sv.batch)?,
         );
+        let (kt, ld) = transposed(&kr, d.nb, d.s, d.e)?;
+        let ops = (&qr, (&kt[..], ld), &vr);
         forward_kernel(d, ops, bv.as_ref(), &mut out, &mut lse);
     }
     let mut oshape = sv.batch.clone();
@@ -875,12 +919,16 @@ fn fused_backward<T: AttnFloat>(
             (Some(m), Some(gd)) => Some(bias_view::<T>(m, gd, &sv.batch)?),
             _ => None,
         };
-        let ks = slice_of::<T>(k, &g[1])?;
-        let (kt, ld) = transposed(ks, d.nb, d.s, d.e)?;
-        let (vt, _) = transposed(slice_of::<T>(v, &g[2])?, d.nb, d.s, d.ev)?;
+        let (qr, kr, vr) = (
+            rows_of::<T>(q, &g[0], &sv.batch)?,
+            rows_of::<T>(k, &g[1], &sv.batch)?,
+            rows_of::<T>(v, &g[2], &sv.batch)?,
+        );
+        let (kt, ld) = transposed(&kr, d.nb, d.s, d.e)?;
+        let (vt, _) = transposed(&vr, d.nb, d.s, d.ev)?;
         backward_kernel(
             d,
-            (slice_of::<T>(q, &g[0])?, ks, (&kt, &vt, ld)),
+            (&qr, &kr, (&kt, &vt, ld)),
             bv.as_ref(),
             (
                 slice_of::<T>(out, &g[3])?,
@@ -1128,7 +1176,14 @@ pub fn scaled_dot_product_attention(
         } else {
             t.expand(&shape)?
         };
-        t.contiguous()
+        // The kernels read rows in place (any batch and row strides); only a strided last
+        // dim needs a copy.
+        let n = t.dim();
+        if cols > 1 && t.layout().strides[n - 1] != 1 {
+            t.contiguous()
+        } else {
+            Ok(t)
+        }
     };
     let (q3, k3, v3) = (
         expand_to(q, l, e)?,
