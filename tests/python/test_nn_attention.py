@@ -410,3 +410,17 @@ def test_sdpa_bitwise_identical_at_any_thread_count(shape: tuple) -> None:
         np.testing.assert_array_equal(a, b)
     want = _reference(q.astype(np.float64), k, v, causal=True)
     np.testing.assert_allclose(results[0][0], want, atol=1e-5)
+
+
+def test_sdpa_reads_permuted_heads_in_place(torch: Any) -> None:
+    # heads split from one qkv projection: strided views, read without a copy
+    x = _rand(3, 70, 3, 2, 16, dtype=np.float32)
+    res = []
+    for lib in (fg, torch):
+        t = lib.tensor(x, requires_grad=True)
+        q, k, v = t.permute(2, 0, 3, 1, 4).unbind(0)
+        out = lib.nn.functional.scaled_dot_product_attention(q, k[:, :1], v[:, :1])
+        out.backward(lib.tensor(np.cos(np.arange(out.numel())).reshape(out.shape)).float())
+        res.append((out.detach().numpy(), t.grad.numpy()))
+    np.testing.assert_allclose(res[0][0], res[1][0], atol=1e-5)
+    np.testing.assert_allclose(res[0][1], res[1][1], atol=1e-4)
