@@ -590,7 +590,7 @@ fn forward_kernel<T: AttnFloat>(
 #[allow(clippy::too_many_arguments)]
 fn backward_kernel<T: AttnFloat>(
     d: &Dims,
-    (q, k, (kt, vt, ld)): (&Rows<'_, T>, &Rows<'_, T>, (&[T], &[T], usize)),
+    (q, k, (kt, vt, ld)): (&Rows<'_, T>, &Rows<'_, T>, KvT<'_, T>),
     bias: Option<&Bias<'_, T>>,
     (out, lse, dout): (&[T], &[T], &[T]),
     dq: &mut [T],
@@ -852,6 +852,9 @@ fn rows_of<'a, T: Element>(
     }
     Ok(rows)
 }
+
+/// `Kᵀ`, `Vᵀ` (from [`transposed`]) and their row stride.
+type KvT<'a, T> = (&'a [T], &'a [T], usize);
 
 /// Problem geometry and the saved state of the fused node.
 struct Saved {
