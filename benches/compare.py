@@ -449,7 +449,9 @@ def bytes_per_recorded_op(module: str, n: int = 1_000_000) -> float:
         f"for _ in range({n}):\n    y = y * 1.0000001\n"
         f"print((rss() - base) / {n})\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    )
     return float(out.stdout.strip().splitlines()[-1])
 
 
