@@ -592,7 +592,7 @@ fn backward_kernel<T: AttnFloat>(
     d: &Dims,
     (q, k, (kt, vt, ld)): (&Rows<'_, T>, &Rows<'_, T>, KvT<'_, T>),
     bias: Option<&Bias<'_, T>>,
-    (out, lse, dout): (&[T], &[T], &[T]),
+    (out, lse, dout): (&[T], &[T], &Rows<'_, T>),
     dq: &mut [T],
     dk: &mut [T],
     dv: &mut [T],
@@ -602,7 +602,7 @@ fn backward_kernel<T: AttnFloat>(
         .map(|r| {
             let (o, g) = (
                 &out[r * d.ev..(r + 1) * d.ev],
-                &dout[r * d.ev..(r + 1) * d.ev],
+                &dout.at(r / d.l, r % d.l)[..d.ev],
             );
             o.iter().zip(g).fold(T::ZERO, |a, (&x, &y)| a + x * y)
         })
@@ -642,7 +642,7 @@ fn backward_kernel<T: AttnFloat>(
                     continue;
                 }
                 let qi = q.at(b, i0);
-                let doi = &dout[(b * d.l + i0) * d.ev..];
+                let doi = dout.at(b, i0);
                 let (p, pd, dp) = (&mut p[..br * bc], &mut pd[..br * bc], &mut dp[..br * bc]);
                 // SAFETY (all products): operands are blocks inside q, k, v, dout and the
                 // tile buffers; destinations are the tile buffers or rows this call owns.
@@ -686,7 +686,7 @@ fn backward_kernel<T: AttnFloat>(
                             d.ev,
                             true,
                             (pv.as_ptr(), 1, bc),
-                            (doi.as_ptr(), d.ev, 1),
+                            (doi.as_ptr(), dout.rs, 1),
                             T::ONE,
                         )
                     };
@@ -698,7 +698,7 @@ fn backward_kernel<T: AttnFloat>(
                         dp.as_mut_ptr(),
                         bc,
                         false,
-                        (doi.as_ptr(), d.ev, 1),
+                        (doi.as_ptr(), dout.rs, 1),
                         (vtj.as_ptr(), ld, 1),
                         T::ONE,
                     )
@@ -908,7 +908,13 @@ fn fused_backward<T: AttnFloat>(
 ) -> Result<[Tensor; 3]> {
     let d = &sv.dims;
     let (q, k, v, out, lse) = (&s[0], &s[1], &s[2], &s[3], &s[4]);
-    let dout = dout.contiguous()?;
+    // Read in place when rows are strided (the gradient of a transposed output), copied only
+    // when its last dim is.
+    let dout = if dout.shape()[dout.dim() - 1] > 1 && dout.layout().strides[dout.dim() - 1] != 1 {
+        dout.contiguous()?
+    } else {
+        dout.clone()
+    };
     let mut dq = crate::tensor::creation::try_filled_vec(q.numel(), T::ZERO)?;
     let mut dk = crate::tensor::creation::try_filled_vec(k.numel(), T::ZERO)?;
     let mut dv = crate::tensor::creation::try_filled_vec(v.numel(), T::ZERO)?;
@@ -936,7 +942,7 @@ fn fused_backward<T: AttnFloat>(
             (
                 slice_of::<T>(out, &g[3])?,
                 slice_of::<T>(lse, &g[4])?,
-                slice_of::<T>(&dout, &g[5])?,
+                &rows_of::<T>(&dout, &g[5], &sv.batch)?,
             ),
             &mut dq,
             &mut dk,
