@@ -335,6 +335,97 @@ def batch_norm2d() -> Dict[str, Any]:
     return {"make": make, "unit": "ms/step", "scale": 1e3}
 
 
+def attention_1024() -> Dict[str, Any]:
+    # batch 1, 8 heads, sequence 1024, width 512 (head dim 64): forward + backward
+    q0, k0, v0, g0 = (_rand(1, 8, 1024, 64) for _ in range(4))
+
+    def make(lib: Any) -> Callable[[], None]:
+        q, k, v = _leaf(lib, q0), _leaf(lib, k0), _leaf(lib, v0)
+        g = lib.tensor(g0)
+
+        def step() -> None:
+            lib.nn.functional.scaled_dot_product_attention(q, k, v).backward(g)
+            q.grad = k.grad = v.grad = None
+
+        return step
+
+    # peak resident memory of a child running the same steps (inputs included)
+    peak = (
+        "import numpy as np, {m} as L\nimport {m}.nn.functional\n"
+        "r = np.random.default_rng(0)\n"
+        "q, k, v = (L.tensor(r.standard_normal((1, 8, 1024, 64)).astype('f')).requires_grad_()"
+        " for _ in range(3))\n"
+        "g = L.tensor(r.standard_normal((1, 8, 1024, 64)).astype('f'))\n"
+        "base = int(next(l.split()[1] for l in open('/proc/self/status')"
+        " if l.startswith('VmRSS')))\n"
+        "for _ in range(3):\n"
+        "    L.nn.functional.scaled_dot_product_attention(q, k, v).backward(g)\n"
+        "print('growth', base)\n"
+    )
+    return {"make": make, "unit": "ms/step", "scale": 1e3, "peak": peak}
+
+
+def transformer_block() -> Dict[str, Any]:
+    # pre-norm block: layer_norm, qkv linear, 4-head attention, gelu MLP; batch 8, seq 64,
+    # width 128; forward + backward + SGD step
+    n, t, d, h = 8, 64, 128, 4
+    x0 = _rand(n, t, d)
+    shapes = {
+        "ln1_w": (d,), "ln1_b": (d,), "qkv_w": (3 * d, d), "qkv_b": (3 * d,),
+        "out_w": (d, d), "out_b": (d,), "ln2_w": (d,), "ln2_b": (d,),
+        "fc1_w": (4 * d, d), "fc1_b": (4 * d,), "fc2_w": (d, 4 * d), "fc2_b": (d,),
+    }  # fmt: skip
+    init = {k: _rand(*s, scale=0.05) + (1.0 if k.startswith("ln") and k.endswith("w") else 0.0)
+            for k, s in shapes.items()}  # fmt: skip
+
+    def make(lib: Any) -> Callable[[], None]:
+        F = lib.nn.functional
+        p = {k: _leaf(lib, v.astype(np.float32)) for k, v in init.items()}
+        x = lib.tensor(x0)
+        opt = lib.optim.SGD(list(p.values()), lr=1e-3)
+
+        def step() -> None:
+            y = F.layer_norm(x, (d,), p["ln1_w"], p["ln1_b"])
+            qkv = F.linear(y, p["qkv_w"], p["qkv_b"]).reshape(n, t, 3, h, d // h)
+            q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
+            a = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(n, t, d)
+            x1 = x + F.linear(a, p["out_w"], p["out_b"])
+            y = F.layer_norm(x1, (d,), p["ln2_w"], p["ln2_b"])
+            y = F.linear(F.gelu(F.linear(y, p["fc1_w"], p["fc1_b"])), p["fc2_w"], p["fc2_b"])
+            loss = (x1 + y).square().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
+def _peak_cells(code: str) -> str:
+    """Peak RSS of each library running ``code`` in a child, and the growth over its RSS once the
+    inputs exist (the code prints that baseline in kB), with the ratio ferrograd / torch."""
+    libs = ["ferrograd"] + (["torch"] if torch is not None else [])
+    report = (
+        "\nprint(next(int(l.split()[1]) for l in open('/proc/self/status')"
+        " if l.startswith('VmHWM')))\n"
+    )
+    figures = {}
+    for m in libs:
+        out = subprocess.run(
+            [sys.executable, "-c", code.format(m=m) + report],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+        base = int(out[out.index("growth") + 1])
+        figures[m] = (int(out[-1]) / 1024.0, (int(out[-1]) - base) / 1024.0)
+    cells = "  ".join(f"{m} {p:.0f} MB (+{g:.0f} MB)" for m, (p, g) in figures.items())
+    if "torch" in figures:
+        cells += f"  growth ratio {figures['ferrograd'][1] / figures['torch'][1]:.2f}"
+    return cells
+
+
 WORKLOADS = {
     "tiny_chain": (tiny_chain, 0.10),
     "scalar_mlp": (scalar_mlp, 0.30),
@@ -348,6 +439,8 @@ WORKLOADS = {
     "lstm_train": (lstm_train, 1.00),
     "layer_norm": (layer_norm, 1.00),
     "batch_norm2d": (batch_norm2d, 1.00),
+    "attention_1024": (attention_1024, 1.00),
+    "transformer_block": (transformer_block, 0.90),
 }
 
 
@@ -486,6 +579,8 @@ def main() -> None:
         ratio_s = "-" if ratio is None else f"{ratio:.2f}"
         row = f"{name:16} {spec['unit']:8} " + " ".join(f"{c:>10}" for c in cells)
         print(row + f" {ratio_s:>9} {goal:>6.2f} {ok}")
+        if "peak" in spec:
+            print(f"{'':16} peak RSS " + _peak_cells(spec["peak"]))
         if "flops" in spec and not spec.get("rate"):
             gf = spec["flops"] / med["ferrograd"] / 1e9
             tg = f", torch {spec['flops'] / med['torch'] / 1e9:.1f}" if "torch" in med else ""

@@ -93,6 +93,7 @@ __all__ = [
     "_nn_batch_norm",
     "_nn_instance_norm",
     "_nn_local_response_norm",
+    "_nn_scaled_dot_product_attention",
     "_cat",
     "_stack",
     "_einsum",
@@ -1158,6 +1159,18 @@ def _nn_local_response_norm(
     input: Tensor, size: _int, alpha: _float, beta: _float, k: _float
 ) -> Tensor:
     """Local response norm across channels (dim 1)."""
+
+def _nn_scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: _float = 0.0,
+    is_causal: _bool = False,
+    scale: _float | None = None,
+    enable_gqa: _bool = False,
+) -> Tensor:
+    """``softmax(query @ key.T * scale + attn_mask) @ value`` by the fused flash-style kernel."""
 
 # ----- ops_shape ----------------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ mod args;
 mod errors;
 mod nn_norm;
 mod nn_rnn;
+mod nn_attention;
 mod node;
 mod numpy_interop;
 mod ops_math;
@@ -509,6 +510,7 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops_nn::register(m)?;
     nn_rnn::register(m)?;
     nn_norm::register(m)?;
+    nn_attention::register(m)?;
     ops_math::register(m)?;
     ops_shape::register(m)?;
     optim::register(m)?;
