@@ -293,3 +293,61 @@ fn repeat_reports_the_negative_target_size() {
     let empty = Tensor::from_vec(Vec::<f64>::new(), &[0, 2]).unwrap();
     assert_eq!(empty.repeat(&[-1, 2]).unwrap().shape(), &[0, 4]);
 }
+
+/// Copies of strided views (permuted, sliced with steps, expanded) against each element read by
+/// its coordinates: the strided gather behind `contiguous()` merges dims and copies runs.
+#[test]
+fn strided_copies_match_elementwise_reads() {
+    let shape = [3usize, 4, 5, 6];
+    let n: usize = shape.iter().product();
+    let x = Tensor::from_vec((0..n).map(|i| i as f64).collect::<Vec<_>>(), &shape).unwrap();
+    let at = |c: [usize; 4]| (((c[0] * 4 + c[1]) * 5 + c[2]) * 6 + c[3]) as f64;
+    // permuted (0, 2, 1, 3): last dim still unit-stride
+    let p = x.permute(&[0, 2, 1, 3]).unwrap();
+    let mut want = vec![];
+    for a in 0..3 {
+        for c in 0..5 {
+            for b in 0..4 {
+                for d in 0..6 {
+                    want.push(at([a, b, c, d]));
+                }
+            }
+        }
+    }
+    assert_eq!(p.contiguous().unwrap().to_vec::<f64>().unwrap(), want);
+    // fully reversed dims: no unit-stride run
+    let r = x.permute(&[3, 2, 1, 0]).unwrap();
+    let mut want = vec![];
+    for d in 0..6 {
+        for c in 0..5 {
+            for b in 0..4 {
+                for a in 0..3 {
+                    want.push(at([a, b, c, d]));
+                }
+            }
+        }
+    }
+    assert_eq!(r.to_vec::<f64>().unwrap(), want);
+    // a stepped slice of a narrowed view, then an expanded size-1 dim
+    let s = x
+        .narrow(1, 1, 3)
+        .unwrap()
+        .slice(3, Some(1), Some(6), 2)
+        .unwrap();
+    let mut want = vec![];
+    for a in 0..3 {
+        for b in 1..4 {
+            for c in 0..5 {
+                for d in (1..6).step_by(2) {
+                    want.push(at([a, b, c, d]));
+                }
+            }
+        }
+    }
+    assert_eq!(s.to_vec::<f64>().unwrap(), want);
+    let e = x.narrow(0, 2, 1).unwrap().expand(&[2, 4, 5, 6]).unwrap();
+    let v = e.to_vec::<f64>().unwrap();
+    assert_eq!(v.len(), 240);
+    assert_eq!(v[..120], v[120..]);
+    assert_eq!(v[0], at([2, 0, 0, 0]));
+}

@@ -21,6 +21,10 @@ fn convert_vec<S: Element, D: Element>(src: &[S]) -> Vec<D> {
 }
 
 fn convert_to<D: Element>(t: &Tensor) -> Result<Vec<D>> {
+    if t.dtype() == D::DTYPE {
+        // A plain copy (strided gather when not contiguous), no per-element conversion.
+        return t.to_vec::<D>();
+    }
     Ok(match t.dtype() {
         DType::Float32 => t.with_contiguous_slice::<f32, _>(convert_vec::<f32, D>)?,
         DType::Float64 => t.with_contiguous_slice::<f64, _>(convert_vec::<f64, D>)?,

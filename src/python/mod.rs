@@ -3,9 +3,9 @@
 
 mod args;
 mod errors;
+mod nn_attention;
 mod nn_norm;
 mod nn_rnn;
-mod nn_attention;
 mod node;
 mod numpy_interop;
 mod ops_math;

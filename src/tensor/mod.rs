@@ -457,7 +457,9 @@ impl Tensor {
                     .unwrap_or(&[])
                     .to_vec());
             }
-            return self.with_view::<T, _>(|v| v.iter().copied().collect());
+            let guard = self.0.storage.read();
+            let data = T::data(&guard).ok_or_else(|| dtype_mismatch(T::DTYPE, self.dtype()))?;
+            return self.0.layout.gather(data.as_slice());
         }
         let c = crate::ops::convert::cast(self, T::DTYPE)?;
         c.to_vec::<T>()
