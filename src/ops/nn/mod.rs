@@ -3,5 +3,7 @@
 //! side by side, as elsewhere in `ops`. Rust users build models from these functions directly;
 //! the Python package's `nn.functional` only parses arguments and raises torch's errors.
 
+pub mod activation;
 pub mod conv;
+pub mod loss;
 pub mod softmax;
