@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-import pytest
-
 import ferrograd as fg
 import ferrograd.nn.functional as F
+import numpy as np
+import pytest
 
 
 @pytest.fixture(scope="module")
@@ -368,7 +367,7 @@ def test_double_backward_through_fused_kernels():
         lambda x: F.cross_entropy(x.reshape(1, 5), fg.tensor([2]), label_smoothing=0.2),
     ):
 
-        def first(v):
+        def first(v, fn=fn):
             x = fg.tensor(v, requires_grad=True)
             (g,) = fg.autograd.grad(fn(x).sum(), x, create_graph=True)
             return x, g
