@@ -383,3 +383,40 @@ def test_double_backward_through_fused_kernels():
             gm = first(a - e)[1].detach().numpy()
             num[k] = ((gp - gm) / (2 * eps) * np.cos(a)).sum()
         np.testing.assert_allclose(h.numpy(), num, rtol=1e-6, atol=1e-7)
+
+
+MODULES = [
+    ("CELU", (0.5,)),
+    ("CELU", (1.0, True)),
+    ("Hardsigmoid", ()),
+    ("LogSigmoid", ()),
+    ("GLU", (1,)),
+    ("Softsign", ()),
+    ("Tanhshrink", ()),
+    ("Softmin", (1,)),
+    ("PReLU", (4,)),
+    ("PReLU", ()),
+    ("Threshold", (0.1, 20.0)),
+    ("SELU", ()),
+    ("Mish", ()),
+    ("Hardswish", ()),
+]
+
+
+@pytest.mark.parametrize("name,args", MODULES, ids=[f"{n}{a}" for n, a in MODULES])
+def test_modules_match_torch(torch, name, args):
+    a = (np.random.default_rng(0).normal(size=(2, 4, 6)) * 3).astype(np.float32)
+    m = getattr(fg.nn, name)(*args)
+    t = getattr(torch.nn, name)(*args)
+    assert repr(m) == repr(t)
+    assert [k for k, _ in m.named_parameters()] == [k for k, _ in t.named_parameters()]
+    x = fg.tensor(a, requires_grad=True)
+    y = torch.tensor(a, requires_grad=True)
+    # inplace modules write into their input: give them a non-leaf
+    fo, to = m(x * 1.0), t(y * 1.0)
+    _close(fo, to, 1e-6, 1e-6)
+    fo.sum().backward()
+    to.sum().backward()
+    _close(x.grad, y.grad, 1e-5, 1e-6)
+    for (_, p), (_, q) in zip(m.named_parameters(), t.named_parameters()):
+        _close(p.grad, q.grad, 1e-5, 1e-5)

@@ -63,6 +63,7 @@ __all__ = [
     "normalize",
     "one_hot",
     "pad",
+    "prelu",
     "relu",
     "relu6",
     "selu",
@@ -75,6 +76,7 @@ __all__ = [
     "softsign",
     "tanh",
     "tanhshrink",
+    "threshold",
     "unfold",
 ]
 
@@ -107,6 +109,12 @@ def _size(t: Tensor) -> str:
 
 def _where(cond: Any, a: Any, b: Any) -> Tensor:
     return _C._where_tensors(cond, a, b)
+
+
+def _src(input: Tensor, inplace: bool) -> Tensor:
+    """The operand of an activation whose result is copied back into ``input``: a copy when
+    autograd will save it, since ``copy_`` bumps the version of the saved one."""
+    return input.clone() if inplace and input.requires_grad else input
 
 
 def _inplace(input: Tensor, result: Tensor, inplace: bool) -> Tensor:
@@ -205,12 +213,12 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * sigmoid(x)``."""
-    return _inplace(input, _C._nn_silu(input), inplace)
+    return _inplace(input, _C._nn_silu(_src(input, inplace)), inplace)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * tanh(softplus(x))``."""
-    return _inplace(input, _C._nn_mish(input), inplace)
+    return _inplace(input, _C._nn_mish(_src(input, inplace)), inplace)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -220,22 +228,22 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` for ``x > 0``, else ``alpha (exp(x) - 1)``; gradient ``alpha`` at 0, as torch."""
-    return _inplace(input, _C._nn_elu(input, float(alpha)), inplace)
+    return _inplace(input, _C._nn_elu(_src(input, inplace), float(alpha)), inplace)
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """``scale * elu(x, alpha)`` with torch's fixed constants."""
-    return _inplace(input, _C._nn_selu(input), inplace)
+    return _inplace(input, _C._nn_selu(_src(input, inplace)), inplace)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``max(0, x) + min(0, alpha (exp(x / alpha) - 1))``."""
-    return _inplace(input, _C._nn_celu(input, float(alpha)), inplace)
+    return _inplace(input, _C._nn_celu(_src(input, inplace), float(alpha)), inplace)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """``x`` for ``x > 0`` else ``negative_slope * x`` (slope used at 0, as torch)."""
-    return _inplace(input, _C._nn_leaky_relu(input, float(negative_slope)), inplace)
+    return _inplace(input, _C._nn_leaky_relu(_src(input, inplace), float(negative_slope)), inplace)
 
 
 def hardtanh(
@@ -245,7 +253,9 @@ def hardtanh(
     (as torch)."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    return _inplace(input, _C._nn_hardtanh(input, float(min_val), float(max_val)), inplace)
+    return _inplace(
+        input, _C._nn_hardtanh(_src(input, inplace), float(min_val), float(max_val)), inplace
+    )
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
@@ -255,12 +265,12 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * relu6(x + 3) / 6``."""
-    return _inplace(input, _C._nn_hardswish(input), inplace)
+    return _inplace(input, _C._nn_hardswish(_src(input, inplace)), inplace)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """``relu6(x + 3) / 6``."""
-    return _inplace(input, _C._nn_hardsigmoid(input), inplace)
+    return _inplace(input, _C._nn_hardsigmoid(_src(input, inplace)), inplace)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
@@ -271,6 +281,28 @@ def logsigmoid(input: Tensor) -> Tensor:
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     """``a * sigmoid(b)`` with ``a``, ``b`` the halves of ``input`` along ``dim``."""
     return _C._nn_glu(input, int(dim))
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """``x`` where ``x > threshold``, else ``value``."""
+    return _inplace(input, _where(input > threshold, input, float(value)), inplace)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """``x`` where ``x > 0``, else ``weight * x``; ``weight`` holds one slope or one per channel
+    (dim 1)."""
+    if weight.numel() != 1:
+        if input.dim() == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = input.shape[1] if input.dim() >= 2 else 1
+        if weight.numel() != channels:
+            raise RuntimeError(
+                f"Mismatch of parameter numbers and input channel size. Found parameter "
+                f"numbers = {weight.numel()} and channel size = {channels}."
+            )
+        if input.dim() >= 2:
+            weight = weight.reshape(channels, *([1] * (input.dim() - 2)))
+    return _where(input > 0, input, weight * input)
 
 
 def softsign(input: Tensor) -> Tensor:
