@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, List, Optional
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 import ferrograd as fg  # noqa: E402
+import ferrograd.nn.functional  # noqa: E402,F401  (makes ferrograd.nn an attribute)
 import numpy as np  # noqa: E402
 
 try:
@@ -257,6 +258,55 @@ def adam_step_10m() -> Dict[str, Any]:
     return {"make": make, "unit": "ms/step", "scale": 1e3}
 
 
+def gelu() -> Dict[str, Any]:
+    x0 = _rand(512, 512)
+
+    def make(lib: Any) -> Callable[[], None]:
+        x = _leaf(lib, x0)
+
+        def step() -> None:
+            lib.nn.functional.gelu(x).sum().backward()
+            x.grad = None
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
+def softmax() -> Dict[str, Any]:
+    x0 = _rand(256, 1024, scale=3.0)
+    w0 = _rand(256, 1024)
+
+    def make(lib: Any) -> Callable[[], None]:
+        x = _leaf(lib, x0)
+        w = lib.tensor(w0)
+
+        def step() -> None:
+            (lib.nn.functional.softmax(x, dim=-1) * w).sum().backward()
+            x.grad = None
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
+def cross_entropy() -> Dict[str, Any]:
+    x0 = _rand(512, 1000, scale=3.0)
+    t0 = np.random.default_rng(7).integers(0, 1000, size=512)
+
+    def make(lib: Any) -> Callable[[], None]:
+        x = _leaf(lib, x0)
+        t = lib.tensor(t0)
+
+        def step() -> None:
+            lib.nn.functional.cross_entropy(x, t, label_smoothing=0.1).backward()
+            x.grad = None
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
 WORKLOADS = {
     "tiny_chain": (tiny_chain, 0.10),
     "scalar_mlp": (scalar_mlp, 0.30),
@@ -266,6 +316,9 @@ WORKLOADS = {
     "hvp": (hvp, 1.00),
     "elementwise_big": (elementwise_big, 0.70),
     "adam_step_10M": (adam_step_10m, 1.00),
+    "gelu": (gelu, 1.00),
+    "softmax": (softmax, 1.00),
+    "cross_entropy": (cross_entropy, 1.00),
 }
 
 
@@ -356,9 +409,7 @@ def bytes_per_recorded_op(module: str, n: int = 1_000_000) -> float:
         f"for _ in range({n}):\n    y = y * 1.0000001\n"
         f"print((rss() - base) / {n})\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], check=True, capture_output=True, text=True
-    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     return float(out.stdout.strip().splitlines()[-1])
 
 
