@@ -261,6 +261,8 @@ fn sample_losses<T: RowFloat>(
     logits: bool,
 ) -> Result<(Vec<f64>, Vec<f64>)> {
     let block = c * inner;
+    let wsum: f64 = w.iter().sum();
+    let wt: Vec<T> = w.iter().map(|&v| T::of(v)).collect();
     let res = x.with_contiguous_slice::<T, _>(|xs| {
         // Per outer block: inner pairs (loss, lse), interleaved.
         fill_blocks::<f64>(outer, 2 * inner, |o, out, _| {
@@ -291,8 +293,13 @@ fn sample_losses<T: RowFloat>(
                     let ti = t[i] as usize;
                     let nll = -(xb[ti * inner + j].f() - lse) * w[ti];
                     if eps > 0.0 {
-                        let smooth: f64 =
-                            (0..c).map(|k| w[k] * (lse - xb[k * inner + j].f())).sum();
+                        // Σ_k w_k (lse - x_k) = lse Σw - Σ w_k x_k
+                        let wx = if inner == 1 {
+                            sum_by(xb, &wt, |a, b| a.f() * b.f())
+                        } else {
+                            (0..c).map(|k| w[k] * xb[k * inner + j].f()).sum()
+                        };
+                        let smooth = lse * wsum - wx;
                         (1.0 - eps) * nll + eps / c as f64 * smooth
                     } else {
                         nll
@@ -326,9 +333,10 @@ fn class_grad_as<T: RowFloat>(g: &Tensor, x: &Tensor, p: &ClassParts) -> Result<
     let gv: Vec<f64> = g.contiguous()?.to_vec::<f64>()?;
     let per_sample = gv.len() == outer * inner && g.dim() > 0;
     let wsum: f64 = p.w.iter().sum();
+    let wt: Vec<T> = p.w.iter().map(|&v| T::of(v)).collect();
     let cf = c as f64;
     let v = x.with_contiguous_slice::<T, _>(|xs| {
-        fill_blocks::<T>(outer, block, |o, out, _| {
+        fill_blocks::<T>(outer, block, |o, out, z| {
             let xb = &xs[o * block..(o + 1) * block];
             for j in 0..inner {
                 let i = o * inner + j;
@@ -342,6 +350,32 @@ fn class_grad_as<T: RowFloat>(g: &Tensor, x: &Tensor, p: &ClassParts) -> Result<
                 };
                 let lse = p.lse[i];
                 let ti = p.target[i];
+                if inner == 1 && p.logits {
+                    // One row: e^(x - lse) vectorised into `out`, then the affine terms.
+                    let lt = T::of(lse);
+                    z.clear();
+                    z.extend(xb.iter().map(|&v| v - lt));
+                    T::exp_into(z, out);
+                    // SAFETY: exp_into wrote every element.
+                    let out = unsafe { &mut *(out as *mut [std::mem::MaybeUninit<T>] as *mut [T]) };
+                    let gc = T::of(gs * coef);
+                    let ge = p.eps / cf * gs;
+                    if valid && ge != 0.0 {
+                        let ge = T::of(ge);
+                        for (o, &wk) in out.iter_mut().zip(&wt) {
+                            *o = gc * *o - ge * wk;
+                        }
+                    } else {
+                        for o in out.iter_mut() {
+                            *o = gc * *o;
+                        }
+                    }
+                    if valid {
+                        let t = ti as usize;
+                        out[t] = out[t] - T::of(gs * a * (1.0 - p.eps));
+                    }
+                    continue;
+                }
                 for k in 0..c {
                     let mut d = 0.0;
                     if p.logits {
