@@ -32,8 +32,8 @@ trait Math {
 }
 
 /// float32 tensors: f64 lanes with branch-free kernels (relative error near 1e-8, far below
-/// float32's half ulp), so the loops vectorise.
-struct Fast;
+/// float32's half ulp), so the loops vectorise; `F`: the target has fused multiply-add.
+struct Fast<const F: bool>;
 /// float64 tensors: std and libm.
 struct Exact;
 
@@ -54,16 +54,16 @@ const EXPM1_TAYLOR: [f64; 13] = [
     1.0,
 ];
 
-impl Math for Fast {
+impl<const F: bool> Math for Fast<F> {
     #[inline(always)]
     fn exp(x: f64) -> f64 {
-        exp_f64::<false, true>(x.clamp(-700.0, 700.0))
+        exp_f64::<F, true>(x.clamp(-700.0, 700.0))
     }
     #[inline(always)]
     fn expm1(x: f64) -> f64 {
         let mut p = EXPM1_TAYLOR[0];
         for &c in &EXPM1_TAYLOR[1..] {
-            p = fma::<false>(p, x, c);
+            p = fma::<F>(p, x, c);
         }
         let small = x * p;
         let big = Self::exp(x) - 1.0;
@@ -80,14 +80,14 @@ impl Math for Fast {
         let z = s * s;
         let mut p = 2.0 / 23.0;
         for k in (0..11).rev() {
-            p = fma::<false>(p, z, 2.0 / (2 * k + 1) as f64);
+            p = fma::<F>(p, z, 2.0 / (2 * k + 1) as f64);
         }
         s * p
     }
     #[inline(always)]
     fn erfc(z: f64) -> f64 {
         let a = z.abs();
-        let c = erfc_pos::<false>(a);
+        let c = erfc_pos::<F>(a);
         if z < 0.0 {
             2.0 - c
         } else {
@@ -486,8 +486,14 @@ impl<const V: u8> Monomorphic<V> {
 /// `out = f(x)` over one chunk of float32 (f64 lanes).
 #[multiversion(targets("x86_64+avx2+avx+fma"))]
 fn fwd_chunk<const V: u8>(k: Monomorphic<V>, x: &[f32], out: &mut [MaybeUninit<f32>]) {
-    for (o, &v) in out.iter_mut().zip(x) {
-        o.write(k.act().f::<Fast>(v as f64) as f32);
+    if multiversion::target::target_cfg_f!(target_feature = "fma") {
+        for (o, &v) in out.iter_mut().zip(x) {
+            o.write(k.act().f::<Fast<true>>(v as f64) as f32);
+        }
+    } else {
+        for (o, &v) in out.iter_mut().zip(x) {
+            o.write(k.act().f::<Fast<false>>(v as f64) as f32);
+        }
     }
 }
 
@@ -499,15 +505,29 @@ fn bwd_chunk<const V: u8>(
     x: &[f32],
     out: &mut [MaybeUninit<f32>],
 ) {
+    if multiversion::target::target_cfg_f!(target_feature = "fma") {
+        bwd_loop::<V, true>(k, g, x, out)
+    } else {
+        bwd_loop::<V, false>(k, g, x, out)
+    }
+}
+
+#[inline(always)]
+fn bwd_loop<const V: u8, const F: bool>(
+    k: Monomorphic<V>,
+    g: std::result::Result<&[f32], f32>,
+    x: &[f32],
+    out: &mut [MaybeUninit<f32>],
+) {
     match g {
         Ok(g) => {
             for ((o, &v), &gv) in out.iter_mut().zip(x).zip(g) {
-                o.write((gv as f64 * k.act().df::<Fast>(v as f64)) as f32);
+                o.write((gv as f64 * k.act().df::<Fast<F>>(v as f64)) as f32);
             }
         }
         Err(gv) => {
             for (o, &v) in out.iter_mut().zip(x) {
-                o.write((gv as f64 * k.act().df::<Fast>(v as f64)) as f32);
+                o.write((gv as f64 * k.act().df::<Fast<F>>(v as f64)) as f32);
             }
         }
     }
