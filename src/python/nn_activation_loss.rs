@@ -78,7 +78,7 @@ fn _nn_celu(py: Python<'_>, input: &Bound<'_, PyAny>, alpha: f64) -> PyResult<Py
     let x = tensor_of(input, "input")?;
     if alpha == 0.0 {
         return Err(pyo3::exceptions::PyRuntimeError::new_err(
-            "ZeroDivisionError",
+            "ZeroDivisionError: alpha cannot be 0 for CELU",
         ));
     }
     wrap(py, detached(py, move || act::celu(&x, alpha))?)
