@@ -426,6 +426,55 @@ def _peak_cells(code: str) -> str:
     return cells
 
 
+def gelu() -> Dict[str, Any]:
+    x0 = _rand(512, 512)
+
+    def make(lib: Any) -> Callable[[], None]:
+        x = _leaf(lib, x0)
+
+        def step() -> None:
+            lib.nn.functional.gelu(x).sum().backward()
+            x.grad = None
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
+def softmax() -> Dict[str, Any]:
+    x0 = _rand(256, 1024, scale=3.0)
+    w0 = _rand(256, 1024)
+
+    def make(lib: Any) -> Callable[[], None]:
+        x = _leaf(lib, x0)
+        w = lib.tensor(w0)
+
+        def step() -> None:
+            (lib.nn.functional.softmax(x, dim=-1) * w).sum().backward()
+            x.grad = None
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
+def cross_entropy() -> Dict[str, Any]:
+    x0 = _rand(512, 1000, scale=3.0)
+    t0 = np.random.default_rng(7).integers(0, 1000, size=512)
+
+    def make(lib: Any) -> Callable[[], None]:
+        x = _leaf(lib, x0)
+        t = lib.tensor(t0)
+
+        def step() -> None:
+            lib.nn.functional.cross_entropy(x, t, label_smoothing=0.1).backward()
+            x.grad = None
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
 WORKLOADS = {
     "tiny_chain": (tiny_chain, 0.10),
     "scalar_mlp": (scalar_mlp, 0.30),
@@ -441,6 +490,9 @@ WORKLOADS = {
     "batch_norm2d": (batch_norm2d, 1.00),
     "attention_1024": (attention_1024, 1.00),
     "transformer_block": (transformer_block, 0.90),
+    "gelu": (gelu, 1.00),
+    "softmax": (softmax, 1.00),
+    "cross_entropy": (cross_entropy, 1.00),
 }
 
 

@@ -94,6 +94,23 @@ __all__ = [
     "_nn_instance_norm",
     "_nn_local_response_norm",
     "_nn_scaled_dot_product_attention",
+    "_nn_gelu",
+    "_nn_silu",
+    "_nn_mish",
+    "_nn_elu",
+    "_nn_selu",
+    "_nn_celu",
+    "_nn_softplus",
+    "_nn_hardswish",
+    "_nn_hardsigmoid",
+    "_nn_leaky_relu",
+    "_nn_hardtanh",
+    "_nn_logsigmoid",
+    "_nn_glu",
+    "_nn_dropout",
+    "_nn_cross_entropy",
+    "_nn_nll_loss",
+    "_nn_pointwise_loss",
     "_cat",
     "_stack",
     "_einsum",
@@ -1171,6 +1188,79 @@ def _nn_scaled_dot_product_attention(
     enable_gqa: _bool = False,
 ) -> Tensor:
     """``softmax(query @ key.T * scale + attn_mask) @ value`` by the fused flash-style kernel."""
+def _nn_gelu(input: Tensor, approximate: str) -> Tensor:
+    """gelu, ``approximate`` "none" or "tanh"."""
+
+def _nn_silu(input: Tensor) -> Tensor:
+    """``x * sigmoid(x)``."""
+
+def _nn_mish(input: Tensor) -> Tensor:
+    """``x * tanh(softplus(x))``."""
+
+def _nn_elu(input: Tensor, alpha: _float) -> Tensor:
+    """elu with ``alpha``."""
+
+def _nn_selu(input: Tensor) -> Tensor:
+    """Scaled elu with torch's constants."""
+
+def _nn_celu(input: Tensor, alpha: _float) -> Tensor:
+    """celu with ``alpha`` (non-zero)."""
+
+def _nn_softplus(input: Tensor, beta: _float, threshold: _float) -> Tensor:
+    """softplus with ``beta`` and ``threshold``."""
+
+def _nn_hardswish(input: Tensor) -> Tensor:
+    """``x * relu6(x + 3) / 6``."""
+
+def _nn_hardsigmoid(input: Tensor) -> Tensor:
+    """``relu6(x + 3) / 6``."""
+
+def _nn_leaky_relu(input: Tensor, negative_slope: _float) -> Tensor:
+    """leaky_relu with ``negative_slope``."""
+
+def _nn_hardtanh(input: Tensor, min_val: _float, max_val: _float) -> Tensor:
+    """hardtanh clamping to ``[min_val, max_val]``."""
+
+def _nn_logsigmoid(input: Tensor) -> Tensor:
+    """``-softplus(-x)``."""
+
+def _nn_glu(input: Tensor, dim: _int) -> Tensor:
+    """glu along ``dim``."""
+
+def _nn_dropout(input: Tensor, p: _float) -> Tensor:
+    """Inverted dropout with probability ``p`` (training mode)."""
+
+def _nn_cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None,
+    ignore_index: _int,
+    reduction: str,
+    label_smoothing: _float,
+) -> Tensor:
+    """cross_entropy over class indices (int64 target) or class probabilities (float target of
+    the input's shape)."""
+
+def _nn_nll_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None,
+    ignore_index: _int,
+    reduction: str,
+) -> Tensor:
+    """nll_loss over class indices."""
+
+def _nn_pointwise_loss(
+    kind: str,
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None,
+    reduction: str,
+    param: _float = 0.0,
+    pos_weight: Tensor | None = None,
+) -> Tensor:
+    """The regression and binary losses by name, with their optional weight and parameter
+    (``beta`` of smooth_l1, ``delta`` of huber, ``log_target`` of kl_div as 0/1)."""
 
 # ----- ops_shape ----------------------------------------------------------------------------------
 

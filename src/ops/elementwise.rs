@@ -29,7 +29,7 @@ pub(crate) const PAR_MIN_ELEMENTS: usize = 1 << 18;
 /// The same for the vectorised transcendental kernels (~0.5-1 ns per element). Measured on a
 /// quiet machine: tanh of 192x192 (36,864 elements) takes 38 µs on one thread, 27 µs on two;
 /// under load from other processes a second thread gains less (128K exp: 69 vs 84 µs).
-const PAR_MIN_VMATH: usize = 1 << 15;
+pub(crate) const PAR_MIN_VMATH: usize = 1 << 15;
 
 /// Elements the one-pass sums add a part at a time: the running sum stays in L1 (8 KiB of f32).
 const SUM_BLOCK: usize = 2048;
@@ -69,7 +69,7 @@ fn for_chunks_mut<E: Send>(out: &mut [E], par_min: usize, fill: impl Fn(usize, &
 ///
 /// `fill` must write every slot of `out`; callers zip `out` with input slices of the same
 /// length taken by indexing (which panics rather than leaving a slot unwritten).
-fn collect_chunks<U: Send>(
+pub(crate) fn collect_chunks<U: Send>(
     n: usize,
     par_min: usize,
     fill: impl Fn(usize, &mut [MaybeUninit<U>]) + Sync,
@@ -104,7 +104,7 @@ fn cover(t: &Tensor, shape: &[usize]) -> Option<Cover> {
 }
 
 /// The element a [`Cover::Uniform`] tensor repeats.
-fn uniform_value<T: Element>(t: &Tensor) -> Result<T> {
+pub(crate) fn uniform_value<T: Element>(t: &Tensor) -> Result<T> {
     let guard = t.storage().read();
     let data = T::data(&guard).ok_or_else(|| crate::tensor::dtype_mismatch(T::DTYPE, t.dtype()))?;
     data.as_slice()
@@ -353,14 +353,21 @@ pub(crate) fn map<T: Element, U: Element>(
     t: &Tensor,
     f: impl Fn(T) -> U + Sync + Send,
 ) -> Result<Tensor> {
+    map_with(t, PAR_MIN_ELEMENTS, f)
+}
+
+/// [`map`], split across threads from `par_min` elements on (lower for costly `f`).
+pub(crate) fn map_with<T: Element, U: Element>(
+    t: &Tensor,
+    par_min: usize,
+    f: impl Fn(T) -> U + Sync + Send,
+) -> Result<Tensor> {
     let n = t.numel();
     // An expanded input can name far more elements than it stores.
     ensure_allocatable(n, U::DTYPE)?;
     let out: Vec<U> = match cover(t, t.shape()) {
         Some(c) => with_src::<T, _>(t, c, |s| {
-            collect_chunks(n, PAR_MIN_ELEMENTS, |start, out| {
-                map_chunk(s, start, out, &f)
-            })
+            collect_chunks(n, par_min, |start, out| map_chunk(s, start, out, &f))
         })?,
         None => t.with_view::<T, _>(|v| v.iter().map(|&x| f(x)).collect())?,
     };
@@ -373,15 +380,23 @@ pub(crate) fn zip<T: Element, U: Element>(
     b: &Tensor,
     f: impl Fn(T, T) -> U + Sync + Send,
 ) -> Result<Tensor> {
+    zip_with(a, b, PAR_MIN_ELEMENTS, f)
+}
+
+/// [`zip`], split across threads from `par_min` elements on (lower for costly `f`).
+pub(crate) fn zip_with<T: Element, U: Element>(
+    a: &Tensor,
+    b: &Tensor,
+    par_min: usize,
+    f: impl Fn(T, T) -> U + Sync + Send,
+) -> Result<Tensor> {
     let shape = broadcast_shapes(a.shape(), b.shape())?;
     let n = checked_numel(&shape)?;
     ensure_allocatable(n, U::DTYPE)?;
     if let (Some(ca), Some(cb)) = (cover(a, &shape), cover(b, &shape)) {
         let out = with_src::<T, _>(a, ca, |sa| {
             with_src::<T, _>(b, cb, |sb| {
-                collect_chunks(n, PAR_MIN_ELEMENTS, |start, out| {
-                    zip_chunk(sa, sb, start, out, &f)
-                })
+                collect_chunks(n, par_min, |start, out| zip_chunk(sa, sb, start, out, &f))
             })
         })??;
         return Tensor::from_vec(out, &shape);

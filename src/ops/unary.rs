@@ -12,7 +12,7 @@ use crate::tensor::{DType, Tensor};
 /// tensor `s`: only when the composite rule would record nothing (grad mode off, or nothing
 /// requiring grad), so `create_graph` still gets a differentiable graph; and only on float
 /// tensors of one dtype and shape (anything else takes the composite rule's promotions).
-fn fusable(g: &Tensor, s: &Tensor) -> bool {
+pub(crate) fn fusable(g: &Tensor, s: &Tensor) -> bool {
     !needs_grad(&[g, s]) && g.dtype() == s.dtype() && g.dtype().is_float() && g.shape() == s.shape()
 }
 
@@ -478,9 +478,9 @@ impl Tensor {
         Ok(out)
     }
 
-    /// The error function (via the `libm` crate); d/dx = 2/sqrt(pi) e^(-x²).
+    /// The error function (float32 vectorised, float64 via `libm`); d/dx = 2/sqrt(pi) e^(-x²).
     pub fn erf(&self) -> Result<Tensor> {
-        let out = crate::ops::elementwise::map_float_fn(self, libm::erff, libm::erf)?;
+        let out = map_vmath(self, UnaryF32::Erf)?;
         if needs_grad(&[self]) {
             record("ErfBackward0", &[self], &[&out], &[self], false, |g, s| {
                 let d = s[0]

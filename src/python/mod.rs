@@ -3,6 +3,7 @@
 
 mod args;
 mod errors;
+mod nn_activation_loss;
 mod nn_attention;
 mod nn_norm;
 mod nn_rnn;
@@ -511,6 +512,7 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     nn_rnn::register(m)?;
     nn_norm::register(m)?;
     nn_attention::register(m)?;
+    nn_activation_loss::register(m)?;
     ops_math::register(m)?;
     ops_shape::register(m)?;
     optim::register(m)?;

@@ -39,6 +39,7 @@ __all__ = [
     "batch_norm",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
+    "celu",
     "conv1d",
     "conv2d",
     "cross_entropy",
@@ -48,6 +49,9 @@ __all__ = [
     "fold",
     "gelu",
     "group_norm",
+    "glu",
+    "hardsigmoid",
+    "hardswish",
     "hardtanh",
     "huber_loss",
     "instance_norm",
@@ -58,22 +62,31 @@ __all__ = [
     "linear",
     "local_response_norm",
     "log_softmax",
+    "logsigmoid",
     "max_pool2d",
+    "mish",
     "mse_loss",
     "multi_head_attention_forward",
     "nll_loss",
     "normalize",
     "one_hot",
     "pad",
+    "prelu",
     "relu",
     "rms_norm",
     "scaled_dot_product_attention",
+    "relu6",
+    "selu",
     "sigmoid",
     "silu",
     "smooth_l1_loss",
     "softmax",
+    "softmin",
     "softplus",
+    "softsign",
     "tanh",
+    "tanhshrink",
+    "threshold",
     "unfold",
 ]
 
@@ -108,29 +121,10 @@ def _where(cond: Any, a: Any, b: Any) -> Tensor:
     return _C._where_tensors(cond, a, b)
 
 
-def _log1p(x: Tensor) -> Tensor:
-    """``log(1 + x)``, accurate for tiny ``x``: ``Tensor.log1p`` when present, else Goldberg's
-    ``log(w) * x / (w - 1)`` with ``w = 1 + x`` (exactly ``x`` where ``w`` rounds to 1)."""
-    if _has("log1p"):
-        return x.log1p()
-    w = x + 1.0
-    d = w - 1.0
-    tiny = d == 0
-    return _where(tiny, x, w.log() * x / _where(tiny, 1.0, d))
-
-
-def _expm1(x: Tensor) -> Tensor:
-    return x.expm1() if _has("expm1") else x.exp() - 1.0
-
-
-def _log1pexp(z: Tensor) -> Tensor:
-    """``log(1 + exp(z))`` without overflow and with the exact derivative ``sigmoid(z)`` at every
-    point (including 0): ``z + log1p(exp(-z))`` for ``z > 0``, ``log1p(exp(z))`` otherwise; each
-    branch only ever sees non-positive exponents, so the unused one stays finite."""
-    pos = z > 0
-    zp = _where(pos, z, 0.0)
-    zn = _where(pos, 0.0, z)
-    return _where(pos, zp + _log1p((-zp).exp()), _log1p(zn.exp()))
+def _src(input: Tensor, inplace: bool) -> Tensor:
+    """The operand of an activation whose result is copied back into ``input``: a copy when
+    autograd will save it, since ``copy_`` bumps the version of the saved one."""
+    return input.clone() if inplace and input.requires_grad else input
 
 
 def _inplace(input: Tensor, result: Tensor, inplace: bool) -> Tensor:
@@ -185,20 +179,6 @@ def _tuple(v: _int_or_tuple, n: int, name: str) -> List[int]:
     return [int(v)] * n
 
 
-def _amax_const(x: Tensor, dim: int) -> Tensor:
-    """The maximum along ``dim`` (kept), as a constant; non-finite maxima become 0 (as in
-    torch's logsumexp), so subtracting it never produces ``inf - inf``."""
-    a = _np(x)
-    if a.ndim == 0:
-        m = np.where(np.isfinite(a), a, 0.0)
-    elif a.shape[dim] == 0:
-        m = np.zeros(a.shape[:dim] + (1,) + a.shape[dim + 1 :])
-    else:
-        m = np.max(a, axis=dim, keepdims=True)
-        m = np.where(np.isfinite(m), m, 0.0)
-    return _const(m, x)
-
-
 def _softmax_dim(ndim: int, name: str, stacklevel: int) -> int:
     warnings.warn(
         f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
@@ -207,6 +187,10 @@ def _softmax_dim(ndim: int, name: str, stacklevel: int) -> int:
         stacklevel=stacklevel,
     )
     return 0 if ndim in (0, 1, 3) else 1
+
+
+def _type_name(t: Tensor) -> str:
+    return {_C.float32: "Float", _C.float64: "Double", _C.int64: "Long", _C.bool: "Bool"}[t.dtype]
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:
@@ -233,37 +217,43 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
-    """``x * Phi(x)``: exact through ``erf`` (``approximate='none'``), or torch's tanh form."""
-    if approximate == "tanh":
-        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
-        return input * 0.5 * (inner.tanh() + 1.0)
-    if approximate != "none":
-        raise RuntimeError("approximate argument must be either none or tanh.")
-    return input * 0.5 * ((input * (1.0 / math.sqrt(2.0))).erf() + 1.0)
+    """``x * Phi(x)``: exact (``approximate='none'``) or torch's tanh form; one fused kernel."""
+    return _C._nn_gelu(input, approximate)
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * sigmoid(x)``."""
-    return _inplace(input, input * input.sigmoid(), inplace)
+    return _inplace(input, _C._nn_silu(_src(input, inplace)), inplace)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """``x * tanh(softplus(x))``."""
+    return _inplace(input, _C._nn_mish(_src(input, inplace)), inplace)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold``; evaluated so that
-    ``exp`` never sees a positive number (see ``_log1pexp``)."""
-    bx = input * beta
-    return _where(bx > threshold, input, _log1pexp(bx) / beta)
+    """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold``."""
+    return _C._nn_softplus(input, float(beta), float(threshold))
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    """``x`` for ``x > 0``, else ``alpha (exp(x) - 1)`` (``exp`` only sees ``min(x, 0)``, so no
-    overflow and no ``0 * inf`` in the gradient). Gradient ``alpha`` at 0, as torch."""
-    neg = _where(input > 0, 0.0, input)  # min(x, 0), slope 1 at 0
-    return _inplace(input, _where(input > 0, input, _expm1(neg) * alpha), inplace)
+    """``x`` for ``x > 0``, else ``alpha (exp(x) - 1)``; gradient ``alpha`` at 0, as torch."""
+    return _inplace(input, _C._nn_elu(_src(input, inplace), float(alpha)), inplace)
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``scale * elu(x, alpha)`` with torch's fixed constants."""
+    return _inplace(input, _C._nn_selu(_src(input, inplace)), inplace)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """``max(0, x) + min(0, alpha (exp(x / alpha) - 1))``."""
+    return _inplace(input, _C._nn_celu(_src(input, inplace), float(alpha)), inplace)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """``x`` for ``x > 0`` else ``negative_slope * x`` (slope used at 0, as torch)."""
-    return _inplace(input, _where(input > 0, input, input * negative_slope), inplace)
+    return _inplace(input, _C._nn_leaky_relu(_src(input, inplace), float(negative_slope)), inplace)
 
 
 def hardtanh(
@@ -273,8 +263,66 @@ def hardtanh(
     (as torch)."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    out = _where(input <= min_val, min_val, _where(input >= max_val, max_val, input))
-    return _inplace(input, out, inplace)
+    return _inplace(
+        input, _C._nn_hardtanh(_src(input, inplace), float(min_val), float(max_val)), inplace
+    )
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """``hardtanh(x, 0, 6)``."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """``x * relu6(x + 3) / 6``."""
+    return _inplace(input, _C._nn_hardswish(_src(input, inplace)), inplace)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """``relu6(x + 3) / 6``."""
+    return _inplace(input, _C._nn_hardsigmoid(_src(input, inplace)), inplace)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """``log(sigmoid(x)) = -softplus(-x)``, stable."""
+    return _C._nn_logsigmoid(input)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """``a * sigmoid(b)`` with ``a``, ``b`` the halves of ``input`` along ``dim``."""
+    return _C._nn_glu(input, int(dim))
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """``x`` where ``x > threshold``, else ``value``."""
+    return _inplace(input, _where(input > threshold, input, float(value)), inplace)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """``x`` where ``x > 0``, else ``weight * x``; ``weight`` holds one slope or one per channel
+    (dim 1)."""
+    if weight.numel() != 1:
+        if input.dim() == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = input.shape[1] if input.dim() >= 2 else 1
+        if weight.numel() != channels:
+            raise RuntimeError(
+                f"Mismatch of parameter numbers and input channel size. Found parameter "
+                f"numbers = {weight.numel()} and channel size = {channels}."
+            )
+        if input.dim() >= 2:
+            weight = weight.reshape(channels, *([1] * (input.dim() - 2)))
+    return _where(input > 0, input, weight * input)
+
+
+def softsign(input: Tensor) -> Tensor:
+    """``x / (1 + |x|)`` (torch composes it the same way)."""
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    """``x - tanh(x)`` (torch composes it the same way)."""
+    return input - input.tanh()
 
 
 def tanh(input: Tensor) -> Tensor:
@@ -287,30 +335,24 @@ def sigmoid(input: Tensor) -> Tensor:
     return input.sigmoid()
 
 
-def _log_softmax(x: Tensor, dim: int) -> Tensor:
-    if _has("log_softmax"):
-        return x.log_softmax(dim)
-    if x.dim() == 0:
-        return x - x.detach()  # zero, with gradient 0 (as torch)
-    shifted = x - _amax_const(x, dim)
-    return shifted - shifted.exp().sum(dim, keepdim=True).log()
-
-
 def softmax(
     input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3, dtype: Any = None
 ) -> Tensor:
     """``exp(x) / sum(exp(x))`` along ``dim``, computed with the maximum subtracted."""
     if dim is None:
         dim = _softmax_dim(input.dim(), "softmax", _stacklevel)
+    return input.softmax(dim, dtype)
+
+
+def softmin(
+    input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3, dtype: Any = None
+) -> Tensor:
+    """``softmax(-x)`` along ``dim``."""
+    if dim is None:
+        dim = _softmax_dim(input.dim(), "softmin", _stacklevel)
     if dtype is not None:
         input = input.to(dtype)
-    dim = _wrap_dim(dim, input.dim())
-    if _has("softmax"):
-        return input.softmax(dim)
-    if input.dim() == 0:
-        return input - input.detach() + 1.0
-    e = (input - _amax_const(input, dim)).exp()
-    return e / e.sum(dim, keepdim=True)
+    return (-input).softmax(dim)
 
 
 def log_softmax(
@@ -319,10 +361,7 @@ def log_softmax(
     """``x - logsumexp(x)`` along ``dim``, computed with the maximum subtracted."""
     if dim is None:
         dim = _softmax_dim(input.dim(), "log_softmax", _stacklevel)
-    if dtype is not None:
-        input = input.to(dtype)
-    dim = _wrap_dim(dim, input.dim())
-    return _log_softmax(input, dim)
+    return input.log_softmax(dim, dtype)
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
@@ -332,10 +371,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    if p == 1.0:
-        return _inplace(input, input * 0.0, inplace)
-    keep = (_fg().rand(*input.shape, dtype=input.dtype) < (1.0 - p)).to(input.dtype)
-    return _inplace(input, input * (keep * (1.0 / (1.0 - p))), inplace)
+    return _inplace(input, _C._nn_dropout(input, float(p)), inplace)
 
 
 # ----- losses -------------------------------------------------------------------------------------
@@ -364,11 +400,7 @@ def mse_loss(
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _warn_target_size(input, target)
-    d = input - target
-    loss = d * d
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    return _C._nn_pointwise_loss("mse", input, target, weight, reduction)
 
 
 def l1_loss(
@@ -383,10 +415,7 @@ def l1_loss(
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _warn_target_size(input, target)
-    loss = (input - target).abs()
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    return _C._nn_pointwise_loss("l1", input, target, weight, reduction)
 
 
 def smooth_l1_loss(
@@ -401,13 +430,7 @@ def smooth_l1_loss(
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _warn_target_size(input, target)
-    if beta < 0:
-        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    d = input - target
-    z = d.abs()
-    if beta == 0.0:
-        return _reduce(z, reduction)
-    return _reduce(_where(z < beta, d * d * (0.5 / beta), z - 0.5 * beta), reduction)
+    return _C._nn_pointwise_loss("smooth_l1", input, target, None, reduction, float(beta))
 
 
 def huber_loss(
@@ -420,33 +443,7 @@ def huber_loss(
     """``0.5 d^2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``."""
     _check_reduction(reduction)
     _warn_target_size(input, target)
-    if delta <= 0:
-        raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    d = input - target
-    z = d.abs()
-    loss = _where(z < delta, d * d * 0.5, (z - 0.5 * delta) * delta)
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
-
-
-def _class_last(x: Tensor) -> Tensor:
-    """Move dim 1 (classes) of an ``(N, C, d1, ...)`` tensor last."""
-    if x.dim() <= 2:
-        return x
-    perm = [0, *range(2, x.dim()), 1]
-    return x.permute(*perm)
-
-
-def _check_target(target: Tensor, name: str) -> None:
-    if target.dtype != _C.int64:
-        raise RuntimeError(
-            f"expected target dtype to be Long or Byte, but got {_type_name(target)}"
-        )
-
-
-def _type_name(t: Tensor) -> str:
-    return {_C.float32: "Float", _C.float64: "Double", _C.int64: "Long", _C.bool: "Bool"}[t.dtype]
+    return _C._nn_pointwise_loss("huber", input, target, weight, reduction, float(delta))
 
 
 def nll_loss(
@@ -463,61 +460,7 @@ def nll_loss(
     ``(N, d1, ...)``. ``mean`` divides by the total weight of the non-ignored targets."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    picked, w = _nll_parts(input, target, weight, ignore_index)
-    loss = -(picked * w)
-    if reduction == "none":
-        return loss
-    if reduction == "sum":
-        return loss.sum()
-    return loss.sum() / w.sum()
-
-
-def _nll_parts(
-    input: Tensor, target: Tensor, weight: Optional[Tensor], ignore_index: int
-) -> Tuple[Tensor, Tensor]:
-    """``(input at the target class, weight of the target)``, both of the target's shape."""
-    fg = _fg()
-    if input.dim() < 1:
-        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
-    _check_target(target, "nll_loss")
-    if input.dim() == 1:
-        if target.dim() != 0:
-            raise ValueError(
-                f"Expected input batch_size (1) to match target batch_size ({target.shape[0]})."
-            )
-    elif target.dim() == 0 or input.shape[0] != target.shape[0]:
-        tb = 1 if target.dim() == 0 else target.shape[0]
-        raise ValueError(
-            f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({tb})."
-        )
-    elif input.dim() > 2 and tuple(target.shape) != (input.shape[0], *input.shape[2:]):
-        raise RuntimeError(
-            f"Expected target size [{input.shape[0]}, "
-            + ", ".join(str(s) for s in input.shape[2:])
-            + f"], got {_size(target)}"
-        )
-    elif input.dim() == 2 and target.dim() != 1:
-        raise RuntimeError(
-            f"0D or 1D target tensor expected, multi-target not supported; got {_size(target)}"
-        )
-    n_classes = input.shape[0] if input.dim() == 1 else input.shape[1]
-    if weight is not None and (weight.dim() != 1 or weight.shape[0] != n_classes):
-        raise RuntimeError(
-            f"weight tensor should be defined either for all {n_classes} classes or no classes "
-            f"but got weight tensor of shape: {_size(weight)}"
-        )
-    t = _np(target)
-    valid_np = t != ignore_index
-    bad = valid_np & ((t < 0) | (t >= n_classes))
-    if bad.any():
-        raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
-    x = _class_last(input)
-    safe = _where(target == ignore_index, 0, target)
-    onehot = (safe.unsqueeze(-1) == fg.arange(n_classes)).to(input.dtype)
-    picked = (x * onehot).sum(-1)
-    valid = (target != ignore_index).to(input.dtype)
-    w = valid if weight is None else (onehot * weight).sum(-1) * valid
-    return picked, w
+    return _C._nn_nll_loss(input, target, weight, int(ignore_index), reduction)
 
 
 def cross_entropy(
@@ -530,59 +473,14 @@ def cross_entropy(
     reduction: str = "mean",
     label_smoothing: float = 0.0,
 ) -> Tensor:
-    """``nll_loss(log_softmax(input, class dim), target)`` for class indices, or
-    ``-sum(target * log_softmax(input))`` for class probabilities (``target`` of ``input``'s
+    """``nll_loss(log_softmax(input, class dim), target)`` for class indices (one fused kernel),
+    or ``-sum(target * log_softmax(input))`` for class probabilities (``target`` of ``input``'s
     shape), with torch's ``label_smoothing`` and weighting rules."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    class_dim = 0 if input.dim() == 1 else 1
-    if input.dim() < 1:
-        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
-    n_classes = input.shape[class_dim]
-    logp = _log_softmax(input, class_dim)
-    if tuple(target.shape) == tuple(input.shape) and target.dtype in (_C.float32, _C.float64):
-        if label_smoothing > 0:
-            target = target * (1.0 - label_smoothing) + label_smoothing / (n_classes or math.nan)
-        wshape = [1] * input.dim()
-        wshape[class_dim] = n_classes
-        prod = logp * target
-        if weight is not None:
-            prod = prod * weight.reshape(*wshape)
-        if reduction == "none":
-            return -prod.sum(class_dim)
-        if reduction == "sum":
-            return -prod.sum()
-        n = input.numel() // max(n_classes, 1)
-        return -prod.sum() / (n if n else float("nan"))
-    picked, w = _nll_parts(logp, target, weight, ignore_index)
-    nll = -(picked * w)
-    if reduction == "sum":
-        nll_red = nll.sum()
-    elif reduction == "mean":
-        nll_red = nll.sum() / w.sum()
-    else:
-        nll_red = nll
-    if label_smoothing <= 0.0:
-        return nll_red
-    x = _class_last(logp)
-    if weight is not None:
-        smooth = -(x * weight).sum(-1)
-    else:
-        smooth = -x.sum(-1)
-    valid = (target != ignore_index).to(input.dtype)
-    smooth = smooth * valid
-    if reduction == "mean":
-        denom = w.sum() if weight is not None else valid.sum()
-        smooth_red = smooth.sum() / denom
-    elif reduction == "sum":
-        smooth_red = smooth.sum()
-    else:
-        smooth_red = smooth
-    # No classes: torch's mean over them is nan, not a division error.
-    per_class = label_smoothing / (n_classes or math.nan)
-    return nll_red * (1.0 - label_smoothing) + smooth_red * per_class
+    return _C._nn_cross_entropy(
+        input, target, weight, int(ignore_index), reduction, float(label_smoothing)
+    )
 
 
 def binary_cross_entropy(
@@ -593,28 +491,10 @@ def binary_cross_entropy(
     reduce: Optional[bool] = None,
     reduction: str = "mean",
 ) -> Tensor:
-    """``-w (t log x + (1 - t) log(1 - x))`` with each log clamped at -100 (as torch). At
-    ``x`` exactly 0 or 1 the gradient is 0 where torch's is ``(x - t) / 1e-12``."""
+    """``-w (t log x + (1 - t) log(1 - x))`` with each log clamped at -100 (as torch)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(
-            f"Using a target size ({_size(target)}) that is different to the input size "
-            f"({_size(input)}) is deprecated. Please ensure they have the same size."
-        )
-    a = _np(input)
-    if a.size and ((a < 0) | (a > 1)).any():
-        raise RuntimeError("all elements of input should be between 0 and 1")
-    floor = math.exp(-100.0)
-
-    def clamped_log(v: Tensor) -> Tensor:
-        ok = v > floor
-        return _where(ok, _where(ok, v, 1.0).log(), -100.0)
-
-    loss = -(target * clamped_log(input) + (1.0 - target) * clamped_log(1.0 - input))
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    return _C._nn_pointwise_loss("bce", input, target, weight, reduction)
 
 
 def binary_cross_entropy_with_logits(
@@ -627,22 +507,10 @@ def binary_cross_entropy_with_logits(
     pos_weight: Optional[Tensor] = None,
 ) -> Tensor:
     """``BCE(sigmoid(x), t)`` computed stably as
-    ``(1 - t) x + (1 + (pw - 1) t) (log1p(exp(-|x|)) + max(-x, 0))``."""
+    ``(1 - t) x + (1 + (pw - 1) t) softplus(-x)``."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(
-            f"Target size ({_size(target)}) must be the same as input size ({_size(input)})"
-        )
-    softplus_neg = _log1pexp(-input)  # log(1 + exp(-x)), stable
-    if pos_weight is not None:
-        log_weight = (pos_weight - 1.0) * target + 1.0
-        loss = (1.0 - target) * input + log_weight * softplus_neg
-    else:
-        loss = (1.0 - target) * input + softplus_neg
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    return _C._nn_pointwise_loss("bce_logits", input, target, weight, reduction, 0.0, pos_weight)
 
 
 def kl_div(
@@ -668,16 +536,10 @@ def kl_div(
         )
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    if log_target:
-        loss = target.exp() * (target - input)
-    else:
-        positive = target > 0
-        xlogx = target * _where(positive, target, 1.0).log()
-        loss = xlogx - target * input
     if reduction == "batchmean":
-        total = loss.sum()
+        total = _C._nn_pointwise_loss("kl_div", input, target, None, "sum", float(log_target))
         return total / input.shape[0] if input.dim() != 0 else total
-    return _reduce(loss, reduction)
+    return _C._nn_pointwise_loss("kl_div", input, target, None, reduction, float(log_target))
 
 
 # ----- normalisation, embedding, one_hot -------------------------------------------------------

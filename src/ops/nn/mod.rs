@@ -3,8 +3,10 @@
 //! side by side, as elsewhere in `ops`. Rust users build models from these functions directly;
 //! the Python package's `nn.functional` only parses arguments and raises torch's errors.
 
+pub mod activation;
 pub mod attention;
 pub mod conv;
+pub mod loss;
 pub mod norm;
 pub mod rnn;
 pub mod softmax;

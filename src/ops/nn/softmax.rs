@@ -1,12 +1,23 @@
 //! Numerically stable log-sum-exp, softmax and log-softmax (each subtracts the maximum first).
+//!
+//! Softmax and log-softmax are fused row kernels along any dim: the tensor is seen as
+//! `(outer, n, inner)` with `n` the softmax dim; one pass finds the maxima, one writes
+//! `exp(x - m)` (vectorised for float32) and sums it, one scales or shifts. Blocks of rows run in
+//! parallel. Their backward is one fused pass too, unless a graph of the backward is being built
+//! (then it is written with differentiable ops on the saved output).
+
+use std::mem::MaybeUninit;
 
 use crate::autograd::grad_mode::GradModeGuard;
 use crate::autograd::node::{needs_grad, record};
 use crate::error::Result;
 use crate::ops::convert::cast;
+use crate::ops::elementwise::PAR_MIN_VMATH;
 use crate::ops::reduce::reduce_dims;
+use crate::ops::vmath::UnaryF32;
+use crate::parallel::{self, SendPtr};
 use crate::tensor::shape::wrap_dim;
-use crate::tensor::Tensor;
+use crate::tensor::{DType, Element, Tensor};
 
 /// Softmax kernels take floats only (torch raises NotImplementedError for integers).
 fn float_only(t: &Tensor, kernel: &str) -> Result<()> {
@@ -81,26 +92,26 @@ impl Tensor {
         Ok(out)
     }
 
-    /// Softmax along `dim` (float inputs only, like torch): `exp(x - m) / Σ exp(x - m)`. Backward: `y (g - Σ g y)`, written with
-    /// differentiable ops on the saved output.
+    /// Softmax along `dim` (float inputs only, like torch): `exp(x - m) / Σ exp(x - m)`, one
+    /// fused kernel. Backward: `y (g - Σ g y)`, fused, or with differentiable ops on the saved
+    /// output when a graph of the backward is built.
     pub fn softmax(&self, dim: i64) -> Result<Tensor> {
         float_only(self, "softmax_kernel_impl")?;
-        let x = floated(self)?;
-        let d = wrap_dim(dim, x.dim())? as i64;
-        let out = {
-            let _g = GradModeGuard::new(false);
-            let e = x.detach().sub(&stable_shift(&x, &[d])?)?.exp()?;
-            e.div(&e.sum_dims(&[d], true)?)?
-        };
-        if needs_grad(&[&x]) {
+        let d = wrap_dim(dim, self.dim())?;
+        let out = rows_forward(self, d, false)?;
+        if needs_grad(&[self]) {
             record(
                 "SoftmaxBackward0",
-                &[&x],
+                &[self],
                 &[&out],
                 &[&out],
                 false,
                 move |g, s| {
                     let y = &s[0];
+                    if crate::ops::unary::fusable(&g[0], y) {
+                        return Ok(vec![Some(rows_backward(&g[0], y, d, false)?)]);
+                    }
+                    let d = d as i64;
                     let gy = g[0].mul(y)?;
                     Ok(vec![Some(gy.sub(&y.mul(&gy.sum_dims(&[d], true)?)?)?)])
                 },
@@ -109,25 +120,25 @@ impl Tensor {
         Ok(out)
     }
 
-    /// Log-softmax along `dim`: `x - m - log Σ exp(x - m)`. Backward: `g - exp(y) Σ g`.
+    /// Log-softmax along `dim`: `x - m - log Σ exp(x - m)`, one fused kernel. Backward:
+    /// `g - exp(y) Σ g`.
     pub fn log_softmax(&self, dim: i64) -> Result<Tensor> {
         float_only(self, "log_softmax_kernel_impl")?;
-        let x = floated(self)?;
-        let d = wrap_dim(dim, x.dim())? as i64;
-        let out = {
-            let _g = GradModeGuard::new(false);
-            let z = x.detach().sub(&stable_shift(&x, &[d])?)?;
-            z.sub(&z.exp()?.sum_dims(&[d], true)?.log()?)?
-        };
-        if needs_grad(&[&x]) {
+        let d = wrap_dim(dim, self.dim())?;
+        let out = rows_forward(self, d, true)?;
+        if needs_grad(&[self]) {
             record(
                 "LogSoftmaxBackward0",
-                &[&x],
+                &[self],
                 &[&out],
                 &[&out],
                 false,
                 move |g, s| {
                     let y = &s[0];
+                    if crate::ops::unary::fusable(&g[0], y) {
+                        return Ok(vec![Some(rows_backward(&g[0], y, d, true)?)]);
+                    }
+                    let d = d as i64;
                     Ok(vec![Some(
                         g[0].sub(&y.exp()?.mul(&g[0].sum_dims(&[d], true)?)?)?,
                     )])
@@ -135,5 +146,340 @@ impl Tensor {
             )?;
         }
         Ok(out)
+    }
+
+    /// Softmin along `dim`: `softmax(-x)`.
+    pub fn softmin(&self, dim: i64) -> Result<Tensor> {
+        self.neg()?.softmax(dim)
+    }
+}
+
+/// A float element the row kernels run on: f64 accumulation, vectorised exp for f32.
+pub(crate) trait RowFloat: Element + num_traits::Float {
+    /// `dst[i] = e^src[i]`.
+    fn exp_into(src: &[Self], dst: &mut [MaybeUninit<Self>]);
+    /// Widen.
+    fn f(self) -> f64;
+    /// Narrow.
+    fn of(v: f64) -> Self;
+}
+
+impl RowFloat for f32 {
+    fn exp_into(src: &[f32], dst: &mut [MaybeUninit<f32>]) {
+        UnaryF32::Exp.apply_uninit(src, dst)
+    }
+    #[inline(always)]
+    fn f(self) -> f64 {
+        self as f64
+    }
+    #[inline(always)]
+    fn of(v: f64) -> f32 {
+        v as f32
+    }
+}
+
+impl RowFloat for f64 {
+    fn exp_into(src: &[f64], dst: &mut [MaybeUninit<f64>]) {
+        for (o, &v) in dst.iter_mut().zip(src) {
+            o.write(v.exp());
+        }
+    }
+    #[inline(always)]
+    fn f(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn of(v: f64) -> f64 {
+        v
+    }
+}
+
+/// Independent accumulators in the reductions, so they vectorise (a single running sum is
+/// bound by the add latency).
+const LANES: usize = 8;
+
+/// Σ f(a[i], b[i]) in f64, eight partial sums.
+#[inline(always)]
+pub(crate) fn sum_by<T: RowFloat>(a: &[T], b: &[T], f: impl Fn(T, T) -> f64) -> f64 {
+    let mut acc = [0.0f64; LANES];
+    let (ac, bc) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let (ar, br) = (ac.remainder(), bc.remainder());
+    for (x, y) in ac.zip(bc) {
+        for k in 0..LANES {
+            acc[k] += f(x[k], y[k]);
+        }
+    }
+    let mut s: f64 = acc.iter().sum();
+    for (&x, &y) in ar.iter().zip(br) {
+        s += f(x, y);
+    }
+    s
+}
+
+/// The largest element, ignoring NaN (a NaN row still comes out NaN through exp); an infinite
+/// maximum is kept, so such rows come out NaN as torch's do.
+#[inline(always)]
+pub(crate) fn row_max<T: RowFloat>(x: &[T]) -> T {
+    let mut acc = [T::neg_infinity(); LANES];
+    let c = x.chunks_exact(LANES);
+    let r = c.remainder();
+    for v in c {
+        for k in 0..LANES {
+            acc[k] = if v[k] > acc[k] { v[k] } else { acc[k] };
+        }
+    }
+    let mut m = acc
+        .iter()
+        .fold(T::neg_infinity(), |a, &b| if b > a { b } else { a });
+    for &v in r {
+        m = if v > m { v } else { m };
+    }
+    m
+}
+
+/// SAFETY contract helper: the slice was fully written.
+#[inline(always)]
+unsafe fn assume_init<T>(s: &mut [MaybeUninit<T>]) -> &mut [T] {
+    // SAFETY: the caller wrote every element; MaybeUninit<T> has T's layout.
+    unsafe { &mut *(s as *mut [MaybeUninit<T>] as *mut [T]) }
+}
+
+/// `(outer, n, inner)`: the sizes before, at and after `d`.
+pub(crate) fn geometry(shape: &[usize], d: usize) -> (usize, usize, usize) {
+    if shape.is_empty() {
+        return (1, 1, 1);
+    }
+    let outer = shape[..d].iter().product();
+    let inner = shape[d + 1..].iter().product();
+    (outer, shape[d], inner)
+}
+
+/// A new vector of `outer` blocks of `block` elements, `fill(o, block)` writing every element of
+/// block `o` (with a per-task scratch vector); blocks are shared among threads when there are
+/// many elements.
+pub(crate) fn fill_blocks<T: Element>(
+    outer: usize,
+    block: usize,
+    fill: impl Fn(usize, &mut [MaybeUninit<T>], &mut Vec<T>) + Sync,
+) -> Result<Vec<T>> {
+    let n = outer * block;
+    let mut v = crate::tensor::creation::try_vec::<T>(n)?;
+    let base = SendPtr(v.spare_capacity_mut().as_mut_ptr());
+    let per_task = (8192 / block.max(1)).max(1);
+    let tasks = outer.div_ceil(per_task);
+    let helpers = if n >= PAR_MIN_VMATH {
+        parallel::helpers()
+    } else {
+        0
+    };
+    parallel::share_work(helpers, tasks, &|t| {
+        let mut scratch = Vec::new();
+        for o in t * per_task..((t + 1) * per_task).min(outer) {
+            // SAFETY: blocks are disjoint ranges of the vector's spare capacity, which outlives
+            // share_work.
+            let out = unsafe { std::slice::from_raw_parts_mut(base.get().add(o * block), block) };
+            fill(o, out, &mut scratch);
+        }
+    });
+    // SAFETY: every block was written by `fill` (its contract).
+    unsafe { v.set_len(n) };
+    Ok(v)
+}
+
+/// Softmax (`log` false) or log-softmax of `x` along `d`.
+fn rows_forward(x: &Tensor, d: usize, log: bool) -> Result<Tensor> {
+    match x.dtype() {
+        DType::Float32 => rows_forward_as::<f32>(x, d, log),
+        _ => rows_forward_as::<f64>(x, d, log),
+    }
+}
+
+fn rows_forward_as<T: RowFloat>(x: &Tensor, d: usize, log: bool) -> Result<Tensor> {
+    let (outer, n, inner) = geometry(x.shape(), d);
+    let block = n * inner;
+    let v = x.with_contiguous_slice::<T, _>(|xs| {
+        fill_blocks::<T>(outer, block, |o, out, scratch| {
+            let xb = &xs[o * block..(o + 1) * block];
+            if inner == 1 {
+                forward_row(xb, out, log, scratch)
+            } else {
+                forward_cols(xb, out, inner, log, scratch)
+            }
+        })
+    })??;
+    Tensor::from_vec(v, x.shape())
+}
+
+/// One contiguous row.
+fn forward_row<T: RowFloat>(x: &[T], out: &mut [MaybeUninit<T>], log: bool, z: &mut Vec<T>) {
+    let m = row_max(x);
+    z.clear();
+    z.extend(x.iter().map(|&v| v - m));
+    T::exp_into(z, out);
+    // SAFETY: exp_into wrote every element.
+    let out = unsafe { assume_init(out) };
+    let s = sum_by(out, out, |a, _| a.f());
+    if log {
+        let l = T::of(s.ln());
+        for (o, &v) in out.iter_mut().zip(z.iter()) {
+            *o = v - l;
+        }
+    } else {
+        let inv = T::of(1.0 / s);
+        for o in out.iter_mut() {
+            *o = *o * inv;
+        }
+    }
+}
+
+/// One `(n, inner)` block, reduced over n: the loops run along the contiguous inner axis.
+fn forward_cols<T: RowFloat>(
+    x: &[T],
+    out: &mut [MaybeUninit<T>],
+    inner: usize,
+    log: bool,
+    z: &mut Vec<T>,
+) {
+    let n = x.len() / inner;
+    let mut m = vec![T::neg_infinity(); inner];
+    for row in x.chunks_exact(inner) {
+        for (a, &v) in m.iter_mut().zip(row) {
+            *a = if v > *a { v } else { *a };
+        }
+    }
+    let mut s = vec![0.0f64; inner];
+    z.resize(inner, T::zero());
+    for k in 0..n {
+        let row = &x[k * inner..(k + 1) * inner];
+        for ((zz, &v), &mm) in z.iter_mut().zip(row).zip(&m) {
+            *zz = v - mm;
+        }
+        let o = &mut out[k * inner..(k + 1) * inner];
+        T::exp_into(z, o);
+        // SAFETY: exp_into wrote every element.
+        let o = unsafe { assume_init(o) };
+        for (a, &e) in s.iter_mut().zip(o.iter()) {
+            *a += e.f();
+        }
+    }
+    // SAFETY: every row was written above.
+    let out = unsafe { assume_init(out) };
+    if log {
+        let l: Vec<T> = s.iter().map(|&v| T::of(v.ln())).collect();
+        for (orow, row) in out.chunks_exact_mut(inner).zip(x.chunks_exact(inner)) {
+            for (((o, &v), &mm), &ll) in orow.iter_mut().zip(row).zip(&m).zip(&l) {
+                *o = (v - mm) - ll;
+            }
+        }
+    } else {
+        let inv: Vec<T> = s.iter().map(|&v| T::of(1.0 / v)).collect();
+        for orow in out.chunks_exact_mut(inner) {
+            for (o, &i) in orow.iter_mut().zip(&inv) {
+                *o = *o * i;
+            }
+        }
+    }
+}
+
+/// The fused backward of softmax (`y (g - Σ g y)`) or log-softmax (`g - e^y Σ g`) along `d`;
+/// `g` and `y` share shape and float dtype.
+fn rows_backward(g: &Tensor, y: &Tensor, d: usize, log: bool) -> Result<Tensor> {
+    match y.dtype() {
+        DType::Float32 => rows_backward_as::<f32>(g, y, d, log),
+        _ => rows_backward_as::<f64>(g, y, d, log),
+    }
+}
+
+fn rows_backward_as<T: RowFloat>(g: &Tensor, y: &Tensor, d: usize, log: bool) -> Result<Tensor> {
+    let (outer, n, inner) = geometry(y.shape(), d);
+    let block = n * inner;
+    // The expanded gradient of a sum is one value: read it once instead of copying it out.
+    let uniform = y.numel() > 0 && g.layout().strides.iter().all(|&s| s == 0);
+    let v = y.with_contiguous_slice::<T, _>(|ys| -> Result<Vec<T>> {
+        if uniform {
+            let gv = crate::ops::elementwise::uniform_value::<T>(g)?;
+            return fill_blocks::<T>(outer, block, |o, out, scratch| {
+                let r = o * block..(o + 1) * block;
+                backward_block(Err(gv), &ys[r], out, inner, log, scratch)
+            });
+        }
+        g.with_contiguous_slice::<T, _>(|gs| {
+            fill_blocks::<T>(outer, block, |o, out, scratch| {
+                let r = o * block..(o + 1) * block;
+                backward_block(Ok(&gs[r.clone()]), &ys[r], out, inner, log, scratch)
+            })
+        })?
+    })??;
+    Tensor::from_vec(v, y.shape())
+}
+
+/// One `(n, inner)` block of the fused backward; `g` a slice or one broadcast value.
+fn backward_block<T: RowFloat>(
+    g: std::result::Result<&[T], T>,
+    y: &[T],
+    out: &mut [MaybeUninit<T>],
+    inner: usize,
+    log: bool,
+    e: &mut Vec<T>,
+) {
+    if log {
+        // e^y, then the per-column Σ g.
+        e.resize(y.len(), T::zero());
+        // SAFETY: T is plain data; exp_into writes every element of the view.
+        let ev = unsafe { &mut *(e.as_mut_slice() as *mut [T] as *mut [MaybeUninit<T>]) };
+        T::exp_into(y, ev);
+    }
+    let n = y.len() / inner.max(1);
+    let mut acc = vec![0.0f64; inner];
+    match g {
+        Err(gv) => {
+            if log {
+                acc.iter_mut().for_each(|a| *a = gv.f() * n as f64);
+            } else if inner == 1 {
+                acc[0] = gv.f() * sum_by(y, y, |a, _| a.f());
+            } else {
+                for yr in y.chunks_exact(inner) {
+                    for (a, &yv) in acc.iter_mut().zip(yr) {
+                        *a += gv.f() * yv.f();
+                    }
+                }
+            }
+        }
+        Ok(g) => {
+            if inner == 1 {
+                acc[0] = if log {
+                    sum_by(g, g, |a, _| a.f())
+                } else {
+                    sum_by(g, y, |a, b| a.f() * b.f())
+                };
+            } else {
+                for (gr, yr) in g.chunks_exact(inner).zip(y.chunks_exact(inner)) {
+                    for ((a, &gv), &yv) in acc.iter_mut().zip(gr).zip(yr) {
+                        *a += if log { gv.f() } else { gv.f() * yv.f() };
+                    }
+                }
+            }
+        }
+    }
+    let acc: Vec<T> = acc.into_iter().map(T::of).collect();
+    let src = if log { &e[..] } else { y };
+    for (k, (orow, sr)) in out
+        .chunks_exact_mut(inner)
+        .zip(src.chunks_exact(inner))
+        .enumerate()
+    {
+        match g {
+            Ok(g) => {
+                let gr = &g[k * inner..(k + 1) * inner];
+                for (((o, &gv), &sv), &a) in orow.iter_mut().zip(gr).zip(sr).zip(&acc) {
+                    o.write(if log { gv - sv * a } else { sv * (gv - a) });
+                }
+            }
+            Err(gv) => {
+                for ((o, &sv), &a) in orow.iter_mut().zip(sr).zip(&acc) {
+                    o.write(if log { gv - sv * a } else { sv * (gv - a) });
+                }
+            }
+        }
     }
 }

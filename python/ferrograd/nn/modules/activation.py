@@ -3,7 +3,7 @@ with torch's constructor arguments and ``extra_repr``."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from ... import _C
 from .. import functional as F
@@ -27,6 +27,15 @@ __all__ = [
     "Hardswish",
     "Softmax",
     "LogSoftmax",
+    "CELU",
+    "Hardsigmoid",
+    "LogSigmoid",
+    "GLU",
+    "Softsign",
+    "Tanhshrink",
+    "Softmin",
+    "PReLU",
+    "Threshold",
 ]
 
 
@@ -109,10 +118,6 @@ class ELU(Module):
         return f"alpha={self.alpha}{inplace_str}"
 
 
-_SELU_ALPHA = 1.6732632423543772848170429916717
-_SELU_SCALE = 1.0507009873554804934193349852946
-
-
 class SELU(Module):
     """scale * elu(x, alpha) with the self-normalising constants."""
 
@@ -121,7 +126,7 @@ class SELU(Module):
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.elu(input, _SELU_ALPHA) * _SELU_SCALE
+        return F.selu(input, self.inplace)
 
     def extra_repr(self) -> str:
         return _inplace_repr(self.inplace)
@@ -163,7 +168,7 @@ class Mish(Module):
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return input * F.softplus(input).tanh()
+        return F.mish(input, self.inplace)
 
     def extra_repr(self) -> str:
         return _inplace_repr(self.inplace)
@@ -206,7 +211,7 @@ class Hardswish(Module):
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return input * F.hardtanh(input + 3.0, 0.0, 6.0) / 6.0
+        return F.hardswish(input, self.inplace)
 
 
 class Softmax(Module):
@@ -235,3 +240,123 @@ class LogSoftmax(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class CELU(Module):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.celu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        inplace_str = ", inplace=True" if self.inplace else ""
+        return f"alpha={self.alpha}{inplace_str}"
+
+
+class Hardsigmoid(Module):
+    """relu6(x + 3) / 6."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardsigmoid(input, self.inplace)
+
+
+class LogSigmoid(Module):
+    """log(sigmoid(x)), computed stably."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.logsigmoid(input)
+
+
+class GLU(Module):
+    """a * sigmoid(b) for the halves a, b of the input along ``dim``."""
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softsign(Module):
+    """x / (1 + |x|)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softsign(input)
+
+
+class Tanhshrink(Module):
+    """x - tanh(x)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.tanhshrink(input)
+
+
+class Softmin(Module):
+    """softmax(-x) along ``dim``."""
+
+    def __init__(self, dim: Optional[int] = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softmin(input, self.dim, _stacklevel=5)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class PReLU(Module):
+    """x if x >= 0 else weight * x, with a learnt slope per channel (or one shared)."""
+
+    def __init__(
+        self, num_parameters: int = 1, init: float = 0.25, device: Any = None, dtype: Any = None
+    ) -> None:
+        from ..._creation import empty
+        from ..parameter import Parameter
+
+        self.num_parameters = num_parameters
+        super().__init__()
+        self.init = init
+        self.weight = Parameter(empty(num_parameters, device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        from .. import init as nn_init
+
+        nn_init.constant_(self.weight, self.init)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+class Threshold(Module):
+    """x if x > threshold else value."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__()
+        self.threshold = threshold
+        self.value = value
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self) -> str:
+        inplace_str = ", inplace=True" if self.inplace else ""
+        return f"threshold={self.threshold}, value={self.value}{inplace_str}"

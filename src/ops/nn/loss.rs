@@ -1,0 +1,870 @@
+//! Losses of `torch.nn.functional`: cross_entropy and nll_loss over class indices as one fused
+//! node (log-softmax and the pick in one pass, no dense one-hot), cross_entropy over class
+//! probabilities, and the pointwise regression and binary losses, each with torch's reductions.
+
+use std::sync::Arc;
+
+use crate::autograd::grad_mode::GradModeGuard;
+use crate::autograd::node::{needs_grad, record};
+use crate::error::{Error, Result};
+use crate::ops::nn::softmax::{fill_blocks, geometry, row_max, sum_by, RowFloat};
+use crate::tensor::{scalar_type_name, DType, Tensor};
+
+/// How per-element losses are combined (torch's `reduction`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reduction {
+    /// One loss per element (per sample for the class losses).
+    None,
+    /// The mean (the weighted mean for the class losses).
+    Mean,
+    /// The sum.
+    Sum,
+}
+
+impl Reduction {
+    /// Parse torch's name ("none", "mean", "sum").
+    pub fn parse(s: &str) -> Result<Reduction> {
+        match s {
+            "none" => Ok(Reduction::None),
+            "mean" => Ok(Reduction::Mean),
+            "sum" => Ok(Reduction::Sum),
+            _ => Err(Error::value(format!(
+                "{s} is not a valid value for reduction"
+            ))),
+        }
+    }
+}
+
+fn size_str(s: &[usize]) -> String {
+    format!(
+        "[{}]",
+        s.iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// Checks of a class-index loss's arguments (torch's messages); the class dim.
+fn check_class_args(x: &Tensor, target: &Tensor, weight: Option<&Tensor>) -> Result<usize> {
+    if x.dim() < 1 {
+        return Err(Error::value(format!(
+            "Expected 1 or more dimensions (got {})",
+            x.dim()
+        )));
+    }
+    let (xs, ts) = (x.shape(), target.shape());
+    if x.dim() == 1 {
+        if target.dim() != 0 && !(target.dim() == 1 && ts[0] == 1) {
+            return Err(Error::value(format!(
+                "Expected input batch_size (1) to match target batch_size ({}).",
+                ts[0]
+            )));
+        }
+    } else if target.dim() == 0 || xs[0] != ts[0] {
+        let tb = if target.dim() == 0 { 1 } else { ts[0] };
+        return Err(Error::value(format!(
+            "Expected input batch_size ({}) to match target batch_size ({tb}).",
+            xs[0]
+        )));
+    } else if x.dim() == 2 && target.dim() != 1 {
+        return Err(Error::runtime(
+            "0D or 1D target tensor expected, multi-target not supported",
+        ));
+    } else if x.dim() > 2 && (ts.len() != xs.len() - 1 || ts[1..] != xs[2..]) {
+        let mut want = vec![xs[0]];
+        want.extend_from_slice(&xs[2..]);
+        return Err(Error::runtime(format!(
+            "Expected target size {}, got {}",
+            size_str(&want),
+            size_str(ts)
+        )));
+    }
+    if target.dtype() != DType::Int64 {
+        return Err(Error::runtime(format!(
+            "expected target dtype to be Long or Byte, but got {}",
+            scalar_type_name(target.dtype())
+        )));
+    }
+    let cd = usize::from(x.dim() > 1);
+    let c = xs[cd];
+    if let Some(w) = weight {
+        if w.dim() != 1 || w.shape()[0] != c {
+            return Err(Error::runtime(format!(
+                "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {}",
+                size_str(w.shape())
+            )));
+        }
+    }
+    if !x.dtype().is_float() {
+        return Err(Error::not_implemented(format!(
+            "\"log_softmax_lastdim_kernel_impl\" not implemented for '{}'",
+            scalar_type_name(x.dtype())
+        )));
+    }
+    Ok(cd)
+}
+
+/// What the backward of a class-index loss needs besides the input.
+struct ClassParts {
+    /// Target class per sample (any value where ignored).
+    target: Vec<i64>,
+    /// Whether each sample counts (its target is not `ignore_index`).
+    valid: Vec<bool>,
+    /// Class weights (ones when none were given).
+    w: Vec<f64>,
+    /// log Σ exp over the classes per sample (0 for nll_loss, whose input is log-probabilities).
+    lse: Vec<f64>,
+    /// Label smoothing ε.
+    eps: f64,
+    /// Whether the input holds logits (cross_entropy) or log-probabilities (nll_loss).
+    logits: bool,
+    /// `(outer, C, inner)` of the input along the class dim.
+    geo: (usize, usize, usize),
+    /// 1 / Σ w[t] over counted samples for `mean`, 1 otherwise.
+    scale: f64,
+}
+
+impl ClassParts {
+    /// Weight of sample i's picked class (0 when ignored).
+    #[inline(always)]
+    fn a(&self, i: usize) -> f64 {
+        if self.valid[i] {
+            self.w[self.target[i] as usize]
+        } else {
+            0.0
+        }
+    }
+}
+
+/// cross_entropy over class indices: `log_softmax` along the class dim and the negative
+/// log-likelihood of the target class in one fused pass, with torch's class `weight`,
+/// `ignore_index`, `label_smoothing` ε and reductions (`mean` divides by the total weight of the
+/// counted targets). Input `(C)`, `(N, C)` or `(N, C, d1, ...)`; target `()`, `(N)` or
+/// `(N, d1, ...)`.
+pub fn cross_entropy(
+    x: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    ignore_index: i64,
+    reduction: Reduction,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    class_loss(
+        x,
+        target,
+        weight,
+        ignore_index,
+        reduction,
+        label_smoothing,
+        true,
+    )
+}
+
+/// nll_loss: `-w[t] · input[t]` per sample (input holds log-probabilities), reduced as
+/// cross_entropy.
+pub fn nll_loss(
+    x: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    ignore_index: i64,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    class_loss(x, target, weight, ignore_index, reduction, 0.0, false)
+}
+
+fn class_loss(
+    x: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    ignore_index: i64,
+    reduction: Reduction,
+    eps: f64,
+    logits: bool,
+) -> Result<Tensor> {
+    if !(0.0..=1.0).contains(&eps) {
+        return Err(Error::runtime(format!(
+            "label_smoothing must be between 0.0 and 1.0. Got: {eps}"
+        )));
+    }
+    let cd = check_class_args(x, target, weight)?;
+    let geo = geometry(x.shape(), cd);
+    let (outer, c, inner) = geo;
+    let t: Vec<i64> = target.contiguous()?.to_vec::<i64>()?;
+    let valid: Vec<bool> = t.iter().map(|&v| v != ignore_index).collect();
+    if let Some((&bad, _)) = t
+        .iter()
+        .zip(&valid)
+        .find(|(&v, &ok)| ok && (v < 0 || v >= c as i64))
+    {
+        return Err(Error::index(format!("Target {bad} is out of bounds.")));
+    }
+    let w: Vec<f64> = match weight {
+        Some(w) => w.contiguous()?.to_vec::<f64>()?,
+        None => vec![1.0; c],
+    };
+    let xc = x.contiguous()?;
+    // Per-sample losses (f64) and log Σ exp.
+    let (per, lse) = match x.dtype() {
+        DType::Float32 => sample_losses::<f32>(&xc, geo, &t, &valid, &w, eps, logits)?,
+        _ => sample_losses::<f64>(&xc, geo, &t, &valid, &w, eps, logits)?,
+    };
+    let mut parts = ClassParts {
+        target: t,
+        valid,
+        w,
+        lse,
+        eps,
+        logits,
+        geo,
+        scale: 1.0,
+    };
+    let denom: f64 = (0..outer * inner).map(|i| parts.a(i)).sum();
+    let tshape: Vec<usize> = target.shape().to_vec();
+    let out = match reduction {
+        Reduction::None => Tensor::from_vec(per, &tshape)?,
+        Reduction::Sum => Tensor::from_vec(vec![per.iter().sum::<f64>()], &[])?,
+        Reduction::Mean => {
+            parts.scale = 1.0 / denom;
+            Tensor::from_vec(vec![per.iter().sum::<f64>() / denom], &[])?
+        }
+    };
+    let out = crate::ops::convert::cast(&out, x.dtype())?;
+    if needs_grad(&[x]) {
+        let parts = Arc::new(parts);
+        let name = if x.dim() > 2 {
+            "NllLoss2DBackward0"
+        } else {
+            "NllLossBackward0"
+        };
+        record(name, &[x], &[&out], &[x], true, move |g, s| {
+            let (g, x) = (&g[0], &s[0]);
+            let gx = if needs_grad(&[g, x]) {
+                class_grad_graph(g, x, &parts, cd, reduction)?
+            } else {
+                class_grad_fused(g, x, &parts)?
+            };
+            Ok(vec![Some(gx)])
+        })?;
+    }
+    Ok(out)
+}
+
+/// Per-sample losses (f64, sample order) and each sample's log Σ exp over the classes.
+fn sample_losses<T: RowFloat>(
+    x: &Tensor,
+    (outer, c, inner): (usize, usize, usize),
+    t: &[i64],
+    valid: &[bool],
+    w: &[f64],
+    eps: f64,
+    logits: bool,
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    let block = c * inner;
+    let wsum: f64 = w.iter().sum();
+    let wt: Vec<T> = w.iter().map(|&v| T::of(v)).collect();
+    let res = x.with_contiguous_slice::<T, _>(|xs| {
+        // Per outer block: inner pairs (loss, lse), interleaved.
+        fill_blocks::<f64>(outer, 2 * inner, |o, out, _| {
+            let xb = &xs[o * block..(o + 1) * block];
+            let mut z: Vec<T> = Vec::new();
+            let mut e: Vec<T> = Vec::new();
+            for j in 0..inner {
+                let i = o * inner + j;
+                let lse = if !logits {
+                    0.0
+                } else if inner == 1 {
+                    let m = row_max(xb);
+                    z.clear();
+                    z.extend(xb.iter().map(|&v| v - m));
+                    e.resize(c, T::zero());
+                    // SAFETY: T is plain data; exp_into writes every element of the view.
+                    let ev = unsafe {
+                        &mut *(e.as_mut_slice() as *mut [T] as *mut [std::mem::MaybeUninit<T>])
+                    };
+                    T::exp_into(&z, ev);
+                    m.f() + sum_by(&e, &e, |a, _| a.f()).ln()
+                } else {
+                    let col = (0..c).map(|k| xb[k * inner + j].f());
+                    let m = col.clone().fold(f64::NEG_INFINITY, f64::max);
+                    m + col.map(|v| (v - m).exp()).sum::<f64>().ln()
+                };
+                let loss = if valid[i] {
+                    let ti = t[i] as usize;
+                    let nll = -(xb[ti * inner + j].f() - lse) * w[ti];
+                    if eps > 0.0 {
+                        // Σ_k w_k (lse - x_k) = lse Σw - Σ w_k x_k
+                        let wx = if inner == 1 {
+                            sum_by(xb, &wt, |a, b| a.f() * b.f())
+                        } else {
+                            (0..c).map(|k| w[k] * xb[k * inner + j].f()).sum()
+                        };
+                        let smooth = lse * wsum - wx;
+                        (1.0 - eps) * nll + eps / c as f64 * smooth
+                    } else {
+                        nll
+                    }
+                } else {
+                    0.0
+                };
+                out[2 * j].write(loss);
+                out[2 * j + 1].write(lse);
+            }
+        })
+    })??;
+    let per = res.iter().step_by(2).copied().collect();
+    let lse = res.iter().skip(1).step_by(2).copied().collect();
+    Ok((per, lse))
+}
+
+/// The input gradient of a class loss in one pass: per sample,
+/// `gs · (coef · softmax - K)` with `coef = a(1-ε) + ε/C · Σw` and
+/// `K_c = a(1-ε)[c = t] + ε/C · w_c` (ignored samples: 0); nll_loss has no softmax term.
+fn class_grad_fused(g: &Tensor, x: &Tensor, p: &ClassParts) -> Result<Tensor> {
+    match x.dtype() {
+        DType::Float32 => class_grad_as::<f32>(g, x, p),
+        _ => class_grad_as::<f64>(g, x, p),
+    }
+}
+
+fn class_grad_as<T: RowFloat>(g: &Tensor, x: &Tensor, p: &ClassParts) -> Result<Tensor> {
+    let (outer, c, inner) = p.geo;
+    let block = c * inner;
+    let gv: Vec<f64> = g.contiguous()?.to_vec::<f64>()?;
+    let per_sample = gv.len() == outer * inner && g.dim() > 0;
+    let wsum: f64 = p.w.iter().sum();
+    let wt: Vec<T> = p.w.iter().map(|&v| T::of(v)).collect();
+    let cf = c as f64;
+    let v = x.with_contiguous_slice::<T, _>(|xs| {
+        fill_blocks::<T>(outer, block, |o, out, z| {
+            let xb = &xs[o * block..(o + 1) * block];
+            for j in 0..inner {
+                let i = o * inner + j;
+                let gs = if per_sample { gv[i] } else { gv[0] } * p.scale;
+                let valid = p.valid[i];
+                let a = p.a(i);
+                let coef = if valid {
+                    a * (1.0 - p.eps) + p.eps / cf * wsum
+                } else {
+                    0.0
+                };
+                let lse = p.lse[i];
+                let ti = p.target[i];
+                if inner == 1 && p.logits {
+                    // One row: e^(x - lse) vectorised into `out`, then the affine terms.
+                    let lt = T::of(lse);
+                    z.clear();
+                    z.extend(xb.iter().map(|&v| v - lt));
+                    T::exp_into(z, out);
+                    // SAFETY: exp_into wrote every element.
+                    let out = unsafe { &mut *(out as *mut [std::mem::MaybeUninit<T>] as *mut [T]) };
+                    let gc = T::of(gs * coef);
+                    let ge = p.eps / cf * gs;
+                    if valid && ge != 0.0 {
+                        let ge = T::of(ge);
+                        for (o, &wk) in out.iter_mut().zip(&wt) {
+                            *o = gc * *o - ge * wk;
+                        }
+                    } else {
+                        for o in out.iter_mut() {
+                            *o = gc * *o;
+                        }
+                    }
+                    if valid {
+                        let t = ti as usize;
+                        out[t] = out[t] - T::of(gs * a * (1.0 - p.eps));
+                    }
+                    continue;
+                }
+                for k in 0..c {
+                    let mut d = 0.0;
+                    if p.logits {
+                        d += coef * (xb[k * inner + j].f() - lse).exp();
+                    }
+                    if valid {
+                        if k as i64 == ti {
+                            d -= a * (1.0 - p.eps);
+                        }
+                        d -= p.eps / cf * p.w[k];
+                    }
+                    out[k * inner + j].write(T::of(gs * d));
+                }
+            }
+        })
+    })??;
+    Tensor::from_vec(v, x.shape())
+}
+
+/// The same gradient with differentiable ops (double backward): the constant `coef` and `K`
+/// built densely, the softmax through its own differentiable node.
+fn class_grad_graph(
+    g: &Tensor,
+    x: &Tensor,
+    p: &ClassParts,
+    cd: usize,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    let (outer, c, inner) = p.geo;
+    let wsum: f64 = p.w.iter().sum();
+    let cf = c as f64;
+    let mut coef = vec![0.0f64; outer * inner];
+    let mut k = vec![0.0f64; outer * c * inner];
+    for o in 0..outer {
+        for j in 0..inner {
+            let i = o * inner + j;
+            if !p.valid[i] {
+                continue;
+            }
+            let a = p.a(i);
+            coef[i] = a * (1.0 - p.eps) + p.eps / cf * wsum;
+            for cl in 0..c {
+                let mut v = p.eps / cf * p.w[cl];
+                if cl as i64 == p.target[i] {
+                    v += a * (1.0 - p.eps);
+                }
+                k[(o * c + cl) * inner + j] = v;
+            }
+        }
+    }
+    let dt = x.dtype();
+    let mut kshape = x.shape().to_vec();
+    if !kshape.is_empty() {
+        kshape[cd] = 1;
+    }
+    let k = crate::ops::convert::cast(&Tensor::from_vec(k, x.shape())?, dt)?;
+    let gi = match reduction {
+        Reduction::None => g.reshape(&kshape)?,
+        _ => g.mul_scalar(p.scale)?,
+    };
+    let inner_term = if p.logits {
+        let coef = crate::ops::convert::cast(&Tensor::from_vec(coef, &kshape)?, dt)?;
+        coef.mul(&x.softmax(cd as i64)?)?.sub(&k)?
+    } else {
+        k.neg()?
+    };
+    gi.mul(&inner_term)
+}
+
+/// cross_entropy over class probabilities (`target` of the input's shape, float):
+/// `-Σ_c w_c t'_c log_softmax(x)_c` with `t' = t (1 - ε) + ε / C`; `mean` divides by the
+/// number of samples. Composed of differentiable ops (the log-softmax is fused).
+pub fn cross_entropy_probs(
+    x: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: Reduction,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    if !(0.0..=1.0).contains(&label_smoothing) {
+        return Err(Error::runtime(format!(
+            "label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
+        )));
+    }
+    if x.dim() < 1 {
+        return Err(Error::value(format!(
+            "Expected 1 or more dimensions (got {})",
+            x.dim()
+        )));
+    }
+    if !target.dtype().is_float() {
+        return Err(Error::runtime(format!(
+            "Expected floating point type for target with class probabilities, got {}",
+            scalar_type_name(target.dtype())
+        )));
+    }
+    let cd = usize::from(x.dim() > 1);
+    let c = x.shape()[cd];
+    if let Some(w) = weight {
+        if w.dim() != 1 || w.shape()[0] != c {
+            return Err(Error::runtime(format!(
+                "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {}",
+                size_str(w.shape())
+            )));
+        }
+    }
+    let logp = x.log_softmax(cd as i64)?;
+    let t = if label_smoothing > 0.0 {
+        let per = if c == 0 {
+            f64::NAN
+        } else {
+            label_smoothing / c as f64
+        };
+        target.mul_scalar(1.0 - label_smoothing)?.add_scalar(per)?
+    } else {
+        target.clone()
+    };
+    let mut prod = logp.mul(&t)?;
+    if let Some(w) = weight {
+        let mut ws = vec![1usize; x.dim()];
+        ws[cd] = c;
+        prod = prod.mul(&w.reshape(&ws)?)?;
+    }
+    match reduction {
+        Reduction::None => prod.sum_dims(&[cd as i64], false)?.neg(),
+        Reduction::Sum => prod.sum()?.neg(),
+        Reduction::Mean => {
+            let n = x.numel() / c.max(1);
+            let n = if n == 0 { f64::NAN } else { n as f64 };
+            prod.sum()?.neg()?.div_scalar(n)
+        }
+    }
+}
+
+/// `loss` reduced.
+fn reduce(loss: Tensor, reduction: Reduction) -> Result<Tensor> {
+    match reduction {
+        Reduction::None => Ok(loss),
+        Reduction::Sum => loss.sum(),
+        Reduction::Mean => loss.mean(),
+    }
+}
+
+/// A pointwise loss of (input, target) as one node: values and both derivatives as f64
+/// formulas (fused path) and as differentiable ops (double backward).
+#[derive(Clone, Copy, Debug)]
+enum Pointwise {
+    Mse,
+    SmoothL1 {
+        beta: f64,
+    },
+    Huber {
+        delta: f64,
+    },
+    /// Binary cross entropy on probabilities, logs clamped at -100 (torch).
+    Bce,
+}
+
+/// torch's BCE floor for the log and its gradient's denominator.
+const LOG_FLOOR: f64 = -100.0;
+const BCE_EPS: f64 = 1e-12f32 as f64;
+
+impl Pointwise {
+    fn node(self) -> &'static str {
+        match self {
+            Pointwise::Mse => "MseLossBackward0",
+            Pointwise::SmoothL1 { .. } => "SmoothL1LossBackward0",
+            Pointwise::Huber { .. } => "HuberLossBackward0",
+            Pointwise::Bce => "BinaryCrossEntropyBackward0",
+        }
+    }
+
+    #[inline(always)]
+    fn f(self, x: f64, y: f64) -> f64 {
+        match self {
+            Pointwise::Mse => (x - y) * (x - y),
+            Pointwise::SmoothL1 { beta } => {
+                let z = (x - y).abs();
+                if z < beta {
+                    0.5 * z * z / beta
+                } else {
+                    z - 0.5 * beta
+                }
+            }
+            Pointwise::Huber { delta } => {
+                let z = (x - y).abs();
+                if z < delta {
+                    0.5 * z * z
+                } else {
+                    delta * (z - 0.5 * delta)
+                }
+            }
+            Pointwise::Bce => {
+                let lx = x.ln().max(LOG_FLOOR);
+                let l1x = (-x).ln_1p().max(LOG_FLOOR);
+                -(y * lx + (1.0 - y) * l1x)
+            }
+        }
+    }
+
+    /// (∂/∂x, ∂/∂y).
+    #[inline(always)]
+    fn df(self, x: f64, y: f64) -> (f64, f64) {
+        let dx = match self {
+            Pointwise::Mse => 2.0 * (x - y),
+            Pointwise::SmoothL1 { beta } => {
+                let d = x - y;
+                if d.abs() < beta {
+                    d / beta
+                } else {
+                    sign(d)
+                }
+            }
+            Pointwise::Huber { delta } => {
+                let d = x - y;
+                if d.abs() < delta {
+                    d
+                } else {
+                    delta * sign(d)
+                }
+            }
+            Pointwise::Bce => (x - y) / ((1.0 - x) * x).max(BCE_EPS),
+        };
+        let dy = match self {
+            // torch's target gradient takes the logs unclamped (inf at x = 0 or 1).
+            Pointwise::Bce => (-x).ln_1p() - x.ln(),
+            _ => -dx,
+        };
+        (dx, dy)
+    }
+
+    /// (∂/∂x, ∂/∂y) with differentiable ops.
+    fn df_graph(self, x: &Tensor, y: &Tensor) -> Result<(Tensor, Tensor)> {
+        let d = x.sub(y)?;
+        let c = |v: f64| Tensor::wrapped_scalar(v, d.dtype());
+        let dx = match self {
+            Pointwise::Mse => d.mul_scalar(2.0)?,
+            Pointwise::SmoothL1 { beta } => {
+                let inside = d.abs()?.lt_scalar(beta)?;
+                let lin = d.sign()?;
+                if beta > 0.0 {
+                    Tensor::where_cond(&inside, &d.div_scalar(beta)?, &lin)?
+                } else {
+                    lin
+                }
+            }
+            Pointwise::Huber { delta } => {
+                let inside = d.abs()?.lt_scalar(delta)?;
+                Tensor::where_cond(&inside, &d, &d.sign()?.mul_scalar(delta)?)?
+            }
+            Pointwise::Bce => {
+                let den = x.mul(&x.rsub_scalar(1.0)?)?;
+                let den = Tensor::where_cond(&den.lt_scalar(BCE_EPS)?, &c(BCE_EPS), &den)?;
+                d.div(&den)?
+            }
+        };
+        let dy = match self {
+            Pointwise::Bce => x.rsub_scalar(1.0)?.log()?.sub(&x.log()?)?,
+            _ => dx.neg()?,
+        };
+        Ok((dx, dy))
+    }
+}
+
+fn sign(v: f64) -> f64 {
+    if v > 0.0 {
+        1.0
+    } else if v < 0.0 {
+        -1.0
+    } else {
+        0.0
+    }
+}
+
+/// `loss(x, y)` elementwise (broadcast), optionally times `weight`, reduced; one node over
+/// `x` and `y`.
+fn pointwise_loss(
+    x: &Tensor,
+    y: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: Reduction,
+    kind: Pointwise,
+) -> Result<Tensor> {
+    let shape = crate::tensor::shape::broadcast_shapes(x.shape(), y.shape())?;
+    let (xe, ye) = if x.shape() == shape.as_slice() && y.shape() == shape.as_slice() {
+        (x.clone(), y.clone())
+    } else {
+        (x.expand(&shape)?, y.expand(&shape)?)
+    };
+    let dt = crate::ops::binary::result_dtype(x, y);
+    let dt = if dt.is_float() {
+        dt
+    } else {
+        crate::tensor::dtype::default_float()
+    };
+    let loss = {
+        let _g = GradModeGuard::new(false);
+        let (a, b) = (
+            crate::ops::convert::cast(&xe.detach(), dt)?,
+            crate::ops::convert::cast(&ye.detach(), dt)?,
+        );
+        let l = match dt {
+            DType::Float32 => crate::ops::elementwise::zip::<f32, f32>(&a, &b, move |p, q| {
+                kind.f(p as f64, q as f64) as f32
+            })?,
+            _ => crate::ops::elementwise::zip::<f64, f64>(&a, &b, move |p, q| kind.f(p, q))?,
+        };
+        let l = match weight {
+            Some(w) => l.mul(&w.detach())?,
+            None => l,
+        };
+        reduce(l, reduction)?
+    };
+    if needs_grad(&[&xe, &ye]) {
+        let n = shape.iter().product::<usize>();
+        let w = weight.cloned();
+        let want_y = ye.requires_grad();
+        record(
+            kind.node(),
+            &[&xe, &ye],
+            &[&loss],
+            &[&xe, &ye],
+            true,
+            move |g, s| {
+                let (x, y) = (&s[0], &s[1]);
+                let g = &g[0];
+                let gs = match reduction {
+                    Reduction::Mean => g.div_scalar(n as f64)?,
+                    _ => g.clone(),
+                };
+                let (dx, dy) = if needs_grad(&[g, x, y]) || x.dtype() != y.dtype() {
+                    kind.df_graph(x, y)?
+                } else {
+                    let (a, b) = (x.contiguous()?, y.contiguous()?);
+                    match x.dtype() {
+                        DType::Float32 => (
+                            crate::ops::elementwise::zip::<f32, f32>(&a, &b, move |p, q| {
+                                kind.df(p as f64, q as f64).0 as f32
+                            })?,
+                            crate::ops::elementwise::zip::<f32, f32>(&a, &b, move |p, q| {
+                                kind.df(p as f64, q as f64).1 as f32
+                            })?,
+                        ),
+                        _ => (
+                            crate::ops::elementwise::zip::<f64, f64>(&a, &b, move |p, q| {
+                                kind.df(p, q).0
+                            })?,
+                            crate::ops::elementwise::zip::<f64, f64>(&a, &b, move |p, q| {
+                                kind.df(p, q).1
+                            })?,
+                        ),
+                    }
+                };
+                let (mut dx, mut dy) = (dx, dy);
+                if let Some(w) = &w {
+                    dx = dx.mul(w)?;
+                    dy = dy.mul(w)?;
+                }
+                let gy = if want_y { Some(gs.mul(&dy)?) } else { None };
+                Ok(vec![Some(gs.mul(&dx)?), gy])
+            },
+        )?;
+    }
+    Ok(loss)
+}
+
+/// Mean squared error `(x - y)²` (optionally weighted), reduced.
+pub fn mse_loss(
+    x: &Tensor,
+    y: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    pointwise_loss(x, y, weight, reduction, Pointwise::Mse)
+}
+
+/// `|x - y|` (optionally weighted), reduced; gradient 0 where x == y, as torch (which composes
+/// abs and the reduction, as here).
+pub fn l1_loss(
+    x: &Tensor,
+    y: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    let l = x.sub(y)?.abs()?;
+    let l = match weight {
+        Some(w) => l.mul(w)?,
+        None => l,
+    };
+    reduce(l, reduction)
+}
+
+/// Smooth L1: `0.5 d² / beta` where `|d| < beta`, else `|d| - beta / 2` (`beta = 0`: L1).
+pub fn smooth_l1_loss(x: &Tensor, y: &Tensor, reduction: Reduction, beta: f64) -> Result<Tensor> {
+    if beta < 0.0 {
+        return Err(Error::runtime(
+            "smooth_l1_loss does not support negative values for beta.",
+        ));
+    }
+    if beta == 0.0 {
+        return l1_loss(x, y, None, reduction);
+    }
+    pointwise_loss(x, y, None, reduction, Pointwise::SmoothL1 { beta })
+}
+
+/// Huber: `0.5 d²` where `|d| < delta`, else `delta (|d| - delta / 2)` (optionally weighted).
+pub fn huber_loss(
+    x: &Tensor,
+    y: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: Reduction,
+    delta: f64,
+) -> Result<Tensor> {
+    if delta <= 0.0 {
+        return Err(Error::runtime(
+            "huber_loss does not support non-positive values for delta.",
+        ));
+    }
+    pointwise_loss(x, y, weight, reduction, Pointwise::Huber { delta })
+}
+
+/// Binary cross entropy of probabilities `x` against `y`, logs clamped at -100 (torch's
+/// rule); the gradient's denominator `x (1 - x)` is held at 1e-12, as torch.
+pub fn binary_cross_entropy(
+    x: &Tensor,
+    y: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    if x.shape() != y.shape() {
+        return Err(Error::value(format!(
+            "Using a target size ({}) that is different to the input size ({}) is deprecated. Please ensure they have the same size.",
+            size_str(y.shape()),
+            size_str(x.shape())
+        )));
+    }
+    let out_of_range = {
+        let _g = GradModeGuard::new(false);
+        let v = x.detach().contiguous()?.to_vec::<f64>()?;
+        v.iter().any(|&p| !(0.0..=1.0).contains(&p))
+    };
+    if out_of_range {
+        return Err(Error::runtime(
+            "all elements of input should be between 0 and 1",
+        ));
+    }
+    pointwise_loss(x, y, weight, reduction, Pointwise::Bce)
+}
+
+/// Binary cross entropy on logits, stable:
+/// `(1 - t) x + (1 + (pw - 1) t) softplus(-x)`, optionally weighted; composed of
+/// differentiable ops around the fused softplus.
+pub fn binary_cross_entropy_with_logits(
+    x: &Tensor,
+    t: &Tensor,
+    weight: Option<&Tensor>,
+    pos_weight: Option<&Tensor>,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    if x.shape() != t.shape() {
+        return Err(Error::value(format!(
+            "Target size ({}) must be the same as input size ({})",
+            size_str(t.shape()),
+            size_str(x.shape())
+        )));
+    }
+    let sp = crate::ops::nn::activation::softplus(&x.neg()?, 1.0, f64::INFINITY)?;
+    let lin = t.rsub_scalar(1.0)?.mul(x)?;
+    let loss = match pos_weight {
+        Some(pw) => lin.add(&pw.sub_scalar(1.0)?.mul(t)?.add_scalar(1.0)?.mul(&sp)?)?,
+        None => lin.add(&sp)?,
+    };
+    let loss = match weight {
+        Some(w) => loss.mul(w)?,
+        None => loss,
+    };
+    reduce(loss, reduction)
+}
+
+/// Pointwise KL divergence `t (log t - x)` (0 where t = 0), or `e^t (t - x)` with
+/// `log_target`; `batchmean` is handled by the caller (sum / batch size).
+pub fn kl_div(x: &Tensor, t: &Tensor, reduction: Reduction, log_target: bool) -> Result<Tensor> {
+    let loss = if log_target {
+        t.exp()?.mul(&t.sub(x)?)?
+    } else {
+        let dt = t.dtype();
+        let pos = t.gt_scalar(0.0)?;
+        let safe = Tensor::where_cond(&pos, t, &Tensor::wrapped_scalar(1.0, dt))?;
+        t.mul(&safe.log()?)?.sub(&t.mul(x)?)?
+    };
+    reduce(loss, reduction)
+}
