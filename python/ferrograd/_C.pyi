@@ -78,6 +78,8 @@ __all__ = [
     "_nn_im2col",
     "_nn_col2im",
     "_nn_gather",
+    "_nn_conv",
+    "_nn_conv_transpose",
     "_cat",
     "_stack",
     "_einsum",
@@ -1013,6 +1015,30 @@ def _nn_col2im(
 def _nn_gather(input: Tensor, index: Sequence[_int], shape: Sequence[_int], kind: str) -> Tensor:
     """Elements of ``input`` at flat positions ``index`` (-1 reads as zero), shaped ``shape``;
     differentiable (its backward scatters). ``kind`` picks torch's node name."""
+
+def _nn_conv(
+    nd: _int,
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: Sequence[_int],
+    padding: str | Sequence[_int],
+    dilation: Sequence[_int],
+    groups: _int,
+) -> Tensor:
+    """``conv{nd}d``; ``padding`` is a list of ints or ``'same'`` / ``'valid'``."""
+
+def _nn_conv_transpose(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: Sequence[_int],
+    padding: Sequence[_int],
+    output_padding: Sequence[_int],
+    groups: _int,
+    dilation: Sequence[_int],
+) -> Tensor:
+    """``conv_transpose{1,2,3}d`` (the rank follows the weight)."""
 
 # ----- ops_shape ----------------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 
 mod args;
 mod errors;
+mod nn_conv;
 mod node;
 mod numpy_interop;
 mod ops_math;
@@ -504,6 +505,7 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(_where_tensors, m)?)?;
     ops_nn::register(m)?;
+    nn_conv::register(m)?;
     ops_math::register(m)?;
     ops_shape::register(m)?;
     optim::register(m)?;

@@ -38,6 +38,10 @@ __all__ = [
     "binary_cross_entropy_with_logits",
     "conv1d",
     "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
     "cross_entropy",
     "dropout",
     "elu",
@@ -933,9 +937,16 @@ def fold(
     return out if batched else out.squeeze(0)
 
 
-def _convnd(
+def _ints(v: _int_or_tuple, n: int) -> List[int]:
+    """An int-list argument as torch's binding takes it: one int stands for ``n`` copies, a
+    sequence passes as is (its length is checked by the op)."""
+    if isinstance(v, (list, tuple)):
+        return [int(a) for a in v]
+    return [int(v)] * n
+
+
+def _conv(
     nd: int,
-    name: str,
     input: Tensor,
     weight: Tensor,
     bias: Optional[Tensor],
@@ -944,86 +955,10 @@ def _convnd(
     dilation: _int_or_tuple,
     groups: int,
 ) -> Tensor:
-    if input.dim() not in (nd + 1, nd + 2):
-        raise RuntimeError(
-            f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got "
-            f"input of size: {_size(input)}"
-        )
-    batched = input.dim() == nd + 2
-    x = input if batched else input.unsqueeze(0)
-    # torch's order: groups, then padding, stride and dilation, then the shapes
-    if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
-    s = _tuple(stride, nd, "stride")
-    d = _tuple(dilation, nd, "dilation")
-    if isinstance(padding, str):
-        if padding not in ("valid", "same"):
-            raise ValueError(
-                f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}"
-            )
-        if padding == "same" and any(v != 1 for v in s):
-            raise ValueError("padding='same' is not supported for strided convolutions")
-        p = [0] * nd
-    else:
-        p = _tuple(padding, nd, "padding")
-        if any(v < 0 for v in p):
-            raise RuntimeError("negative padding is not supported")
-    if any(v <= 0 for v in s):
-        raise RuntimeError("non-positive stride is not supported")
-    if any(v <= 0 for v in d):
-        raise RuntimeError("dilation should be greater than zero")
-    if weight.dim() != nd + 2:
-        raise RuntimeError(
-            f"Expected {weight.dim()}-dimensional input for {weight.dim()}-dimensional weight "
-            f"{_size(weight)}, but got {x.dim()}-dimensional input of size {_size(x)} instead"
-        )
-    k = list(weight.shape[2:])
-    o, cg = weight.shape[0], weight.shape[1]
-    n, c = x.shape[0], x.shape[1]
-    if o % groups != 0:
-        raise RuntimeError(
-            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
-            f"but got weight of size {_size(weight)} instead"
-        )
-    if c != cg * groups:
-        raise RuntimeError(
-            f"Given groups={groups}, weight of size {_size(weight)}, expected input{_size(x)} to "
-            f"have {cg * groups} channels, but got {c} channels instead"
-        )
-    if bias is not None and (bias.dim() != 1 or bias.shape[0] != o):
-        raise RuntimeError(
-            f"Given weight of size {_size(weight)}, expected bias to be 1-dimensional with {o} "
-            f"elements, but got bias of size {_size(bias)} instead"
-        )
-    if padding == "same":
-        total = [di * (ki - 1) for di, ki in zip(d, k)]
-        p = [t // 2 for t in total]
-        extra = [t - 2 * (t // 2) for t in total]
-        if any(extra):
-            pads: List[int] = []
-            for e in reversed(extra):
-                pads += [0, e]
-            x = pad(x, pads)
-    spatial = list(x.shape[2:])
-    grid = []
-    for i in range(nd):
-        span = d[i] * (k[i] - 1) + 1
-        if spatial[i] + 2 * p[i] < span:
-            padded = " x ".join(str(spatial[j] + 2 * p[j]) for j in range(nd))
-            kernel = " x ".join(str(d[j] * (k[j] - 1) + 1) for j in range(nd))
-            raise RuntimeError(
-                f"Calculated padded input size per channel: ({padded}). Kernel size: ({kernel}). "
-                "Kernel size can't be greater than actual input size"
-            )
-        grid.append((spatial[i] + 2 * p[i] - span) // s[i] + 1)
-    cols = _C._nn_im2col(x, k, d, p, s)  # (N, C*K, L)
-    kk = int(np.prod(k))
-    cols = cols.reshape(n, groups, cg * kk, cols.shape[-1])
-    w = weight.reshape(groups, o // groups, cg * kk)
-    out = w.matmul(cols).reshape(n, o, *grid)
-    if bias is not None:
-        out = out + bias.reshape(o, *([1] * nd))
-    return out if batched else out.squeeze(0)
+    p = padding if isinstance(padding, str) else _ints(padding, nd)
+    return _C._nn_conv(
+        nd, input, weight, bias, _ints(stride, nd), p, _ints(dilation, nd), int(groups)
+    )
 
 
 def conv1d(
@@ -1035,8 +970,8 @@ def conv1d(
     dilation: _int_or_tuple = 1,
     groups: int = 1,
 ) -> Tensor:
-    """1-D cross-correlation ``(N, C, L)`` * ``(O, C/groups, k)``, as im2col + matmul."""
-    return _convnd(1, "conv1d", input, weight, bias, stride, padding, dilation, groups)
+    """1-D cross-correlation ``(N, C, L)`` * ``(O, C/groups, k)`` (native kernel)."""
+    return _conv(1, input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv2d(
@@ -1048,8 +983,96 @@ def conv2d(
     dilation: _int_or_tuple = 1,
     groups: int = 1,
 ) -> Tensor:
-    """2-D cross-correlation ``(N, C, H, W)`` * ``(O, C/groups, kh, kw)``, as im2col + matmul."""
-    return _convnd(2, "conv2d", input, weight, bias, stride, padding, dilation, groups)
+    """2-D cross-correlation ``(N, C, H, W)`` * ``(O, C/groups, kh, kw)`` (native kernel)."""
+    return _conv(2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor] = None,
+    stride: _int_or_tuple = 1,
+    padding: Union[str, _int_or_tuple] = 0,
+    dilation: _int_or_tuple = 1,
+    groups: int = 1,
+) -> Tensor:
+    """3-D cross-correlation ``(N, C, D, H, W)`` * ``(O, C/groups, kd, kh, kw)``."""
+    return _conv(3, input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv_transpose(
+    nd: int,
+    input: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor],
+    stride: _int_or_tuple,
+    padding: _int_or_tuple,
+    output_padding: _int_or_tuple,
+    groups: int,
+    dilation: _int_or_tuple,
+) -> Tensor:
+    if isinstance(padding, str):
+        raise TypeError(
+            f"conv_transpose{nd}d(): argument 'padding' must be tuple of ints, not str"
+        )
+    return _C._nn_conv_transpose(
+        input,
+        weight,
+        bias,
+        _ints(stride, nd),
+        _ints(padding, nd),
+        _ints(output_padding, nd),
+        int(groups),
+        _ints(dilation, nd),
+    )
+
+
+def conv_transpose1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor] = None,
+    stride: _int_or_tuple = 1,
+    padding: _int_or_tuple = 0,
+    output_padding: _int_or_tuple = 0,
+    groups: int = 1,
+    dilation: _int_or_tuple = 1,
+) -> Tensor:
+    """1-D transposed convolution, weight ``(C, O/groups, k)`` (the adjoint of conv1d)."""
+    return _conv_transpose(
+        1, input, weight, bias, stride, padding, output_padding, groups, dilation
+    )
+
+
+def conv_transpose2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor] = None,
+    stride: _int_or_tuple = 1,
+    padding: _int_or_tuple = 0,
+    output_padding: _int_or_tuple = 0,
+    groups: int = 1,
+    dilation: _int_or_tuple = 1,
+) -> Tensor:
+    """2-D transposed convolution, weight ``(C, O/groups, kh, kw)`` (the adjoint of conv2d)."""
+    return _conv_transpose(
+        2, input, weight, bias, stride, padding, output_padding, groups, dilation
+    )
+
+
+def conv_transpose3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor] = None,
+    stride: _int_or_tuple = 1,
+    padding: _int_or_tuple = 0,
+    output_padding: _int_or_tuple = 0,
+    groups: int = 1,
+    dilation: _int_or_tuple = 1,
+) -> Tensor:
+    """3-D transposed convolution, weight ``(C, O/groups, kd, kh, kw)``."""
+    return _conv_transpose(
+        3, input, weight, bias, stride, padding, output_padding, groups, dilation
+    )
 
 
 def _pool_geometry(

@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
+use crate::ops::gemm::gemm_block;
+use crate::parallel::SendPtr;
 use crate::tensor::shape::fmt_shape;
 use crate::tensor::{DType, Dims, Element, Tensor};
 
@@ -444,5 +446,930 @@ fn increment(pos: &mut [usize], sizes: &[usize]) {
             return;
         }
         pos[d] = 0;
+    }
+}
+
+// ----- convolution ------------------------------------------------------------------------------
+//
+// Three kernels share one geometry: `Forward` (conv), `GradInput` (its adjoint in the input:
+// conv_transpose's forward) and `GradWeight` (its adjoint in the weight). Each is bilinear, and
+// the derivatives of each are the other two, so recording them as nodes whose backward calls
+// them again makes every convolution differentiable to any order, while a backward that builds
+// no graph runs the plain kernels.
+
+/// The three bilinear convolution kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ConvKind {
+    /// `(x, w) -> y`: the convolution (cross-correlation) itself.
+    Forward,
+    /// `(g, w) -> x-shaped`: the adjoint in the input (transposed convolution).
+    GradInput,
+    /// `(g, x) -> w-shaped`: the adjoint in the weight.
+    GradWeight,
+}
+
+/// The geometry of one convolution, seen from the convolution's side: the "input" is the large
+/// side (a conv's input, a conv_transpose's output) and the "output" the small one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConvGeometry {
+    /// Batch size `N`.
+    pub batch: usize,
+    /// Channels of the input side.
+    pub in_channels: usize,
+    /// Channels of the output side.
+    pub out_channels: usize,
+    /// Channel groups (`in_channels` and `out_channels` are multiples of it).
+    pub groups: usize,
+    /// Spatial sizes of the input side.
+    pub input: Vec<usize>,
+    /// Spatial sizes of the output side.
+    pub output: Vec<usize>,
+    /// Kernel sizes.
+    pub kernel: Vec<usize>,
+    /// Strides.
+    pub stride: Vec<usize>,
+    /// Zero padding before each spatial dim (after it is implied by `output`).
+    pub padding: Vec<usize>,
+    /// Kernel dilation.
+    pub dilation: Vec<usize>,
+}
+
+impl ConvGeometry {
+    fn x_shape(&self) -> Vec<usize> {
+        let mut s = vec![self.batch, self.in_channels];
+        s.extend_from_slice(&self.input);
+        s
+    }
+
+    fn y_shape(&self) -> Vec<usize> {
+        let mut s = vec![self.batch, self.out_channels];
+        s.extend_from_slice(&self.output);
+        s
+    }
+
+    fn w_shape(&self) -> Vec<usize> {
+        let mut s = vec![self.out_channels, self.in_channels / self.groups.max(1)];
+        s.extend_from_slice(&self.kernel);
+        s
+    }
+
+    /// Per (kernel offset, output position): the offset into one input plane, or
+    /// [`PAD_INDEX`] where the window reads padding. Shared by every channel.
+    fn table(&self) -> Result<Vec<usize>> {
+        let sd = self.kernel.len();
+        let kn: usize = self.kernel.iter().product();
+        let ln: usize = self.output.iter().product();
+        let mut t =
+            crate::tensor::creation::try_vec(crate::tensor::creation::checked_numel(&[kn, ln])?)?;
+        let mut kpos = vec![0usize; sd];
+        for _ in 0..kn {
+            let mut lpos = vec![0usize; sd];
+            for _ in 0..ln {
+                let mut off = 0usize;
+                let mut inside = true;
+                for d in 0..sd {
+                    let p = (lpos[d] * self.stride[d] + kpos[d] * self.dilation[d]) as isize
+                        - self.padding[d] as isize;
+                    if p < 0 || p as usize >= self.input[d] {
+                        inside = false;
+                        break;
+                    }
+                    off = off * self.input[d] + p as usize;
+                }
+                t.push(if inside { off } else { PAD_INDEX });
+                increment(&mut lpos, &self.output);
+            }
+            increment(&mut kpos, &self.kernel);
+        }
+        Ok(t)
+    }
+
+    /// Whether the windows are the input itself (a 1x1 kernel, stride 1, no padding), so the
+    /// input plane can serve as the column matrix without a copy.
+    fn is_pointwise(&self) -> bool {
+        self.kernel.iter().all(|&k| k == 1)
+            && self.stride.iter().all(|&s| s == 1)
+            && self.padding.iter().all(|&p| p == 0)
+            && self.input == self.output
+    }
+}
+
+/// Element types of the convolution kernels.
+trait ConvScalar:
+    crate::ops::gemm::GemmScalar + Element + std::ops::Add<Output = Self> + std::ops::AddAssign
+{
+}
+impl ConvScalar for f32 {}
+impl ConvScalar for f64 {}
+
+/// Sizes the kernels share: channels per group, kernel and plane sizes.
+struct Dims3 {
+    cg: usize,
+    og: usize,
+    kn: usize,
+    ln: usize,
+    plane: usize,
+}
+
+fn dims(geo: &ConvGeometry) -> Dims3 {
+    Dims3 {
+        cg: geo.in_channels / geo.groups,
+        og: geo.out_channels / geo.groups,
+        kn: geo.kernel.iter().product(),
+        ln: geo.output.iter().product(),
+        plane: geo.input.iter().product(),
+    }
+}
+
+/// Fill `cols` (`cg * K` x `L`) with the windows of `cg` input planes starting at `x`.
+fn im2col_into<T: ConvScalar>(x: &[T], table: &[usize], plane: usize, cols: &mut [T]) {
+    let kl = table.len();
+    for (c, dst) in cols.chunks_exact_mut(kl).enumerate() {
+        let src = &x[c * plane..(c + 1) * plane];
+        for (d, &i) in dst.iter_mut().zip(table) {
+            *d = if i == PAD_INDEX { T::ZERO } else { src[i] };
+        }
+    }
+}
+
+/// Add the windows in `cols` (`cg * K` x `L`) back into `cg` planes starting at `x`.
+fn col2im_into<T: ConvScalar>(cols: &[T], table: &[usize], plane: usize, x: &mut [T]) {
+    let kl = table.len();
+    for (c, src) in cols.chunks_exact(kl).enumerate() {
+        let dst = &mut x[c * plane..(c + 1) * plane];
+        for (&v, &i) in src.iter().zip(table) {
+            if i != PAD_INDEX {
+                dst[i] += v;
+            }
+        }
+    }
+}
+
+/// Run `unit(u, scratch)` for `u` in `0..units`, in contiguous runs shared among threads when
+/// the work (`flops` multiply-adds in all) pays for it; each run gets one scratch buffer.
+fn for_units<T: ConvScalar>(
+    units: usize,
+    flops: usize,
+    scratch: usize,
+    unit: &(dyn Fn(usize, &mut Vec<T>) + Sync),
+) -> Result<()> {
+    let helpers = crate::parallel::helpers();
+    let blocks = if helpers == 0 || flops < crate::ops::gemm::PARALLEL_MIN_WORK {
+        1
+    } else {
+        units.min(4 * (helpers + 1))
+    };
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let block = |b: usize| {
+        let Ok(mut buf) = crate::tensor::creation::try_filled_vec(scratch, T::ZERO) else {
+            failed.store(true, std::sync::atomic::Ordering::Relaxed);
+            return;
+        };
+        for u in b * units / blocks..(b + 1) * units / blocks {
+            unit(u, &mut buf);
+        }
+    };
+    crate::parallel::share_work(helpers, blocks, &block);
+    if failed.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(crate::tensor::creation::cannot_allocate(
+            scratch as u128 * std::mem::size_of::<T>() as u128,
+        ));
+    }
+    Ok(())
+}
+
+/// `y = conv(x, w) (+ bias)`, shape `(N, out_channels, *output)`.
+fn conv_forward<T: ConvScalar>(
+    geo: &ConvGeometry,
+    x: &[T],
+    w: &[T],
+    bias: Option<&[T]>,
+) -> Result<Vec<T>> {
+    let Dims3 {
+        cg,
+        og,
+        kn,
+        ln,
+        plane,
+    } = dims(geo);
+    let g = geo.groups;
+    let pointwise = geo.is_pointwise();
+    let table = if pointwise { Vec::new() } else { geo.table()? };
+    let mut y =
+        crate::tensor::creation::try_filled_vec(geo.batch * geo.out_channels * ln, T::ZERO)?;
+    let yp = SendPtr(y.as_mut_ptr());
+    let ck = cg * kn;
+    let flops = geo.batch * geo.out_channels * ln * ck;
+    let scratch = if pointwise { 0 } else { ck * ln };
+    for_units::<T>(geo.batch * g, flops, scratch, &|u, cols| {
+        let (n, gi) = (u / g, u % g);
+        let xs = &x[(n * geo.in_channels + gi * cg) * plane..][..cg * plane];
+        let b: &[T] = if pointwise {
+            xs
+        } else {
+            im2col_into(xs, &table, plane, cols);
+            cols
+        };
+        let dst_off = (n * geo.out_channels + gi * og) * ln;
+        // SAFETY: unit (n, group) owns rows `gi*og..(gi+1)*og` of image n of `y`; `w` holds
+        // `og` rows of `ck` for the group, `b` is `ck` x `ln`.
+        unsafe {
+            let dst = yp.get().add(dst_off);
+            gemm_block(
+                (og, ln, ck),
+                dst,
+                ln,
+                false,
+                (w[gi * og * ck..].as_ptr(), ck as isize, 1),
+                (b.as_ptr(), ln as isize, 1),
+            );
+            if let Some(bias) = bias {
+                let rows = std::slice::from_raw_parts_mut(dst, og * ln);
+                for (o, row) in rows.chunks_exact_mut(ln.max(1)).enumerate() {
+                    let v = bias[gi * og + o];
+                    row.iter_mut().for_each(|e| *e += v);
+                }
+            }
+        }
+    })?;
+    Ok(y)
+}
+
+/// The adjoint of [`conv_forward`] in `x`: `(N, in_channels, *input)` from `g`
+/// `(N, out_channels, *output)` (plus `bias` per channel: conv_transpose's bias).
+fn conv_grad_input<T: ConvScalar>(
+    geo: &ConvGeometry,
+    gy: &[T],
+    w: &[T],
+    bias: Option<&[T]>,
+) -> Result<Vec<T>> {
+    let Dims3 {
+        cg,
+        og,
+        kn,
+        ln,
+        plane,
+    } = dims(geo);
+    let g = geo.groups;
+    let pointwise = geo.is_pointwise();
+    let table = if pointwise { Vec::new() } else { geo.table()? };
+    let mut x =
+        crate::tensor::creation::try_filled_vec(geo.batch * geo.in_channels * plane, T::ZERO)?;
+    let xp = SendPtr(x.as_mut_ptr());
+    let ck = cg * kn;
+    let flops = geo.batch * geo.out_channels * ln * ck;
+    let scratch = if pointwise { 0 } else { ck * ln };
+    for_units::<T>(geo.batch * g, flops, scratch, &|u, cols| {
+        let (n, gi) = (u / g, u % g);
+        let gs = &gy[(n * geo.out_channels + gi * og) * ln..][..og * ln];
+        // SAFETY: unit (n, group) owns planes `gi*cg..(gi+1)*cg` of image n of `x`.
+        let xs = unsafe {
+            std::slice::from_raw_parts_mut(
+                xp.get().add((n * geo.in_channels + gi * cg) * plane),
+                cg * plane,
+            )
+        };
+        // W_g^T (ck x og) @ g (og x ln): `w` read transposed through its strides.
+        let wt = (w[gi * og * ck..].as_ptr(), 1, ck as isize);
+        unsafe {
+            if pointwise {
+                gemm_block(
+                    (ck, ln, og),
+                    xs.as_mut_ptr(),
+                    ln,
+                    false,
+                    wt,
+                    (gs.as_ptr(), ln as isize, 1),
+                );
+            } else {
+                gemm_block(
+                    (ck, ln, og),
+                    cols.as_mut_ptr(),
+                    ln,
+                    false,
+                    wt,
+                    (gs.as_ptr(), ln as isize, 1),
+                );
+            }
+        }
+        if !pointwise {
+            col2im_into(cols, &table, plane, xs);
+        }
+        if let Some(bias) = bias {
+            for (c, p) in xs.chunks_exact_mut(plane.max(1)).enumerate() {
+                let v = bias[gi * cg + c];
+                p.iter_mut().for_each(|e| *e += v);
+            }
+        }
+    })?;
+    Ok(x)
+}
+
+/// Images summed per partial result in [`conv_grad_weight`]: a fixed split (not one per thread)
+/// so the sum's order, and so the result, is the same at any thread count.
+const WEIGHT_CHUNKS: usize = 8;
+
+/// The adjoint of [`conv_forward`] in `w`: `(out_channels, in_channels / groups, *kernel)`
+/// from `g` `(N, out_channels, *output)` and `x`.
+fn conv_grad_weight<T: ConvScalar>(geo: &ConvGeometry, gy: &[T], x: &[T]) -> Result<Vec<T>> {
+    let Dims3 {
+        cg,
+        og,
+        kn,
+        ln,
+        plane,
+    } = dims(geo);
+    let g = geo.groups;
+    let pointwise = geo.is_pointwise();
+    let table = if pointwise { Vec::new() } else { geo.table()? };
+    let ck = cg * kn;
+    let wn = geo.out_channels * ck;
+    let chunks = geo.batch.clamp(1, WEIGHT_CHUNKS);
+    let mut partial = crate::tensor::creation::try_filled_vec(chunks * wn, T::ZERO)?;
+    let pp = SendPtr(partial.as_mut_ptr());
+    let flops = geo.batch * geo.out_channels * ln * ck;
+    let scratch = if pointwise { 0 } else { ck * ln };
+    let batch = geo.batch;
+    for_units::<T>(chunks, flops, scratch, &|c, cols| {
+        // SAFETY: chunk c owns partial result c.
+        let acc = unsafe { std::slice::from_raw_parts_mut(pp.get().add(c * wn), wn) };
+        for n in c * batch / chunks..(c + 1) * batch / chunks {
+            for gi in 0..g {
+                let xs = &x[(n * geo.in_channels + gi * cg) * plane..][..cg * plane];
+                let b: &[T] = if pointwise {
+                    xs
+                } else {
+                    im2col_into(xs, &table, plane, cols);
+                    cols
+                };
+                let gs = &gy[(n * geo.out_channels + gi * og) * ln..][..og * ln];
+                // acc_g (og x ck) += g (og x ln) @ cols^T (ln x ck).
+                unsafe {
+                    gemm_block(
+                        (og, ck, ln),
+                        acc[gi * og * ck..].as_mut_ptr(),
+                        ck,
+                        true,
+                        (gs.as_ptr(), ln as isize, 1),
+                        (b.as_ptr(), 1, ln as isize),
+                    );
+                }
+            }
+        }
+    })?;
+    let mut out = partial[..wn].to_vec();
+    for c in 1..chunks {
+        for (o, &v) in out.iter_mut().zip(&partial[c * wn..(c + 1) * wn]) {
+            *o += v;
+        }
+    }
+    Ok(out)
+}
+
+/// Run `f` on the elements of `t` (of type `T`) in row-major order: borrowed when contiguous,
+/// else copied by a loop over the strides. Gradients often arrive as broadcast views (the
+/// backward of a sum), which a generic n-d iterator copies many times slower.
+pub(crate) fn with_dense<T: Element, R>(t: &Tensor, f: impl FnOnce(&[T]) -> R) -> Result<R> {
+    if t.is_contiguous() {
+        return t.with_contiguous_slice(f);
+    }
+    let mut out = crate::tensor::creation::try_vec(t.numel())?;
+    {
+        let guard = t.storage().read();
+        let data = T::data(&guard)
+            .ok_or_else(|| crate::tensor::dtype_mismatch(T::DTYPE, t.dtype()))?
+            .as_slice();
+        let l = t.layout();
+        strided_copy(data, l.offset, &l.shape, &l.strides, &mut out);
+    }
+    Ok(f(&out))
+}
+
+fn strided_copy<T: Copy>(
+    src: &[T],
+    off: usize,
+    shape: &[usize],
+    strides: &[usize],
+    out: &mut Vec<T>,
+) {
+    match shape {
+        [] => out.push(src[off]),
+        [n] if strides[0] == 0 => out.extend(std::iter::repeat_n(src[off], *n)),
+        [n] => out.extend((0..*n).map(|i| src[off + i * strides[0]])),
+        [n, ..] => {
+            for i in 0..*n {
+                strided_copy(src, off + i * strides[0], &shape[1..], &strides[1..], out);
+            }
+        }
+    }
+}
+
+fn same_float(a: &Tensor, b: &Tensor) -> Result<()> {
+    if a.dtype() != b.dtype() {
+        if a.dtype() == DType::Float32 && b.dtype() == DType::Float64 {
+            return Err(Error::runtime(format!(
+                "Input type (torch.{}) and weight type (torch.{}) should be the same or input should be a MKLDNN tensor and weight is a dense tensor",
+                a.dtype().legacy_name(),
+                b.dtype().legacy_name()
+            )));
+        }
+        return Err(crate::tensor::dtype_mismatch(a.dtype(), b.dtype()));
+    }
+    float_only(a, "convolution")
+}
+
+/// Run one of the three kernels on `a` and `b` (and a bias for the first two), recording a
+/// node named `name` whose backward calls the other two.
+fn conv_apply(
+    kind: ConvKind,
+    a: &Tensor,
+    b: &Tensor,
+    bias: Option<&Tensor>,
+    geo: &Arc<ConvGeometry>,
+    name: &'static str,
+) -> Result<Tensor> {
+    same_float(a, b)?;
+    let (out_shape, bias_len) = match kind {
+        ConvKind::Forward => (geo.y_shape(), geo.out_channels),
+        ConvKind::GradInput => (geo.x_shape(), geo.in_channels),
+        ConvKind::GradWeight => (geo.w_shape(), 0),
+    };
+    let bias = bias.filter(|_| kind != ConvKind::GradWeight);
+    if let Some(bias) = bias {
+        if bias.dtype() != a.dtype() {
+            return Err(Error::runtime(format!(
+                "Input type ({}) and bias type ({}) should be the same",
+                a.dtype().c_name(),
+                bias.dtype().c_name()
+            )));
+        }
+        if bias.numel() != bias_len {
+            return Err(Error::runtime("internal error: convolution bias size"));
+        }
+    }
+    macro_rules! run {
+        ($t:ty) => {{
+            with_dense::<$t, _>(a, |av| {
+                with_dense::<$t, _>(b, |bv| {
+                    let bias_vec = bias.map(|t| t.to_vec::<$t>()).transpose()?;
+                    let bias_s = bias_vec.as_deref();
+                    match kind {
+                        ConvKind::Forward => conv_forward(geo, av, bv, bias_s),
+                        ConvKind::GradInput => conv_grad_input(geo, av, bv, bias_s),
+                        ConvKind::GradWeight => conv_grad_weight(geo, av, bv),
+                    }
+                })
+            })???
+        }};
+    }
+    let out = match a.dtype() {
+        DType::Float32 => Tensor::from_vec(run!(f32), &out_shape)?,
+        _ => Tensor::from_vec(run!(f64), &out_shape)?,
+    };
+    let mut inputs: Vec<&Tensor> = vec![a, b];
+    inputs.extend(bias);
+    if needs_grad(&inputs) {
+        let has_bias = bias.is_some();
+        let geo = geo.clone();
+        record(name, &inputs, &[&out], &[a, b], false, move |g, s| {
+            let (u, a, b) = (&g[0], &s[0], &s[1]);
+            let nd = geo.kernel.len();
+            let spatial: Vec<i64> = std::iter::once(0).chain(2..2 + nd as i64).collect();
+            let back = BACKWARD_NAME;
+            let (ga, gb) = match kind {
+                // y = F(x, w): dx = GI(u, w), dw = GW(u, x)
+                ConvKind::Forward => (
+                    want(a, || {
+                        conv_apply(ConvKind::GradInput, u, b, None, &geo, back)
+                    })?,
+                    want(b, || {
+                        conv_apply(ConvKind::GradWeight, u, a, None, &geo, back)
+                    })?,
+                ),
+                // x = GI(g, w): dg = F(u, w), dw = GW(g, u)
+                ConvKind::GradInput => (
+                    want(a, || conv_apply(ConvKind::Forward, u, b, None, &geo, back))?,
+                    want(b, || {
+                        conv_apply(ConvKind::GradWeight, a, u, None, &geo, back)
+                    })?,
+                ),
+                // w = GW(g, x): dg = F(x, u), dx = GI(g, u)
+                ConvKind::GradWeight => (
+                    want(a, || conv_apply(ConvKind::Forward, b, u, None, &geo, back))?,
+                    want(b, || {
+                        conv_apply(ConvKind::GradInput, a, u, None, &geo, back)
+                    })?,
+                ),
+            };
+            let mut grads = vec![ga, gb];
+            if has_bias {
+                grads.push(Some(u.sum_dims(&spatial, false)?));
+            }
+            Ok(grads)
+        })?;
+    }
+    Ok(out)
+}
+
+/// torch's name of the node of a convolution's backward when it is itself differentiated.
+const BACKWARD_NAME: &str = "ConvolutionBackwardBackward0";
+
+/// The gradient for a saved input, computed only when that input takes part in autograd.
+fn want(t: &Tensor, f: impl FnOnce() -> Result<Tensor>) -> Result<Option<Tensor>> {
+    if t.requires_grad() {
+        f().map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// Padding of a convolution: sizes per spatial dim (one value is repeated), or torch's
+/// `'same'` (output as large as the input; stride 1 only) or `'valid'` (no padding).
+#[derive(Clone, Copy, Debug)]
+pub enum ConvPadding<'a> {
+    /// Zero padding on both sides of each spatial dim.
+    Explicit(&'a [i64]),
+    /// Pad so that the output has the input's size (any odd total goes after).
+    Same,
+    /// No padding.
+    Valid,
+}
+
+/// `v` with one entry per spatial dim (a single value repeats), or torch's error.
+fn expand(name: &str, v: &[i64], nd: usize) -> Result<Vec<i64>> {
+    if v.len() == 1 {
+        return Ok(vec![v[0]; nd]);
+    }
+    if v.len() != nd {
+        let items: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+        return Err(Error::runtime(format!(
+            "expected {name} to be a single integer value or a list of {nd} values to match the convolution dimensions, but got {name}={}",
+            format_args!("[{}]", items.join(", "))
+        )));
+    }
+    Ok(v.to_vec())
+}
+
+fn sizes(v: &[i64]) -> Vec<usize> {
+    v.iter().map(|&x| x.max(0) as usize).collect()
+}
+
+fn joined(v: impl IntoIterator<Item = i64>) -> String {
+    v.into_iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(" x ")
+}
+
+/// torch's checks of a convolution's arguments shared by both directions, in its order.
+fn check_conv_args(
+    weight: &Tensor,
+    stride: &[i64],
+    padding: &[i64],
+    output_padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<()> {
+    if groups <= 0 {
+        return Err(Error::runtime("non-positive groups is not supported"));
+    }
+    if padding.iter().any(|&p| p < 0) {
+        return Err(Error::runtime("negative padding is not supported"));
+    }
+    if output_padding.iter().any(|&p| p < 0) {
+        return Err(Error::runtime("negative output_padding is not supported"));
+    }
+    if stride.iter().any(|&s| s <= 0) {
+        return Err(Error::runtime("non-positive stride is not supported"));
+    }
+    if dilation.iter().any(|&d| d <= 0) {
+        return Err(Error::runtime("dilation should be greater than zero"));
+    }
+    let ws = weight.shape();
+    let g = groups as usize;
+    if ws[0] < g {
+        return Err(Error::runtime(format!(
+            "Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got weight of size {} instead",
+            fmt_shape(ws)
+        )));
+    }
+    if ws[0] % g != 0 {
+        return Err(Error::runtime(format!(
+            "Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got weight of size [{}] instead",
+            fmt_shape(ws)
+        )));
+    }
+    Ok(())
+}
+
+/// The input as a batch: `(unbatched, batched input)`, or torch's rank error.
+fn batched(x: &Tensor, nd: usize, op: &str) -> Result<(bool, Tensor)> {
+    if x.dim() == nd + 2 {
+        Ok((false, x.clone()))
+    } else if x.dim() == nd + 1 {
+        Ok((true, x.unsqueeze(0)?))
+    } else {
+        Err(Error::runtime(format!(
+            "Expected {}D (unbatched) or {}D (batched) input to {op}, but got input of size: {}",
+            nd + 1,
+            nd + 2,
+            fmt_shape(x.shape())
+        )))
+    }
+}
+
+fn unbatch(y: Tensor, unbatched: bool) -> Result<Tensor> {
+    if unbatched {
+        y.squeeze(Some(0))
+    } else {
+        Ok(y)
+    }
+}
+
+fn weight_rank(x: &Tensor, weight: &Tensor) -> Result<()> {
+    if weight.dim() != x.dim() {
+        return Err(Error::runtime(format!(
+            "Expected {wd}-dimensional input for {wd}-dimensional weight {}, but got {}-dimensional input of size {} instead",
+            fmt_shape(weight.shape()),
+            x.dim(),
+            fmt_shape(x.shape()),
+            wd = weight.dim()
+        )));
+    }
+    Ok(())
+}
+
+fn check_bias(bias: Option<&Tensor>, weight: &Tensor, len: usize, transposed: bool) -> Result<()> {
+    if let Some(b) = bias {
+        if b.dim() != 1 || b.shape()[0] != len {
+            return Err(Error::runtime(format!(
+                "Given {}weight of size {}, expected bias to be 1-dimensional with {len} elements, but got bias of size {} instead",
+                if transposed { "transposed=1, " } else { "" },
+                fmt_shape(weight.shape()),
+                fmt_shape(b.shape())
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl Tensor {
+    /// N-d convolution (cross-correlation, as torch's `conv{1,2,3}d`) of `(N, C, *spatial)` or
+    /// unbatched `(C, *spatial)` input with a `(O, C / groups, *kernel)` weight and optional
+    /// `(O,)` bias. `stride` and `dilation` hold one value per spatial dim or a single one;
+    /// `groups` splits the channels (`groups == C`: depthwise). Lowered to gemm over im2col
+    /// windows, in parallel over images and groups; differentiable to any order. Bad ranks,
+    /// channels, groups or sizes give torch's errors.
+    pub fn conv(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        stride: &[i64],
+        padding: ConvPadding<'_>,
+        dilation: &[i64],
+        groups: i64,
+    ) -> Result<Tensor> {
+        let nd = weight.dim().saturating_sub(2).max(1);
+        let op = format!("conv{nd}d");
+        self.conv_named(&op, weight, bias, stride, padding, dilation, groups)
+    }
+
+    /// [`Tensor::conv`] for `(N, C, L)` inputs.
+    pub fn conv1d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        stride: &[i64],
+        padding: ConvPadding<'_>,
+        dilation: &[i64],
+        groups: i64,
+    ) -> Result<Tensor> {
+        batched(self, 1, "conv1d")?;
+        self.conv_named("conv1d", weight, bias, stride, padding, dilation, groups)
+    }
+
+    /// [`Tensor::conv`] for `(N, C, H, W)` inputs.
+    pub fn conv2d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        stride: &[i64],
+        padding: ConvPadding<'_>,
+        dilation: &[i64],
+        groups: i64,
+    ) -> Result<Tensor> {
+        batched(self, 2, "conv2d")?;
+        self.conv_named("conv2d", weight, bias, stride, padding, dilation, groups)
+    }
+
+    /// [`Tensor::conv`] for `(N, C, D, H, W)` inputs.
+    pub fn conv3d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        stride: &[i64],
+        padding: ConvPadding<'_>,
+        dilation: &[i64],
+        groups: i64,
+    ) -> Result<Tensor> {
+        batched(self, 3, "conv3d")?;
+        self.conv_named("conv3d", weight, bias, stride, padding, dilation, groups)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn conv_named(
+        &self,
+        op: &str,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        stride: &[i64],
+        padding: ConvPadding<'_>,
+        dilation: &[i64],
+        groups: i64,
+    ) -> Result<Tensor> {
+        let nd = op
+            .trim_start_matches("conv")
+            .trim_end_matches('d')
+            .parse::<usize>()
+            .unwrap_or(2);
+        let (unbatched, x) = batched(self, nd, op)?;
+        let k = weight.dim().saturating_sub(2);
+        let stride = expand("stride", stride, k)?;
+        let dilation = expand("dilation", dilation, k)?;
+        let explicit = match padding {
+            ConvPadding::Explicit(p) => expand("padding", p, k)?,
+            _ => vec![0; k],
+        };
+        if matches!(padding, ConvPadding::Same) && stride.iter().any(|&s| s != 1) {
+            return Err(Error::runtime(
+                "padding='same' is not supported for strided convolutions",
+            ));
+        }
+        check_conv_args(weight, &stride, &explicit, &[], &dilation, groups)?;
+        weight_rank(&x, weight)?;
+        let ws = weight.shape();
+        let xs = x.shape();
+        let g = groups as usize;
+        if xs[1] != ws[1] * g {
+            return Err(Error::runtime(format!(
+                "Given groups={groups}, weight of size {}, expected input{} to have {} channels, but got {} channels instead",
+                fmt_shape(ws),
+                fmt_shape(xs),
+                ws[1] * g,
+                xs[1]
+            )));
+        }
+        check_bias(bias, weight, ws[0], false)?;
+        let kernel = ws[2..].to_vec();
+        let (stride, dilation) = (sizes(&stride), sizes(&dilation));
+        // Padding before and after each dim ('same' puts an odd total's extra after).
+        let (lo, hi): (Vec<usize>, Vec<usize>) = match padding {
+            ConvPadding::Same => (0..k)
+                .map(|d| {
+                    let total = dilation[d] * (kernel[d].max(1) - 1);
+                    (total / 2, total - total / 2)
+                })
+                .unzip(),
+            _ => (sizes(&explicit), sizes(&explicit)),
+        };
+        let spatial = &xs[2..];
+        let padded: Vec<i64> = (0..k)
+            .map(|d| (spatial[d] + lo[d] + hi[d]) as i64)
+            .collect();
+        let span: Vec<i64> = (0..k)
+            .map(|d| (dilation[d] * (kernel[d].max(1) - 1) + 1) as i64)
+            .collect();
+        if (0..k).any(|d| padded[d] < span[d]) {
+            return Err(Error::runtime(format!(
+                "Calculated padded input size per channel: ({}). Kernel size: ({}). Kernel size can't be greater than actual input size",
+                joined(padded.iter().copied()),
+                joined(span.iter().copied())
+            )));
+        }
+        let output = (0..k)
+            .map(|d| (padded[d] - span[d]) as usize / stride[d] + 1)
+            .collect();
+        let geo = Arc::new(ConvGeometry {
+            batch: xs[0],
+            in_channels: xs[1],
+            out_channels: ws[0],
+            groups: g,
+            input: spatial.to_vec(),
+            output,
+            kernel,
+            stride,
+            padding: lo,
+            dilation,
+        });
+        let y = conv_apply(
+            ConvKind::Forward,
+            &x,
+            weight,
+            bias,
+            &geo,
+            "ConvolutionBackward0",
+        )?;
+        unbatch(y, unbatched)
+    }
+
+    /// N-d transposed convolution (torch's `conv_transpose{1,2,3}d`, the adjoint of
+    /// [`Tensor::conv`] in its input) of `(N, C, *spatial)` or unbatched input with a
+    /// `(C, O / groups, *kernel)` weight and optional `(O,)` bias. Output size per dim:
+    /// `(in - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1`;
+    /// `output_padding` must be below the stride or the dilation. Torch's errors on bad input.
+    #[allow(clippy::too_many_arguments)]
+    pub fn conv_transpose(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        stride: &[i64],
+        padding: &[i64],
+        output_padding: &[i64],
+        groups: i64,
+        dilation: &[i64],
+    ) -> Result<Tensor> {
+        let nd = weight.dim().saturating_sub(2).max(1);
+        let op = format!("conv_transpose{nd}d");
+        let (unbatched, x) = batched(self, nd, &op)?;
+        let k = weight.dim().saturating_sub(2);
+        let stride = expand("stride", stride, k)?;
+        let padding = expand("padding", padding, k)?;
+        let output_padding = expand("output_padding", output_padding, k)?;
+        let dilation = expand("dilation", dilation, k)?;
+        check_conv_args(
+            weight,
+            &stride,
+            &padding,
+            &output_padding,
+            &dilation,
+            groups,
+        )?;
+        weight_rank(&x, weight)?;
+        let ws = weight.shape();
+        let xs = x.shape();
+        let g = groups as usize;
+        if xs[1] != ws[0] {
+            return Err(Error::runtime(format!(
+                "Given transposed=1, weight of size {}, expected input{} to have {} channels, but got {} channels instead",
+                fmt_shape(ws),
+                fmt_shape(xs),
+                ws[0],
+                xs[1]
+            )));
+        }
+        check_bias(bias, weight, ws[1] * g, true)?;
+        if (0..k).any(|d| output_padding[d] >= stride[d] && output_padding[d] >= dilation[d]) {
+            let part = |name: &str, v: &[i64]| -> String {
+                v.iter()
+                    .enumerate()
+                    .map(|(d, x)| format!("{name}_{}: {x}", dim_name(d, k)))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            return Err(Error::runtime(format!(
+                "output padding must be smaller than either stride or dilation, but got {} {} {}",
+                part("output_padding", &output_padding),
+                part("stride", &stride),
+                part("dilation", &dilation)
+            )));
+        }
+        let kernel = ws[2..].to_vec();
+        let spatial = &xs[2..];
+        let big: Vec<i64> = (0..k)
+            .map(|d| {
+                (spatial[d] as i64 - 1) * stride[d] - 2 * padding[d]
+                    + dilation[d] * (kernel[d] as i64 - 1)
+                    + output_padding[d]
+                    + 1
+            })
+            .collect();
+        if big.iter().any(|&b| b < 0) {
+            return Err(Error::runtime(format!(
+                "Given input size per channel: ({}). Calculated output size per channel: ({}). Output size is too small",
+                joined(spatial.iter().map(|&s| s as i64)),
+                joined(big.iter().copied())
+            )));
+        }
+        let geo = Arc::new(ConvGeometry {
+            batch: xs[0],
+            in_channels: ws[1] * g,
+            out_channels: ws[0],
+            groups: g,
+            input: sizes(&big),
+            output: spatial.to_vec(),
+            kernel,
+            stride: sizes(&stride),
+            padding: sizes(&padding),
+            dilation: sizes(&dilation),
+        });
+        let y = conv_apply(
+            ConvKind::GradInput,
+            &x,
+            weight,
+            bias,
+            &geo,
+            "ConvolutionBackward0",
+        )?;
+        unbatch(y, unbatched)
     }
 }
