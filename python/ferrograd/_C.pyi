@@ -80,6 +80,9 @@ __all__ = [
     "_nn_gather",
     "_nn_conv",
     "_nn_conv_transpose",
+    "_nn_max_pool",
+    "_nn_avg_pool",
+    "_nn_adaptive_pool",
     "_cat",
     "_stack",
     "_einsum",
@@ -1029,6 +1032,7 @@ def _nn_conv(
     """``conv{nd}d``; ``padding`` is a list of ints or ``'same'`` / ``'valid'``."""
 
 def _nn_conv_transpose(
+    nd: _int,
     input: Tensor,
     weight: Tensor,
     bias: Tensor | None,
@@ -1038,7 +1042,35 @@ def _nn_conv_transpose(
     groups: _int,
     dilation: Sequence[_int],
 ) -> Tensor:
-    """``conv_transpose{1,2,3}d`` (the rank follows the weight)."""
+    """``conv_transpose{nd}d``."""
+
+def _nn_max_pool(
+    nd: _int,
+    input: Tensor,
+    kernel_size: Sequence[_int],
+    stride: Sequence[_int],
+    padding: Sequence[_int],
+    dilation: Sequence[_int],
+    ceil_mode: _bool,
+) -> tuple[Tensor, Tensor]:
+    """``max_pool{nd}d_with_indices``: values and indices; an empty ``stride`` means the kernel."""
+
+def _nn_avg_pool(
+    nd: _int,
+    input: Tensor,
+    kernel_size: Sequence[_int],
+    stride: Sequence[_int],
+    padding: Sequence[_int],
+    ceil_mode: _bool,
+    count_include_pad: _bool,
+    divisor_override: _int | None = None,
+) -> Tensor:
+    """``avg_pool{nd}d``; an empty ``stride`` means the kernel."""
+
+def _nn_adaptive_pool(
+    kind: str, nd: _int, input: Tensor, output_size: Sequence[_int]
+) -> tuple[Tensor, Tensor | None]:
+    """``adaptive_{avg,max}_pool{1,2}d``: the values, and the indices for max pooling."""
 
 # ----- ops_shape ----------------------------------------------------------------------------------
 

@@ -59,11 +59,12 @@ fn _nn_conv(
     wrap(py, out)
 }
 
-/// `conv_transpose{1,2,3}d` (the rank follows the weight).
+/// `conv_transpose{nd}d`.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn _nn_conv_transpose(
     py: Python<'_>,
+    nd: usize,
     input: &Bound<'_, PyAny>,
     weight: &Bound<'_, PyAny>,
     bias: Option<&Bound<'_, PyAny>>,
@@ -77,7 +78,8 @@ fn _nn_conv_transpose(
     let w = tensor_of(weight, "weight")?;
     let b = optional(bias, "bias")?;
     let out = detached(py, move || {
-        x.conv_transpose(
+        x.conv_transpose_nd(
+            nd,
             &w,
             b.as_ref(),
             &stride.0,
@@ -90,9 +92,95 @@ fn _nn_conv_transpose(
     wrap(py, out)
 }
 
+/// The single value of a 1-d pooling argument (the caller passes one-element lists).
+fn one(v: &[i64]) -> i64 {
+    v.first().copied().unwrap_or(0)
+}
+
+/// `max_pool{nd}d_with_indices`: values and indices; an empty `stride` means the kernel.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn _nn_max_pool(
+    py: Python<'_>,
+    nd: usize,
+    input: &Bound<'_, PyAny>,
+    kernel_size: Ints,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    ceil_mode: bool,
+) -> PyResult<(Py<PyTensor>, Py<PyTensor>)> {
+    let x = tensor_of(input, "input")?;
+    let (k, s, p, d) = (kernel_size.0, stride.0, padding.0, dilation.0);
+    let (v, i) = detached(py, move || match nd {
+        1 => x.max_pool1d(one(&k), s.first().copied(), one(&p), one(&d), ceil_mode),
+        3 => x.max_pool3d(&k, &s, &p, &d, ceil_mode),
+        _ => x.max_pool2d(&k, &s, &p, &d, ceil_mode),
+    })?;
+    Ok((wrap(py, v)?, wrap(py, i)?))
+}
+
+/// `avg_pool{nd}d`; an empty `stride` means the kernel.
+#[pyfunction]
+#[pyo3(signature = (nd, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override=None))]
+#[allow(clippy::too_many_arguments)]
+fn _nn_avg_pool(
+    py: Python<'_>,
+    nd: usize,
+    input: &Bound<'_, PyAny>,
+    kernel_size: Ints,
+    stride: Ints,
+    padding: Ints,
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> PyResult<Py<PyTensor>> {
+    let x = tensor_of(input, "input")?;
+    let (k, s, p) = (kernel_size.0, stride.0, padding.0);
+    let out = detached(py, move || match nd {
+        1 => x.avg_pool1d(
+            one(&k),
+            s.first().copied(),
+            one(&p),
+            ceil_mode,
+            count_include_pad,
+        ),
+        3 => x.avg_pool3d(&k, &s, &p, ceil_mode, count_include_pad, divisor_override),
+        _ => x.avg_pool2d(&k, &s, &p, ceil_mode, count_include_pad, divisor_override),
+    })?;
+    wrap(py, out)
+}
+
+/// `adaptive_{avg,max}_pool{1,2}d` (`kind` "avg" or "max"): the values, and the indices for
+/// max pooling.
+#[pyfunction]
+fn _nn_adaptive_pool(
+    py: Python<'_>,
+    kind: &str,
+    nd: usize,
+    input: &Bound<'_, PyAny>,
+    output_size: Ints,
+) -> PyResult<(Py<PyTensor>, Option<Py<PyTensor>>)> {
+    let x = tensor_of(input, "input")?;
+    let o = output_size.0;
+    let is_max = kind == "max";
+    let (v, i) = detached(py, move || {
+        Ok(match (is_max, nd) {
+            (true, 1) => x.adaptive_max_pool1d(one(&o)).map(|(v, i)| (v, Some(i)))?,
+            (true, _) => x.adaptive_max_pool2d(&o).map(|(v, i)| (v, Some(i)))?,
+            (false, 1) => (x.adaptive_avg_pool1d(one(&o))?, None),
+            (false, _) => (x.adaptive_avg_pool2d(&o)?, None),
+        })
+    })?;
+    Ok((wrap(py, v)?, i.map(|i| wrap(py, i)).transpose()?))
+}
+
 /// Register the convolution and pooling bindings on `ferrograd._C`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_nn_conv, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_conv_transpose, m)?)?;
+    m.add_function(wrap_pyfunction!(_nn_max_pool, m)?)?;
+    m.add_function(wrap_pyfunction!(_nn_avg_pool, m)?)?;
+    m.add_function(wrap_pyfunction!(_nn_adaptive_pool, m)?)?;
     Ok(())
 }

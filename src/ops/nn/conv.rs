@@ -1042,7 +1042,9 @@ fn check_conv_args(
     if stride.iter().any(|&s| s <= 0) {
         return Err(Error::runtime("non-positive stride is not supported"));
     }
-    if dilation.iter().any(|&d| d <= 0) {
+    // Negative dilation fails here; zero passes torch's generic checks and fails after the
+    // shape checks (see `check_zero_dilation`).
+    if dilation.iter().any(|&d| d < 0) {
         return Err(Error::runtime("dilation should be greater than zero"));
     }
     let ws = weight.shape();
@@ -1058,6 +1060,13 @@ fn check_conv_args(
             "Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got weight of size [{}] instead",
             fmt_shape(ws)
         )));
+    }
+    Ok(())
+}
+
+fn check_zero_dilation(dilation: &[i64]) -> Result<()> {
+    if dilation.contains(&0) {
+        return Err(Error::runtime("dilation should be greater than zero"));
     }
     Ok(())
 }
@@ -1220,6 +1229,7 @@ impl Tensor {
             )));
         }
         check_bias(bias, weight, ws[0], false)?;
+        check_zero_dilation(&dilation)?;
         let kernel = ws[2..].to_vec();
         let (stride, dilation) = (sizes(&stride), sizes(&dilation));
         // Padding before and after each dim ('same' puts an odd total's extra after).
@@ -1289,6 +1299,32 @@ impl Tensor {
         dilation: &[i64],
     ) -> Result<Tensor> {
         let nd = weight.dim().saturating_sub(2).max(1);
+        self.conv_transpose_nd(
+            nd,
+            weight,
+            bias,
+            stride,
+            padding,
+            output_padding,
+            groups,
+            dilation,
+        )
+    }
+
+    /// [`Tensor::conv_transpose`] as torch's `conv_transpose{nd}d`: the input must have
+    /// `nd + 1` or `nd + 2` dims (the message names that op).
+    #[allow(clippy::too_many_arguments)]
+    pub fn conv_transpose_nd(
+        &self,
+        nd: usize,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        stride: &[i64],
+        padding: &[i64],
+        output_padding: &[i64],
+        groups: i64,
+        dilation: &[i64],
+    ) -> Result<Tensor> {
         let op = format!("conv_transpose{nd}d");
         let (unbatched, x) = batched(self, nd, &op)?;
         let k = weight.dim().saturating_sub(2);
@@ -1318,19 +1354,22 @@ impl Tensor {
             )));
         }
         check_bias(bias, weight, ws[1] * g, true)?;
+        check_zero_dilation(&dilation)?;
         if (0..k).any(|d| output_padding[d] >= stride[d] && output_padding[d] >= dilation[d]) {
-            let part = |name: &str, v: &[i64]| -> String {
+            // torch runs 1-d as 2-d with a unit height, and names that dim in the message.
+            let part = |name: &str, v: &[i64], unit: i64| -> String {
+                let v: Vec<i64> = if k == 1 { vec![unit, v[0]] } else { v.to_vec() };
                 v.iter()
                     .enumerate()
-                    .map(|(d, x)| format!("{name}_{}: {x}", dim_name(d, k)))
+                    .map(|(d, x)| format!("{name}_{}: {x}", dim_name(d, v.len())))
                     .collect::<Vec<_>>()
                     .join(" ")
             };
             return Err(Error::runtime(format!(
                 "output padding must be smaller than either stride or dilation, but got {} {} {}",
-                part("output_padding", &output_padding),
-                part("stride", &stride),
-                part("dilation", &dilation)
+                part("output_padding", &output_padding, 0),
+                part("stride", &stride, 1),
+                part("dilation", &dilation, 1)
             )));
         }
         let kernel = ws[2..].to_vec();

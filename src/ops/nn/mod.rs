@@ -4,4 +4,5 @@
 //! the Python package's `nn.functional` only parses arguments and raises torch's errors.
 
 pub mod conv;
+pub mod pool;
 pub mod softmax;
