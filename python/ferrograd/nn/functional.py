@@ -1020,9 +1020,7 @@ def _conv_transpose(
     dilation: _int_or_tuple,
 ) -> Tensor:
     if isinstance(padding, str):
-        raise TypeError(
-            f"conv_transpose{nd}d(): argument 'padding' must be tuple of ints, not str"
-        )
+        raise TypeError(f"conv_transpose{nd}d(): argument 'padding' must be tuple of ints, not str")
     return _C._nn_conv_transpose(
         nd,
         input,

@@ -926,6 +926,10 @@ impl Tensor {
     /// spans `floor(o n / out)..ceil((o + 1) n / out)`.
     pub fn adaptive_avg_pool2d(&self, output: &[i64]) -> Result<Tensor> {
         let w = adaptive_windows("adaptive_avg_pool2d", self, output, 2, false)?;
+        if output == [1, 1] {
+            // torch takes the mean here (its node is MeanBackward1).
+            return self.mean_dims(&[-2, -1], true);
+        }
         let names = Names {
             forward: "AdaptiveAvgPool2DBackward0",
             backward: "AdaptiveAvgPool2DBackwardBackward0",
