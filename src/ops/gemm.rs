@@ -272,9 +272,9 @@ unsafe fn kernel<T: GemmScalar>(
     }
 }
 
-/// `dst` (row-major, `dst_rs` between rows) = `a` @ `b`, or `dst + a @ b` when `accumulate`,
-/// for one `n` x `k` @ `k` x `m` product on the calling thread: for kernels that cut their work
-/// into blocks themselves (convolution), with strides given per operand.
+/// `dst` = `a` @ `b`, or `dst + a @ b` when `accumulate`, for one `n` x `k` @ `k` x `m` product
+/// on the calling thread: for kernels that cut their work into blocks themselves
+/// (convolution), with row and column strides given per operand and for `dst`.
 ///
 /// # Safety
 /// Every element of `a` (`n` x `k` through `a_rs`, `a_cs`), `b` (`k` x `m`) and `dst` must be
@@ -282,8 +282,7 @@ unsafe fn kernel<T: GemmScalar>(
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn gemm_block<T: GemmScalar>(
     (n, m, k): (usize, usize, usize),
-    dst: *mut T,
-    dst_rs: usize,
+    (dst, dst_rs, dst_cs): (*mut T, usize, usize),
     accumulate: bool,
     (a, a_rs, a_cs): (*const T, isize, isize),
     (b, b_rs, b_cs): (*const T, isize, isize),
@@ -294,8 +293,10 @@ pub(crate) unsafe fn gemm_block<T: GemmScalar>(
     if k == 0 {
         if !accumulate {
             for r in 0..n {
-                // SAFETY: the caller vouches for every element of `dst`.
-                unsafe { std::slice::from_raw_parts_mut(dst.add(r * dst_rs), m).fill(T::ZERO) };
+                for c in 0..m {
+                    // SAFETY: the caller vouches for every element of `dst`.
+                    unsafe { *dst.add(r * dst_rs + c * dst_cs) = T::ZERO };
+                }
             }
         }
         return;
@@ -307,7 +308,7 @@ pub(crate) unsafe fn gemm_block<T: GemmScalar>(
             m,
             k,
             dst,
-            1,
+            dst_cs as isize,
             dst_rs as isize,
             accumulate,
             a,

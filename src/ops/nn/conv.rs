@@ -513,35 +513,61 @@ impl ConvGeometry {
         s
     }
 
-    /// Per (kernel offset, output position): the offset into one input plane, or
-    /// [`PAD_INDEX`] where the window reads padding. Shared by every channel.
-    fn table(&self) -> Result<Vec<usize>> {
+    /// The windows as rows along the last spatial dim (see [`Windows`]).
+    fn windows(&self) -> Result<Windows> {
         let sd = self.kernel.len();
-        let kn: usize = self.kernel.iter().product();
-        let ln: usize = self.output.iter().product();
-        let mut t =
-            crate::tensor::creation::try_vec(crate::tensor::creation::checked_numel(&[kn, ln])?)?;
-        let mut kpos = vec![0usize; sd];
-        for _ in 0..kn {
-            let mut lpos = vec![0usize; sd];
-            for _ in 0..ln {
-                let mut off = 0usize;
-                let mut inside = true;
-                for d in 0..sd {
-                    let p = (lpos[d] * self.stride[d] + kpos[d] * self.dilation[d]) as isize
+        let last = sd - 1;
+        let outer_k = &self.kernel[..last];
+        let outer_o = &self.output[..last];
+        let (ko_n, rows): (usize, usize) = (outer_k.iter().product(), outer_o.iter().product());
+        // Input strides of the outer dims (elements per step along each).
+        let mut in_stride = vec![1usize; sd];
+        for d in (0..last).rev() {
+            in_stride[d] = in_stride[d + 1] * self.input[d + 1];
+        }
+        let mut base =
+            crate::tensor::creation::try_vec(crate::tensor::creation::checked_numel(&[
+                ko_n, rows,
+            ])?)?;
+        let mut kpos = vec![0usize; last];
+        for _ in 0..ko_n {
+            let mut rpos = vec![0usize; last];
+            for _ in 0..rows {
+                let mut off = Some(0usize);
+                for d in 0..last {
+                    let p = (rpos[d] * self.stride[d] + kpos[d] * self.dilation[d]) as isize
                         - self.padding[d] as isize;
                     if p < 0 || p as usize >= self.input[d] {
-                        inside = false;
+                        off = None;
                         break;
                     }
-                    off = off * self.input[d] + p as usize;
+                    off = off.map(|o| o + p as usize * in_stride[d]);
                 }
-                t.push(if inside { off } else { PAD_INDEX });
-                increment(&mut lpos, &self.output);
+                base.push(off.unwrap_or(PAD_INDEX));
+                increment(&mut rpos, outer_o);
             }
-            increment(&mut kpos, &self.kernel);
+            increment(&mut kpos, outer_k);
         }
-        Ok(t)
+        let (w, ow, s) = (self.input[last], self.output[last], self.stride[last]);
+        let spans = (0..self.kernel[last])
+            .map(|j| {
+                let shift = (j * self.dilation[last]) as isize - self.padding[last] as isize;
+                let inside = |o: usize| {
+                    let c = (o * s) as isize + shift;
+                    c >= 0 && (c as usize) < w
+                };
+                let lo = (0..ow).find(|&o| inside(o)).unwrap_or(ow);
+                let hi = (lo..ow).find(|&o| !inside(o)).unwrap_or(ow);
+                (lo, hi, shift)
+            })
+            .collect();
+        Ok(Windows {
+            base,
+            rows,
+            ow,
+            stride: s,
+            spans,
+        })
     }
 
     /// Whether the windows are the input itself (a 1x1 kernel, stride 1, no padding), so the
@@ -581,28 +607,96 @@ fn dims(geo: &ConvGeometry) -> Dims3 {
     }
 }
 
-/// Fill `cols` (`cg * K` x `L`) with the windows of `cg` input planes starting at `x`.
-fn im2col_into<T: ConvScalar>(x: &[T], table: &[usize], plane: usize, cols: &mut [T]) {
-    let kl = table.len();
-    for (c, dst) in cols.chunks_exact_mut(kl).enumerate() {
-        let src = &x[c * plane..(c + 1) * plane];
-        for (d, &i) in dst.iter_mut().zip(table) {
-            *d = if i == PAD_INDEX { T::ZERO } else { src[i] };
-        }
-    }
+/// A convolution's windows, row by row along the last spatial dim: where each output row of
+/// each outer kernel offset starts in an input plane, and for each last-dim kernel offset the
+/// span of output columns inside the input. Rows are then copied (stride 1) or strided, and
+/// padding is filled without a test per element.
+struct Windows {
+    /// Per (outer kernel offset, output row): the input offset of that row, or [`PAD_INDEX`].
+    base: Vec<usize>,
+    /// Output rows (product of all output sizes but the last).
+    rows: usize,
+    /// Output columns (the last output size).
+    ow: usize,
+    /// Stride along the last dim.
+    stride: usize,
+    /// Per last-dim kernel offset: output columns `lo..hi` read the input, at column
+    /// `o * stride + shift`.
+    spans: Vec<(usize, usize, isize)>,
 }
 
-/// Add the windows in `cols` (`cg * K` x `L`) back into `cg` planes starting at `x`.
-fn col2im_into<T: ConvScalar>(cols: &[T], table: &[usize], plane: usize, x: &mut [T]) {
-    let kl = table.len();
-    for (c, src) in cols.chunks_exact(kl).enumerate() {
-        let dst = &mut x[c * plane..(c + 1) * plane];
-        for (&v, &i) in src.iter().zip(table) {
-            if i != PAD_INDEX {
-                dst[i] += v;
+impl Windows {
+    /// Call `f(window row, output row, input row start, lo, hi, shift)` for every row of the
+    /// column matrix of one channel (`window row` counts kernel offsets; rows of padding get
+    /// `None`).
+    #[inline]
+    fn each_row(&self, mut f: impl FnMut(usize, usize, Option<usize>, (usize, usize, isize))) {
+        let kw = self.spans.len();
+        for (ko, bases) in self.base.chunks_exact(self.rows.max(1)).enumerate() {
+            for (j, &span) in self.spans.iter().enumerate() {
+                for (r, &b) in bases.iter().enumerate() {
+                    f(ko * kw + j, r, (b != PAD_INDEX).then_some(b), span);
+                }
             }
         }
     }
+
+    fn kernel_len(&self) -> usize {
+        self.base.len() / self.rows.max(1) * self.spans.len()
+    }
+}
+
+/// Fill the `cg * K` x `L` column matrix at `cols` (rows `ld` apart) with the windows of `cg`
+/// input planes starting at `x`.
+fn im2col_into<T: ConvScalar>(x: &[T], win: &Windows, plane: usize, cols: &mut [T], ld: usize) {
+    let (ow, s) = (win.ow, win.stride);
+    let kn = win.kernel_len();
+    for c in 0..x.len() / plane.max(1) {
+        let src = &x[c * plane..(c + 1) * plane];
+        win.each_row(|k, r, base, (lo, hi, shift)| {
+            let row = &mut cols[(c * kn + k) * ld + r * ow..][..ow];
+            let Some(b) = base else {
+                row.fill(T::ZERO);
+                return;
+            };
+            row[..lo].fill(T::ZERO);
+            row[hi..].fill(T::ZERO);
+            let start = (b as isize + (lo * s) as isize + shift) as usize;
+            if s == 1 {
+                row[lo..hi].copy_from_slice(&src[start..start + (hi - lo)]);
+            } else {
+                for (i, d) in row[lo..hi].iter_mut().enumerate() {
+                    *d = src[start + i * s];
+                }
+            }
+        });
+    }
+}
+
+/// Add the `cg * K` x `L` column matrix at `cols` (rows `ld` apart) back into the `cg` planes
+/// of `x`.
+fn col2im_into<T: ConvScalar>(cols: &[T], win: &Windows, plane: usize, x: &mut [T], ld: usize) {
+    let (ow, s) = (win.ow, win.stride);
+    let kn = win.kernel_len();
+    for c in 0..x.len() / plane.max(1) {
+        let dst = &mut x[c * plane..(c + 1) * plane];
+        win.each_row(|k, r, base, (lo, hi, shift)| {
+            let Some(b) = base else { return };
+            let row = &cols[(c * kn + k) * ld + r * ow..][..ow];
+            let start = (b as isize + (lo * s) as isize + shift) as usize;
+            for (i, &v) in row[lo..hi].iter().enumerate() {
+                dst[start + i * s] += v;
+            }
+        });
+    }
+}
+
+/// Images per gemm: enough columns (`images * L`) that the product is not dominated by its
+/// fixed cost (LeNet's second layer has `L = 64`), and a fixed function of the shape, so the
+/// result does not depend on the thread count.
+fn images_per_block(batch: usize, ln: usize) -> usize {
+    const COLUMNS: usize = 512;
+    COLUMNS.div_ceil(ln.max(1)).clamp(1, batch.max(1))
 }
 
 /// Run `unit(u, scratch)` for `u` in `0..units`, in contiguous runs shared among threads when
@@ -653,46 +747,90 @@ fn conv_forward<T: ConvScalar>(
         plane,
     } = dims(geo);
     let g = geo.groups;
-    let pointwise = geo.is_pointwise();
-    let table = if pointwise { Vec::new() } else { geo.table()? };
+    let win = if geo.is_pointwise() {
+        None
+    } else {
+        Some(geo.windows()?)
+    };
     let mut y =
         crate::tensor::creation::try_filled_vec(geo.batch * geo.out_channels * ln, T::ZERO)?;
     let yp = SendPtr(y.as_mut_ptr());
     let ck = cg * kn;
+    let nb = images_per_block(geo.batch, ln);
+    let blocks = geo.batch.div_ceil(nb);
     let flops = geo.batch * geo.out_channels * ln * ck;
-    let scratch = if pointwise { 0 } else { ck * ln };
-    for_units::<T>(geo.batch * g, flops, scratch, &|u, cols| {
-        let (n, gi) = (u / g, u % g);
-        let xs = &x[(n * geo.in_channels + gi * cg) * plane..][..cg * plane];
-        let b: &[T] = if pointwise {
-            xs
-        } else {
-            im2col_into(xs, &table, plane, cols);
-            cols
+    // Column matrix (ck x nb*L) then the block's output (og x nb*L).
+    let scratch = nb * ln * (ck + og);
+    for_units::<T>(blocks * g, flops, scratch, &|u, buf| {
+        let (blk, gi) = (u / g, u % g);
+        let (n0, n1) = (blk * nb, ((blk + 1) * nb).min(geo.batch));
+        let cols_n = (n1 - n0) * ln;
+        let (cols, out) = buf.split_at_mut(ck * nb * ln);
+        let image = |n: usize| &x[(n * geo.in_channels + gi * cg) * plane..][..cg * plane];
+        // A single image read in place when the windows are the input itself.
+        let (b, ldb): (&[T], usize) = match (&win, n1 - n0) {
+            (None, 1) => (image(n0), ln),
+            _ => {
+                for n in n0..n1 {
+                    let dst = &mut cols[(n - n0) * ln..];
+                    match &win {
+                        Some(win) => im2col_into(image(n), win, plane, dst, cols_n),
+                        None => {
+                            for (c, row) in image(n).chunks_exact(plane).enumerate() {
+                                dst[c * cols_n..][..plane].copy_from_slice(row);
+                            }
+                        }
+                    }
+                }
+                (&cols[..], cols_n)
+            }
         };
-        let dst_off = (n * geo.out_channels + gi * og) * ln;
-        // SAFETY: unit (n, group) owns rows `gi*og..(gi+1)*og` of image n of `y`; `w` holds
-        // `og` rows of `ck` for the group, `b` is `ck` x `ln`.
+        // SAFETY: `w` holds `og` rows of `ck` for the group, `b` is `ck` x `cols_n` with rows
+        // `ldb` apart, `out` has room for `og` x `cols_n`.
         unsafe {
-            let dst = yp.get().add(dst_off);
             gemm_block(
-                (og, ln, ck),
-                dst,
-                ln,
+                (og, cols_n, ck),
+                (out.as_mut_ptr(), cols_n, 1),
                 false,
                 (w[gi * og * ck..].as_ptr(), ck as isize, 1),
-                (b.as_ptr(), ln as isize, 1),
+                (b.as_ptr(), ldb as isize, 1),
             );
-            if let Some(bias) = bias {
-                let rows = std::slice::from_raw_parts_mut(dst, og * ln);
-                for (o, row) in rows.chunks_exact_mut(ln.max(1)).enumerate() {
-                    let v = bias[gi * og + o];
-                    row.iter_mut().for_each(|e| *e += v);
+        }
+        for n in n0..n1 {
+            // SAFETY: unit (block, group) owns rows `gi*og..(gi+1)*og` of its images of `y`.
+            let dst = unsafe {
+                std::slice::from_raw_parts_mut(
+                    yp.get().add((n * geo.out_channels + gi * og) * ln),
+                    og * ln,
+                )
+            };
+            for (o, row) in dst.chunks_exact_mut(ln.max(1)).enumerate() {
+                let src = &out[o * cols_n + (n - n0) * ln..][..ln];
+                let v = bias.map_or(T::ZERO, |b| b[gi * og + o]);
+                for (d, &s) in row.iter_mut().zip(src) {
+                    *d = s + v;
                 }
             }
         }
     })?;
     Ok(y)
+}
+
+/// The block of `g` for images `n0..n1` and group `gi` as one `og` x `(n1 - n0) * L` matrix.
+fn gather_grad_block<T: ConvScalar>(
+    geo: &ConvGeometry,
+    gy: &[T],
+    (n0, n1, gi): (usize, usize, usize),
+    dst: &mut [T],
+) {
+    let Dims3 { og, ln, .. } = dims(geo);
+    let cols_n = (n1 - n0) * ln;
+    for n in n0..n1 {
+        let src = &gy[(n * geo.out_channels + gi * og) * ln..][..og * ln];
+        for (o, row) in src.chunks_exact(ln.max(1)).enumerate() {
+            dst[o * cols_n + (n - n0) * ln..][..ln].copy_from_slice(row);
+        }
+    }
 }
 
 /// The adjoint of [`conv_forward`] in `x`: `(N, in_channels, *input)` from `g`
@@ -711,54 +849,59 @@ fn conv_grad_input<T: ConvScalar>(
         plane,
     } = dims(geo);
     let g = geo.groups;
-    let pointwise = geo.is_pointwise();
-    let table = if pointwise { Vec::new() } else { geo.table()? };
+    let win = if geo.is_pointwise() {
+        None
+    } else {
+        Some(geo.windows()?)
+    };
     let mut x =
         crate::tensor::creation::try_filled_vec(geo.batch * geo.in_channels * plane, T::ZERO)?;
     let xp = SendPtr(x.as_mut_ptr());
     let ck = cg * kn;
+    let nb = images_per_block(geo.batch, ln);
+    let blocks = geo.batch.div_ceil(nb);
     let flops = geo.batch * geo.out_channels * ln * ck;
-    let scratch = if pointwise { 0 } else { ck * ln };
-    for_units::<T>(geo.batch * g, flops, scratch, &|u, cols| {
-        let (n, gi) = (u / g, u % g);
-        let gs = &gy[(n * geo.out_channels + gi * og) * ln..][..og * ln];
-        // SAFETY: unit (n, group) owns planes `gi*cg..(gi+1)*cg` of image n of `x`.
-        let xs = unsafe {
-            std::slice::from_raw_parts_mut(
-                xp.get().add((n * geo.in_channels + gi * cg) * plane),
-                cg * plane,
-            )
-        };
-        // W_g^T (ck x og) @ g (og x ln): `w` read transposed through its strides.
-        let wt = (w[gi * og * ck..].as_ptr(), 1, ck as isize);
+    // The block's gradient (og x nb*L), then its column matrix (ck x nb*L).
+    let scratch = nb * ln * (og + ck);
+    for_units::<T>(blocks * g, flops, scratch, &|u, buf| {
+        let (blk, gi) = (u / g, u % g);
+        let (n0, n1) = (blk * nb, ((blk + 1) * nb).min(geo.batch));
+        let cols_n = (n1 - n0) * ln;
+        let (gb, cols) = buf.split_at_mut(og * nb * ln);
+        gather_grad_block(geo, gy, (n0, n1, gi), gb);
+        // cols (ck x cols_n) = W_g^T (ck x og) @ g (og x cols_n): `w` read transposed.
+        // SAFETY: as in `conv_forward`.
         unsafe {
-            if pointwise {
-                gemm_block(
-                    (ck, ln, og),
-                    xs.as_mut_ptr(),
-                    ln,
-                    false,
-                    wt,
-                    (gs.as_ptr(), ln as isize, 1),
-                );
-            } else {
-                gemm_block(
-                    (ck, ln, og),
-                    cols.as_mut_ptr(),
-                    ln,
-                    false,
-                    wt,
-                    (gs.as_ptr(), ln as isize, 1),
-                );
+            gemm_block(
+                (ck, cols_n, og),
+                (cols.as_mut_ptr(), cols_n, 1),
+                false,
+                (w[gi * og * ck..].as_ptr(), 1, ck as isize),
+                (gb.as_ptr(), cols_n as isize, 1),
+            );
+        }
+        for n in n0..n1 {
+            // SAFETY: unit (block, group) owns planes `gi*cg..(gi+1)*cg` of its images of `x`.
+            let xs = unsafe {
+                std::slice::from_raw_parts_mut(
+                    xp.get().add((n * geo.in_channels + gi * cg) * plane),
+                    cg * plane,
+                )
+            };
+            let src = &cols[(n - n0) * ln..];
+            match &win {
+                Some(win) => col2im_into(src, win, plane, xs, cols_n),
+                None => {
+                    for (c, p) in xs.chunks_exact_mut(plane.max(1)).enumerate() {
+                        p.copy_from_slice(&src[c * cols_n..][..plane]);
+                    }
+                }
             }
-        }
-        if !pointwise {
-            col2im_into(cols, &table, plane, xs);
-        }
-        if let Some(bias) = bias {
-            for (c, p) in xs.chunks_exact_mut(plane.max(1)).enumerate() {
-                let v = bias[gi * cg + c];
-                p.iter_mut().for_each(|e| *e += v);
+            if let Some(bias) = bias {
+                for (c, p) in xs.chunks_exact_mut(plane.max(1)).enumerate() {
+                    let v = bias[gi * cg + c];
+                    p.iter_mut().for_each(|e| *e += v);
+                }
             }
         }
     })?;
@@ -780,38 +923,50 @@ fn conv_grad_weight<T: ConvScalar>(geo: &ConvGeometry, gy: &[T], x: &[T]) -> Res
         plane,
     } = dims(geo);
     let g = geo.groups;
-    let pointwise = geo.is_pointwise();
-    let table = if pointwise { Vec::new() } else { geo.table()? };
+    let win = if geo.is_pointwise() {
+        None
+    } else {
+        Some(geo.windows()?)
+    };
     let ck = cg * kn;
     let wn = geo.out_channels * ck;
-    let chunks = geo.batch.clamp(1, WEIGHT_CHUNKS);
+    let nb = images_per_block(geo.batch, ln);
+    let blocks = geo.batch.div_ceil(nb);
+    let chunks = blocks.clamp(1, WEIGHT_CHUNKS);
     let mut partial = crate::tensor::creation::try_filled_vec(chunks * wn, T::ZERO)?;
     let pp = SendPtr(partial.as_mut_ptr());
     let flops = geo.batch * geo.out_channels * ln * ck;
-    let scratch = if pointwise { 0 } else { ck * ln };
-    let batch = geo.batch;
-    for_units::<T>(chunks, flops, scratch, &|c, cols| {
+    let scratch = nb * ln * (og + ck);
+    for_units::<T>(chunks, flops, scratch, &|c, buf| {
         // SAFETY: chunk c owns partial result c.
         let acc = unsafe { std::slice::from_raw_parts_mut(pp.get().add(c * wn), wn) };
-        for n in c * batch / chunks..(c + 1) * batch / chunks {
+        let (gb, cols) = buf.split_at_mut(og * nb * ln);
+        for blk in c * blocks / chunks..(c + 1) * blocks / chunks {
+            let (n0, n1) = (blk * nb, ((blk + 1) * nb).min(geo.batch));
+            let cols_n = (n1 - n0) * ln;
             for gi in 0..g {
-                let xs = &x[(n * geo.in_channels + gi * cg) * plane..][..cg * plane];
-                let b: &[T] = if pointwise {
-                    xs
-                } else {
-                    im2col_into(xs, &table, plane, cols);
-                    cols
-                };
-                let gs = &gy[(n * geo.out_channels + gi * og) * ln..][..og * ln];
-                // acc_g (og x ck) += g (og x ln) @ cols^T (ln x ck).
+                gather_grad_block(geo, gy, (n0, n1, gi), gb);
+                for n in n0..n1 {
+                    let xs = &x[(n * geo.in_channels + gi * cg) * plane..][..cg * plane];
+                    let dst = &mut cols[(n - n0) * ln..];
+                    match &win {
+                        Some(win) => im2col_into(xs, win, plane, dst, cols_n),
+                        None => {
+                            for (ci, row) in xs.chunks_exact(plane.max(1)).enumerate() {
+                                dst[ci * cols_n..][..plane].copy_from_slice(row);
+                            }
+                        }
+                    }
+                }
+                // acc_g (og x ck) += g (og x cols_n) @ cols^T (cols_n x ck).
+                // SAFETY: both operands lie in `buf`, the destination in `acc`.
                 unsafe {
                     gemm_block(
-                        (og, ck, ln),
-                        acc[gi * og * ck..].as_mut_ptr(),
-                        ck,
+                        (og, ck, cols_n),
+                        (acc[gi * og * ck..].as_mut_ptr(), ck, 1),
                         true,
-                        (gs.as_ptr(), ln as isize, 1),
-                        (b.as_ptr(), 1, ln as isize),
+                        (gb.as_ptr(), cols_n as isize, 1),
+                        (cols.as_ptr(), 1, cols_n as isize),
                     );
                 }
             }

@@ -193,6 +193,9 @@ impl PoolScalar for f64 {
     }
 }
 
+/// A kernel on one plane: `(plane, source plane, destination plane)`.
+type PlaneFn<'a, S, D> = dyn Fn(usize, &[S], &mut [D]) + Sync + 'a;
+
 /// Run `f(plane, src, dst)` over planes of `src` (`src_len` each) and `dst` (`dst_len` each),
 /// in parallel when there is enough work.
 fn per_plane<S: Sync, D: Send>(
@@ -202,7 +205,7 @@ fn per_plane<S: Sync, D: Send>(
     dst: &mut [D],
     dst_len: usize,
     work: usize,
-    f: &(dyn Fn(usize, &[S], &mut [D]) + Sync),
+    f: &PlaneFn<'_, S, D>,
 ) {
     let helpers = if planes * work < PARALLEL_MIN_ELEMENTS {
         0
