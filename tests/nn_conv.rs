@@ -196,7 +196,7 @@ fn grads(loss: &Tensor, inputs: &[Tensor], create_graph: bool) -> Vec<Tensor> {
         create_graph,
         ..GradOptions::default()
     };
-    autograd::grad(&[loss.clone()], inputs, opts)
+    autograd::grad(std::slice::from_ref(loss), inputs, opts)
         .unwrap()
         .into_iter()
         .map(|g| g.unwrap())
@@ -272,7 +272,12 @@ fn conv_second_derivatives_match_finite_differences() {
     };
     let f = |x: &Tensor, w: &Tensor, create: bool| {
         let x = x.detach().requires_grad_(true).unwrap();
-        let gx = grads(&weighted_sum(&conv(&x, w)), &[x.clone()], create).remove(0);
+        let gx = grads(
+            &weighted_sum(&conv(&x, w)),
+            std::slice::from_ref(&x),
+            create,
+        )
+        .remove(0);
         gx.mul(&gx)
             .unwrap()
             .mul(&t(&data(50, 3.0), &xs))
@@ -282,7 +287,7 @@ fn conv_second_derivatives_match_finite_differences() {
     };
     let w = leaf(&wv, &ws);
     let s = f(&t(&xv, &xs), &w, true);
-    let got = grads(&s, &[w.clone()], false).remove(0);
+    let got = grads(&s, std::slice::from_ref(&w), false).remove(0);
     let want = fd_grad(|w| f(&t(&xv, &xs), w, false), &wv, &ws);
     assert_close(&got.to_vec::<f64>().unwrap(), &want, 1e-5);
 }
@@ -319,7 +324,7 @@ fn max_pool_matches_direct_loops_and_its_gradient_is_a_scatter() {
             .0
     };
     let x = leaf(&xv, &xs);
-    let g = grads(&weighted_sum(&pool(&x)), &[x.clone()], false).remove(0);
+    let g = grads(&weighted_sum(&pool(&x)), std::slice::from_ref(&x), false).remove(0);
     assert_close(
         &g.to_vec::<f64>().unwrap(),
         &fd_grad(|x| weighted_sum(&pool(x)), &xv, &xs),
@@ -331,7 +336,8 @@ fn max_pool_matches_direct_loops_and_its_gradient_is_a_scatter() {
 fn avg_and_adaptive_pool_gradients_match_finite_differences() {
     let xs = [1usize, 2, 5, 7];
     let xv = data(70, 1.1);
-    let pools: Vec<Box<dyn Fn(&Tensor) -> Tensor>> = vec![
+    type Pool = Box<dyn Fn(&Tensor) -> Tensor>;
+    let pools: Vec<Pool> = vec![
         Box::new(|x| x.avg_pool2d(&[3], &[2], &[1], true, false, None).unwrap()),
         Box::new(|x| {
             x.avg_pool2d(&[2, 3], &[], &[0], false, true, Some(4))
@@ -347,7 +353,7 @@ fn avg_and_adaptive_pool_gradients_match_finite_differences() {
     ];
     for pool in &pools {
         let x = leaf(&xv, &xs);
-        let g = grads(&weighted_sum(&pool(&x)), &[x.clone()], false).remove(0);
+        let g = grads(&weighted_sum(&pool(&x)), std::slice::from_ref(&x), false).remove(0);
         assert_close(
             &g.to_vec::<f64>().unwrap(),
             &fd_grad(|x| weighted_sum(&pool(x)), &xv, &xs),

@@ -584,9 +584,50 @@ impl ConvGeometry {
 trait ConvScalar:
     crate::ops::gemm::GemmScalar + Element + std::ops::Add<Output = Self> + std::ops::AddAssign
 {
+    /// This thread's scratch buffer of this type.
+    fn scratch() -> &'static std::thread::LocalKey<std::cell::RefCell<Vec<Self>>>;
 }
-impl ConvScalar for f32 {}
-impl ConvScalar for f64 {}
+
+/// Scratch buffers up to this many elements stay with their thread between calls: zeroing a
+/// fresh one costs as much as the im2col of a small layer.
+const KEEP_SCRATCH: usize = 1 << 22;
+
+thread_local! {
+    static SCRATCH_F32: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SCRATCH_F64: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl ConvScalar for f32 {
+    fn scratch() -> &'static std::thread::LocalKey<std::cell::RefCell<Vec<Self>>> {
+        &SCRATCH_F32
+    }
+}
+impl ConvScalar for f64 {
+    fn scratch() -> &'static std::thread::LocalKey<std::cell::RefCell<Vec<Self>>> {
+        &SCRATCH_F64
+    }
+}
+
+/// A scratch buffer of at least `n` elements (its contents are stale: every kernel writes
+/// what it reads), taken from this thread's cache when it has one.
+fn take_scratch<T: ConvScalar>(n: usize) -> Result<Vec<T>> {
+    let mut buf = T::scratch().with(|c| std::mem::take(&mut *c.borrow_mut()));
+    if buf.len() < n {
+        buf = crate::tensor::creation::try_filled_vec(n, T::ZERO)?;
+    }
+    Ok(buf)
+}
+
+fn return_scratch<T: ConvScalar>(buf: Vec<T>) {
+    if buf.len() <= KEEP_SCRATCH {
+        T::scratch().with(|c| {
+            let mut cached = c.borrow_mut();
+            if cached.len() < buf.len() {
+                *cached = buf;
+            }
+        });
+    }
+}
 
 /// Sizes the kernels share: channels per group, kernel and plane sizes.
 struct Dims3 {
@@ -663,7 +704,11 @@ fn im2col_into<T: ConvScalar>(x: &[T], win: &Windows, plane: usize, cols: &mut [
             row[hi..].fill(T::ZERO);
             let start = (b as isize + (lo * s) as isize + shift) as usize;
             if s == 1 {
-                row[lo..hi].copy_from_slice(&src[start..start + (hi - lo)]);
+                // A plain loop: rows are often a few elements (8 in LeNet's second layer),
+                // where a memcpy call costs more than the copy.
+                for (d, &v) in row[lo..hi].iter_mut().zip(&src[start..start + (hi - lo)]) {
+                    *d = v;
+                }
             } else {
                 for (i, d) in row[lo..hi].iter_mut().enumerate() {
                     *d = src[start + i * s];
@@ -715,13 +760,14 @@ fn for_units<T: ConvScalar>(
     };
     let failed = std::sync::atomic::AtomicBool::new(false);
     let block = |b: usize| {
-        let Ok(mut buf) = crate::tensor::creation::try_filled_vec(scratch, T::ZERO) else {
+        let Ok(mut buf) = take_scratch::<T>(scratch) else {
             failed.store(true, std::sync::atomic::Ordering::Relaxed);
             return;
         };
         for u in b * units / blocks..(b + 1) * units / blocks {
             unit(u, &mut buf);
         }
+        return_scratch(buf);
     };
     crate::parallel::share_work(helpers, blocks, &block);
     if failed.load(std::sync::atomic::Ordering::Relaxed) {
