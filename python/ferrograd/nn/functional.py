@@ -1,10 +1,12 @@
 """``torch.nn.functional`` for ferrograd: activations, losses, normalisation, embedding,
 padding, convolution and pooling.
 
-Everything is a composition of differentiable ferrograd ops (elementwise ops, reductions,
-matmul, views, ``where``) plus two Rust primitive pairs, im2col/col2im and a padded
-gather/scatter, each the other's backward. So every function here is differentiable to any
-order (``create_graph=True`` works through all of them).
+Convolution and pooling are native (``src/ops/nn/conv.rs``, ``pool.rs``): their functions
+here only normalise arguments; geometry, torch's checks and kernels live in the crate. The
+rest is a composition of differentiable ferrograd ops (elementwise ops, reductions, matmul,
+views, ``where``) plus two Rust primitive pairs, im2col/col2im and a padded gather/scatter,
+each the other's backward. So every function here is differentiable to any order
+(``create_graph=True`` works through all of them).
 
 Numerics follow torch's stable formulations: ``softplus`` and
 ``binary_cross_entropy_with_logits`` use ``max(x, 0) + log1p(exp(-|x|))``, ``log_softmax``
