@@ -409,3 +409,23 @@ fn bad_arguments_are_errors_not_panics() {
         "Calculated padded input size per channel: (8 x 8). Kernel size: (9 x 9). Kernel size can't be greater than actual input size"
     );
 }
+
+#[test]
+fn stride_one_input_gradient_matches_finite_differences() {
+    // 'same' padding at stride 1: the input gradient runs as a convolution with the flipped
+    // weight (dilated, grouped, odd total padding).
+    let (xs, ws) = ([2usize, 4, 5, 6], [6usize, 2, 2, 2]);
+    let (xv, wv) = (data(240, 1.3), data(48, 1.7));
+    let conv = |x: &Tensor, w: &Tensor| {
+        x.conv2d(w, None, &[1], ConvPadding::Same, &[1, 2], 2)
+            .unwrap()
+    };
+    let (x, w) = (leaf(&xv, &xs), leaf(&wv, &ws));
+    let y = conv(&x, &w);
+    assert_eq!(y.shape(), &[2, 6, 5, 6]);
+    let g = grads(&weighted_sum(&y), &[x.clone(), w.clone()], false);
+    let fx = fd_grad(|x| weighted_sum(&conv(x, &t(&wv, &ws))), &xv, &xs);
+    let fw = fd_grad(|w| weighted_sum(&conv(&t(&xv, &xs), w)), &wv, &ws);
+    assert_close(&g[0].to_vec::<f64>().unwrap(), &fx, 1e-6);
+    assert_close(&g[1].to_vec::<f64>().unwrap(), &fw, 1e-6);
+}
