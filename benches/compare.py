@@ -475,6 +475,70 @@ def cross_entropy() -> Dict[str, Any]:
     return {"make": make, "unit": "ms/step", "scale": 1e3}
 
 
+def conv2d() -> Dict[str, Any]:
+    x0, w0, b0 = _rand(32, 16, 28, 28), _rand(32, 16, 3, 3, scale=0.1), _rand(32)
+    g0 = _rand(32, 32, 28, 28)
+
+    def make(lib: Any) -> Callable[[], None]:
+        x, w, b = _leaf(lib, x0), _leaf(lib, w0), _leaf(lib, b0)
+        g = lib.tensor(g0)
+
+        def step() -> None:
+            lib.nn.functional.conv2d(x, w, b, padding=1).backward(g)
+            x.grad = w.grad = b.grad = None
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
+def max_pool2d() -> Dict[str, Any]:
+    x0, g0 = _rand(32, 16, 28, 28), _rand(32, 16, 14, 14)
+
+    def make(lib: Any) -> Callable[[], None]:
+        x, g = _leaf(lib, x0), lib.tensor(g0)
+
+        def step() -> None:
+            lib.nn.functional.max_pool2d(x, 2).backward(g)
+            x.grad = None
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
+def cnn_train() -> Dict[str, Any]:
+    """LeNet-style step: two conv2d 5x5 + relu + max_pool2d 2x2, linear, cross_entropy, SGD."""
+    x0 = _rand(32, 1, 28, 28)
+    y0 = RNG.integers(0, 10, 32)
+    ws = [
+        _rand(6, 1, 5, 5, scale=0.2),
+        _rand(6, scale=0.1),
+        _rand(16, 6, 5, 5, scale=0.08),
+        _rand(16, scale=0.1),
+        _rand(10, 256, scale=0.06),
+        _rand(10, scale=0.1),
+    ]
+
+    def make(lib: Any) -> Callable[[], None]:
+        F = lib.nn.functional
+        ps = [_leaf(lib, w) for w in ws]
+        x, y = lib.tensor(x0), lib.tensor(y0)
+        opt = lib.optim.SGD(ps, lr=0.01)
+
+        def step() -> None:
+            h = F.max_pool2d(F.relu(F.conv2d(x, ps[0], ps[1])), 2)
+            h = F.max_pool2d(F.relu(F.conv2d(h, ps[2], ps[3])), 2)
+            loss = F.cross_entropy(F.linear(h.reshape(32, 256), ps[4], ps[5]), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
 WORKLOADS = {
     "tiny_chain": (tiny_chain, 0.10),
     "scalar_mlp": (scalar_mlp, 0.30),
@@ -493,6 +557,9 @@ WORKLOADS = {
     "gelu": (gelu, 1.00),
     "softmax": (softmax, 1.00),
     "cross_entropy": (cross_entropy, 1.00),
+    "conv2d": (conv2d, 1.00),
+    "max_pool2d": (max_pool2d, 1.00),
+    "cnn_train": (cnn_train, 0.90),
 }
 
 

@@ -111,6 +111,11 @@ __all__ = [
     "_nn_cross_entropy",
     "_nn_nll_loss",
     "_nn_pointwise_loss",
+    "_nn_conv",
+    "_nn_conv_transpose",
+    "_nn_max_pool",
+    "_nn_avg_pool",
+    "_nn_adaptive_pool",
     "_cat",
     "_stack",
     "_einsum",
@@ -1261,6 +1266,58 @@ def _nn_pointwise_loss(
 ) -> Tensor:
     """The regression and binary losses by name, with their optional weight and parameter
     (``beta`` of smooth_l1, ``delta`` of huber, ``log_target`` of kl_div as 0/1)."""
+def _nn_conv(
+    nd: _int,
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: Sequence[_int],
+    padding: str | Sequence[_int],
+    dilation: Sequence[_int],
+    groups: _int,
+) -> Tensor:
+    """``conv{nd}d``; ``padding`` is a list of ints or ``'same'`` / ``'valid'``."""
+
+def _nn_conv_transpose(
+    nd: _int,
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: Sequence[_int],
+    padding: Sequence[_int],
+    output_padding: Sequence[_int],
+    groups: _int,
+    dilation: Sequence[_int],
+) -> Tensor:
+    """``conv_transpose{nd}d``."""
+
+def _nn_max_pool(
+    nd: _int,
+    input: Tensor,
+    kernel_size: Sequence[_int],
+    stride: Sequence[_int],
+    padding: Sequence[_int],
+    dilation: Sequence[_int],
+    ceil_mode: _bool,
+) -> tuple[Tensor, Tensor]:
+    """``max_pool{nd}d_with_indices``: values and indices; an empty ``stride`` means the kernel."""
+
+def _nn_avg_pool(
+    nd: _int,
+    input: Tensor,
+    kernel_size: Sequence[_int],
+    stride: Sequence[_int],
+    padding: Sequence[_int],
+    ceil_mode: _bool,
+    count_include_pad: _bool,
+    divisor_override: _int | None = None,
+) -> Tensor:
+    """``avg_pool{nd}d``; an empty ``stride`` means the kernel."""
+
+def _nn_adaptive_pool(
+    kind: str, nd: _int, input: Tensor, output_size: Sequence[_int]
+) -> tuple[Tensor, Tensor | None]:
+    """``adaptive_{avg,max}_pool{1,2}d``: the values, and the indices for max pooling."""
 
 # ----- ops_shape ----------------------------------------------------------------------------------
 

@@ -272,6 +272,61 @@ unsafe fn kernel<T: GemmScalar>(
     }
 }
 
+/// `dst` = `a` @ `b`, or `dst + a @ b` when `accumulate`, for one `n` x `k` @ `k` x `m` product
+/// on the calling thread: for kernels that cut their work into blocks themselves
+/// (convolution), with row and column strides given per operand and for `dst`.
+///
+/// # Safety
+/// Every element of `a` (`n` x `k` through `a_rs`, `a_cs`), `b` (`k` x `m`) and `dst` must be
+/// valid, and `dst` must not overlap the inputs.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn gemm_block<T: GemmScalar>(
+    (n, m, k): (usize, usize, usize),
+    (dst, dst_rs, dst_cs): (*mut T, usize, usize),
+    accumulate: bool,
+    (a, a_rs, a_cs): (*const T, isize, isize),
+    (b, b_rs, b_cs): (*const T, isize, isize),
+) {
+    if n == 0 || m == 0 {
+        return;
+    }
+    if k == 0 {
+        if !accumulate {
+            for r in 0..n {
+                for c in 0..m {
+                    // SAFETY: the caller vouches for every element of `dst`.
+                    unsafe { *dst.add(r * dst_rs + c * dst_cs) = T::ZERO };
+                }
+            }
+        }
+        return;
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        gemm::gemm(
+            n,
+            m,
+            k,
+            dst,
+            dst_cs as isize,
+            dst_rs as isize,
+            accumulate,
+            a,
+            a_cs,
+            a_rs,
+            b,
+            b_cs,
+            b_rs,
+            T::ONE,
+            T::ONE,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        )
+    }
+}
+
 /// Batched product `a @ b` of shape `batch` x `n` x `m`, `k` the shared dimension, returned
 /// row-major. Uses up to `threads` threads (ferrograd's pool supplies the helpers).
 ///

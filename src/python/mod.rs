@@ -5,6 +5,7 @@ mod args;
 mod errors;
 mod nn_activation_loss;
 mod nn_attention;
+mod nn_conv;
 mod nn_norm;
 mod nn_rnn;
 mod node;
@@ -513,6 +514,7 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     nn_norm::register(m)?;
     nn_attention::register(m)?;
     nn_activation_loss::register(m)?;
+    nn_conv::register(m)?;
     ops_math::register(m)?;
     ops_shape::register(m)?;
     optim::register(m)?;

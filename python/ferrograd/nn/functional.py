@@ -1,25 +1,18 @@
 """``torch.nn.functional`` for ferrograd: activations, losses, normalisation, embedding,
 padding, convolution and pooling.
 
-Everything is a composition of differentiable ferrograd ops (elementwise ops, reductions,
-matmul, views, ``where``) plus two Rust primitive pairs, im2col/col2im and a padded
-gather/scatter, each the other's backward. The normalisation ops (``layer_norm``,
-``rms_norm``, ``group_norm``, ``batch_norm``, ``instance_norm``, ``local_response_norm``) are
-native ops of the crate (``src/ops/nn/norm.rs``); here they only parse arguments. So every
-function here is differentiable to any order (``create_graph=True`` works through all of them).
+Convolution and pooling (``src/ops/nn/conv.rs``, ``pool.rs``), normalisation
+(``norm.rs``: ``layer_norm``, ``rms_norm``, ``group_norm``, ``batch_norm``, ``instance_norm``),
+activations, softmax and losses (``activation.rs``, ``softmax.rs``, ``loss.rs``) and
+``scaled_dot_product_attention`` (``attention.rs``) are native ops of the crate: their functions
+here only normalise arguments and raise torch's errors. The rest is a composition of
+differentiable ferrograd ops plus two Rust primitive pairs, im2col/col2im and a padded
+gather/scatter, each the other's backward. So every function here is differentiable to any
+order (``create_graph=True`` works through all of them).
 
 Numerics follow torch's stable formulations: ``softplus`` and
 ``binary_cross_entropy_with_logits`` use ``max(x, 0) + log1p(exp(-|x|))``, ``log_softmax``
 subtracts the (constant) row maximum, ``elu`` never evaluates ``exp`` of a positive number.
-
-Where a torch op from another part of ferrograd is present (``log_softmax``, ``erf``,
-``log1p``, ``expm1``, ``norm``, ``stack``) it is used; otherwise an equivalent composition is
-(see ``_log1p`` and friends). ``gelu(approximate='none')`` needs ``Tensor.erf``.
-
-Differences from torch (besides those noted on each function): ``inplace=True`` computes
-out of place and copies the result into ``input``; ``dropout`` draws its mask from ferrograd's
-generator (``ferrograd.manual_seed``), so masks differ from torch's for the same seed;
-``embedding(sparse=True)`` returns dense gradients; integer tensors cannot be padded.
 """
 
 from __future__ import annotations
@@ -35,13 +28,23 @@ Tensor = _C.Tensor
 _int_or_tuple = Union[int, Sequence[int]]
 
 __all__ = [
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "avg_pool1d",
     "avg_pool2d",
+    "avg_pool3d",
     "batch_norm",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "celu",
     "conv1d",
     "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
     "cross_entropy",
     "dropout",
     "elu",
@@ -63,7 +66,9 @@ __all__ = [
     "local_response_norm",
     "log_softmax",
     "logsigmoid",
+    "max_pool1d",
     "max_pool2d",
+    "max_pool3d",
     "mish",
     "mse_loss",
     "multi_head_attention_forward",
@@ -910,9 +915,16 @@ def fold(
     return out if batched else out.squeeze(0)
 
 
-def _convnd(
+def _ints(v: _int_or_tuple, n: int) -> List[int]:
+    """An int-list argument as torch's binding takes it: one int stands for ``n`` copies, a
+    sequence passes as is (its length is checked by the op)."""
+    if isinstance(v, (list, tuple)):
+        return [int(a) for a in v]
+    return [int(v)] * n
+
+
+def _conv(
     nd: int,
-    name: str,
     input: Tensor,
     weight: Tensor,
     bias: Optional[Tensor],
@@ -921,86 +933,10 @@ def _convnd(
     dilation: _int_or_tuple,
     groups: int,
 ) -> Tensor:
-    if input.dim() not in (nd + 1, nd + 2):
-        raise RuntimeError(
-            f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got "
-            f"input of size: {_size(input)}"
-        )
-    batched = input.dim() == nd + 2
-    x = input if batched else input.unsqueeze(0)
-    # torch's order: groups, then padding, stride and dilation, then the shapes
-    if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
-    s = _tuple(stride, nd, "stride")
-    d = _tuple(dilation, nd, "dilation")
-    if isinstance(padding, str):
-        if padding not in ("valid", "same"):
-            raise ValueError(
-                f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}"
-            )
-        if padding == "same" and any(v != 1 for v in s):
-            raise ValueError("padding='same' is not supported for strided convolutions")
-        p = [0] * nd
-    else:
-        p = _tuple(padding, nd, "padding")
-        if any(v < 0 for v in p):
-            raise RuntimeError("negative padding is not supported")
-    if any(v <= 0 for v in s):
-        raise RuntimeError("non-positive stride is not supported")
-    if any(v <= 0 for v in d):
-        raise RuntimeError("dilation should be greater than zero")
-    if weight.dim() != nd + 2:
-        raise RuntimeError(
-            f"Expected {weight.dim()}-dimensional input for {weight.dim()}-dimensional weight "
-            f"{_size(weight)}, but got {x.dim()}-dimensional input of size {_size(x)} instead"
-        )
-    k = list(weight.shape[2:])
-    o, cg = weight.shape[0], weight.shape[1]
-    n, c = x.shape[0], x.shape[1]
-    if o % groups != 0:
-        raise RuntimeError(
-            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
-            f"but got weight of size {_size(weight)} instead"
-        )
-    if c != cg * groups:
-        raise RuntimeError(
-            f"Given groups={groups}, weight of size {_size(weight)}, expected input{_size(x)} to "
-            f"have {cg * groups} channels, but got {c} channels instead"
-        )
-    if bias is not None and (bias.dim() != 1 or bias.shape[0] != o):
-        raise RuntimeError(
-            f"Given weight of size {_size(weight)}, expected bias to be 1-dimensional with {o} "
-            f"elements, but got bias of size {_size(bias)} instead"
-        )
-    if padding == "same":
-        total = [di * (ki - 1) for di, ki in zip(d, k)]
-        p = [t // 2 for t in total]
-        extra = [t - 2 * (t // 2) for t in total]
-        if any(extra):
-            pads: List[int] = []
-            for e in reversed(extra):
-                pads += [0, e]
-            x = pad(x, pads)
-    spatial = list(x.shape[2:])
-    grid = []
-    for i in range(nd):
-        span = d[i] * (k[i] - 1) + 1
-        if spatial[i] + 2 * p[i] < span:
-            padded = " x ".join(str(spatial[j] + 2 * p[j]) for j in range(nd))
-            kernel = " x ".join(str(d[j] * (k[j] - 1) + 1) for j in range(nd))
-            raise RuntimeError(
-                f"Calculated padded input size per channel: ({padded}). Kernel size: ({kernel}). "
-                "Kernel size can't be greater than actual input size"
-            )
-        grid.append((spatial[i] + 2 * p[i] - span) // s[i] + 1)
-    cols = _C._nn_im2col(x, k, d, p, s)  # (N, C*K, L)
-    kk = int(np.prod(k))
-    cols = cols.reshape(n, groups, cg * kk, cols.shape[-1])
-    w = weight.reshape(groups, o // groups, cg * kk)
-    out = w.matmul(cols).reshape(n, o, *grid)
-    if bias is not None:
-        out = out + bias.reshape(o, *([1] * nd))
-    return out if batched else out.squeeze(0)
+    p = padding if isinstance(padding, str) else _ints(padding, nd)
+    return _C._nn_conv(
+        nd, input, weight, bias, _ints(stride, nd), p, _ints(dilation, nd), int(groups)
+    )
 
 
 def conv1d(
@@ -1012,8 +948,8 @@ def conv1d(
     dilation: _int_or_tuple = 1,
     groups: int = 1,
 ) -> Tensor:
-    """1-D cross-correlation ``(N, C, L)`` * ``(O, C/groups, k)``, as im2col + matmul."""
-    return _convnd(1, "conv1d", input, weight, bias, stride, padding, dilation, groups)
+    """1-D cross-correlation ``(N, C, L)`` * ``(O, C/groups, k)`` (native kernel)."""
+    return _conv(1, input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv2d(
@@ -1025,78 +961,124 @@ def conv2d(
     dilation: _int_or_tuple = 1,
     groups: int = 1,
 ) -> Tensor:
-    """2-D cross-correlation ``(N, C, H, W)`` * ``(O, C/groups, kh, kw)``, as im2col + matmul."""
-    return _convnd(2, "conv2d", input, weight, bias, stride, padding, dilation, groups)
+    """2-D cross-correlation ``(N, C, H, W)`` * ``(O, C/groups, kh, kw)`` (native kernel)."""
+    return _conv(2, input, weight, bias, stride, padding, dilation, groups)
 
 
-def _pool_geometry(
-    name: str,
-    shape: Sequence[int],
-    channels: int,
-    kernel_size: _int_or_tuple,
-    stride: Optional[_int_or_tuple],
+def conv3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor] = None,
+    stride: _int_or_tuple = 1,
+    padding: Union[str, _int_or_tuple] = 0,
+    dilation: _int_or_tuple = 1,
+    groups: int = 1,
+) -> Tensor:
+    """3-D cross-correlation ``(N, C, D, H, W)`` * ``(O, C/groups, kd, kh, kw)``."""
+    return _conv(3, input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv_transpose(
+    nd: int,
+    input: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor],
+    stride: _int_or_tuple,
     padding: _int_or_tuple,
+    output_padding: _int_or_tuple,
+    groups: int,
     dilation: _int_or_tuple,
-    ceil_mode: bool,
-) -> Tuple[List[int], List[int], List[int], List[int], List[int]]:
-    k = _tuple(kernel_size, 2, "kernel_size")
-    s = (
-        k
-        if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0)
-        else (_tuple(stride, 2, "stride"))
+) -> Tensor:
+    if isinstance(padding, str):
+        raise TypeError(f"conv_transpose{nd}d(): argument 'padding' must be tuple of ints, not str")
+    return _C._nn_conv_transpose(
+        nd,
+        input,
+        weight,
+        bias,
+        _ints(stride, nd),
+        _ints(padding, nd),
+        _ints(output_padding, nd),
+        int(groups),
+        _ints(dilation, nd),
     )
-    p = _tuple(padding, 2, "padding")
-    d = _tuple(dilation, 2, "dilation")
-    if any(abs(v) >= 2**31 for v in (*k, *s, *p, *d)):
-        # torch reads pooling geometry as C++ ints.
-        raise RuntimeError("value cannot be converted to type int without overflow")
-    # torch's order: per dim (height, then width) the stride and padding checks of
-    # pooling_output_shape, then the sign checks of pool2d_shape_check.
-    for i in range(2):
-        if s[i] == 0:
-            raise RuntimeError("stride should not be zero")
-        if p[i] < 0:
-            raise RuntimeError(f"pad must be non-negative, but got pad: {p[i]}")
-        if p[i] > _trunc_half(d[i] * (k[i] - 1) + 1):
-            raise RuntimeError(
-                f"pad should be at most half of effective kernel size, but got pad={p[i]}, "
-                f"kernel_size={k[i]} and dilation={d[i]}"
-            )
-    if any(v <= 0 for v in k):
-        raise RuntimeError(
-            f"kernel size should be greater than zero, but got kH: {k[0]} kW: {k[1]}"
-        )
-    if any(v < 0 for v in s):
-        raise RuntimeError(f"stride should be greater than zero, but got dH: {s[0]} dW: {s[1]}")
-    if any(v <= 0 for v in d):
-        raise RuntimeError(
-            f"dilation should be greater than zero, but got dilationH: {d[0]} dilationW: {d[1]}"
-        )
-    out = []
-    for i in range(2):
-        size = shape[i]
-        num = size + 2 * p[i] - d[i] * (k[i] - 1) - 1
-        o = (-(-num // s[i]) if ceil_mode else num // s[i]) + 1
-        if ceil_mode and (o - 1) * s[i] >= size + p[i]:
-            o -= 1
-        out.append(o)
-    if min(out) <= 0:
-        raise RuntimeError(
-            f"Given input size: ({channels}x{shape[0]}x{shape[1]}). Calculated output size: "
-            f"({channels}x{out[0]}x{out[1]}). Output size is too small"
-        )
-    return k, s, p, d, out
 
 
-def _trunc_half(v: int) -> int:
-    """``v / 2`` rounded towards zero, as C++ divides (torch's bound on pooling padding)."""
-    return -(-v // 2) if v < 0 else v // 2
+def conv_transpose1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor] = None,
+    stride: _int_or_tuple = 1,
+    padding: _int_or_tuple = 0,
+    output_padding: _int_or_tuple = 0,
+    groups: int = 1,
+    dilation: _int_or_tuple = 1,
+) -> Tensor:
+    """1-D transposed convolution, weight ``(C, O/groups, k)`` (the adjoint of conv1d)."""
+    return _conv_transpose(
+        1, input, weight, bias, stride, padding, output_padding, groups, dilation
+    )
 
 
-def _pool_input(name: str, input: Tensor) -> Tuple[Tensor, bool]:
-    if input.dim() not in (3, 4):
-        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
-    return (input, True) if input.dim() == 4 else (input.unsqueeze(0), False)
+def conv_transpose2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor] = None,
+    stride: _int_or_tuple = 1,
+    padding: _int_or_tuple = 0,
+    output_padding: _int_or_tuple = 0,
+    groups: int = 1,
+    dilation: _int_or_tuple = 1,
+) -> Tensor:
+    """2-D transposed convolution, weight ``(C, O/groups, kh, kw)`` (the adjoint of conv2d)."""
+    return _conv_transpose(
+        2, input, weight, bias, stride, padding, output_padding, groups, dilation
+    )
+
+
+def conv_transpose3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor] = None,
+    stride: _int_or_tuple = 1,
+    padding: _int_or_tuple = 0,
+    output_padding: _int_or_tuple = 0,
+    groups: int = 1,
+    dilation: _int_or_tuple = 1,
+) -> Tensor:
+    """3-D transposed convolution, weight ``(C, O/groups, kd, kh, kw)``."""
+    return _conv_transpose(
+        3, input, weight, bias, stride, padding, output_padding, groups, dilation
+    )
+
+
+def _stride(stride: Optional[_int_or_tuple], n: int) -> List[int]:
+    """Pooling's stride argument: omitted (``None`` or empty) means the kernel size."""
+    if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0):
+        return []
+    return _ints(stride, n)
+
+
+def max_pool1d(
+    input: Tensor,
+    kernel_size: _int_or_tuple,
+    stride: Optional[_int_or_tuple] = None,
+    padding: _int_or_tuple = 0,
+    dilation: _int_or_tuple = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Any:
+    """1-D max pooling over ``(N, C, L)``; ``return_indices`` also gives each argmax."""
+    out, idx = _C._nn_max_pool(
+        1,
+        input,
+        _ints(kernel_size, 1),
+        _stride(stride, 1),
+        _ints(padding, 1),
+        _ints(dilation, 1),
+        bool(ceil_mode),
+    )
+    return (out, idx) if return_indices else out
 
 
 def max_pool2d(
@@ -1108,44 +1090,60 @@ def max_pool2d(
     ceil_mode: bool = False,
     return_indices: bool = False,
 ) -> Any:
-    """2-D max pooling (padding counts as ``-inf``). The maximum of each window is located
-    (first occurrence on ties; NaN wins, as torch) and gathered, so the gradient goes to that
-    element only. ``return_indices`` also gives its flat index within the ``H * W`` plane."""
-    x, batched = _pool_input("max_pool2d", input)
-    n, c, h, w = x.shape
-    k, s, p, d, (oh, ow) = _pool_geometry(
-        "max_pool2d", (h, w), c, kernel_size, stride, padding, dilation, ceil_mode
+    """2-D max pooling (padding counts as ``-inf``; the first maximum wins ties, a NaN wins
+    always). ``return_indices`` also gives each argmax's flat index in its ``H * W`` plane."""
+    out, idx = _C._nn_max_pool(
+        2,
+        input,
+        _ints(kernel_size, 2),
+        _stride(stride, 2),
+        _ints(padding, 2),
+        _ints(dilation, 2),
+        bool(ceil_mode),
     )
-    a = _np(x).astype(np.float64)
-    # Window offsets past the input are padding for every window (each starts at or after
-    # -padding): leave them out, so a kernel far larger than the input costs nothing.
-    k = [min(k[i], max(-(-((h, w)[i] + p[i]) // d[i]), 1)) for i in range(2)]
-    rows = np.arange(oh)[:, None] * s[0] + np.arange(k[0])[None, :] * d[0] - p[0]  # (oh, kh)
-    cols = np.arange(ow)[:, None] * s[1] + np.arange(k[1])[None, :] * d[1] - p[1]  # (ow, kw)
-    rin = (rows >= 0) & (rows < h)
-    cin = (cols >= 0) & (cols < w)
-    rc = np.clip(rows, 0, max(h - 1, 0))
-    cc = np.clip(cols, 0, max(w - 1, 0))
-    if a.size:
-        win = a[:, :, rc[:, None, :, None], cc[None, :, None, :]]  # (n, c, oh, ow, kh, kw)
-    else:
-        win = np.zeros((n, c, oh, ow, k[0], k[1]))
-    valid = rin[:, None, :, None] & cin[None, :, None, :]  # (oh, ow, kh, kw)
-    win = np.where(valid, win, -np.inf).reshape(n, c, oh, ow, k[0] * k[1])
-    arg = np.argmax(win, axis=-1) if win.size else np.zeros((n, c, oh, ow), dtype=np.int64)
-    ki, kj = arg // k[1], arg % k[1]
-    hi = rows[np.arange(oh)[:, None], ki]  # broadcast (n, c, oh, ow)
-    wi = cols[np.arange(ow)[None, :], kj]
-    plane = (hi * w + wi).astype(np.int64)
-    base = (np.arange(n * c).reshape(n, c, 1, 1) * (h * w)).astype(np.int64)
-    flat = (base + plane).reshape(-1)
-    out = _C._nn_gather(x.contiguous(), flat.tolist(), [n, c, oh, ow], "max_pool")
-    if not batched:
-        out = out.squeeze(0)
-        plane = plane[0]
-    if return_indices:
-        return out, _fg().tensor(plane)
-    return out
+    return (out, idx) if return_indices else out
+
+
+def max_pool3d(
+    input: Tensor,
+    kernel_size: _int_or_tuple,
+    stride: Optional[_int_or_tuple] = None,
+    padding: _int_or_tuple = 0,
+    dilation: _int_or_tuple = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Any:
+    """3-D max pooling over ``(N, C, D, H, W)``; see :func:`max_pool2d`."""
+    out, idx = _C._nn_max_pool(
+        3,
+        input,
+        _ints(kernel_size, 3),
+        _stride(stride, 3),
+        _ints(padding, 3),
+        _ints(dilation, 3),
+        bool(ceil_mode),
+    )
+    return (out, idx) if return_indices else out
+
+
+def avg_pool1d(
+    input: Tensor,
+    kernel_size: _int_or_tuple,
+    stride: Optional[_int_or_tuple] = None,
+    padding: _int_or_tuple = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Tensor:
+    """1-D average pooling over ``(N, C, L)``; see :func:`avg_pool2d`."""
+    return _C._nn_avg_pool(
+        1,
+        input,
+        _ints(kernel_size, 1),
+        _stride(stride, 1),
+        _ints(padding, 1),
+        bool(ceil_mode),
+        bool(count_include_pad),
+    )
 
 
 def avg_pool2d(
@@ -1157,36 +1155,88 @@ def avg_pool2d(
     count_include_pad: bool = True,
     divisor_override: Optional[int] = None,
 ) -> Tensor:
-    """2-D average pooling as im2col + sum / divisor, with torch's divisor rules (zero padding
-    counts unless ``count_include_pad=False``; the ``ceil_mode`` overhang never counts)."""
-    x, batched = _pool_input("avg_pool2d", input)
-    if divisor_override is not None and divisor_override == 0:
-        raise RuntimeError("divisor must be not zero")
-    n, c, h, w = x.shape
-    k, s, p, _, (oh, ow) = _pool_geometry(
-        "avg_pool2d", (h, w), c, kernel_size, stride, padding, 1, ceil_mode
+    """2-D average pooling with torch's divisor rules (zero padding counts unless
+    ``count_include_pad=False``; the ``ceil_mode`` overhang never counts)."""
+    return _C._nn_avg_pool(
+        2,
+        input,
+        _ints(kernel_size, 2),
+        _stride(stride, 2),
+        _ints(padding, 2),
+        bool(ceil_mode),
+        bool(count_include_pad),
+        None if divisor_override is None else int(divisor_override),
     )
-    # pad explicitly: p on the left, enough on the right for the last (ceil_mode) window
-    need_h = (oh - 1) * s[0] + k[0]
-    need_w = (ow - 1) * s[1] + k[1]
-    xp = pad(x, [p[1], need_w - w - p[1], p[0], need_h - h - p[0]])
-    cols = _C._nn_im2col(xp, k, [1, 1], [0, 0], s)  # (N, C*K, L)
-    sums = cols.reshape(n, c, k[0] * k[1], oh, ow).sum(2)
-    if divisor_override is not None:
-        out = sums / float(divisor_override)
-    else:
-        hs = np.arange(oh) * s[0] - p[0]
-        ws = np.arange(ow) * s[1] - p[1]
-        he = np.minimum(hs + k[0], h + p[0])
-        we = np.minimum(ws + k[1], w + p[1])
-        if count_include_pad:
-            div = (he - hs)[:, None] * (we - ws)[None, :]
-        else:
-            hc = np.minimum(he, h) - np.maximum(hs, 0)
-            wc = np.minimum(we, w) - np.maximum(ws, 0)
-            div = hc[:, None] * wc[None, :]
-        out = sums / _const(div.astype(np.float64), sums)
-    return out if batched else out.squeeze(0)
+
+
+def avg_pool3d(
+    input: Tensor,
+    kernel_size: _int_or_tuple,
+    stride: Optional[_int_or_tuple] = None,
+    padding: _int_or_tuple = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: Optional[int] = None,
+) -> Tensor:
+    """3-D average pooling over ``(N, C, D, H, W)``; see :func:`avg_pool2d`."""
+    return _C._nn_avg_pool(
+        3,
+        input,
+        _ints(kernel_size, 3),
+        _stride(stride, 3),
+        _ints(padding, 3),
+        bool(ceil_mode),
+        bool(count_include_pad),
+        None if divisor_override is None else int(divisor_override),
+    )
+
+
+def _output_size_1d(name: str, output_size: Any) -> List[int]:
+    if isinstance(output_size, (list, tuple)):
+        if len(output_size) != 1:
+            raise RuntimeError(
+                f"{name}() argument 'output_size' should contain one int (got {len(output_size)})"
+            )
+        return [int(output_size[0])]
+    return [int(output_size)]
+
+
+def _output_size_2d(input: Tensor, output_size: Any) -> List[int]:
+    """torch's ``_list_with_default``: an int repeats, ``None`` keeps the input's size."""
+    if not isinstance(output_size, (list, tuple)):
+        return [int(output_size)] * 2
+    sizes = list(input.shape)[-len(output_size) :] if len(output_size) else []
+    return [int(sizes[i]) if v is None else int(v) for i, v in enumerate(output_size)]
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size: _int_or_tuple) -> Tensor:
+    """Adaptive 1-D average pooling to ``output_size`` positions."""
+    out, _ = _C._nn_adaptive_pool(
+        "avg", 1, input, _output_size_1d("adaptive_avg_pool1d", output_size)
+    )
+    return out
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
+    """Adaptive 2-D average pooling to ``output_size`` (``None`` keeps a dim's size)."""
+    out, _ = _C._nn_adaptive_pool("avg", 2, input, _output_size_2d(input, output_size))
+    return out
+
+
+def adaptive_max_pool1d(
+    input: Tensor, output_size: _int_or_tuple, return_indices: bool = False
+) -> Any:
+    """Adaptive 1-D max pooling; ``return_indices`` also gives each argmax."""
+    out, idx = _C._nn_adaptive_pool(
+        "max", 1, input, _output_size_1d("adaptive_max_pool1d", output_size)
+    )
+    return (out, idx) if return_indices else out
+
+
+def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """Adaptive 2-D max pooling; ``return_indices`` also gives each argmax's flat index."""
+    out, idx = _C._nn_adaptive_pool("max", 2, input, _output_size_2d(input, output_size))
+    return (out, idx) if return_indices else out
 
 
 # ----- attention ----------------------------------------------------------------------------------

@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
+use crate::ops::gemm::gemm_block;
+use crate::parallel::SendPtr;
 use crate::tensor::shape::fmt_shape;
 use crate::tensor::{DType, Dims, Element, Tensor};
 
@@ -444,5 +446,1225 @@ fn increment(pos: &mut [usize], sizes: &[usize]) {
             return;
         }
         pos[d] = 0;
+    }
+}
+
+// ----- convolution ------------------------------------------------------------------------------
+//
+// Three kernels share one geometry: `Forward` (conv), `GradInput` (its adjoint in the input:
+// conv_transpose's forward) and `GradWeight` (its adjoint in the weight). Each is bilinear, and
+// the derivatives of each are the other two, so recording them as nodes whose backward calls
+// them again makes every convolution differentiable to any order, while a backward that builds
+// no graph runs the plain kernels.
+
+/// The three bilinear convolution kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ConvKind {
+    /// `(x, w) -> y`: the convolution (cross-correlation) itself.
+    Forward,
+    /// `(g, w) -> x-shaped`: the adjoint in the input (transposed convolution).
+    GradInput,
+    /// `(g, x) -> w-shaped`: the adjoint in the weight.
+    GradWeight,
+}
+
+/// The geometry of one convolution, seen from the convolution's side: the "input" is the large
+/// side (a conv's input, a conv_transpose's output) and the "output" the small one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConvGeometry {
+    /// Batch size `N`.
+    pub batch: usize,
+    /// Channels of the input side.
+    pub in_channels: usize,
+    /// Channels of the output side.
+    pub out_channels: usize,
+    /// Channel groups (`in_channels` and `out_channels` are multiples of it).
+    pub groups: usize,
+    /// Spatial sizes of the input side.
+    pub input: Vec<usize>,
+    /// Spatial sizes of the output side.
+    pub output: Vec<usize>,
+    /// Kernel sizes.
+    pub kernel: Vec<usize>,
+    /// Strides.
+    pub stride: Vec<usize>,
+    /// Zero padding before each spatial dim (after it is implied by `output`).
+    pub padding: Vec<usize>,
+    /// Kernel dilation.
+    pub dilation: Vec<usize>,
+}
+
+impl ConvGeometry {
+    fn x_shape(&self) -> Vec<usize> {
+        let mut s = vec![self.batch, self.in_channels];
+        s.extend_from_slice(&self.input);
+        s
+    }
+
+    fn y_shape(&self) -> Vec<usize> {
+        let mut s = vec![self.batch, self.out_channels];
+        s.extend_from_slice(&self.output);
+        s
+    }
+
+    fn w_shape(&self) -> Vec<usize> {
+        let mut s = vec![self.out_channels, self.in_channels / self.groups.max(1)];
+        s.extend_from_slice(&self.kernel);
+        s
+    }
+
+    /// The windows as rows along the last spatial dim (see [`Windows`]).
+    fn windows(&self) -> Result<Windows> {
+        let sd = self.kernel.len();
+        let last = sd - 1;
+        let outer_k = &self.kernel[..last];
+        let outer_o = &self.output[..last];
+        let (ko_n, rows): (usize, usize) = (outer_k.iter().product(), outer_o.iter().product());
+        // Input strides of the outer dims (elements per step along each).
+        let mut in_stride = vec![1usize; sd];
+        for d in (0..last).rev() {
+            in_stride[d] = in_stride[d + 1] * self.input[d + 1];
+        }
+        let mut base =
+            crate::tensor::creation::try_vec(crate::tensor::creation::checked_numel(&[
+                ko_n, rows,
+            ])?)?;
+        let mut kpos = vec![0usize; last];
+        for _ in 0..ko_n {
+            let mut rpos = vec![0usize; last];
+            for _ in 0..rows {
+                let mut off = Some(0usize);
+                for d in 0..last {
+                    let p = (rpos[d] * self.stride[d] + kpos[d] * self.dilation[d]) as isize
+                        - self.padding[d] as isize;
+                    if p < 0 || p as usize >= self.input[d] {
+                        off = None;
+                        break;
+                    }
+                    off = off.map(|o| o + p as usize * in_stride[d]);
+                }
+                base.push(off.unwrap_or(PAD_INDEX));
+                increment(&mut rpos, outer_o);
+            }
+            increment(&mut kpos, outer_k);
+        }
+        let (w, ow, s) = (self.input[last], self.output[last], self.stride[last]);
+        let spans = (0..self.kernel[last])
+            .map(|j| {
+                let shift = (j * self.dilation[last]) as isize - self.padding[last] as isize;
+                let inside = |o: usize| {
+                    let c = (o * s) as isize + shift;
+                    c >= 0 && (c as usize) < w
+                };
+                let lo = (0..ow).find(|&o| inside(o)).unwrap_or(ow);
+                let hi = (lo..ow).find(|&o| !inside(o)).unwrap_or(ow);
+                (lo, hi, shift)
+            })
+            .collect();
+        Ok(Windows {
+            base,
+            rows,
+            ow,
+            stride: s,
+            spans,
+        })
+    }
+
+    /// Whether the windows are the input itself (a 1x1 kernel, stride 1, no padding), so the
+    /// input plane can serve as the column matrix without a copy.
+    fn is_pointwise(&self) -> bool {
+        self.kernel.iter().all(|&k| k == 1)
+            && self.stride.iter().all(|&s| s == 1)
+            && self.padding.iter().all(|&p| p == 0)
+            && self.input == self.output
+    }
+}
+
+/// Element types of the convolution kernels.
+trait ConvScalar:
+    crate::ops::gemm::GemmScalar + Element + std::ops::Add<Output = Self> + std::ops::AddAssign
+{
+    /// This thread's scratch buffer of this type.
+    fn scratch() -> &'static std::thread::LocalKey<std::cell::RefCell<Vec<Self>>>;
+}
+
+/// Scratch buffers up to this many elements stay with their thread between calls: zeroing a
+/// fresh one costs as much as the im2col of a small layer.
+const KEEP_SCRATCH: usize = 1 << 22;
+
+thread_local! {
+    static SCRATCH_F32: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SCRATCH_F64: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl ConvScalar for f32 {
+    fn scratch() -> &'static std::thread::LocalKey<std::cell::RefCell<Vec<Self>>> {
+        &SCRATCH_F32
+    }
+}
+impl ConvScalar for f64 {
+    fn scratch() -> &'static std::thread::LocalKey<std::cell::RefCell<Vec<Self>>> {
+        &SCRATCH_F64
+    }
+}
+
+/// A scratch buffer of at least `n` elements (its contents are stale: every kernel writes
+/// what it reads), taken from this thread's cache when it has one.
+fn take_scratch<T: ConvScalar>(n: usize) -> Result<Vec<T>> {
+    let mut buf = T::scratch().with(|c| std::mem::take(&mut *c.borrow_mut()));
+    if buf.len() < n {
+        buf = crate::tensor::creation::try_filled_vec(n, T::ZERO)?;
+    }
+    Ok(buf)
+}
+
+fn return_scratch<T: ConvScalar>(buf: Vec<T>) {
+    if buf.len() <= KEEP_SCRATCH {
+        T::scratch().with(|c| {
+            let mut cached = c.borrow_mut();
+            if cached.len() < buf.len() {
+                *cached = buf;
+            }
+        });
+    }
+}
+
+/// Sizes the kernels share: channels per group, kernel and plane sizes.
+struct Dims3 {
+    cg: usize,
+    og: usize,
+    kn: usize,
+    ln: usize,
+    plane: usize,
+}
+
+fn dims(geo: &ConvGeometry) -> Dims3 {
+    Dims3 {
+        cg: geo.in_channels / geo.groups,
+        og: geo.out_channels / geo.groups,
+        kn: geo.kernel.iter().product(),
+        ln: geo.output.iter().product(),
+        plane: geo.input.iter().product(),
+    }
+}
+
+/// A convolution's windows, row by row along the last spatial dim: where each output row of
+/// each outer kernel offset starts in an input plane, and for each last-dim kernel offset the
+/// span of output columns inside the input. Rows are then copied (stride 1) or strided, and
+/// padding is filled without a test per element.
+struct Windows {
+    /// Per (outer kernel offset, output row): the input offset of that row, or [`PAD_INDEX`].
+    base: Vec<usize>,
+    /// Output rows (product of all output sizes but the last).
+    rows: usize,
+    /// Output columns (the last output size).
+    ow: usize,
+    /// Stride along the last dim.
+    stride: usize,
+    /// Per last-dim kernel offset: output columns `lo..hi` read the input, at column
+    /// `o * stride + shift`.
+    spans: Vec<(usize, usize, isize)>,
+}
+
+impl Windows {
+    /// Call `f(window row, output row, input row start, lo, hi, shift)` for every row of the
+    /// column matrix of one channel (`window row` counts kernel offsets; rows of padding get
+    /// `None`).
+    #[inline]
+    fn each_row(&self, mut f: impl FnMut(usize, usize, Option<usize>, (usize, usize, isize))) {
+        let kw = self.spans.len();
+        for (ko, bases) in self.base.chunks_exact(self.rows.max(1)).enumerate() {
+            for (j, &span) in self.spans.iter().enumerate() {
+                for (r, &b) in bases.iter().enumerate() {
+                    f(ko * kw + j, r, (b != PAD_INDEX).then_some(b), span);
+                }
+            }
+        }
+    }
+
+    fn kernel_len(&self) -> usize {
+        self.base.len() / self.rows.max(1) * self.spans.len()
+    }
+}
+
+/// Fill the `cg * K` x `L` column matrix at `cols` (rows `ld` apart) with the windows of `cg`
+/// input planes starting at `x`.
+fn im2col_into<T: ConvScalar>(x: &[T], win: &Windows, plane: usize, cols: &mut [T], ld: usize) {
+    let (ow, s) = (win.ow, win.stride);
+    let kn = win.kernel_len();
+    for c in 0..x.len() / plane.max(1) {
+        let src = &x[c * plane..(c + 1) * plane];
+        win.each_row(|k, r, base, (lo, hi, shift)| {
+            let row = &mut cols[(c * kn + k) * ld + r * ow..][..ow];
+            let Some(b) = base else {
+                row.fill(T::ZERO);
+                return;
+            };
+            row[..lo].fill(T::ZERO);
+            row[hi..].fill(T::ZERO);
+            let start = (b as isize + (lo * s) as isize + shift) as usize;
+            if s == 1 {
+                // A plain loop: rows are often a few elements (8 in LeNet's second layer),
+                // where a memcpy call costs more than the copy.
+                for (d, &v) in row[lo..hi].iter_mut().zip(&src[start..start + (hi - lo)]) {
+                    *d = v;
+                }
+            } else {
+                for (i, d) in row[lo..hi].iter_mut().enumerate() {
+                    *d = src[start + i * s];
+                }
+            }
+        });
+    }
+}
+
+/// Add the `cg * K` x `L` column matrix at `cols` (rows `ld` apart) back into the `cg` planes
+/// of `x`.
+fn col2im_into<T: ConvScalar>(cols: &[T], win: &Windows, plane: usize, x: &mut [T], ld: usize) {
+    let (ow, s) = (win.ow, win.stride);
+    let kn = win.kernel_len();
+    for c in 0..x.len() / plane.max(1) {
+        let dst = &mut x[c * plane..(c + 1) * plane];
+        win.each_row(|k, r, base, (lo, hi, shift)| {
+            let Some(b) = base else { return };
+            let row = &cols[(c * kn + k) * ld + r * ow..][..ow];
+            let start = (b as isize + (lo * s) as isize + shift) as usize;
+            for (i, &v) in row[lo..hi].iter().enumerate() {
+                dst[start + i * s] += v;
+            }
+        });
+    }
+}
+
+/// Images per gemm: enough columns (`images * L`) that the product is not dominated by its
+/// fixed cost (LeNet's second layer has `L = 64`), and a fixed function of the shape, so the
+/// result does not depend on the thread count.
+fn images_per_block(batch: usize, ln: usize) -> usize {
+    const COLUMNS: usize = 512;
+    COLUMNS.div_ceil(ln.max(1)).clamp(1, batch.max(1))
+}
+
+/// Run `unit(u, scratch)` for `u` in `0..units`, in contiguous runs shared among threads when
+/// the work (`flops` multiply-adds in all) pays for it; each run gets one scratch buffer.
+fn for_units<T: ConvScalar>(
+    units: usize,
+    flops: usize,
+    scratch: usize,
+    unit: &(dyn Fn(usize, &mut Vec<T>) + Sync),
+) -> Result<()> {
+    let helpers = crate::parallel::helpers();
+    let blocks = if helpers == 0 || flops < crate::ops::gemm::PARALLEL_MIN_WORK {
+        1
+    } else {
+        units.min(4 * (helpers + 1))
+    };
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let block = |b: usize| {
+        let Ok(mut buf) = take_scratch::<T>(scratch) else {
+            failed.store(true, std::sync::atomic::Ordering::Relaxed);
+            return;
+        };
+        for u in b * units / blocks..(b + 1) * units / blocks {
+            unit(u, &mut buf);
+        }
+        return_scratch(buf);
+    };
+    crate::parallel::share_work(helpers, blocks, &block);
+    if failed.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(crate::tensor::creation::cannot_allocate(
+            scratch as u128 * std::mem::size_of::<T>() as u128,
+        ));
+    }
+    Ok(())
+}
+
+/// `y = conv(x, w) (+ bias)`, shape `(N, out_channels, *output)`.
+fn conv_forward<T: ConvScalar>(
+    geo: &ConvGeometry,
+    x: &[T],
+    w: &[T],
+    bias: Option<&[T]>,
+) -> Result<Vec<T>> {
+    let Dims3 {
+        cg,
+        og,
+        kn,
+        ln,
+        plane,
+    } = dims(geo);
+    let g = geo.groups;
+    let win = if geo.is_pointwise() {
+        None
+    } else {
+        Some(geo.windows()?)
+    };
+    let mut y =
+        crate::tensor::creation::try_filled_vec(geo.batch * geo.out_channels * ln, T::ZERO)?;
+    let yp = SendPtr(y.as_mut_ptr());
+    let ck = cg * kn;
+    let nb = images_per_block(geo.batch, ln);
+    let blocks = geo.batch.div_ceil(nb);
+    let flops = geo.batch * geo.out_channels * ln * ck;
+    // Column matrix (ck x nb*L) then the block's output (og x nb*L).
+    let scratch = nb * ln * (ck + og);
+    for_units::<T>(blocks * g, flops, scratch, &|u, buf| {
+        let (blk, gi) = (u / g, u % g);
+        let (n0, n1) = (blk * nb, ((blk + 1) * nb).min(geo.batch));
+        let cols_n = (n1 - n0) * ln;
+        let (cols, out) = buf.split_at_mut(ck * nb * ln);
+        let image = |n: usize| &x[(n * geo.in_channels + gi * cg) * plane..][..cg * plane];
+        // A single image read in place when the windows are the input itself.
+        let (b, ldb): (&[T], usize) = match (&win, n1 - n0) {
+            (None, 1) => (image(n0), ln),
+            _ => {
+                for n in n0..n1 {
+                    let dst = &mut cols[(n - n0) * ln..];
+                    match &win {
+                        Some(win) => im2col_into(image(n), win, plane, dst, cols_n),
+                        None => {
+                            for (c, row) in image(n).chunks_exact(plane).enumerate() {
+                                dst[c * cols_n..][..plane].copy_from_slice(row);
+                            }
+                        }
+                    }
+                }
+                (&cols[..], cols_n)
+            }
+        };
+        // SAFETY: `w` holds `og` rows of `ck` for the group, `b` is `ck` x `cols_n` with rows
+        // `ldb` apart, `out` has room for `og` x `cols_n`.
+        unsafe {
+            gemm_block(
+                (og, cols_n, ck),
+                (out.as_mut_ptr(), cols_n, 1),
+                false,
+                (w[gi * og * ck..].as_ptr(), ck as isize, 1),
+                (b.as_ptr(), ldb as isize, 1),
+            );
+        }
+        for n in n0..n1 {
+            // SAFETY: unit (block, group) owns rows `gi*og..(gi+1)*og` of its images of `y`.
+            let dst = unsafe {
+                std::slice::from_raw_parts_mut(
+                    yp.get().add((n * geo.out_channels + gi * og) * ln),
+                    og * ln,
+                )
+            };
+            for (o, row) in dst.chunks_exact_mut(ln.max(1)).enumerate() {
+                let src = &out[o * cols_n + (n - n0) * ln..][..ln];
+                let v = bias.map_or(T::ZERO, |b| b[gi * og + o]);
+                for (d, &s) in row.iter_mut().zip(src) {
+                    *d = s + v;
+                }
+            }
+        }
+    })?;
+    Ok(y)
+}
+
+/// The block of `g` for images `n0..n1` and group `gi` as one `og` x `(n1 - n0) * L` matrix.
+fn gather_grad_block<T: ConvScalar>(
+    geo: &ConvGeometry,
+    gy: &[T],
+    (n0, n1, gi): (usize, usize, usize),
+    dst: &mut [T],
+) {
+    let Dims3 { og, ln, .. } = dims(geo);
+    let cols_n = (n1 - n0) * ln;
+    for n in n0..n1 {
+        let src = &gy[(n * geo.out_channels + gi * og) * ln..][..og * ln];
+        for (o, row) in src.chunks_exact(ln.max(1)).enumerate() {
+            dst[o * cols_n + (n - n0) * ln..][..ln].copy_from_slice(row);
+        }
+    }
+}
+
+/// With stride 1 the adjoint in the input is itself a convolution: of `g` with the weight
+/// flipped in space and transposed in channels, padded by `dilation * (kernel - 1) - padding`.
+/// That runs as a forward convolution (a long gemm reduction over `out_channels * K`) instead
+/// of a short one over `out_channels` followed by a scatter: about 1.6x faster on 3x3 layers.
+/// `None` where it does not apply (strides, or padding beyond the dilated kernel) or does not
+/// pay: it computes a product per input position, the scatter one per output position, so an
+/// input much larger than the output (LeNet's valid 5x5 on 12x12: 2.25x) keeps the scatter.
+#[allow(clippy::type_complexity)]
+fn as_forward<T: ConvScalar>(
+    geo: &ConvGeometry,
+    w: &[T],
+) -> Result<Option<(ConvGeometry, Vec<T>)>> {
+    let sd = geo.kernel.len();
+    let span = |d: usize| geo.dilation[d] * (geo.kernel[d].max(1) - 1);
+    if geo.stride.iter().any(|&s| s != 1)
+        || (0..sd).any(|d| geo.padding[d] > span(d))
+        || geo.kernel.contains(&0)
+        || geo.is_pointwise()
+        || geo.input.iter().product::<usize>() * 4 > geo.output.iter().product::<usize>() * 5
+    {
+        return Ok(None);
+    }
+    let Dims3 { cg, og, kn, .. } = dims(geo);
+    let g = geo.groups;
+    // w: (g, og, cg, K) -> flipped: (g, cg, og, K reversed)
+    let mut wf = crate::tensor::creation::try_filled_vec(w.len(), T::ZERO)?;
+    for gi in 0..g {
+        for o in 0..og {
+            for c in 0..cg {
+                let src = &w[((gi * og + o) * cg + c) * kn..][..kn];
+                let dst = &mut wf[((gi * cg + c) * og + o) * kn..][..kn];
+                for (d, &v) in dst.iter_mut().zip(src.iter().rev()) {
+                    *d = v;
+                }
+            }
+        }
+    }
+    let flipped = ConvGeometry {
+        batch: geo.batch,
+        in_channels: geo.out_channels,
+        out_channels: geo.in_channels,
+        groups: g,
+        input: geo.output.clone(),
+        output: geo.input.clone(),
+        kernel: geo.kernel.clone(),
+        stride: geo.stride.clone(),
+        padding: (0..sd).map(|d| span(d) - geo.padding[d]).collect(),
+        dilation: geo.dilation.clone(),
+    };
+    Ok(Some((flipped, wf)))
+}
+
+/// The adjoint of [`conv_forward`] in `x`: `(N, in_channels, *input)` from `g`
+/// `(N, out_channels, *output)` (plus `bias` per channel: conv_transpose's bias).
+fn conv_grad_input<T: ConvScalar>(
+    geo: &ConvGeometry,
+    gy: &[T],
+    w: &[T],
+    bias: Option<&[T]>,
+) -> Result<Vec<T>> {
+    if let Some((flipped, w_flipped)) = as_forward(geo, w)? {
+        return conv_forward(&flipped, gy, &w_flipped, bias);
+    }
+    let Dims3 {
+        cg,
+        og,
+        kn,
+        ln,
+        plane,
+    } = dims(geo);
+    let g = geo.groups;
+    let win = if geo.is_pointwise() {
+        None
+    } else {
+        Some(geo.windows()?)
+    };
+    let mut x =
+        crate::tensor::creation::try_filled_vec(geo.batch * geo.in_channels * plane, T::ZERO)?;
+    let xp = SendPtr(x.as_mut_ptr());
+    let ck = cg * kn;
+    let nb = images_per_block(geo.batch, ln);
+    let blocks = geo.batch.div_ceil(nb);
+    let flops = geo.batch * geo.out_channels * ln * ck;
+    // The block's gradient (og x nb*L), then its column matrix (ck x nb*L).
+    let scratch = nb * ln * (og + ck);
+    for_units::<T>(blocks * g, flops, scratch, &|u, buf| {
+        let (blk, gi) = (u / g, u % g);
+        let (n0, n1) = (blk * nb, ((blk + 1) * nb).min(geo.batch));
+        let cols_n = (n1 - n0) * ln;
+        let (gb, cols) = buf.split_at_mut(og * nb * ln);
+        gather_grad_block(geo, gy, (n0, n1, gi), gb);
+        // cols (ck x cols_n) = W_g^T (ck x og) @ g (og x cols_n): `w` read transposed.
+        // SAFETY: as in `conv_forward`.
+        unsafe {
+            gemm_block(
+                (ck, cols_n, og),
+                (cols.as_mut_ptr(), cols_n, 1),
+                false,
+                (w[gi * og * ck..].as_ptr(), 1, ck as isize),
+                (gb.as_ptr(), cols_n as isize, 1),
+            );
+        }
+        for n in n0..n1 {
+            // SAFETY: unit (block, group) owns planes `gi*cg..(gi+1)*cg` of its images of `x`.
+            let xs = unsafe {
+                std::slice::from_raw_parts_mut(
+                    xp.get().add((n * geo.in_channels + gi * cg) * plane),
+                    cg * plane,
+                )
+            };
+            let src = &cols[(n - n0) * ln..];
+            match &win {
+                Some(win) => col2im_into(src, win, plane, xs, cols_n),
+                None => {
+                    for (c, p) in xs.chunks_exact_mut(plane.max(1)).enumerate() {
+                        p.copy_from_slice(&src[c * cols_n..][..plane]);
+                    }
+                }
+            }
+            if let Some(bias) = bias {
+                for (c, p) in xs.chunks_exact_mut(plane.max(1)).enumerate() {
+                    let v = bias[gi * cg + c];
+                    p.iter_mut().for_each(|e| *e += v);
+                }
+            }
+        }
+    })?;
+    Ok(x)
+}
+
+/// Images summed per partial result in [`conv_grad_weight`]: a fixed split (not one per thread)
+/// so the sum's order, and so the result, is the same at any thread count.
+const WEIGHT_CHUNKS: usize = 8;
+
+/// The adjoint of [`conv_forward`] in `w`: `(out_channels, in_channels / groups, *kernel)`
+/// from `g` `(N, out_channels, *output)` and `x`.
+fn conv_grad_weight<T: ConvScalar>(geo: &ConvGeometry, gy: &[T], x: &[T]) -> Result<Vec<T>> {
+    let Dims3 {
+        cg,
+        og,
+        kn,
+        ln,
+        plane,
+    } = dims(geo);
+    let g = geo.groups;
+    let win = if geo.is_pointwise() {
+        None
+    } else {
+        Some(geo.windows()?)
+    };
+    let ck = cg * kn;
+    let wn = geo.out_channels * ck;
+    let nb = images_per_block(geo.batch, ln);
+    let blocks = geo.batch.div_ceil(nb);
+    let chunks = blocks.clamp(1, WEIGHT_CHUNKS);
+    let mut partial = crate::tensor::creation::try_filled_vec(chunks * wn, T::ZERO)?;
+    let pp = SendPtr(partial.as_mut_ptr());
+    let flops = geo.batch * geo.out_channels * ln * ck;
+    let scratch = nb * ln * (og + ck);
+    for_units::<T>(chunks, flops, scratch, &|c, buf| {
+        // SAFETY: chunk c owns partial result c.
+        let acc = unsafe { std::slice::from_raw_parts_mut(pp.get().add(c * wn), wn) };
+        let (gb, cols) = buf.split_at_mut(og * nb * ln);
+        for blk in c * blocks / chunks..(c + 1) * blocks / chunks {
+            let (n0, n1) = (blk * nb, ((blk + 1) * nb).min(geo.batch));
+            let cols_n = (n1 - n0) * ln;
+            for gi in 0..g {
+                gather_grad_block(geo, gy, (n0, n1, gi), gb);
+                for n in n0..n1 {
+                    let xs = &x[(n * geo.in_channels + gi * cg) * plane..][..cg * plane];
+                    let dst = &mut cols[(n - n0) * ln..];
+                    match &win {
+                        Some(win) => im2col_into(xs, win, plane, dst, cols_n),
+                        None => {
+                            for (ci, row) in xs.chunks_exact(plane.max(1)).enumerate() {
+                                dst[ci * cols_n..][..plane].copy_from_slice(row);
+                            }
+                        }
+                    }
+                }
+                // acc_g (og x ck) += g (og x cols_n) @ cols^T (cols_n x ck).
+                // SAFETY: both operands lie in `buf`, the destination in `acc`.
+                unsafe {
+                    gemm_block(
+                        (og, ck, cols_n),
+                        (acc[gi * og * ck..].as_mut_ptr(), ck, 1),
+                        true,
+                        (gb.as_ptr(), cols_n as isize, 1),
+                        (cols.as_ptr(), 1, cols_n as isize),
+                    );
+                }
+            }
+        }
+    })?;
+    let mut out = partial[..wn].to_vec();
+    for c in 1..chunks {
+        for (o, &v) in out.iter_mut().zip(&partial[c * wn..(c + 1) * wn]) {
+            *o += v;
+        }
+    }
+    Ok(out)
+}
+
+/// Run `f` on the elements of `t` (of type `T`) in row-major order: borrowed when contiguous,
+/// else copied by a loop over the strides. Gradients often arrive as broadcast views (the
+/// backward of a sum), which a generic n-d iterator copies many times slower.
+pub(crate) fn with_dense<T: Element, R>(t: &Tensor, f: impl FnOnce(&[T]) -> R) -> Result<R> {
+    if t.is_contiguous() {
+        return t.with_contiguous_slice(f);
+    }
+    let mut out = crate::tensor::creation::try_vec(t.numel())?;
+    {
+        let guard = t.storage().read();
+        let data = T::data(&guard)
+            .ok_or_else(|| crate::tensor::dtype_mismatch(T::DTYPE, t.dtype()))?
+            .as_slice();
+        let l = t.layout();
+        strided_copy(data, l.offset, &l.shape, &l.strides, &mut out);
+    }
+    Ok(f(&out))
+}
+
+fn strided_copy<T: Copy>(
+    src: &[T],
+    off: usize,
+    shape: &[usize],
+    strides: &[usize],
+    out: &mut Vec<T>,
+) {
+    match shape {
+        [] => out.push(src[off]),
+        [n] if strides[0] == 0 => out.extend(std::iter::repeat_n(src[off], *n)),
+        [n] => out.extend((0..*n).map(|i| src[off + i * strides[0]])),
+        [n, ..] => {
+            for i in 0..*n {
+                strided_copy(src, off + i * strides[0], &shape[1..], &strides[1..], out);
+            }
+        }
+    }
+}
+
+fn same_float(a: &Tensor, b: &Tensor) -> Result<()> {
+    if a.dtype() != b.dtype() {
+        if a.dtype() == DType::Float32 && b.dtype() == DType::Float64 {
+            return Err(Error::runtime(format!(
+                "Input type (torch.{}) and weight type (torch.{}) should be the same or input should be a MKLDNN tensor and weight is a dense tensor",
+                a.dtype().legacy_name(),
+                b.dtype().legacy_name()
+            )));
+        }
+        return Err(crate::tensor::dtype_mismatch(a.dtype(), b.dtype()));
+    }
+    float_only(a, "convolution")
+}
+
+/// Run one of the three kernels on `a` and `b` (and a bias for the first two), recording a
+/// node named `name` whose backward calls the other two.
+fn conv_apply(
+    kind: ConvKind,
+    a: &Tensor,
+    b: &Tensor,
+    bias: Option<&Tensor>,
+    geo: &Arc<ConvGeometry>,
+    name: &'static str,
+) -> Result<Tensor> {
+    same_float(a, b)?;
+    let (out_shape, bias_len) = match kind {
+        ConvKind::Forward => (geo.y_shape(), geo.out_channels),
+        ConvKind::GradInput => (geo.x_shape(), geo.in_channels),
+        ConvKind::GradWeight => (geo.w_shape(), 0),
+    };
+    let bias = bias.filter(|_| kind != ConvKind::GradWeight);
+    if let Some(bias) = bias {
+        if bias.dtype() != a.dtype() {
+            return Err(Error::runtime(format!(
+                "Input type ({}) and bias type ({}) should be the same",
+                a.dtype().c_name(),
+                bias.dtype().c_name()
+            )));
+        }
+        if bias.numel() != bias_len {
+            return Err(Error::runtime("internal error: convolution bias size"));
+        }
+    }
+    macro_rules! run {
+        ($t:ty) => {{
+            with_dense::<$t, _>(a, |av| {
+                with_dense::<$t, _>(b, |bv| {
+                    let bias_vec = bias.map(|t| t.to_vec::<$t>()).transpose()?;
+                    let bias_s = bias_vec.as_deref();
+                    match kind {
+                        ConvKind::Forward => conv_forward(geo, av, bv, bias_s),
+                        ConvKind::GradInput => conv_grad_input(geo, av, bv, bias_s),
+                        ConvKind::GradWeight => conv_grad_weight(geo, av, bv),
+                    }
+                })
+            })???
+        }};
+    }
+    let out = match a.dtype() {
+        DType::Float32 => Tensor::from_vec(run!(f32), &out_shape)?,
+        _ => Tensor::from_vec(run!(f64), &out_shape)?,
+    };
+    let mut inputs: Vec<&Tensor> = vec![a, b];
+    inputs.extend(bias);
+    if needs_grad(&inputs) {
+        let has_bias = bias.is_some();
+        let geo = geo.clone();
+        record(name, &inputs, &[&out], &[a, b], false, move |g, s| {
+            let (u, a, b) = (&g[0], &s[0], &s[1]);
+            let nd = geo.kernel.len();
+            let spatial: Vec<i64> = std::iter::once(0).chain(2..2 + nd as i64).collect();
+            let back = BACKWARD_NAME;
+            let (ga, gb) = match kind {
+                // y = F(x, w): dx = GI(u, w), dw = GW(u, x)
+                ConvKind::Forward => (
+                    want(a, || {
+                        conv_apply(ConvKind::GradInput, u, b, None, &geo, back)
+                    })?,
+                    want(b, || {
+                        conv_apply(ConvKind::GradWeight, u, a, None, &geo, back)
+                    })?,
+                ),
+                // x = GI(g, w): dg = F(u, w), dw = GW(g, u)
+                ConvKind::GradInput => (
+                    want(a, || conv_apply(ConvKind::Forward, u, b, None, &geo, back))?,
+                    want(b, || {
+                        conv_apply(ConvKind::GradWeight, a, u, None, &geo, back)
+                    })?,
+                ),
+                // w = GW(g, x): dg = F(x, u), dx = GI(g, u)
+                ConvKind::GradWeight => (
+                    want(a, || conv_apply(ConvKind::Forward, b, u, None, &geo, back))?,
+                    want(b, || {
+                        conv_apply(ConvKind::GradInput, a, u, None, &geo, back)
+                    })?,
+                ),
+            };
+            let mut grads = vec![ga, gb];
+            if has_bias {
+                grads.push(Some(u.sum_dims(&spatial, false)?));
+            }
+            Ok(grads)
+        })?;
+    }
+    Ok(out)
+}
+
+/// torch's name of the node of a convolution's backward when it is itself differentiated.
+const BACKWARD_NAME: &str = "ConvolutionBackwardBackward0";
+
+/// The gradient for a saved input, computed only when that input takes part in autograd.
+fn want(t: &Tensor, f: impl FnOnce() -> Result<Tensor>) -> Result<Option<Tensor>> {
+    if t.requires_grad() {
+        f().map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// Padding of a convolution: sizes per spatial dim (one value is repeated), or torch's
+/// `'same'` (output as large as the input; stride 1 only) or `'valid'` (no padding).
+#[derive(Clone, Copy, Debug)]
+pub enum ConvPadding<'a> {
+    /// Zero padding on both sides of each spatial dim.
+    Explicit(&'a [i64]),
+    /// Pad so that the output has the input's size (any odd total goes after).
+    Same,
+    /// No padding.
+    Valid,
+}
+
+/// `v` with one entry per spatial dim (a single value repeats), or torch's error.
+fn expand(name: &str, v: &[i64], nd: usize) -> Result<Vec<i64>> {
+    if v.len() == 1 {
+        return Ok(vec![v[0]; nd]);
+    }
+    if v.len() != nd {
+        let items: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+        return Err(Error::runtime(format!(
+            "expected {name} to be a single integer value or a list of {nd} values to match the convolution dimensions, but got {name}={}",
+            format_args!("[{}]", items.join(", "))
+        )));
+    }
+    Ok(v.to_vec())
+}
+
+fn sizes(v: &[i64]) -> Vec<usize> {
+    v.iter().map(|&x| x.max(0) as usize).collect()
+}
+
+fn joined(v: impl IntoIterator<Item = i64>) -> String {
+    v.into_iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(" x ")
+}
+
+/// torch's checks of a convolution's arguments shared by both directions, in its order.
+fn check_conv_args(
+    weight: &Tensor,
+    stride: &[i64],
+    padding: &[i64],
+    output_padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<()> {
+    if groups <= 0 {
+        return Err(Error::runtime("non-positive groups is not supported"));
+    }
+    if padding.iter().any(|&p| p < 0) {
+        return Err(Error::runtime("negative padding is not supported"));
+    }
+    if output_padding.iter().any(|&p| p < 0) {
+        return Err(Error::runtime("negative output_padding is not supported"));
+    }
+    if stride.iter().any(|&s| s <= 0) {
+        return Err(Error::runtime("non-positive stride is not supported"));
+    }
+    // Negative dilation fails here; zero passes torch's generic checks and fails after the
+    // shape checks (see `check_zero_dilation`).
+    if dilation.iter().any(|&d| d < 0) {
+        return Err(Error::runtime("dilation should be greater than zero"));
+    }
+    let ws = weight.shape();
+    let g = groups as usize;
+    if ws[0] < g {
+        return Err(Error::runtime(format!(
+            "Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got weight of size {} instead",
+            fmt_shape(ws)
+        )));
+    }
+    if !ws[0].is_multiple_of(g) {
+        return Err(Error::runtime(format!(
+            "Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got weight of size [{}] instead",
+            fmt_shape(ws)
+        )));
+    }
+    Ok(())
+}
+
+fn check_zero_dilation(dilation: &[i64]) -> Result<()> {
+    if dilation.contains(&0) {
+        return Err(Error::runtime("dilation should be greater than zero"));
+    }
+    Ok(())
+}
+
+/// The input as a batch: `(unbatched, batched input)`, or torch's rank error.
+fn batched(x: &Tensor, nd: usize, op: &str) -> Result<(bool, Tensor)> {
+    if x.dim() == nd + 2 {
+        Ok((false, x.clone()))
+    } else if x.dim() == nd + 1 {
+        Ok((true, x.unsqueeze(0)?))
+    } else {
+        Err(Error::runtime(format!(
+            "Expected {}D (unbatched) or {}D (batched) input to {op}, but got input of size: {}",
+            nd + 1,
+            nd + 2,
+            fmt_shape(x.shape())
+        )))
+    }
+}
+
+fn unbatch(y: Tensor, unbatched: bool) -> Result<Tensor> {
+    if unbatched {
+        y.squeeze(Some(0))
+    } else {
+        Ok(y)
+    }
+}
+
+fn weight_rank(x: &Tensor, weight: &Tensor) -> Result<()> {
+    if weight.dim() != x.dim() {
+        return Err(Error::runtime(format!(
+            "Expected {wd}-dimensional input for {wd}-dimensional weight {}, but got {}-dimensional input of size {} instead",
+            fmt_shape(weight.shape()),
+            x.dim(),
+            fmt_shape(x.shape()),
+            wd = weight.dim()
+        )));
+    }
+    Ok(())
+}
+
+fn check_bias(bias: Option<&Tensor>, weight: &Tensor, len: usize, transposed: bool) -> Result<()> {
+    if let Some(b) = bias {
+        if b.dim() != 1 || b.shape()[0] != len {
+            return Err(Error::runtime(format!(
+                "Given {}weight of size {}, expected bias to be 1-dimensional with {len} elements, but got bias of size {} instead",
+                if transposed { "transposed=1, " } else { "" },
+                fmt_shape(weight.shape()),
+                fmt_shape(b.shape())
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl Tensor {
+    /// N-d convolution (cross-correlation, as torch's `conv{1,2,3}d`) of `(N, C, *spatial)` or
+    /// unbatched `(C, *spatial)` input with a `(O, C / groups, *kernel)` weight and optional
+    /// `(O,)` bias. `stride` and `dilation` hold one value per spatial dim or a single one;
+    /// `groups` splits the channels (`groups == C`: depthwise). Lowered to gemm over im2col
+    /// windows, in parallel over images and groups; differentiable to any order. Bad ranks,
+    /// channels, groups or sizes give torch's errors.
+    pub fn conv(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        stride: &[i64],
+        padding: ConvPadding<'_>,
+        dilation: &[i64],
+        groups: i64,
+    ) -> Result<Tensor> {
+        let nd = weight.dim().saturating_sub(2).max(1);
+        let op = format!("conv{nd}d");
+        self.conv_named(&op, weight, bias, stride, padding, dilation, groups)
+    }
+
+    /// [`Tensor::conv`] for `(N, C, L)` inputs.
+    pub fn conv1d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        stride: &[i64],
+        padding: ConvPadding<'_>,
+        dilation: &[i64],
+        groups: i64,
+    ) -> Result<Tensor> {
+        batched(self, 1, "conv1d")?;
+        self.conv_named("conv1d", weight, bias, stride, padding, dilation, groups)
+    }
+
+    /// [`Tensor::conv`] for `(N, C, H, W)` inputs.
+    pub fn conv2d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        stride: &[i64],
+        padding: ConvPadding<'_>,
+        dilation: &[i64],
+        groups: i64,
+    ) -> Result<Tensor> {
+        batched(self, 2, "conv2d")?;
+        self.conv_named("conv2d", weight, bias, stride, padding, dilation, groups)
+    }
+
+    /// [`Tensor::conv`] for `(N, C, D, H, W)` inputs.
+    pub fn conv3d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        stride: &[i64],
+        padding: ConvPadding<'_>,
+        dilation: &[i64],
+        groups: i64,
+    ) -> Result<Tensor> {
+        batched(self, 3, "conv3d")?;
+        self.conv_named("conv3d", weight, bias, stride, padding, dilation, groups)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn conv_named(
+        &self,
+        op: &str,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        stride: &[i64],
+        padding: ConvPadding<'_>,
+        dilation: &[i64],
+        groups: i64,
+    ) -> Result<Tensor> {
+        let nd = op
+            .trim_start_matches("conv")
+            .trim_end_matches('d')
+            .parse::<usize>()
+            .unwrap_or(2);
+        let (unbatched, x) = batched(self, nd, op)?;
+        let k = weight.dim().saturating_sub(2);
+        let stride = expand("stride", stride, k)?;
+        let dilation = expand("dilation", dilation, k)?;
+        let explicit = match padding {
+            ConvPadding::Explicit(p) => expand("padding", p, k)?,
+            _ => vec![0; k],
+        };
+        if matches!(padding, ConvPadding::Same) && stride.iter().any(|&s| s != 1) {
+            return Err(Error::runtime(
+                "padding='same' is not supported for strided convolutions",
+            ));
+        }
+        check_conv_args(weight, &stride, &explicit, &[], &dilation, groups)?;
+        weight_rank(&x, weight)?;
+        let ws = weight.shape();
+        let xs = x.shape();
+        let g = groups as usize;
+        if xs[1] != ws[1] * g {
+            return Err(Error::runtime(format!(
+                "Given groups={groups}, weight of size {}, expected input{} to have {} channels, but got {} channels instead",
+                fmt_shape(ws),
+                fmt_shape(xs),
+                ws[1] * g,
+                xs[1]
+            )));
+        }
+        check_bias(bias, weight, ws[0], false)?;
+        check_zero_dilation(&dilation)?;
+        let kernel = ws[2..].to_vec();
+        let (stride, dilation) = (sizes(&stride), sizes(&dilation));
+        // Padding before and after each dim ('same' puts an odd total's extra after).
+        let (lo, hi): (Vec<usize>, Vec<usize>) = match padding {
+            ConvPadding::Same => (0..k)
+                .map(|d| {
+                    let total = dilation[d] * (kernel[d].max(1) - 1);
+                    (total / 2, total - total / 2)
+                })
+                .unzip(),
+            _ => (sizes(&explicit), sizes(&explicit)),
+        };
+        let spatial = &xs[2..];
+        let padded: Vec<i64> = (0..k)
+            .map(|d| (spatial[d] + lo[d] + hi[d]) as i64)
+            .collect();
+        let span: Vec<i64> = (0..k)
+            .map(|d| (dilation[d] * (kernel[d].max(1) - 1) + 1) as i64)
+            .collect();
+        if (0..k).any(|d| padded[d] < span[d]) {
+            return Err(Error::runtime(format!(
+                "Calculated padded input size per channel: ({}). Kernel size: ({}). Kernel size can't be greater than actual input size",
+                joined(padded.iter().copied()),
+                joined(span.iter().copied())
+            )));
+        }
+        let output = (0..k)
+            .map(|d| (padded[d] - span[d]) as usize / stride[d] + 1)
+            .collect();
+        let geo = Arc::new(ConvGeometry {
+            batch: xs[0],
+            in_channels: xs[1],
+            out_channels: ws[0],
+            groups: g,
+            input: spatial.to_vec(),
+            output,
+            kernel,
+            stride,
+            padding: lo,
+            dilation,
+        });
+        let y = conv_apply(
+            ConvKind::Forward,
+            &x,
+            weight,
+            bias,
+            &geo,
+            "ConvolutionBackward0",
+        )?;
+        unbatch(y, unbatched)
+    }
+
+    /// N-d transposed convolution (torch's `conv_transpose{1,2,3}d`, the adjoint of
+    /// [`Tensor::conv`] in its input) of `(N, C, *spatial)` or unbatched input with a
+    /// `(C, O / groups, *kernel)` weight and optional `(O,)` bias. Output size per dim:
+    /// `(in - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1`;
+    /// `output_padding` must be below the stride or the dilation. Torch's errors on bad input.
+    #[allow(clippy::too_many_arguments)]
+    pub fn conv_transpose(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        stride: &[i64],
+        padding: &[i64],
+        output_padding: &[i64],
+        groups: i64,
+        dilation: &[i64],
+    ) -> Result<Tensor> {
+        let nd = weight.dim().saturating_sub(2).max(1);
+        self.conv_transpose_nd(
+            nd,
+            weight,
+            bias,
+            stride,
+            padding,
+            output_padding,
+            groups,
+            dilation,
+        )
+    }
+
+    /// [`Tensor::conv_transpose`] as torch's `conv_transpose{nd}d`: the input must have
+    /// `nd + 1` or `nd + 2` dims (the message names that op).
+    #[allow(clippy::too_many_arguments)]
+    pub fn conv_transpose_nd(
+        &self,
+        nd: usize,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        stride: &[i64],
+        padding: &[i64],
+        output_padding: &[i64],
+        groups: i64,
+        dilation: &[i64],
+    ) -> Result<Tensor> {
+        let op = format!("conv_transpose{nd}d");
+        let (unbatched, x) = batched(self, nd, &op)?;
+        let k = weight.dim().saturating_sub(2);
+        let stride = expand("stride", stride, k)?;
+        let padding = expand("padding", padding, k)?;
+        let output_padding = expand("output_padding", output_padding, k)?;
+        let dilation = expand("dilation", dilation, k)?;
+        check_conv_args(
+            weight,
+            &stride,
+            &padding,
+            &output_padding,
+            &dilation,
+            groups,
+        )?;
+        weight_rank(&x, weight)?;
+        let ws = weight.shape();
+        let xs = x.shape();
+        let g = groups as usize;
+        if xs[1] != ws[0] {
+            return Err(Error::runtime(format!(
+                "Given transposed=1, weight of size {}, expected input{} to have {} channels, but got {} channels instead",
+                fmt_shape(ws),
+                fmt_shape(xs),
+                ws[0],
+                xs[1]
+            )));
+        }
+        check_bias(bias, weight, ws[1] * g, true)?;
+        check_zero_dilation(&dilation)?;
+        if (0..k).any(|d| output_padding[d] >= stride[d] && output_padding[d] >= dilation[d]) {
+            // torch runs 1-d as 2-d with a unit height, and names that dim in the message.
+            let part = |name: &str, v: &[i64], unit: i64| -> String {
+                let v: Vec<i64> = if k == 1 { vec![unit, v[0]] } else { v.to_vec() };
+                v.iter()
+                    .enumerate()
+                    .map(|(d, x)| format!("{name}_{}: {x}", dim_name(d, v.len())))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            return Err(Error::runtime(format!(
+                "output padding must be smaller than either stride or dilation, but got {} {} {}",
+                part("output_padding", &output_padding, 0),
+                part("stride", &stride, 1),
+                part("dilation", &dilation, 1)
+            )));
+        }
+        let kernel = ws[2..].to_vec();
+        let spatial = &xs[2..];
+        let big: Vec<i64> = (0..k)
+            .map(|d| {
+                (spatial[d] as i64 - 1) * stride[d] - 2 * padding[d]
+                    + dilation[d] * (kernel[d] as i64 - 1)
+                    + output_padding[d]
+                    + 1
+            })
+            .collect();
+        if big.iter().any(|&b| b < 0) {
+            return Err(Error::runtime(format!(
+                "Given input size per channel: ({}). Calculated output size per channel: ({}). Output size is too small",
+                joined(spatial.iter().map(|&s| s as i64)),
+                joined(big.iter().copied())
+            )));
+        }
+        let geo = Arc::new(ConvGeometry {
+            batch: xs[0],
+            in_channels: ws[1] * g,
+            out_channels: ws[0],
+            groups: g,
+            input: sizes(&big),
+            output: spatial.to_vec(),
+            kernel,
+            stride: sizes(&stride),
+            padding: sizes(&padding),
+            dilation: sizes(&dilation),
+        });
+        let y = conv_apply(
+            ConvKind::GradInput,
+            &x,
+            weight,
+            bias,
+            &geo,
+            "ConvolutionBackward0",
+        )?;
+        unbatch(y, unbatched)
     }
 }

@@ -8,5 +8,6 @@ pub mod attention;
 pub mod conv;
 pub mod loss;
 pub mod norm;
+pub mod pool;
 pub mod rnn;
 pub mod softmax;

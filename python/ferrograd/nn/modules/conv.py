@@ -1,8 +1,9 @@
-"""``Conv1d``/``Conv2d`` with torch's default initialisation, and 2-D pooling."""
+"""Convolution layers (``Conv1d/2d/3d``, ``ConvTranspose1d/2d/3d``) with torch's parameter
+shapes, default initialisation, padding modes and reprs."""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from ... import _C
 from .. import functional as F
@@ -12,7 +13,7 @@ from .module import Module
 
 Tensor = _C.Tensor
 
-__all__ = ["Conv1d", "Conv2d", "MaxPool2d", "AvgPool2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 _Size = Union[int, Tuple[int, ...]]
 
@@ -23,18 +24,20 @@ def _ntuple(v: Any, n: int) -> Tuple[int, ...]:
 
 class _ConvNd(Module):
     _nd = 0
+    _transposed = False
 
     def __init__(
         self,
         in_channels: int,
         out_channels: int,
         kernel_size: _Size,
-        stride: _Size = 1,
-        padding: Union[str, _Size] = 0,
-        dilation: _Size = 1,
-        groups: int = 1,
-        bias: bool = True,
-        padding_mode: str = "zeros",
+        stride: _Size,
+        padding: Union[str, _Size],
+        dilation: _Size,
+        output_padding: _Size,
+        groups: int,
+        bias: bool,
+        padding_mode: str,
         device: Any = None,
         dtype: Any = None,
     ) -> None:
@@ -45,24 +48,49 @@ class _ConvNd(Module):
             raise ValueError("in_channels must be divisible by groups")
         if out_channels % groups != 0:
             raise ValueError("out_channels must be divisible by groups")
-        if padding_mode != "zeros":
-            raise NotImplementedError("only padding_mode='zeros' is supported")
         n = self._nd
+        stride = _ntuple(stride, n)
+        valid_padding_strings = {"same", "valid"}
+        if isinstance(padding, str):
+            if padding not in valid_padding_strings:
+                raise ValueError(
+                    f"Invalid padding string {padding!r}, should be one of {valid_padding_strings}"
+                )
+            if padding == "same" and any(s != 1 for s in stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+        valid_padding_modes = {"zeros", "reflect", "replicate", "circular"}
+        if padding_mode not in valid_padding_modes:
+            raise ValueError(
+                f"padding_mode must be one of {valid_padding_modes}, but got "
+                f"padding_mode='{padding_mode}'"
+            )
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.kernel_size = _ntuple(kernel_size, n)
-        self.stride = _ntuple(stride, n)
+        self.stride = stride
         self.padding = padding if isinstance(padding, str) else _ntuple(padding, n)
         self.dilation = _ntuple(dilation, n)
-        self.transposed = False
-        self.output_padding = (0,) * n
+        self.transposed = self._transposed
+        self.output_padding = _ntuple(output_padding, n)
         self.groups = groups
         self.padding_mode = padding_mode
-        self.weight = Parameter(
-            _empty(
-                out_channels, in_channels // groups, *self.kernel_size, dtype=dtype, device=device
-            )
-        )
+        # F.pad's order (last dim first, each twice) for the non-zero padding modes.
+        self._reversed_padding_repeated_twice: List[int] = [0, 0] * n
+        if isinstance(self.padding, str):
+            if self.padding == "same":
+                for d, k, i in zip(self.dilation, self.kernel_size, range(n - 1, -1, -1)):
+                    total = d * (k - 1)
+                    self._reversed_padding_repeated_twice[2 * i] = total // 2
+                    self._reversed_padding_repeated_twice[2 * i + 1] = total - total // 2
+        else:
+            self._reversed_padding_repeated_twice = [
+                p for p in reversed(self.padding) for _ in range(2)
+            ]
+        if self._transposed:
+            shape = (in_channels, out_channels // groups, *self.kernel_size)
+        else:
+            shape = (out_channels, in_channels // groups, *self.kernel_size)
+        self.weight = Parameter(_empty(*shape, dtype=dtype, device=device))
         if bias:
             self.bias = Parameter(_empty(out_channels, dtype=dtype, device=device))
         else:
@@ -78,103 +106,176 @@ class _ConvNd(Module):
             s += ", padding={padding}"
         if self.dilation != (1,) * len(self.dilation):
             s += ", dilation={dilation}"
+        if self.output_padding != (0,) * len(self.output_padding):
+            s += ", output_padding={output_padding}"
         if self.groups != 1:
             s += ", groups={groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += ", padding_mode={padding_mode}"
         return s.format(**self.__dict__)
 
 
-class Conv1d(_ConvNd):
+class _Conv(_ConvNd):
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: _Size,
+        stride: _Size = 1,
+        padding: Union[str, _Size] = 0,
+        dilation: _Size = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            0,
+            groups,
+            bias,
+            padding_mode,
+            device,
+            dtype,
+        )
+
+    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
+        conv = (F.conv1d, F.conv2d, F.conv3d)[self._nd - 1]
+        if self.padding_mode != "zeros":
+            x = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+            return conv(x, weight, bias, self.stride, 0, self.dilation, self.groups)
+        return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._conv_forward(input, self.weight, self.bias)
+
+
+class Conv1d(_Conv):
     """1-D convolution over ``(N, C, L)``."""
 
     _nd = 1
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.conv1d(
-            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
-        )
 
-
-class Conv2d(_ConvNd):
+class Conv2d(_Conv):
     """2-D convolution over ``(N, C, H, W)``."""
 
     _nd = 2
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.conv2d(
-            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
-        )
+
+class Conv3d(_Conv):
+    """3-D convolution over ``(N, C, D, H, W)``."""
+
+    _nd = 3
 
 
-class MaxPool2d(Module):
-    """2-D max pooling (stride defaults to the kernel size)."""
+class _ConvTransposeNd(_ConvNd):
+    _transposed = True
 
     def __init__(
         self,
+        in_channels: int,
+        out_channels: int,
         kernel_size: _Size,
-        stride: Optional[_Size] = None,
+        stride: _Size = 1,
         padding: _Size = 0,
+        output_padding: _Size = 0,
+        groups: int = 1,
+        bias: bool = True,
         dilation: _Size = 1,
-        return_indices: bool = False,
-        ceil_mode: bool = False,
+        padding_mode: str = "zeros",
+        device: Any = None,
+        dtype: Any = None,
     ) -> None:
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if (stride is not None) else kernel_size
-        self.padding = padding
-        self.dilation = dilation
-        self.return_indices = return_indices
-        self.ceil_mode = ceil_mode
+        if padding_mode != "zeros":
+            raise ValueError(
+                f'Only "zeros" padding mode is supported for {self.__class__.__name__}'
+            )
+        super().__init__(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            output_padding,
+            groups,
+            bias,
+            padding_mode,
+            device,
+            dtype,
+        )
 
-    def forward(self, input: Tensor) -> Any:
-        return F.max_pool2d(
+    def _output_padding(self, input: Tensor, output_size: Optional[Sequence[int]]) -> List[int]:
+        """torch's: the output padding that gives ``output_size`` (checked against the range
+        of sizes the stride allows)."""
+        n = self._nd
+        if output_size is None:
+            return list(self.output_padding)
+        non_spatial = 2 if input.dim() == n + 2 else 1
+        size = list(output_size)
+        if len(size) == non_spatial + n:
+            size = size[non_spatial:]
+        if len(size) != n:
+            raise ValueError(
+                f"ConvTranspose{n}D: for {input.dim()}D input, output_size must have {n} or "
+                f"{non_spatial + n} elements (got {len(size)})"
+            )
+        assert not isinstance(self.padding, str)
+        min_sizes = [
+            (input.shape[d + non_spatial] - 1) * self.stride[d]
+            - 2 * self.padding[d]
+            + self.dilation[d] * (self.kernel_size[d] - 1)
+            + 1
+            for d in range(n)
+        ]
+        max_sizes = [m + s - 1 for m, s in zip(min_sizes, self.stride)]
+        for s, lo, hi in zip(size, min_sizes, max_sizes):
+            if s < lo or s > hi:
+                raise ValueError(
+                    f"requested an output size of {size}, but valid sizes range from "
+                    f"{min_sizes} to {max_sizes} (for an input of {input.shape[non_spatial:]})"
+                )
+        return [s - lo for s, lo in zip(size, min_sizes)]
+
+    def forward(self, input: Tensor, output_size: Optional[Sequence[int]] = None) -> Tensor:
+        if self.padding_mode != "zeros":
+            raise ValueError(
+                f"Only `zeros` padding mode is supported for {self.__class__.__name__}"
+            )
+        fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[self._nd - 1]
+        return fn(
             input,
-            self.kernel_size,
+            self.weight,
+            self.bias,
             self.stride,
-            self.padding,
+            self.padding,  # type: ignore[arg-type]
+            self._output_padding(input, output_size),
+            self.groups,
             self.dilation,
-            ceil_mode=self.ceil_mode,
-            return_indices=self.return_indices,
-        )
-
-    def extra_repr(self) -> str:
-        return (
-            f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-            f"dilation={self.dilation}, ceil_mode={self.ceil_mode}"
         )
 
 
-class AvgPool2d(Module):
-    """2-D average pooling (stride defaults to the kernel size)."""
+class ConvTranspose1d(_ConvTransposeNd):
+    """1-D transposed convolution; weight ``(in, out/groups, k)``."""
 
-    def __init__(
-        self,
-        kernel_size: _Size,
-        stride: Optional[_Size] = None,
-        padding: _Size = 0,
-        ceil_mode: bool = False,
-        count_include_pad: bool = True,
-        divisor_override: Optional[int] = None,
-    ) -> None:
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if (stride is not None) else kernel_size
-        self.padding = padding
-        self.ceil_mode = ceil_mode
-        self.count_include_pad = count_include_pad
-        self.divisor_override = divisor_override
+    _nd = 1
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool2d(
-            input,
-            self.kernel_size,
-            self.stride,
-            self.padding,
-            self.ceil_mode,
-            self.count_include_pad,
-            self.divisor_override,
-        )
 
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+class ConvTranspose2d(_ConvTransposeNd):
+    """2-D transposed convolution; weight ``(in, out/groups, kh, kw)``."""
+
+    _nd = 2
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-D transposed convolution; weight ``(in, out/groups, kd, kh, kw)``."""
+
+    _nd = 3

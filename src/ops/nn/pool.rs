@@ -1,0 +1,966 @@
+//! Max, average and adaptive pooling over 1 to 3 spatial dims, with torch's geometry and checks.
+//!
+//! Every pooling op is described by the same [`Windows`]: for each spatial dim and output
+//! position, the input positions its window reads. The kernels run over the `N * C` planes in
+//! parallel. Max pooling keeps the argmax of each window in its node: its backward scatters
+//! the gradient to those indices and the double backward gathers by the same indices. Average
+//! pooling is linear; its backward is its adjoint, whose backward is the pooling again.
+
+use std::sync::Arc;
+
+use crate::autograd::node::{needs_grad, record};
+use crate::error::{Error, Result};
+use crate::ops::nn::conv::with_dense;
+use crate::parallel::SendPtr;
+use crate::tensor::shape::fmt_shape;
+use crate::tensor::{DType, Element, Tensor};
+
+/// Planes' worth of elements below which pooling runs on one thread.
+const PARALLEL_MIN_ELEMENTS: usize = 1 << 15;
+
+/// For each spatial dim (padded to three with size-1 dims in front) and each output position,
+/// the input positions the window reads (padding left out), as compressed rows.
+#[derive(Debug)]
+struct Windows {
+    /// `N * C`.
+    planes: usize,
+    /// Input spatial sizes.
+    input: [usize; 3],
+    /// Output spatial sizes.
+    output: [usize; 3],
+    /// Per dim: `starts[o]..starts[o + 1]` indexes `pos` for output position `o`.
+    starts: [Vec<usize>; 3],
+    /// Per dim: the input positions.
+    pos: [Vec<usize>; 3],
+    /// Average pooling: 1 / divisor per output position of a plane.
+    inv_div: Vec<f64>,
+    /// Shape of the (batched) input and output tensors.
+    in_shape: Vec<usize>,
+    out_shape: Vec<usize>,
+}
+
+impl Windows {
+    fn in_plane(&self) -> usize {
+        self.input.iter().product()
+    }
+
+    fn out_plane(&self) -> usize {
+        self.output.iter().product()
+    }
+
+    /// Call `f(o, i)` for every output position `o` of a plane and each input position `i`
+    /// (plane offsets) in its window, in row-major order of both.
+    #[inline]
+    fn for_each(&self, mut f: impl FnMut(usize, &mut dyn Iterator<Item = usize>)) {
+        let [_, in1, in2] = self.input;
+        let mut o = 0;
+        for o0 in 0..self.output[0] {
+            let p0 = &self.pos[0][self.starts[0][o0]..self.starts[0][o0 + 1]];
+            for o1 in 0..self.output[1] {
+                let p1 = &self.pos[1][self.starts[1][o1]..self.starts[1][o1 + 1]];
+                for o2 in 0..self.output[2] {
+                    let p2 = &self.pos[2][self.starts[2][o2]..self.starts[2][o2 + 1]];
+                    let mut it = p0.iter().flat_map(|&i0| {
+                        p1.iter().flat_map(move |&i1| {
+                            let base = (i0 * in1 + i1) * in2;
+                            p2.iter().map(move |&i2| base + i2)
+                        })
+                    });
+                    f(o, &mut it);
+                    o += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Builds [`Windows`] one dim at a time.
+struct DimWindows {
+    input: usize,
+    output: usize,
+    starts: Vec<usize>,
+    pos: Vec<usize>,
+    /// Divisor factor of each output position (window size with or without padding).
+    div: Vec<f64>,
+}
+
+fn regular_dim(
+    input: usize,
+    output: usize,
+    (k, s, p, d): (usize, usize, usize, usize),
+    count_include_pad: bool,
+) -> DimWindows {
+    let mut w = DimWindows {
+        input,
+        output,
+        starts: vec![0],
+        pos: Vec::new(),
+        div: Vec::new(),
+    };
+    for o in 0..output {
+        let start = (o * s) as isize - p as isize;
+        for j in 0..k {
+            let i = start + (j * d) as isize;
+            if i >= 0 && (i as usize) < input {
+                w.pos.push(i as usize);
+            }
+        }
+        w.starts.push(w.pos.len());
+        // torch's avg divisor: the window clipped to the padded input, or to the input itself.
+        let end = (start + k as isize).min((input + p) as isize);
+        let inside = end.min(input as isize) - start.max(0);
+        w.div.push(if count_include_pad {
+            (end - start) as f64
+        } else {
+            inside as f64
+        });
+    }
+    w
+}
+
+fn adaptive_dim(input: usize, output: usize) -> DimWindows {
+    let mut w = DimWindows {
+        input,
+        output,
+        starts: vec![0],
+        pos: Vec::new(),
+        div: Vec::new(),
+    };
+    for o in 0..output {
+        let start = o * input / output;
+        let end = ((o + 1) * input).div_ceil(output);
+        w.pos.extend(start..end);
+        w.starts.push(w.pos.len());
+        w.div.push((end - start) as f64);
+    }
+    w
+}
+
+fn unit_dim() -> DimWindows {
+    DimWindows {
+        input: 1,
+        output: 1,
+        starts: vec![0, 1],
+        pos: vec![0],
+        div: vec![1.0],
+    }
+}
+
+fn windows(x_shape: &[usize], dims: Vec<DimWindows>, divisor: Option<f64>) -> Windows {
+    let nd = dims.len();
+    let mut all: Vec<DimWindows> = (0..3 - nd).map(|_| unit_dim()).collect();
+    all.extend(dims);
+    let [a, b, c]: [DimWindows; 3] = match all.try_into() {
+        Ok(v) => v,
+        Err(_) => unreachable!("three dims"),
+    };
+    let mut inv_div = Vec::with_capacity(a.output * b.output * c.output);
+    for &d0 in &a.div {
+        for &d1 in &b.div {
+            for &d2 in &c.div {
+                inv_div.push(1.0 / divisor.unwrap_or(d0 * d1 * d2));
+            }
+        }
+    }
+    let lead = &x_shape[..x_shape.len() - nd];
+    let mut out_shape = lead.to_vec();
+    let spatial = [a.output, b.output, c.output];
+    out_shape.extend_from_slice(&spatial[3 - nd..]);
+    Windows {
+        planes: lead.iter().product(),
+        input: [a.input, b.input, c.input],
+        output: spatial,
+        starts: [a.starts, b.starts, c.starts],
+        pos: [a.pos, b.pos, c.pos],
+        inv_div,
+        in_shape: x_shape.to_vec(),
+        out_shape,
+    }
+}
+
+/// Element types of the pooling kernels.
+trait PoolScalar: Element + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> {
+    fn is_nan(self) -> bool;
+}
+impl PoolScalar for f32 {
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+}
+impl PoolScalar for f64 {
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+}
+
+/// A kernel on one plane: `(plane, source plane, destination plane)`.
+type PlaneFn<'a, S, D> = dyn Fn(usize, &[S], &mut [D]) + Sync + 'a;
+
+/// Run `f(plane, src, dst)` over planes of `src` (`src_len` each) and `dst` (`dst_len` each),
+/// in parallel when there is enough work.
+fn per_plane<S: Sync, D: Send>(
+    planes: usize,
+    src: &[S],
+    src_len: usize,
+    dst: &mut [D],
+    dst_len: usize,
+    work: usize,
+    f: &PlaneFn<'_, S, D>,
+) {
+    let helpers = if planes * work < PARALLEL_MIN_ELEMENTS {
+        0
+    } else {
+        crate::parallel::helpers()
+    };
+    let blocks = if helpers == 0 {
+        1
+    } else {
+        planes.min(4 * (helpers + 1))
+    };
+    let dp = SendPtr(dst.as_mut_ptr());
+    crate::parallel::share_work(helpers, blocks, &|b| {
+        for p in b * planes / blocks..(b + 1) * planes / blocks {
+            // SAFETY: plane p owns `dst[p * dst_len..][..dst_len]`; planes are disjoint.
+            let d = unsafe { std::slice::from_raw_parts_mut(dp.get().add(p * dst_len), dst_len) };
+            f(p, &src[p * src_len..][..src_len], d);
+        }
+    });
+}
+
+fn float_only(t: &Tensor, op: &str) -> Result<()> {
+    if t.dtype().is_float() {
+        Ok(())
+    } else {
+        Err(Error::not_implemented(format!(
+            "\"{op}\" not implemented for '{}'",
+            crate::tensor::scalar_type_name(t.dtype())
+        )))
+    }
+}
+
+/// torch's node names of one pooling op: the op's own node and that of its backward.
+#[derive(Clone, Copy, Debug)]
+struct Names {
+    forward: &'static str,
+    backward: &'static str,
+}
+
+fn max_kernel<T: PoolScalar>(w: &Windows, x: &[T]) -> Result<(Vec<T>, Vec<i64>)> {
+    let (li, lo) = (w.in_plane(), w.out_plane());
+    let mut vals = crate::tensor::creation::try_filled_vec(w.planes * lo, T::default())?;
+    let mut idx = crate::tensor::creation::try_filled_vec(w.planes * lo, 0i64)?;
+    let ip = SendPtr(idx.as_mut_ptr());
+    let work = li.max(lo);
+    per_plane(w.planes, x, li, &mut vals, lo, work, &|p, src, dst| {
+        // SAFETY: plane p owns this range of `idx` too.
+        let id = unsafe { std::slice::from_raw_parts_mut(ip.get().add(p * lo), lo) };
+        w.for_each(|o, it| {
+            let mut best = T::from_f64(f64::NEG_INFINITY);
+            let mut at = None;
+            for i in it {
+                let v = src[i];
+                at = at.or(Some(i));
+                // torch's rule: a larger value or any NaN takes over; ties keep the first.
+                if v > best || v.is_nan() {
+                    best = v;
+                    at = Some(i);
+                }
+            }
+            dst[o] = best;
+            id[o] = at.unwrap_or(0) as i64;
+        });
+    });
+    Ok((vals, idx))
+}
+
+fn avg_kernel<T: PoolScalar>(w: &Windows, x: &[T]) -> Result<Vec<T>> {
+    let (li, lo) = (w.in_plane(), w.out_plane());
+    let mut out = crate::tensor::creation::try_filled_vec(w.planes * lo, T::default())?;
+    per_plane(w.planes, x, li, &mut out, lo, li.max(lo), &|_, src, dst| {
+        w.for_each(|o, it| {
+            let s = it.fold(T::default(), |a, i| a + src[i]);
+            dst[o] = s * T::from_f64(w.inv_div[o]);
+        });
+    });
+    Ok(out)
+}
+
+fn avg_adjoint_kernel<T: PoolScalar>(w: &Windows, g: &[T]) -> Result<Vec<T>> {
+    let (li, lo) = (w.in_plane(), w.out_plane());
+    let mut out = crate::tensor::creation::try_filled_vec(w.planes * li, T::default())?;
+    per_plane(w.planes, g, lo, &mut out, li, li.max(lo), &|_, src, dst| {
+        w.for_each(|o, it| {
+            let v = src[o] * T::from_f64(w.inv_div[o]);
+            for i in it {
+                dst[i] = dst[i] + v;
+            }
+        });
+    });
+    Ok(out)
+}
+
+fn scatter_kernel<T: PoolScalar>(w: &Windows, idx: &[i64], g: &[T]) -> Result<Vec<T>> {
+    let (li, lo) = (w.in_plane(), w.out_plane());
+    let mut out = crate::tensor::creation::try_filled_vec(w.planes * li, T::default())?;
+    per_plane(w.planes, g, lo, &mut out, li, lo, &|p, src, dst| {
+        for (&v, &i) in src.iter().zip(&idx[p * lo..][..lo]) {
+            dst[i as usize] = dst[i as usize] + v;
+        }
+    });
+    Ok(out)
+}
+
+fn gather_kernel<T: PoolScalar>(w: &Windows, idx: &[i64], x: &[T]) -> Result<Vec<T>> {
+    let (li, lo) = (w.in_plane(), w.out_plane());
+    let mut out = crate::tensor::creation::try_filled_vec(w.planes * lo, T::default())?;
+    per_plane(w.planes, x, li, &mut out, lo, lo, &|p, src, dst| {
+        for (d, &i) in dst.iter_mut().zip(&idx[p * lo..][..lo]) {
+            *d = src[i as usize];
+        }
+    });
+    Ok(out)
+}
+
+macro_rules! float_dispatch {
+    ($t:expr, $shape:expr, |$v:ident: $T:ident| $body:expr) => {{
+        match $t.dtype() {
+            DType::Float32 => {
+                type $T = f32;
+                Tensor::from_vec(with_dense::<f32, _>($t, |$v| $body)??, $shape)?
+            }
+            _ => {
+                type $T = f64;
+                Tensor::from_vec(with_dense::<f64, _>($t, |$v| $body)??, $shape)?
+            }
+        }
+    }};
+}
+
+/// Max pooling on batched `x`: values and plane-local argmax indices.
+fn max_pool_apply(x: &Tensor, w: &Arc<Windows>, names: Names) -> Result<(Tensor, Tensor)> {
+    let mut idx_out: Option<Vec<i64>> = None;
+    let vals = float_dispatch!(x, &w.out_shape, |xs: T| {
+        max_kernel::<T>(w, xs).map(|(v, i)| {
+            idx_out = Some(i);
+            v
+        })
+    });
+    let idx = Arc::new(idx_out.unwrap_or_default());
+    let indices = Tensor::from_vec(idx.to_vec(), &w.out_shape)?;
+    if needs_grad(&[x]) {
+        let (w, idx) = (w.clone(), idx.clone());
+        record(names.forward, &[x], &[&vals], &[], true, move |g, _| {
+            Ok(vec![Some(index_scatter(&g[0], &idx, &w, names)?)])
+        })?;
+    }
+    Ok((vals, indices))
+}
+
+/// The backward of max pooling: `g` added at the saved indices of each plane.
+fn index_scatter(
+    g: &Tensor,
+    idx: &Arc<Vec<i64>>,
+    w: &Arc<Windows>,
+    names: Names,
+) -> Result<Tensor> {
+    let out = float_dispatch!(g, &w.in_shape, |gs: T| scatter_kernel::<T>(w, idx, gs));
+    if needs_grad(&[g]) {
+        let (w, idx) = (w.clone(), idx.clone());
+        record(names.backward, &[g], &[&out], &[], true, move |gg, _| {
+            Ok(vec![Some(index_gather(&gg[0], &idx, &w, names)?)])
+        })?;
+    }
+    Ok(out)
+}
+
+/// The adjoint of [`index_scatter`]: each plane's elements at the saved indices.
+fn index_gather(x: &Tensor, idx: &Arc<Vec<i64>>, w: &Arc<Windows>, names: Names) -> Result<Tensor> {
+    let out = float_dispatch!(x, &w.out_shape, |xs: T| gather_kernel::<T>(w, idx, xs));
+    if needs_grad(&[x]) {
+        let (w, idx) = (w.clone(), idx.clone());
+        record(names.forward, &[x], &[&out], &[], true, move |g, _| {
+            Ok(vec![Some(index_scatter(&g[0], &idx, &w, names)?)])
+        })?;
+    }
+    Ok(out)
+}
+
+/// Average pooling (`adjoint == false`) of batched `x`, or its adjoint (from output-shaped
+/// gradients to input-shaped ones); each is the other's backward.
+fn avg_pool_apply(x: &Tensor, w: &Arc<Windows>, adjoint: bool, names: Names) -> Result<Tensor> {
+    let out = if adjoint {
+        float_dispatch!(x, &w.in_shape, |xs: T| avg_adjoint_kernel::<T>(w, xs))
+    } else {
+        float_dispatch!(x, &w.out_shape, |xs: T| avg_kernel::<T>(w, xs))
+    };
+    if needs_grad(&[x]) {
+        let w = w.clone();
+        let name = if adjoint {
+            names.backward
+        } else {
+            names.forward
+        };
+        record(name, &[x], &[&out], &[], false, move |g, _| {
+            Ok(vec![Some(avg_pool_apply(&g[0], &w, !adjoint, names)?)])
+        })?;
+    }
+    Ok(out)
+}
+
+// ----- geometry and torch's checks ----------------------------------------------------------
+
+fn ordinal_words(nd: usize) -> &'static str {
+    match nd {
+        1 => "one int",
+        2 => "two ints",
+        _ => "three ints",
+    }
+}
+
+/// torch's per-dim prefixes in pooling messages (`kT kH kW`, `dT dH dW`, ...).
+fn dim_letters(nd: usize) -> &'static [&'static str] {
+    match nd {
+        1 => &["W"],
+        2 => &["H", "W"],
+        _ => &["T", "H", "W"],
+    }
+}
+
+fn labelled(prefix: &str, v: &[i64]) -> String {
+    v.iter()
+        .zip(dim_letters(v.len()))
+        .map(|(x, l)| format!("{prefix}{l}: {x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One int-list argument of `op` expanded to `nd` values, or torch's message.
+fn expand_arg(op: &str, name: &str, v: &[i64], nd: usize, omittable: bool) -> Result<Vec<i64>> {
+    match v.len() {
+        1 => Ok(vec![v[0]; nd]),
+        n if n == nd => Ok(v.to_vec()),
+        _ => {
+            let what = if omittable {
+                format!(
+                    "must either be omitted, a single int, or a tuple of {}",
+                    ordinal_words(nd)
+                )
+            } else if name == "dilation" {
+                format!(
+                    "must be either a single int, or a tuple of {}",
+                    ordinal_words(nd)
+                )
+            } else {
+                format!(
+                    "must either be a single int, or a tuple of {}",
+                    ordinal_words(nd)
+                )
+            };
+            Err(Error::runtime(format!("{op}: {name} {what}")))
+        }
+    }
+}
+
+/// Validated pooling arguments (all positive or non-negative as torch requires).
+struct PoolArgs {
+    kernel: Vec<usize>,
+    stride: Vec<usize>,
+    padding: Vec<usize>,
+    dilation: Vec<usize>,
+    output: Vec<usize>,
+}
+
+/// torch's rank check of a pooling input: `(N, C, *spatial)` or unbatched `(C, *spatial)`,
+/// both taken as they are (planes are whatever precedes the spatial dims).
+fn pool_input(x: &Tensor, nd: usize, message: impl FnOnce() -> String) -> Result<()> {
+    if x.dim() == nd + 2 || x.dim() == nd + 1 {
+        Ok(())
+    } else {
+        Err(Error::runtime(message()))
+    }
+}
+
+/// torch's `pooling_output_shape` checks and sizes, then `pool{2,3}d_shape_check`'s.
+#[allow(clippy::too_many_arguments)]
+fn pool_args(
+    op: &str,
+    x: &Tensor,
+    kernel: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    nd: usize,
+    avg3d: bool,
+) -> Result<PoolArgs> {
+    let k = expand_arg(op, "kernel_size", kernel, nd, false)?;
+    let s = if stride.is_empty() {
+        k.clone()
+    } else {
+        expand_arg(op, "stride", stride, nd, true)?
+    };
+    let p = expand_arg(op, "padding", padding, nd, false)?;
+    let d = expand_arg(op, "dilation", dilation, nd, false)?;
+    if [&k, &s, &p, &d]
+        .iter()
+        .any(|v| v.iter().any(|&x| x.abs() >= 1 << 31))
+    {
+        return Err(Error::runtime(
+            "value cannot be converted to type int without overflow",
+        ));
+    }
+    for i in 0..nd {
+        if s[i] == 0 {
+            return Err(Error::runtime("stride should not be zero"));
+        }
+        if p[i] < 0 {
+            return Err(Error::runtime(format!(
+                "pad must be non-negative, but got pad: {}",
+                p[i]
+            )));
+        }
+        // C++ division truncates towards zero.
+        let eff = d[i] * (k[i] - 1) + 1;
+        if p[i] > eff / 2 {
+            return Err(Error::runtime(format!(
+                "pad should be at most half of effective kernel size, but got pad={}, kernel_size={} and dilation={}",
+                p[i], k[i], d[i]
+            )));
+        }
+    }
+    if k.iter().any(|&v| v <= 0) {
+        return Err(Error::runtime(format!(
+            "kernel size should be greater than zero, but got {}",
+            labelled("k", &k)
+        )));
+    }
+    if s.iter().any(|&v| v <= 0) {
+        return Err(Error::runtime(format!(
+            "stride should be greater than zero, but got {}",
+            labelled("d", &s)
+        )));
+    }
+    if d.iter().any(|&v| v <= 0) {
+        return Err(Error::runtime(format!(
+            "dilation should be greater than zero, but got {}",
+            labelled("dilation", &d)
+        )));
+    }
+    let xs = x.shape();
+    let spatial = &xs[xs.len() - nd..];
+    let channels = xs[xs.len() - nd - 1];
+    if xs[xs.len() - nd - 1..].contains(&0) {
+        return Err(Error::runtime(format!(
+            "Expected {}D or {}D (batch mode) tensor with optional 0 dim batch size for input, but got:{}",
+            nd + 1,
+            nd + 2,
+            fmt_shape(xs)
+        )));
+    }
+    if avg3d && (0..nd).any(|i| (spatial[i] as i64) < k[i]) {
+        return Err(Error::runtime(format!(
+            "input image (T: {} H: {} W: {}) smaller than kernel size (kT: {} kH: {} kW: {})",
+            spatial[0], spatial[1], spatial[2], k[0], k[1], k[2]
+        )));
+    }
+    let output: Vec<i64> = (0..nd)
+        .map(|i| {
+            let size = spatial[i] as i64;
+            let num =
+                size + 2 * p[i] - d[i] * (k[i] - 1) - 1 + if ceil_mode { s[i] - 1 } else { 0 };
+            let mut o = num.div_euclid(s[i]) + 1;
+            if ceil_mode && (o - 1) * s[i] >= size + p[i] {
+                o -= 1;
+            }
+            o
+        })
+        .collect();
+    if output.iter().any(|&o| o <= 0) {
+        let fmt = |v: Vec<String>| format!("{channels}x{}", v.join("x"));
+        return Err(Error::runtime(format!(
+            "Given input size: ({}). Calculated output size: ({}). Output size is too small",
+            fmt(spatial.iter().map(|v| v.to_string()).collect()),
+            fmt(output.iter().map(|v| v.to_string()).collect())
+        )));
+    }
+    let u = |v: &[i64]| v.iter().map(|&x| x as usize).collect::<Vec<_>>();
+    Ok(PoolArgs {
+        kernel: u(&k),
+        stride: u(&s),
+        padding: u(&p),
+        dilation: u(&d),
+        output: u(&output),
+    })
+}
+
+fn max_names(nd: usize) -> Names {
+    if nd == 3 {
+        Names {
+            forward: "MaxPool3DWithIndicesBackward0",
+            backward: "MaxPool3DWithIndicesBackwardBackward0",
+        }
+    } else {
+        Names {
+            forward: "MaxPool2DWithIndicesBackward0",
+            backward: "MaxPool2DWithIndicesBackwardBackward0",
+        }
+    }
+}
+
+fn avg_names(nd: usize) -> Names {
+    if nd == 3 {
+        Names {
+            forward: "AvgPool3DBackward0",
+            backward: "AvgPool3DBackwardBackward0",
+        }
+    } else {
+        Names {
+            forward: "AvgPool2DBackward0",
+            backward: "AvgPool2DBackwardBackward0",
+        }
+    }
+}
+
+/// Max pooling over 2 or 3 spatial dims of a batched or unbatched input.
+#[allow(clippy::too_many_arguments)]
+fn max_pool_nd(
+    x: &Tensor,
+    nd: usize,
+    kernel: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    let op = format!("max_pool{nd}d");
+
+    pool_input(x, nd, || {
+        format!(
+            "non-empty {}D or {}D (batch mode) tensor expected for input",
+            nd + 1,
+            nd + 2
+        )
+    })?;
+    let a = pool_args(
+        &op, x, kernel, stride, padding, dilation, ceil_mode, nd, false,
+    )?;
+    float_only(x, &op)?;
+    let dims = (0..nd)
+        .map(|i| {
+            regular_dim(
+                x.shape()[x.dim() - nd + i],
+                a.output[i],
+                (a.kernel[i], a.stride[i], a.padding[i], a.dilation[i]),
+                true,
+            )
+        })
+        .collect();
+    let w = Arc::new(windows(x.shape(), dims, None));
+    max_pool_apply(x, &w, max_names(nd))
+}
+
+/// Average pooling over 2 or 3 spatial dims of a batched or unbatched input.
+#[allow(clippy::too_many_arguments)]
+fn avg_pool_nd(
+    x: &Tensor,
+    nd: usize,
+    kernel: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    let op = format!("avg_pool{nd}d");
+    if nd == 2 && x.dim() < 3 {
+        // torch's avg_pool2d reads dim -3 before any check.
+        return Err(Error::index(format!(
+            "Dimension out of range (expected to be in range of [{}, {}], but got -3)",
+            -(x.dim().max(1) as i64),
+            x.dim().max(1) as i64 - 1
+        )));
+    }
+
+    pool_input(x, nd, || {
+        format!(
+            "non-empty {}D or {}D (batch mode) tensor expected for input",
+            nd + 1,
+            nd + 2
+        )
+    })?;
+    if divisor_override == Some(0) {
+        return Err(Error::runtime("divisor must be not zero"));
+    }
+    let a = pool_args(
+        &op,
+        x,
+        kernel,
+        stride,
+        padding,
+        &[1],
+        ceil_mode,
+        nd,
+        nd == 3,
+    )?;
+    float_only(x, &op)?;
+    let dims = (0..nd)
+        .map(|i| {
+            regular_dim(
+                x.shape()[x.dim() - nd + i],
+                a.output[i],
+                (a.kernel[i], a.stride[i], a.padding[i], 1),
+                count_include_pad,
+            )
+        })
+        .collect();
+    let w = Arc::new(windows(x.shape(), dims, divisor_override.map(|d| d as f64)));
+    avg_pool_apply(x, &w, false, avg_names(nd))
+}
+
+/// The 1-d ops run as their 2-d forms on `(N, C, 1, L)`, as torch's do.
+fn lift_1d(x: &Tensor, op: &str) -> Result<Tensor> {
+    if x.dim() != 2 && x.dim() != 3 {
+        return Err(Error::runtime(format!(
+            "Expected 2 to 3 dimensions, but got {}-dimensional tensor for argument #1 'self' (while checking arguments for {op})",
+            x.dim()
+        )));
+    }
+    x.unsqueeze(-2)
+}
+
+/// Adaptive pooling windows of `x` for `output` sizes, with torch's checks.
+fn adaptive_windows(
+    op: &str,
+    x: &Tensor,
+    output: &[i64],
+    nd: usize,
+    colon: bool,
+) -> Result<Arc<Windows>> {
+    if x.dim() != nd + 1 && x.dim() != nd + 2 {
+        return Err(Error::runtime(format!(
+            "{op}(): Expected {}D or {}D tensor, but got{} {}",
+            nd + 1,
+            nd + 2,
+            if colon { ":" } else { "" },
+            fmt_shape(x.shape())
+        )));
+    }
+    if output.len() != nd {
+        return Err(Error::runtime(if colon {
+            format!("{op}(): internal error: output_size.size() must be {nd}")
+        } else {
+            format!("{op}: output_size must be {nd}")
+        }));
+    }
+    let xs = x.shape();
+    for d in x.dim() - nd..x.dim() {
+        if xs[d] == 0 {
+            return Err(Error::runtime(format!(
+                "{op}(): Expected input to have non-zero size for non-batch dimensions, but input has sizes {} with dimension {d} being empty",
+                fmt_shape(xs)
+            )));
+        }
+    }
+    if let Some(&neg) = output.iter().find(|&&o| o < 0) {
+        let mut shape: Vec<String> = xs[..x.dim() - nd].iter().map(|v| v.to_string()).collect();
+        shape.extend(output.iter().map(|v| v.to_string()));
+        return Err(Error::runtime(format!(
+            "Trying to create tensor with negative dimension {neg}: [{}]",
+            shape.join(", ")
+        )));
+    }
+    float_only(x, op)?;
+    let dims = (0..nd)
+        .map(|i| adaptive_dim(xs[x.dim() - nd + i], output[i] as usize))
+        .collect();
+    Ok(Arc::new(windows(xs, dims, None)))
+}
+
+impl Tensor {
+    /// 2-d max pooling of `(N, C, H, W)` or `(C, H, W)` (torch's `max_pool2d_with_indices`):
+    /// the values and, per window, the flat index of its maximum within the `H * W` plane
+    /// (the first on ties; a NaN wins). An empty `stride` means the kernel size; `padding`
+    /// (at most half the dilated kernel) reads as -inf. Torch's errors on bad arguments.
+    pub fn max_pool2d(
+        &self,
+        kernel: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        max_pool_nd(self, 2, kernel, stride, padding, dilation, ceil_mode)
+    }
+
+    /// 3-d max pooling of `(N, C, D, H, W)` or unbatched input; see [`Tensor::max_pool2d`].
+    pub fn max_pool3d(
+        &self,
+        kernel: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        max_pool_nd(self, 3, kernel, stride, padding, dilation, ceil_mode)
+    }
+
+    /// 1-d max pooling of `(N, C, L)` or `(C, L)` (as torch: the 2-d op on `(N, C, 1, L)`).
+    pub fn max_pool1d(
+        &self,
+        kernel: i64,
+        stride: Option<i64>,
+        padding: i64,
+        dilation: i64,
+        ceil_mode: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        if self.dim() != 2 && self.dim() != 3 || self.shape()[self.dim() - 1] == 0 {
+            return Err(Error::runtime(format!(
+                "max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, but got:{}",
+                fmt_shape(self.shape())
+            )));
+        }
+        let s = stride.unwrap_or(kernel);
+        let checks: [(bool, String); 5] = [
+            (kernel <= 0, format!("kernel_size must be greater than zero, but got {kernel}")),
+            (s <= 0, format!("stride must be greater than zero, but got {s}")),
+            (padding < 0, format!("padding must be non-negative, but got {padding}")),
+            (
+                padding > kernel / 2,
+                format!("padding should be at most half of kernel size, but got padding={padding} and kernel_size={kernel}"),
+            ),
+            (dilation <= 0, format!("dilation must be greater than zero, but got {dilation}")),
+        ];
+        if let Some((_, m)) = checks.into_iter().find(|(bad, _)| *bad) {
+            return Err(Error::runtime(format!("max_pool1d() {m}")));
+        }
+        let l = self.shape()[self.dim() - 1] as i64;
+        let num = l + 2 * padding - dilation * (kernel - 1) - 1 + if ceil_mode { s - 1 } else { 0 };
+        let mut o = num.div_euclid(s) + 1;
+        if ceil_mode && (o - 1) * s >= l + padding {
+            o -= 1;
+        }
+        if o <= 0 {
+            return Err(Error::runtime(format!(
+                "max_pool1d() Invalid computed output size: {o}"
+            )));
+        }
+        let x = self.unsqueeze(-2)?;
+        let (v, i) = x.max_pool2d(
+            &[1, kernel],
+            &[1, s],
+            &[0, padding],
+            &[1, dilation],
+            ceil_mode,
+        )?;
+        Ok((v.squeeze(Some(-2))?, i.squeeze(Some(-2))?))
+    }
+
+    /// 2-d average pooling of `(N, C, H, W)` or `(C, H, W)`. The divisor is the window's size
+    /// within the padded input (`count_include_pad`) or within the input, or
+    /// `divisor_override`; the `ceil_mode` overhang never counts. Torch's errors.
+    #[allow(clippy::too_many_arguments)]
+    pub fn avg_pool2d(
+        &self,
+        kernel: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        ceil_mode: bool,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> Result<Tensor> {
+        avg_pool_nd(
+            self,
+            2,
+            kernel,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )
+    }
+
+    /// 3-d average pooling; see [`Tensor::avg_pool2d`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn avg_pool3d(
+        &self,
+        kernel: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        ceil_mode: bool,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> Result<Tensor> {
+        avg_pool_nd(
+            self,
+            3,
+            kernel,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )
+    }
+
+    /// 1-d average pooling of `(N, C, L)` or `(C, L)` (the 2-d op on `(N, C, 1, L)`, as torch).
+    pub fn avg_pool1d(
+        &self,
+        kernel: i64,
+        stride: Option<i64>,
+        padding: i64,
+        ceil_mode: bool,
+        count_include_pad: bool,
+    ) -> Result<Tensor> {
+        let x = lift_1d(self, "avg_pool1d")?;
+        let s = stride.unwrap_or(kernel);
+        x.avg_pool2d(
+            &[1, kernel],
+            &[1, s],
+            &[0, padding],
+            ceil_mode,
+            count_include_pad,
+            None,
+        )?
+        .squeeze(Some(-2))
+    }
+
+    /// Adaptive 2-d average pooling to `output` `(oh, ow)`: window `o` of a dim of size `n`
+    /// spans `floor(o n / out)..ceil((o + 1) n / out)`.
+    pub fn adaptive_avg_pool2d(&self, output: &[i64]) -> Result<Tensor> {
+        let w = adaptive_windows("adaptive_avg_pool2d", self, output, 2, false)?;
+        if output == [1, 1] {
+            // torch takes the mean here (its node is MeanBackward1).
+            return self.mean_dims(&[-2, -1], true);
+        }
+        let names = Names {
+            forward: "AdaptiveAvgPool2DBackward0",
+            backward: "AdaptiveAvgPool2DBackwardBackward0",
+        };
+        avg_pool_apply(self, &w, false, names)
+    }
+
+    /// Adaptive 1-d average pooling (the 2-d op on `(N, C, 1, L)`).
+    pub fn adaptive_avg_pool1d(&self, output: i64) -> Result<Tensor> {
+        let x = lift_1d(self, "adaptive_avg_pool1d")?;
+        x.adaptive_avg_pool2d(&[1, output])?.squeeze(Some(-2))
+    }
+
+    /// Adaptive 2-d max pooling: values and plane-local argmax indices (windows as in
+    /// [`Tensor::adaptive_avg_pool2d`]).
+    pub fn adaptive_max_pool2d(&self, output: &[i64]) -> Result<(Tensor, Tensor)> {
+        let w = adaptive_windows("adaptive_max_pool2d", self, output, 2, true)?;
+        let names = Names {
+            forward: "AdaptiveMaxPool2DBackward0",
+            backward: "AdaptiveMaxPool2DBackwardBackward0",
+        };
+        max_pool_apply(self, &w, names)
+    }
+
+    /// Adaptive 1-d max pooling (the 2-d op on `(N, C, 1, L)`).
+    pub fn adaptive_max_pool1d(&self, output: i64) -> Result<(Tensor, Tensor)> {
+        let x = lift_1d(self, "adaptive_max_pool1d")?;
+        let (v, i) = x.adaptive_max_pool2d(&[1, output])?;
+        Ok((v.squeeze(Some(-2))?, i.squeeze(Some(-2))?))
+    }
+}
