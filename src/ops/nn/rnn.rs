@@ -330,11 +330,13 @@ fn run_direction(
     let seq = pass.seq;
     let w_hh_t = w.w_hh.t()?;
     let w_hr_t = w.w_hr.as_ref().map(|p| p.t()).transpose()?;
-    let xp = affine(x, &w.w_ih.t()?, w.b_ih.as_ref())?;
+    // One node hands out every step's slice: its backward stacks the step gradients once,
+    // where a `select` per step would scatter each into a zeroed full-size gradient (O(T^2)).
+    let xp = affine(x, &w.w_ih.t()?, w.b_ih.as_ref())?.unbind(0)?;
     let mut steps: Vec<Option<Tensor>> = vec![None; seq];
     for i in 0..seq {
         let t = if pass.reverse { seq - 1 - i } else { i };
-        let gi = xp.select(0, t as i64)?;
+        let gi = xp[t].clone();
         let gh = affine(&h, &w_hh_t, w.b_hh.as_ref())?;
         let mask = step_mask(pass.lengths, t, h.dtype())?;
         let h_new = match pass.mode {
