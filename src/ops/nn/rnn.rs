@@ -157,6 +157,20 @@ fn check_weights(
     Ok(())
 }
 
+/// torch's check of an initial state's shape ("Expected hidden size (2, 3, 4), got [...]").
+fn check_state(name: &str, t: &Tensor, want: [usize; 3]) -> Result<()> {
+    if t.shape() == want {
+        return Ok(());
+    }
+    Err(Error::runtime(format!(
+        "Expected {name} size ({}, {}, {}), got {}",
+        want[0],
+        want[1],
+        want[2],
+        fmt_shape(t.shape())
+    )))
+}
+
 /// Runs a recurrence over a sequence.
 ///
 /// `input` is `(seq, batch, input_size)` (`(batch, seq, input_size)` with `batch_first`);
@@ -208,28 +222,11 @@ pub fn rnn(
     let proj = first.w_hr.as_ref().map_or(0, |p| p.shape()[0]);
     check_weights(input_size, hidden, proj, cfg, weights)?;
     let real_hidden = if proj > 0 { proj } else { hidden };
-    let want_h = [cfg.num_layers * dirs, batch, real_hidden];
-    if h0.shape() != want_h {
-        return Err(Error::runtime(format!(
-            "Expected hidden size ({}, {}, {}), got {}",
-            want_h[0],
-            want_h[1],
-            want_h[2],
-            fmt_shape(h0.shape())
-        )));
-    }
+    let states = cfg.num_layers * dirs;
+    check_state("hidden", h0, [states, batch, real_hidden])?;
     let c0 = match (cfg.mode, c0) {
         (RnnMode::Lstm, Some(c)) => {
-            let want_c = [cfg.num_layers * dirs, batch, hidden];
-            if c.shape() != want_c {
-                return Err(Error::runtime(format!(
-                    "Expected hidden[1] size ({}, {}, {}), got {}",
-                    want_c[0],
-                    want_c[1],
-                    want_c[2],
-                    fmt_shape(c.shape())
-                )));
-            }
+            check_state("hidden[1]", c, [states, batch, hidden])?;
             Some(c)
         }
         (RnnMode::Lstm, None) => {
