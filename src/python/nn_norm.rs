@@ -80,6 +80,26 @@ fn _nn_group_norm(
     })
 }
 
+/// The input and the optional running statistics, weight and bias that batch and instance
+/// norm take in the same order.
+fn with_stats(
+    input: &Bound<'_, PyAny>,
+    running_mean: &Bound<'_, PyAny>,
+    running_var: &Bound<'_, PyAny>,
+    weight: &Bound<'_, PyAny>,
+    bias: &Bound<'_, PyAny>,
+) -> PyResult<(Tensor, [Option<Tensor>; 4])> {
+    Ok((
+        tensor_of(input, "input")?,
+        [
+            opt_tensor_of(running_mean, "running_mean")?,
+            opt_tensor_of(running_var, "running_var")?,
+            opt_tensor_of(weight, "weight")?,
+            opt_tensor_of(bias, "bias")?,
+        ],
+    ))
+}
+
 /// `batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)`;
 /// the running statistics are updated in place when training.
 #[pyfunction]
@@ -95,13 +115,7 @@ fn _nn_batch_norm(
     momentum: f64,
     eps: f64,
 ) -> PyResult<Py<PyTensor>> {
-    let x = tensor_of(input, "input")?;
-    let rm = opt_tensor_of(running_mean, "running_mean")?;
-    let rv = opt_tensor_of(running_var, "running_var")?;
-    let (w, b) = (
-        opt_tensor_of(weight, "weight")?,
-        opt_tensor_of(bias, "bias")?,
-    );
+    let (x, [rm, rv, w, b]) = with_stats(input, running_mean, running_var, weight, bias)?;
     run(py, &x, || {
         norm::batch_norm(
             &x,
@@ -131,13 +145,7 @@ fn _nn_instance_norm(
     momentum: f64,
     eps: f64,
 ) -> PyResult<Py<PyTensor>> {
-    let x = tensor_of(input, "input")?;
-    let rm = opt_tensor_of(running_mean, "running_mean")?;
-    let rv = opt_tensor_of(running_var, "running_var")?;
-    let (w, b) = (
-        opt_tensor_of(weight, "weight")?,
-        opt_tensor_of(bias, "bias")?,
-    );
+    let (x, [rm, rv, w, b]) = with_stats(input, running_mean, running_var, weight, bias)?;
     run(py, &x, || {
         norm::instance_norm(
             &x,
