@@ -78,6 +78,8 @@ __all__ = [
     "_safetensors_save",
     "_safetensors_save_file",
     "_safetensors_load",
+    # ----- nn_sparse -----
+    "_nn_embedding",
     # ----- nn_rnn -----
     "_nn_rnn",
     "_nn_rnn_cell",
@@ -1048,6 +1050,13 @@ def _safetensors_load(
 ) -> tuple[list[tuple[str, Tensor]], dict[str, str] | None]:
     """The ``(name, tensor)`` pairs (in stored order) and the header metadata of
     ``.safetensors`` bytes."""
+
+# ----- nn_sparse ----------------------------------------------------------------------------------
+
+def _nn_embedding(
+    weight: Tensor, indices: Tensor, padding_idx: _int | None, scale_grad_by_freq: _bool
+) -> Tensor:
+    """Rows of ``weight`` at ``indices`` (``padding_idx`` already wrapped, or None)."""
 
 # ----- nn_rnn -------------------------------------------------------------------------------------
 

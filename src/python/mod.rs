@@ -8,6 +8,7 @@ mod nn_attention;
 mod nn_conv;
 mod nn_norm;
 mod nn_rnn;
+mod nn_sparse;
 mod node;
 mod numpy_interop;
 mod ops_math;
@@ -511,6 +512,7 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_where_tensors, m)?)?;
     ops_nn::register(m)?;
     nn_rnn::register(m)?;
+    nn_sparse::register(m)?;
     nn_norm::register(m)?;
     nn_attention::register(m)?;
     nn_activation_loss::register(m)?;

@@ -706,34 +706,21 @@ def embedding(
         )
     if weight.dim() != 2:
         raise RuntimeError("'weight' must be 2-D")
-    num, d = weight.shape
+    num = weight.shape[0]
     if padding_idx is not None:
         if padding_idx > 0:
             assert padding_idx < num, "Padding_idx must be within num_embeddings"
         elif padding_idx < 0:
             assert padding_idx >= -num, "Padding_idx must be within num_embeddings"
             padding_idx = num + padding_idx
-    idx = _np(input).astype(np.int64)
-    if idx.size and (idx.min() < 0 or idx.max() >= num):
-        raise IndexError("index out of range in self")
     if max_norm is not None:
-        _embedding_renorm(weight, idx, float(max_norm), float(norm_type))
-    w = weight
-    if padding_idx is not None:
-        rows = np.zeros((num, 1), dtype=bool)
-        rows[padding_idx] = True
-        w = _where(_fg().tensor(rows), weight.detach(), weight)
-    flat = (idx.reshape(-1, 1) * d + np.arange(d).reshape(1, -1)).reshape(-1)
-    shape = [*idx.shape, d]
-    out = _C._nn_gather(w.contiguous(), flat.tolist(), shape, "embedding")
-    if scale_grad_by_freq and idx.size:
-        _, inverse, counts = np.unique(idx.reshape(-1), return_inverse=True, return_counts=True)
-        s = _const((1.0 / counts[inverse]).reshape(*idx.shape, 1), out)
-        out = out * s + out.detach() * (1.0 - s)  # same values, gradient divided by the count
-    return out
+        _embedding_renorm(weight, _np(input).astype(np.int64), float(max_norm), float(norm_type))
+    return _C._nn_embedding(weight, input, padding_idx, bool(scale_grad_by_freq))
 
 
 def _embedding_renorm(weight: Tensor, idx: np.ndarray, max_norm: float, norm_type: float) -> None:
+    if idx.size and (idx.min() < 0 or idx.max() >= weight.shape[0]):
+        raise IndexError("index out of range in self")
     fg = _fg()
     with fg.no_grad():
         w = _np(weight).copy()

@@ -11,3 +11,4 @@ pub mod norm;
 pub mod pool;
 pub mod rnn;
 pub mod softmax;
+pub mod sparse;
