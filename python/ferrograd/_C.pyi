@@ -89,6 +89,7 @@ __all__ = [
     "_nn_im2col",
     "_nn_col2im",
     "_nn_gather",
+    "_nn_pad",
     "_nn_layer_norm",
     "_nn_rms_norm",
     "_nn_group_norm",
@@ -1135,6 +1136,9 @@ def _nn_col2im(
 def _nn_gather(input: Tensor, index: Sequence[_int], shape: Sequence[_int], kind: str) -> Tensor:
     """Elements of ``input`` at flat positions ``index`` (-1 reads as zero), shaped ``shape``;
     differentiable (its backward scatters). ``kind`` picks torch's node name."""
+
+def _nn_pad(input: Tensor, pads: Sequence[_int], mode: str, value: _float) -> Tensor:
+    """``pad`` (``mode`` one of "constant", "reflect", "replicate", "circular")."""
 
 def _nn_layer_norm(
     input: Tensor,

@@ -12,6 +12,7 @@ use super::errors::{guarded, IntoPyResult};
 use super::tensor::{tensor_of, wrap, PyTensor};
 use crate::error::Error;
 use crate::ops::nn::conv::{col2im_shape_check, im2col_args_check, GatherNames, IM2COL, PAD_INDEX};
+use crate::ops::nn::padding::{pad, PadMode};
 
 /// Values that a check has already found non-negative, as sizes.
 fn checked(v: &[i64]) -> Vec<usize> {
@@ -128,10 +129,35 @@ fn _nn_gather(
     )
 }
 
+/// `pad` (`mode` one of "constant", "reflect", "replicate", "circular"; `value` for constant).
+#[pyfunction]
+fn _nn_pad(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    pads: Ints,
+    mode: &str,
+    value: f64,
+) -> PyResult<Py<PyTensor>> {
+    let x = tensor_of(input, "input")?;
+    let mode = match mode {
+        "constant" => PadMode::Constant(value),
+        "reflect" => PadMode::Reflect,
+        "replicate" => PadMode::Replicate,
+        "circular" => PadMode::Circular,
+        other => {
+            return Err(pyo3::exceptions::PyNotImplementedError::new_err(format!(
+                "Unrecognised padding mode {other}"
+            )))
+        }
+    };
+    wrap(py, guarded(|| pad(&x, &pads.0, mode))?)
+}
+
 /// Register the nn bindings on `ferrograd._C`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_nn_im2col, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_col2im, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_gather, m)?)?;
+    m.add_function(wrap_pyfunction!(_nn_pad, m)?)?;
     Ok(())
 }

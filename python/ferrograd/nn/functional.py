@@ -775,77 +775,11 @@ def pad(
     ``replicate`` and ``circular``, any number of dims (torch limits the non-constant modes to
     the last 1-3 dims). Float tensors only."""
     pads = [int(v) for v in pad]
-    if len(pads) % 2 != 0:
-        raise RuntimeError("Padding length must be divisible by 2")
-    if len(pads) // 2 > input.dim():
-        raise RuntimeError(
-            "Padding length should be less than or equal to two times the input dimension but "
-            f"got padding length {len(pads)} and input of dimension {input.dim()}"
-        )
     if mode not in ("constant", "reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if mode != "constant" and value is not None and value != 0:
         raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
-    shape = list(input.shape)
-    per_dim: List[np.ndarray] = []
-    out_shape: List[int] = []
-    for d in range(input.dim()):
-        k = input.dim() - 1 - d
-        left, right = (pads[2 * k], pads[2 * k + 1]) if 2 * k < len(pads) else (0, 0)
-        n = shape[d]
-        size = n + left + right
-        if size < 0 or (size == 0 and n > 0 and mode != "constant"):
-            raise RuntimeError(
-                f"The input size {n}, plus negative padding {left} and {right} resulted in a "
-                f"negative output size, which is invalid. Check dimension {d} of your input."
-            )
-        src = np.arange(size) - left
-        if mode == "constant":
-            src = np.where((src >= 0) & (src < n), src, -1)
-        elif (left, right) != (0, 0):
-            if mode == "reflect":
-                if left >= n or right >= n:
-                    raise RuntimeError(
-                        f"Argument #4: Padding size should be less than the corresponding input "
-                        f"dimension, but got: padding ({left}, {right}) at dimension {d} of input "
-                        f"{_size(input)}"
-                    )
-                period = 2 * (n - 1) if n > 1 else 1
-                m = np.mod(src, period)
-                src = np.where(m < n, m, period - m)
-            elif mode == "replicate":
-                if n == 0:
-                    raise RuntimeError(
-                        "padding size is expected to be positive, but got input of size "
-                        f"{n} at dim {d}"
-                    )
-                src = np.clip(src, 0, n - 1)
-            else:
-                if left > n or right > n:
-                    raise RuntimeError("Padding value causes wrapping around more than once.")
-                src = np.mod(src, n)
-        per_dim.append(src)
-        out_shape.append(size)
-    strides = [int(np.prod(shape[d + 1 :])) for d in range(len(shape))]
-    flat = np.zeros(out_shape, dtype=np.int64)
-    missing = np.zeros(out_shape, dtype=bool)
-    for d, src in enumerate(per_dim):
-        view = [1] * len(out_shape)
-        view[d] = out_shape[d]
-        s = src.reshape(view)
-        flat = flat + np.where(s < 0, 0, s) * strides[d]
-        missing = missing | (s < 0)
-    flat = np.where(missing, -1, flat)
-    kind = {
-        "constant": "constant_pad",
-        "reflect": "reflection_pad",
-        "replicate": "replication_pad",
-        "circular": "circular_pad",
-    }[mode]
-    out = _C._nn_gather(input.contiguous(), flat.reshape(-1).tolist(), out_shape, kind)
-    if mode == "constant" and value:
-        out = out + _const(np.where(missing, float(value), 0.0), input)
-    return out
+    return _C._nn_pad(input, pads, mode, 0.0 if value is None else float(value))
 
 
 # ----- unfold / fold, convolution, pooling ------------------------------------------------------

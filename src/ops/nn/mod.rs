@@ -8,6 +8,7 @@ pub mod attention;
 pub mod conv;
 pub mod loss;
 pub mod norm;
+pub mod padding;
 pub mod pool;
 pub mod rnn;
 pub mod softmax;
