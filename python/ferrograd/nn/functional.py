@@ -22,7 +22,6 @@ import warnings
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from .. import _C
-from .._lazy import np
 
 Tensor = _C.Tensor
 _int_or_tuple = Union[int, Sequence[int]]
@@ -107,15 +106,6 @@ def _fg() -> Any:
 
 def _has(name: str) -> bool:
     return hasattr(Tensor, name)
-
-
-def _const(arr: Any, like: Tensor) -> Tensor:
-    """A constant (no grad) tensor with ``like``'s dtype."""
-    return _fg().tensor(np.asarray(arr), dtype=like.dtype)
-
-
-def _np(t: Tensor) -> np.ndarray:
-    return np.asarray(t.detach().numpy())
 
 
 def _size(t: Tensor) -> str:
@@ -714,35 +704,37 @@ def embedding(
             assert padding_idx >= -num, "Padding_idx must be within num_embeddings"
             padding_idx = num + padding_idx
     if max_norm is not None:
-        _embedding_renorm(weight, _np(input).astype(np.int64), float(max_norm), float(norm_type))
+        _embedding_renorm(weight, input, float(max_norm), float(norm_type))
     return _C._nn_embedding(weight, input, padding_idx, bool(scale_grad_by_freq))
 
 
-def _embedding_renorm(weight: Tensor, idx: np.ndarray, max_norm: float, norm_type: float) -> None:
-    if idx.size and (idx.min() < 0 or idx.max() >= weight.shape[0]):
+def _embedding_renorm(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -> None:
+    """torch's ``embedding_renorm_``: each used row whose ``norm_type``-norm exceeds
+    ``max_norm`` is scaled in place to ``max_norm / (norm + 1e-7)`` of itself."""
+    rows = sorted({int(i) for i in input.reshape(-1).tolist()})
+    if rows and (rows[0] < 0 or rows[-1] >= weight.shape[0]):
         raise IndexError("index out of range in self")
-    fg = _fg()
-    with fg.no_grad():
-        w = _np(weight).copy()
-        for r in np.unique(idx.reshape(-1)):
-            n = float(np.sum(np.abs(w[r]) ** norm_type) ** (1.0 / norm_type))
+    with _fg().no_grad():
+        w = weight.detach()
+        for r in rows:
+            n = float(w[r].abs().pow(norm_type).sum().pow(1.0 / norm_type))
             if n > max_norm:
-                w[r] = w[r] * (max_norm / (n + 1e-7))
-        weight.detach().copy_(fg.tensor(w, dtype=weight.dtype))
+                w[r].mul_(max_norm / (n + 1e-7))
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot encoding along a new last dim of size ``num_classes`` (default: max + 1)."""
     if tensor.dtype != _C.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    a = _np(tensor)
-    if a.size == 0 and num_classes <= 0:
+    empty = tensor.numel() == 0
+    if empty and num_classes <= 0:
         raise RuntimeError("Can not infer total number of classes from empty tensor.")
+    lo, hi = (0, -1) if empty else (int(tensor.min()), int(tensor.max()))
     if num_classes == -1:
-        num_classes = int(a.max()) + 1
-    if a.size and a.min() < 0:
+        num_classes = hi + 1
+    if lo < 0:
         raise RuntimeError("Class values must be non-negative.")
-    if a.size and a.max() >= num_classes:
+    if hi >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
     return (tensor.unsqueeze(-1) == _fg().arange(num_classes)).to(_C.int64)
 
