@@ -463,6 +463,24 @@ fn backward_block<T: RowFloat>(
     }
     let acc: Vec<T> = acc.into_iter().map(T::of).collect();
     let src = if log { &e[..] } else { y };
+    if inner == 1 {
+        // A contiguous row and one sum: one flat loop (per-element chunks of one were half
+        // of the backward's time).
+        let a = acc[0];
+        let rule = |gv: T, sv: T| if log { gv - sv * a } else { sv * (gv - a) };
+        match g {
+            Ok(g) => out
+                .iter_mut()
+                .zip(g)
+                .zip(src)
+                .for_each(|((o, &gv), &sv)| _ = o.write(rule(gv, sv))),
+            Err(gv) => out
+                .iter_mut()
+                .zip(src)
+                .for_each(|(o, &sv)| _ = o.write(rule(gv, sv))),
+        }
+        return;
+    }
     for (k, (orow, sr)) in out
         .chunks_exact_mut(inner)
         .zip(src.chunks_exact(inner))
