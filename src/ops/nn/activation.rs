@@ -484,7 +484,7 @@ impl<const V: u8> Monomorphic<V> {
 }
 
 /// `out = f(x)` over one chunk of float32 (f64 lanes).
-#[multiversion(targets("x86_64+avx2+avx+fma"))]
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma", "x86_64+avx2+avx+fma"))]
 fn fwd_chunk<const V: u8>(k: Monomorphic<V>, x: &[f32], out: &mut [MaybeUninit<f32>]) {
     if multiversion::target::target_cfg_f!(target_feature = "fma") {
         for (o, &v) in out.iter_mut().zip(x) {
@@ -498,7 +498,7 @@ fn fwd_chunk<const V: u8>(k: Monomorphic<V>, x: &[f32], out: &mut [MaybeUninit<f
 }
 
 /// `out = g · f'(x)` over one chunk of float32; `g` a slice or one broadcast value.
-#[multiversion(targets("x86_64+avx2+avx+fma"))]
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma", "x86_64+avx2+avx+fma"))]
 fn bwd_chunk<const V: u8>(
     k: Monomorphic<V>,
     g: std::result::Result<&[f32], f32>,
