@@ -308,6 +308,49 @@ fn add_into_first<T: Element + std::ops::Add<Output = T>>(
     Ok(())
 }
 
+/// `dst += src` in place, without a graph, for a contiguous float `dst` and a `src` of its dtype
+/// that is contiguous in its shape or one broadcast value, in other memory: accumulating into
+/// `.grad` in one pass instead of an out-of-place sum and a copy back. `false` (nothing
+/// written) for any other case.
+pub(crate) fn add_assign_nograd(dst: &Tensor, src: &Tensor) -> Result<bool> {
+    if src.dtype() != dst.dtype()
+        || !dst.is_contiguous()
+        || Arc::ptr_eq(dst.storage(), src.storage())
+    {
+        return Ok(false);
+    }
+    let Some(c) = cover(src, dst.shape()) else {
+        return Ok(false);
+    };
+    match dst.dtype() {
+        DType::Float32 => add_assign_as::<f32>(dst, src, c).map(|()| true),
+        DType::Float64 => add_assign_as::<f64>(dst, src, c).map(|()| true),
+        _ => Ok(false),
+    }
+}
+
+fn add_assign_as<T: Element + std::ops::Add<Output = T>>(
+    dst: &Tensor,
+    src: &Tensor,
+    c: Cover,
+) -> Result<()> {
+    let n = checked_numel(dst.shape())?;
+    let off = dst.layout().offset;
+    let bad = || Error::runtime("internal error: tensor outside its storage");
+    let mut acc_guard = dst.storage().write();
+    let acc = T::data_mut(&mut acc_guard)
+        .ok_or_else(|| crate::tensor::dtype_mismatch(T::DTYPE, dst.dtype()))?
+        .as_mut_slice()
+        .get_mut(off..off + n)
+        .ok_or_else(bad)?;
+    let guards = [src.storage().read()];
+    let srcs = part_srcs::<T>(std::slice::from_ref(src), &guards, &[c], n)?;
+    for_chunks_mut(acc, PAR_MIN_ELEMENTS, |start, out| {
+        add_into(out, srcs[0], start)
+    });
+    Ok(())
+}
+
 /// `acc[i] = acc[i] + x[start + i]` (targets as [`zip_chunk`]).
 #[multiversion(targets("x86_64+avx2+avx+fma"))]
 fn add_into<T: Copy + std::ops::Add<Output = T>>(acc: &mut [T], x: Src<'_, T>, start: usize) {

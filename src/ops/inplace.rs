@@ -46,6 +46,10 @@ fn write_into(dst: &Tensor, src: &Tensor) -> Result<()> {
 
 /// `dst += src` with no graph (for accumulating `.grad`).
 pub(crate) fn add_into_nograd(dst: &Tensor, src: &Tensor) -> Result<()> {
+    if dst.shape() == src.shape() && crate::ops::elementwise::add_assign_nograd(dst, src)? {
+        dst.storage().bump_version();
+        return Ok(());
+    }
     let sum = {
         let _g = GradModeGuard::new(false);
         dst.add(src)?

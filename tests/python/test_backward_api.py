@@ -509,6 +509,31 @@ def test_accumulation_into_user_assigned_grad_updates_it_in_place():  # section 
     npt.assert_array_equal(npv(g), [12.0, 22.0, 32.0])
 
 
+def test_accumulation_into_a_view_grad_writes_through_to_its_base():
+    # The in-place add lands at the view's offset, for a dense and a broadcast (sum) gradient,
+    # and also when the grad is strided (the general path).
+    x = fg.tensor([1.0, 2.0, 3.0, 4.0], dtype=fg.float64, requires_grad=True)
+    base = fg.zeros(8, dtype=fg.float64)
+    x.grad = base[2:6]
+    (x * x).sum().backward()
+    x.sum().backward()
+    npt.assert_array_equal(npv(base), [0, 0, 3, 5, 7, 9, 0, 0])
+    assert x.grad._version == base._version == 2
+    strided = fg.zeros(8, dtype=fg.float64)
+    x.grad = strided[::2]
+    (x * x).sum().backward()
+    npt.assert_array_equal(npv(strided), [2, 0, 4, 0, 6, 0, 8, 0])
+
+
+def test_accumulation_of_a_grad_into_itself_doubles_it():
+    # A hook returning the grad already stored: source and destination share memory.
+    x = fg.tensor([1.0, 2.0], requires_grad=True)
+    (x * 3).sum().backward()
+    x.register_hook(lambda g: x.grad)
+    (x * 5).sum().backward()
+    npt.assert_array_equal(npv(x.grad), [6.0, 6.0])
+
+
 def test_grad_reset_to_none_starts_fresh():
     x = ones3()
     (x * 2).sum().backward()
