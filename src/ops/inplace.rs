@@ -12,16 +12,15 @@ use crate::ops::convert::{cast, check_can_cast, copy_raw};
 use crate::tensor::shape::fmt_shape;
 use crate::tensor::{DType, Dims, Element, Tensor};
 
+/// Writes `src` into `dst`'s elements; `write_into` has made sure they are in other storages,
+/// so the read and write locks cannot meet.
 fn write_typed<T: Element>(dst: &Tensor, src: &Tensor) -> Result<()> {
-    let values = src.to_vec::<T>()?;
-    let mut guard = dst.storage().write();
-    let data =
-        T::data_mut(&mut guard).ok_or_else(|| Error::runtime("internal error: in-place dtype"))?;
-    let mut view = dst.layout().view_mut(data.as_mut_slice())?;
-    for (d, v) in view.iter_mut().zip(values) {
-        *d = v;
-    }
-    Ok(())
+    src.with_contiguous_slice::<T, _>(|values| {
+        let mut guard = dst.storage().write();
+        let data = T::data_mut(&mut guard)
+            .ok_or_else(|| Error::runtime("internal error: in-place dtype"))?;
+        dst.layout().scatter(data.as_mut_slice(), values)
+    })?
 }
 
 /// Copy `src` (same shape) into `dst`'s memory, converting to `dst`'s dtype.

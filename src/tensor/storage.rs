@@ -386,9 +386,50 @@ impl Layout {
     /// dimension are copied whole: a permuted or sliced tensor copies at memory speed (an
     /// ndarray iterator over a dynamic-rank view took ~20 ns per element).
     pub fn gather<T: Copy>(&self, data: &[T]) -> Result<Vec<T>> {
-        let n = self.numel();
-        if n == 0 {
-            return Ok(Vec::new());
+        let mut out = Vec::with_capacity(self.numel());
+        self.for_each_run(data.len(), |base, run, step| {
+            if step == 1 {
+                out.extend_from_slice(&data[base..base + run]);
+            } else {
+                out.extend((0..run).map(|i| data[base + i * step]));
+            }
+        })?;
+        Ok(out)
+    }
+
+    /// Write `values` (row-major, one per element) to the elements this layout addresses in
+    /// `data`: the inverse of [`Layout::gather`], at the same speed. Refuses a layout whose
+    /// elements overlap (an expanded tensor), with torch's message.
+    pub fn scatter<T: Copy>(&self, data: &mut [T], values: &[T]) -> Result<()> {
+        if values.len() != self.numel() {
+            return Err(Error::runtime(format!(
+                "internal error: {} values for a layout of {} elements",
+                values.len(),
+                self.numel()
+            )));
+        }
+        // ndarray checks the strides for overlap without visiting the elements.
+        self.view_mut(data)?;
+        let mut next = 0;
+        self.for_each_run(data.len(), |base, run, step| {
+            let src = &values[next..next + run];
+            if step == 1 {
+                data[base..base + run].copy_from_slice(src);
+            } else {
+                for (i, &v) in src.iter().enumerate() {
+                    data[base + i * step] = v;
+                }
+            }
+            next += run;
+        })
+    }
+
+    /// Calls `f(start, run, step)` for each run of elements along the innermost remaining
+    /// dimension, in row-major order, after dropping size-1 dimensions and merging contiguous
+    /// neighbours. Checks first that the layout stays inside a storage of `len` elements.
+    fn for_each_run(&self, len: usize, mut f: impl FnMut(usize, usize, usize)) -> Result<()> {
+        if self.numel() == 0 {
+            return Ok(());
         }
         let last = self.offset
             + self
@@ -397,10 +438,9 @@ impl Layout {
                 .zip(&self.strides)
                 .map(|(&d, &s)| (d - 1) * s)
                 .sum::<usize>();
-        if last >= data.len() {
+        if last >= len {
             return Err(Error::runtime(format!(
-                "internal error: layout {self:?} reaches past a storage of {} elements",
-                data.len()
+                "internal error: layout {self:?} reaches past a storage of {len} elements"
             )));
         }
         // (size, stride) outermost first, size-1 dims dropped, contiguous neighbours merged.
@@ -415,22 +455,18 @@ impl Layout {
             }
         }
         let Some(&(run, step)) = dims.last() else {
-            return Ok(vec![data[self.offset]]);
+            f(self.offset, 1, 1);
+            return Ok(());
         };
         let outer = &dims[..dims.len() - 1];
-        let mut out = Vec::with_capacity(n);
         let mut idx = vec![0usize; outer.len()];
         let mut base = self.offset;
         loop {
-            if step == 1 {
-                out.extend_from_slice(&data[base..base + run]);
-            } else {
-                out.extend((0..run).map(|i| data[base + i * step]));
-            }
+            f(base, run, step);
             let mut d = outer.len();
             loop {
                 if d == 0 {
-                    return Ok(out);
+                    return Ok(());
                 }
                 d -= 1;
                 idx[d] += 1;
@@ -486,5 +522,44 @@ mod tests {
         assert_eq!(l.offsets().unwrap(), vec![1, 3, 5, 2, 4, 6]);
         assert!(!l.is_contiguous());
         assert!(Layout::contiguous(&[2, 1, 3]).is_contiguous());
+    }
+
+    fn layout(shape: &[usize], strides: &[usize], offset: usize) -> Layout {
+        Layout {
+            shape: shape.into(),
+            strides: strides.into(),
+            offset,
+        }
+    }
+
+    #[test]
+    fn gather_and_scatter_visit_the_offsets_in_row_major_order() {
+        // Permuted, sliced, with size-1 and mergeable dimensions: `offsets` is the truth.
+        let cases = [
+            layout(&[2, 3], &[1, 2], 1),
+            layout(&[2, 1, 3, 2], &[12, 5, 4, 1], 3),
+            layout(&[3, 2, 2], &[4, 2, 1], 0),
+            layout(&[2, 2], &[0, 1], 2),
+            layout(&[1], &[1], 5),
+        ];
+        for l in &cases {
+            let data: Vec<i64> = (0..40).map(|i| i * 10).collect();
+            let want: Vec<i64> = l.offsets().unwrap().iter().map(|&o| data[o]).collect();
+            assert_eq!(l.gather(&data).unwrap(), want, "{l:?}");
+            if l.has_broadcast_dims() {
+                let mut out = vec![0i64; 40];
+                assert!(l.scatter(&mut out, &want).is_err());
+                continue;
+            }
+            let mut out = vec![-1i64; 40];
+            let values: Vec<i64> = (0..l.numel() as i64).collect();
+            l.scatter(&mut out, &values).unwrap();
+            for (k, &o) in l.offsets().unwrap().iter().enumerate() {
+                assert_eq!(out[o], k as i64, "{l:?}");
+            }
+            let untouched = out.iter().filter(|&&v| v == -1).count();
+            assert_eq!(untouched, 40 - l.numel(), "{l:?}");
+        }
+        assert!(layout(&[5], &[10], 0).gather(&[0i64; 40]).is_err());
     }
 }
