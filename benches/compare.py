@@ -539,6 +539,50 @@ def cnn_train() -> Dict[str, Any]:
     return {"make": make, "unit": "ms/step", "scale": 1e3}
 
 
+def resnet_block() -> Dict[str, Any]:
+    """torchvision's BasicBlock as written there (conv3x3 + BatchNorm2d + ReLU(inplace=True)
+    twice, ``out += identity``), batch 16, 64 channels, 32x32, in training mode: forward,
+    backward and an SGD step with momentum."""
+    x0 = _rand(16, 64, 32, 32)
+    w0 = [_rand(64, 64, 3, 3, scale=0.04), _rand(64, 64, 3, 3, scale=0.04)]
+
+    def make(lib: Any) -> Callable[[], None]:
+        nn = lib.nn
+
+        class BasicBlock(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.conv1 = nn.Conv2d(64, 64, 3, padding=1, bias=False)
+                self.bn1 = nn.BatchNorm2d(64)
+                self.relu = nn.ReLU(inplace=True)
+                self.conv2 = nn.Conv2d(64, 64, 3, padding=1, bias=False)
+                self.bn2 = nn.BatchNorm2d(64)
+
+            def forward(self, x: Any) -> Any:
+                identity = x
+                out = self.relu(self.bn1(self.conv1(x)))
+                out = self.bn2(self.conv2(out))
+                out += identity
+                return self.relu(out)
+
+        block = BasicBlock()
+        with lib.no_grad():
+            block.conv1.weight.copy_(lib.tensor(w0[0]))
+            block.conv2.weight.copy_(lib.tensor(w0[1]))
+        x = lib.tensor(x0)
+        opt = lib.optim.SGD(block.parameters(), lr=0.01, momentum=0.9)
+
+        def step() -> None:
+            loss = block(x).square().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
 WORKLOADS = {
     "tiny_chain": (tiny_chain, 0.10),
     "scalar_mlp": (scalar_mlp, 0.30),
@@ -560,6 +604,7 @@ WORKLOADS = {
     "conv2d": (conv2d, 1.00),
     "max_pool2d": (max_pool2d, 1.00),
     "cnn_train": (cnn_train, 0.90),
+    "resnet_block": (resnet_block, 0.90),
 }
 
 
