@@ -88,7 +88,6 @@ __all__ = [
     # ----- ops_nn -----
     "_nn_im2col",
     "_nn_col2im",
-    "_nn_gather",
     "_nn_pad",
     "_nn_layer_norm",
     "_nn_rms_norm",
@@ -111,6 +110,9 @@ __all__ = [
     "_nn_logsigmoid",
     "_nn_glu",
     "_nn_dropout",
+    "_nn_dropout_ext",
+    "_nn_shrink",
+    "_nn_rrelu",
     "_nn_cross_entropy",
     "_nn_nll_loss",
     "_nn_pointwise_loss",
@@ -119,6 +121,8 @@ __all__ = [
     "_nn_max_pool",
     "_nn_avg_pool",
     "_nn_adaptive_pool",
+    "_nn_max_unpool",
+    "_nn_lp_pool",
     "_cat",
     "_stack",
     "_einsum",
@@ -1133,10 +1137,6 @@ def _nn_col2im(
 ) -> Tensor:
     """``fold`` (col2im): ``(N, C*prod(kernel_size), L)`` to ``(N, C, *output_size)``."""
 
-def _nn_gather(input: Tensor, index: Sequence[_int], shape: Sequence[_int], kind: str) -> Tensor:
-    """Elements of ``input`` at flat positions ``index`` (-1 reads as zero), shaped ``shape``;
-    differentiable (its backward scatters). ``kind`` picks torch's node name."""
-
 def _nn_pad(input: Tensor, pads: Sequence[_int], mode: str, value: _float) -> Tensor:
     """``pad`` (``mode`` one of "constant", "reflect", "replicate", "circular")."""
 
@@ -1248,6 +1248,15 @@ def _nn_glu(input: Tensor, dim: _int) -> Tensor:
 def _nn_dropout(input: Tensor, p: _float) -> Tensor:
     """Inverted dropout with probability ``p`` (training mode)."""
 
+def _nn_dropout_ext(input: Tensor, p: _float, feature: _bool, alpha: _bool) -> Tensor:
+    """Channel-wise (``feature``) and/or alpha dropout with probability ``p`` (training mode)."""
+
+def _nn_shrink(input: Tensor, lambd: _float, soft: _bool) -> Tensor:
+    """hardshrink (``soft`` false) or softshrink with threshold ``lambd``."""
+
+def _nn_rrelu(input: Tensor, lower: _float, upper: _float, training: _bool) -> Tensor:
+    """Randomized leaky ReLU with slopes in ``[lower, upper]``."""
+
 def _nn_cross_entropy(
     input: Tensor,
     target: Tensor,
@@ -1330,7 +1339,19 @@ def _nn_avg_pool(
 def _nn_adaptive_pool(
     kind: str, nd: _int, input: Tensor, output_size: Sequence[_int]
 ) -> tuple[Tensor, Tensor | None]:
-    """``adaptive_{avg,max}_pool{1,2}d``: the values, and the indices for max pooling."""
+    """``adaptive_{avg,max}_pool{1,2,3}d``: the values, and the indices for max pooling."""
+
+def _nn_max_unpool(input: Tensor, indices: Tensor, output_size: Sequence[_int]) -> Tensor:
+    """``max_unpool{2,3}d`` to the spatial ``output_size``."""
+
+def _nn_lp_pool(
+    input: Tensor,
+    norm_type: _float,
+    kernel_size: Sequence[_int],
+    stride: Sequence[_int],
+    ceil_mode: _bool,
+) -> Tensor:
+    """``lp_pool{1,2,3}d`` (``stride`` empty: the kernel size)."""
 
 # ----- ops_shape ----------------------------------------------------------------------------------
 

@@ -1,17 +1,13 @@
-//! Bindings of the sliding-window primitives used by `ferrograd.nn.functional`: im2col
-//! (`unfold`), col2im (`fold`) and the padded gather behind padding and max pooling.
-
-use std::sync::Arc;
+//! Bindings of the sliding-window ops used by `ferrograd.nn.functional`: im2col (`unfold`),
+//! col2im (`fold`) and `pad`.
 
 use pyo3::prelude::*;
 
 use crate::python::args::Ints;
 
-use super::args;
 use super::errors::{guarded, IntoPyResult};
 use super::tensor::{tensor_of, wrap, PyTensor};
-use crate::error::Error;
-use crate::ops::nn::conv::{col2im_shape_check, im2col_args_check, GatherNames, IM2COL, PAD_INDEX};
+use crate::ops::nn::conv::{col2im_shape_check, im2col_args_check};
 use crate::ops::nn::padding::{pad, PadMode};
 
 /// Values that a check has already found non-negative, as sizes.
@@ -74,61 +70,6 @@ fn _nn_col2im(
     wrap(py, guarded(|| x.col2im(&o, &k, &d, &p, &s))?)
 }
 
-fn names(kind: &str) -> crate::error::Result<GatherNames> {
-    Ok(match kind {
-        "im2col" => IM2COL,
-        "constant_pad" => GatherNames {
-            gather: "ConstantPadNdBackward0",
-            scatter: "ConstantPadNdBackwardBackward0",
-        },
-        "reflection_pad" => GatherNames {
-            gather: "ReflectionPadBackward0",
-            scatter: "ReflectionPadBackwardBackward0",
-        },
-        "replication_pad" => GatherNames {
-            gather: "ReplicationPadBackward0",
-            scatter: "ReplicationPadBackwardBackward0",
-        },
-        "circular_pad" => GatherNames {
-            gather: "CircularPadBackward0",
-            scatter: "CircularPadBackwardBackward0",
-        },
-        "max_pool" => GatherNames {
-            gather: "MaxPool2DWithIndicesBackward0",
-            scatter: "MaxPool2DWithIndicesBackwardBackward0",
-        },
-        "embedding" => GatherNames {
-            gather: "EmbeddingBackward0",
-            scatter: "EmbeddingBackwardBackward0",
-        },
-        _ => return Err(Error::value(format!("unknown gather kind {kind:?}"))),
-    })
-}
-
-/// Elements of `input` at flat positions `index` (-1 reads as zero), shaped `shape`;
-/// differentiable (its backward scatters). `kind` picks torch's node name.
-#[pyfunction]
-fn _nn_gather(
-    py: Python<'_>,
-    input: &Bound<'_, PyAny>,
-    index: Ints,
-    shape: Ints,
-    kind: &str,
-) -> PyResult<Py<PyTensor>> {
-    let index = index.0;
-    let shape = shape.0;
-    let x = tensor_of(input, "input")?;
-    let shape = args::shape(&shape)?;
-    let idx: Vec<usize> = index
-        .iter()
-        .map(|&i| if i < 0 { PAD_INDEX } else { i as usize })
-        .collect();
-    wrap(
-        py,
-        guarded(|| x.gather_padded(&Arc::new(idx), &shape, names(kind)?))?,
-    )
-}
-
 /// `pad` (`mode` one of "constant", "reflect", "replicate", "circular"; `value` for constant).
 #[pyfunction]
 fn _nn_pad(
@@ -157,7 +98,6 @@ fn _nn_pad(
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_nn_im2col, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_col2im, m)?)?;
-    m.add_function(wrap_pyfunction!(_nn_gather, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_pad, m)?)?;
     Ok(())
 }

@@ -23,12 +23,42 @@ pub enum PadMode {
 }
 
 impl PadMode {
-    fn names(self) -> GatherNames {
-        let (gather, scatter) = match self {
-            PadMode::Constant(_) => ("ConstantPadNdBackward0", "ConstantPadNdBackwardBackward0"),
-            PadMode::Reflect => ("ReflectionPadBackward0", "ReflectionPadBackwardBackward0"),
-            PadMode::Replicate => ("ReplicationPadBackward0", "ReplicationPadBackwardBackward0"),
-            PadMode::Circular => ("CircularPadBackward0", "CircularPadBackwardBackward0"),
+    /// torch's node names for `dims` padded dims (its kernels exist for 1 to 3; circular padding
+    /// is a composition there, whose last node is a CopySlices).
+    fn names(self, dims: usize) -> GatherNames {
+        let (gather, scatter) = match (self, dims) {
+            (PadMode::Constant(_), _) => {
+                ("ConstantPadNdBackward0", "ConstantPadNdBackwardBackward0")
+            }
+            (PadMode::Reflect, 1) => (
+                "ReflectionPad1DBackward0",
+                "ReflectionPad1DBackwardBackward0",
+            ),
+            (PadMode::Reflect, 2) => (
+                "ReflectionPad2DBackward0",
+                "ReflectionPad2DBackwardBackward0",
+            ),
+            (PadMode::Reflect, 3) => (
+                "ReflectionPad3DBackward0",
+                "ReflectionPad3DBackwardBackward0",
+            ),
+            (PadMode::Reflect, _) => ("ReflectionPadBackward0", "ReflectionPadBackwardBackward0"),
+            (PadMode::Replicate, 1) => (
+                "ReplicationPad1DBackward0",
+                "ReplicationPad1DBackwardBackward0",
+            ),
+            (PadMode::Replicate, 2) => (
+                "ReplicationPad2DBackward0",
+                "ReplicationPad2DBackwardBackward0",
+            ),
+            (PadMode::Replicate, 3) => (
+                "ReplicationPad3DBackward0",
+                "ReplicationPad3DBackwardBackward0",
+            ),
+            (PadMode::Replicate, _) => {
+                ("ReplicationPadBackward0", "ReplicationPadBackwardBackward0")
+            }
+            (PadMode::Circular, _) => ("CircularPadBackward0", "CircularPadBackwardBackward0"),
         };
         GatherNames { gather, scatter }
     }
@@ -147,15 +177,25 @@ pub fn pad(input: &Tensor, pads: &[i64], mode: PadMode) -> Result<Tensor> {
     }
     flat.truncate(numel);
     let x = input.contiguous()?;
-    let out = x.gather_padded(&Arc::new(flat.clone()), &out_shape, mode.names())?;
-    match mode {
-        PadMode::Constant(v) if v != 0.0 => {
+    let out = x.gather_padded(
+        &Arc::new(flat.clone()),
+        &out_shape,
+        mode.names(pads.len() / 2),
+    )?;
+    if let PadMode::Constant(v) = mode {
+        if v != 0.0 {
+            // The fill is a constant: written into the fresh output without a node of its own,
+            // so the result's node stays the pad's (its backward only gathers).
             let fill: Vec<f64> = flat
                 .iter()
                 .map(|&p| if p == PAD_INDEX { v } else { 0.0 })
                 .collect();
-            out.add(&cast(&Tensor::from_vec(fill, &out_shape)?, out.dtype())?)
+            let fill = cast(&Tensor::from_vec(fill, &out_shape)?, out.dtype())?;
+            // (A fresh contiguous output: the in-place add always applies, version untouched.)
+            if !crate::ops::elementwise::add_assign_nograd(&out, &fill)? {
+                crate::ops::inplace::add_into_nograd(&out, &fill)?;
+            }
         }
-        _ => Ok(out),
     }
+    Ok(out)
 }
