@@ -431,3 +431,93 @@ fn float32_activations_are_within_two_ulps_of_float64() {
         }
     }
 }
+
+#[test]
+fn shrinks_match_closed_forms_and_finite_differences() {
+    let xs: Vec<f64> = grid().into_iter().map(|v| v * 0.3).collect();
+    let n = xs.len();
+    let x = leaf(&xs, &[n]);
+    let h = act::hardshrink(&x, 0.5).unwrap().to_vec::<f64>().unwrap();
+    let s = act::softshrink(&x, 0.5).unwrap().to_vec::<f64>().unwrap();
+    for (i, &v) in xs.iter().enumerate() {
+        assert_eq!(h[i], if v.abs() > 0.5 { v } else { 0.0 });
+        let want = if v > 0.5 {
+            v - 0.5
+        } else if v < -0.5 {
+            v + 0.5
+        } else {
+            0.0
+        };
+        assert!((s[i] - want).abs() < 1e-15);
+    }
+    let sum = |f: fn(&Tensor, f64) -> ferrograd::Result<Tensor>| {
+        move |t: &Tensor| f(t, 0.5).unwrap().sum().unwrap()
+    };
+    for f in [act::hardshrink, act::softshrink] {
+        let g = autograd::grad(
+            &[sum(f)(&x)],
+            std::slice::from_ref(&x),
+            GradOptions::default(),
+        )
+        .unwrap()[0]
+            .clone()
+            .unwrap();
+        assert_close(
+            &g.to_vec::<f64>().unwrap(),
+            &fd_grad(sum(f), &xs, &[n]),
+            1e-8,
+        );
+    }
+    let err = act::softshrink(&x, -0.1).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Runtime);
+}
+
+#[test]
+fn feature_dropout_draws_one_mask_value_per_channel() {
+    let x = Tensor::ones(&[3, 5, 4, 4], DType::Float64)
+        .requires_grad_(true)
+        .unwrap();
+    let kind = act::Dropout {
+        feature: true,
+        alpha: false,
+    };
+    let y = act::dropout_with(&x, 0.5, kind).unwrap();
+    let v = y.to_vec::<f64>().unwrap();
+    for plane in v.chunks(16) {
+        assert!(plane.iter().all(|&a| a == plane[0]));
+        assert!(plane[0] == 0.0 || plane[0] == 2.0);
+    }
+    // backward multiplies by the same scaled mask
+    let g = autograd::grad(
+        &[y.sum().unwrap()],
+        std::slice::from_ref(&x),
+        GradOptions::default(),
+    )
+    .unwrap()[0]
+        .clone()
+        .unwrap();
+    assert_eq!(g.to_vec::<f64>().unwrap(), v);
+    let err = act::dropout_with(&Tensor::ones(&[4], DType::Float64), 0.5, kind).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Runtime);
+}
+
+#[test]
+fn rrelu_eval_is_leaky_relu_at_the_mean_slope() {
+    let xs = grid();
+    let x = leaf(&xs, &[xs.len()]);
+    let y = act::rrelu(&x, 0.1, 0.3, false).unwrap();
+    let l = act::leaky_relu(&x, 0.2).unwrap();
+    assert_close(
+        &y.to_vec::<f64>().unwrap(),
+        &l.to_vec::<f64>().unwrap(),
+        1e-15,
+    );
+    let y = act::rrelu(&x, 0.1, 0.3, true).unwrap();
+    for (o, &v) in y.to_vec::<f64>().unwrap().iter().zip(&xs) {
+        if v > 0.0 {
+            assert_eq!(*o, v);
+        } else {
+            assert!(*o / v >= 0.1 - 1e-12 && *o / v <= 0.3 + 1e-12);
+        }
+    }
+}

@@ -429,3 +429,91 @@ fn stride_one_input_gradient_matches_finite_differences() {
     assert_close(&g[0].to_vec::<f64>().unwrap(), &fx, 1e-6);
     assert_close(&g[1].to_vec::<f64>().unwrap(), &fw, 1e-6);
 }
+
+#[test]
+fn max_unpool_scatters_values_and_gathers_gradients() {
+    // Indices chosen by hand in a 2x3 plane (per plane of a (2, 1, 1, 2) input).
+    let x = leaf(&[1.0, 2.0, 3.0, 4.0], &[2, 1, 1, 2]);
+    let idx = Tensor::from_vec(vec![5i64, 0, 2, 3], &[2, 1, 1, 2]).unwrap();
+    let y = x.max_unpool(&idx, &[2, 3]).unwrap();
+    assert_eq!(y.shape(), &[2, 1, 2, 3]);
+    assert_eq!(
+        y.to_vec::<f64>().unwrap(),
+        vec![2.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 3.0, 4.0, 0.0, 0.0]
+    );
+    let w: Vec<f64> = (0..12).map(|i| i as f64 * 0.5 - 1.0).collect();
+    let wt = Tensor::from_vec(w.clone(), &[2, 1, 2, 3]).unwrap();
+    let f = |t: &Tensor| {
+        t.max_unpool(&idx, &[2, 3])
+            .unwrap()
+            .mul(&wt)
+            .unwrap()
+            .sum()
+            .unwrap()
+    };
+    let g = autograd::grad(&[f(&x)], std::slice::from_ref(&x), GradOptions::default()).unwrap()[0]
+        .clone()
+        .unwrap();
+    assert_close(
+        &g.to_vec::<f64>().unwrap(),
+        &fd_grad(f, &[1.0, 2.0, 3.0, 4.0], &[2, 1, 1, 2]),
+        1e-8,
+    );
+    let bad = Tensor::from_vec(vec![6i64, 0, 2, 3], &[2, 1, 1, 2]).unwrap();
+    assert_eq!(
+        x.max_unpool(&bad, &[2, 3]).unwrap_err().kind(),
+        ErrorKind::Runtime
+    );
+}
+
+#[test]
+fn lp_pool_and_adaptive_pool3d_closed_forms() {
+    let xs: Vec<f64> = (0..16).map(|i| (i as f64 - 7.5) * 0.3).collect();
+    let x = leaf(&xs, &[1, 1, 4, 4]);
+    // p = 2 over 2x2 windows: the Euclidean norm of each window
+    let y = x
+        .lp_pool(2.0, &[2, 2], &[], false)
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap();
+    for (k, &(r, c)) in [(0, 0), (0, 2), (2, 0), (2, 2)].iter().enumerate() {
+        let s: f64 = [(0, 0), (0, 1), (1, 0), (1, 1)]
+            .iter()
+            .map(|&(a, b)| xs[(r + a) * 4 + c + b].powi(2))
+            .sum();
+        assert!((y[k] - s.sqrt()).abs() < 1e-12);
+    }
+    // adaptive average to (1, 2, 1) of a (1, 1, 2, 4, 2) volume: means over halves of dim 3
+    let v = leaf(&xs, &[1, 1, 2, 4, 2]);
+    let a = v
+        .adaptive_avg_pool3d(&[1, 2, 1])
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap();
+    let half = |h: usize| -> f64 {
+        let mut s = 0.0;
+        for d in 0..2 {
+            for r in 2 * h..2 * h + 2 {
+                s += xs[d * 8 + r * 2] + xs[d * 8 + r * 2 + 1];
+            }
+        }
+        s / 8.0
+    };
+    assert_close(&a, &[half(0), half(1)], 1e-14);
+    let f = |t: &Tensor| {
+        t.adaptive_avg_pool3d(&[1, 2, 1])
+            .unwrap()
+            .square()
+            .unwrap()
+            .sum()
+            .unwrap()
+    };
+    let g = autograd::grad(&[f(&v)], std::slice::from_ref(&v), GradOptions::default()).unwrap()[0]
+        .clone()
+        .unwrap();
+    assert_close(
+        &g.to_vec::<f64>().unwrap(),
+        &fd_grad(f, &xs, &[1, 1, 2, 4, 2]),
+        1e-7,
+    );
+}

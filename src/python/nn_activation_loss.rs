@@ -142,6 +142,57 @@ fn _nn_dropout(py: Python<'_>, input: &Bound<'_, PyAny>, p: f64) -> PyResult<Py<
     wrap(py, detached(py, move || act::dropout(&x, p))?)
 }
 
+/// hardshrink (`soft` false) or softshrink with threshold `lambd`.
+#[pyfunction]
+fn _nn_shrink(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    lambd: f64,
+    soft: bool,
+) -> PyResult<Py<PyTensor>> {
+    let x = tensor_of(input, "input")?;
+    wrap(
+        py,
+        detached(py, move || {
+            if soft {
+                act::softshrink(&x, lambd)
+            } else {
+                act::hardshrink(&x, lambd)
+            }
+        })?,
+    )
+}
+
+/// Channel-wise (`feature`) and/or alpha dropout with probability `p` (training mode).
+#[pyfunction]
+fn _nn_dropout_ext(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    p: f64,
+    feature: bool,
+    alpha: bool,
+) -> PyResult<Py<PyTensor>> {
+    let x = tensor_of(input, "input")?;
+    let kind = act::Dropout { feature, alpha };
+    wrap(py, detached(py, move || act::dropout_with(&x, p, kind))?)
+}
+
+/// Randomized leaky ReLU with slopes in `[lower, upper]`.
+#[pyfunction]
+fn _nn_rrelu(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    lower: f64,
+    upper: f64,
+    training: bool,
+) -> PyResult<Py<PyTensor>> {
+    let x = tensor_of(input, "input")?;
+    wrap(
+        py,
+        detached(py, move || act::rrelu(&x, lower, upper, training))?,
+    )
+}
+
 /// cross_entropy over class indices (int64 target) or class probabilities (float target of
 /// the input's shape).
 #[pyfunction]
@@ -249,6 +300,9 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_nn_logsigmoid, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_glu, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_dropout, m)?)?;
+    m.add_function(wrap_pyfunction!(_nn_shrink, m)?)?;
+    m.add_function(wrap_pyfunction!(_nn_dropout_ext, m)?)?;
+    m.add_function(wrap_pyfunction!(_nn_rrelu, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_cross_entropy, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_nll_loss, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_pointwise_loss, m)?)?;

@@ -151,7 +151,7 @@ fn _nn_avg_pool(
     wrap(py, out)
 }
 
-/// `adaptive_{avg,max}_pool{1,2}d` (`kind` "avg" or "max"): the values, and the indices for
+/// `adaptive_{avg,max}_pool{1,2,3}d` (`kind` "avg" or "max"): the values, and the indices for
 /// max pooling.
 #[pyfunction]
 fn _nn_adaptive_pool(
@@ -167,12 +167,46 @@ fn _nn_adaptive_pool(
     let (v, i) = detached(py, move || {
         Ok(match (is_max, nd) {
             (true, 1) => x.adaptive_max_pool1d(one(&o)).map(|(v, i)| (v, Some(i)))?,
-            (true, _) => x.adaptive_max_pool2d(&o).map(|(v, i)| (v, Some(i)))?,
+            (true, 2) => x.adaptive_max_pool2d(&o).map(|(v, i)| (v, Some(i)))?,
+            (true, _) => x.adaptive_max_pool3d(&o).map(|(v, i)| (v, Some(i)))?,
             (false, 1) => (x.adaptive_avg_pool1d(one(&o))?, None),
-            (false, _) => (x.adaptive_avg_pool2d(&o)?, None),
+            (false, 2) => (x.adaptive_avg_pool2d(&o)?, None),
+            (false, _) => (x.adaptive_avg_pool3d(&o)?, None),
         })
     })?;
     Ok((wrap(py, v)?, i.map(|i| wrap(py, i)).transpose()?))
+}
+
+/// `max_unpool{2,3}d` to the spatial `output_size` (checked by the caller).
+#[pyfunction]
+fn _nn_max_unpool(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    indices: &Bound<'_, PyAny>,
+    output_size: Vec<usize>,
+) -> PyResult<Py<PyTensor>> {
+    let x = tensor_of(input, "input")?;
+    let i = tensor_of(indices, "indices")?;
+    wrap(py, detached(py, move || x.max_unpool(&i, &output_size))?)
+}
+
+/// `lp_pool{1,2,3}d` (`stride` empty: the kernel size).
+#[pyfunction]
+fn _nn_lp_pool(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    norm_type: f64,
+    kernel_size: Ints,
+    stride: Ints,
+    ceil_mode: bool,
+) -> PyResult<Py<PyTensor>> {
+    let x = tensor_of(input, "input")?;
+    wrap(
+        py,
+        detached(py, move || {
+            x.lp_pool(norm_type, &kernel_size.0, &stride.0, ceil_mode)
+        })?,
+    )
 }
 
 /// Register the convolution and pooling bindings on `ferrograd._C`.
@@ -182,5 +216,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_nn_max_pool, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_avg_pool, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_adaptive_pool, m)?)?;
+    m.add_function(wrap_pyfunction!(_nn_max_unpool, m)?)?;
+    m.add_function(wrap_pyfunction!(_nn_lp_pool, m)?)?;
     Ok(())
 }

@@ -29,15 +29,23 @@ _int_or_tuple = Union[int, Sequence[int]]
 __all__ = [
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
     "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices",
     "adaptive_max_pool2d",
+    "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d",
+    "adaptive_max_pool3d_with_indices",
+    "alpha_dropout",
     "avg_pool1d",
     "avg_pool2d",
     "avg_pool3d",
     "batch_norm",
+    "bilinear",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "celu",
+    "celu_",
     "conv1d",
     "conv2d",
     "conv3d",
@@ -46,28 +54,45 @@ __all__ = [
     "conv_transpose3d",
     "cross_entropy",
     "dropout",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
     "elu",
+    "elu_",
     "embedding",
+    "feature_alpha_dropout",
     "fold",
     "gelu",
-    "group_norm",
     "glu",
+    "group_norm",
+    "hardshrink",
     "hardsigmoid",
     "hardswish",
     "hardtanh",
+    "hardtanh_",
     "huber_loss",
     "instance_norm",
     "kl_div",
     "l1_loss",
     "layer_norm",
     "leaky_relu",
+    "leaky_relu_",
     "linear",
     "local_response_norm",
     "log_softmax",
     "logsigmoid",
+    "lp_pool1d",
+    "lp_pool2d",
+    "lp_pool3d",
     "max_pool1d",
+    "max_pool1d_with_indices",
     "max_pool2d",
+    "max_pool2d_with_indices",
     "max_pool3d",
+    "max_pool3d_with_indices",
+    "max_unpool1d",
+    "max_unpool2d",
+    "max_unpool3d",
     "mish",
     "mse_loss",
     "multi_head_attention_forward",
@@ -77,20 +102,26 @@ __all__ = [
     "pad",
     "prelu",
     "relu",
-    "rms_norm",
-    "scaled_dot_product_attention",
     "relu6",
+    "relu_",
+    "rms_norm",
+    "rrelu",
+    "rrelu_",
+    "scaled_dot_product_attention",
     "selu",
+    "selu_",
     "sigmoid",
     "silu",
     "smooth_l1_loss",
     "softmax",
     "softmin",
     "softplus",
+    "softshrink",
     "softsign",
     "tanh",
     "tanhshrink",
     "threshold",
+    "threshold_",
     "unfold",
 ]
 
@@ -200,10 +231,110 @@ def _wrap_dim(dim: int, ndim: int) -> int:
 # ----- activations --------------------------------------------------------------------------------
 
 
+def bilinear(
+    input1: Tensor, input2: Tensor, weight: Tensor, bias: Optional[Tensor] = None
+) -> Tensor:
+    """``y[..., o] = x1[..., i] W[o, i, j] x2[..., j] + b[o]``."""
+    from .. import _ops_shape
+
+    # torch's checks, in its order
+    if input1.dim() != input2.dim():
+        raise RuntimeError(
+            f"bilinear(): input dimensions do not match: got {input1.dim()} and {input2.dim()}"
+        )
+    for i, (a, b) in enumerate(zip(input1.shape[:-1], input2.shape[:-1])):
+        if a != b:
+            raise RuntimeError(
+                f"bilinear(): input batch dimensions do not match at dim {i}: got {a} and {b}"
+            )
+    if input1.shape[-1] != weight.shape[1]:
+        raise RuntimeError(
+            f"bilinear(): input1 size does not match weight size: got {input1.shape[-1]} "
+            f"but expected {weight.shape[1]}"
+        )
+    if input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(
+            f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} "
+            f"but expected {weight.shape[2]}"
+        )
+    if bias is not None and bias.shape[0] != weight.shape[0]:
+        raise RuntimeError(
+            f"bilinear(): bias size does not match weight size: got {bias.shape[0]} "
+            f"but expected {weight.shape[0]}"
+        )
+    out = _ops_shape.einsum("...i,oij,...j->...o", input1, weight, input2)
+    return out + bias if bias is not None else out
+
+
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """``input @ weight.T + bias``."""
     out = input.matmul(weight.t() if weight.dim() == 2 else weight)
     return out if bias is None else out + bias
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """``x`` where ``|x| > lambd``, else 0."""
+    return _C._nn_shrink(input, float(lambd), False)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
+    return _C._nn_shrink(input, float(lambd), True)
+
+
+def rrelu(
+    input: Tensor,
+    lower: float = 1.0 / 8,
+    upper: float = 1.0 / 3,
+    training: bool = False,
+    inplace: bool = False,
+) -> Tensor:
+    """Randomized leaky ReLU: in training each negative element gets its own slope drawn
+    uniformly from ``[lower, upper]``; in eval the slope is ``(lower + upper) / 2``."""
+    out = _C._nn_rrelu(_src(input, inplace), float(lower), float(upper), bool(training))
+    return _inplace(input, out, inplace)
+
+
+def rrelu_(
+    input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False
+) -> Tensor:
+    """In-place :func:`rrelu`."""
+    return rrelu(input, lower, upper, training, True)
+
+
+def relu_(input: Tensor) -> Tensor:
+    """In-place :func:`relu`."""
+    return relu(input, inplace=True)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place :func:`elu`."""
+    return elu(input, alpha, inplace=True)
+
+
+def selu_(input: Tensor) -> Tensor:
+    """In-place :func:`selu`."""
+    return selu(input, inplace=True)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place :func:`celu`."""
+    return celu(input, alpha, inplace=True)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """In-place :func:`leaky_relu`."""
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """In-place :func:`hardtanh`."""
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    """In-place :func:`threshold`."""
+    return globals()["threshold"](input, threshold, value, inplace=True)
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -367,6 +498,95 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     if not training or p == 0.0:
         return input
     return _inplace(input, _C._nn_dropout(input, float(p)), inplace)
+
+
+def _dropout_ext(
+    input: Tensor, p: float, training: bool, inplace: bool, feature: bool, alpha: bool
+) -> Tensor:
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training:
+        return input
+    return _inplace(input, _C._nn_dropout_ext(input, float(p), feature, alpha), inplace)
+
+
+def _feature_dropout(
+    name: str, spatial: int, input: Tensor, p: float, training: bool, inplace: bool
+) -> Tensor:
+    """dropout1d/2d/3d: one draw per (sample, channel), unbatched input lifted to a batch of
+    one. As torch, dropout1d refuses other ranks and the others warn."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    inp_dim = input.dim()
+    if inp_dim not in (spatial + 1, spatial + 2):
+        if spatial == 1:
+            raise RuntimeError(
+                f"dropout1d: Expected 2D or 3D input, but received a {inp_dim}D input. "
+                "Note that dropout1d exists to provide channel-wise dropout on inputs with 1 "
+                "spatial dimension, a channel dimension, and an optional batch dimension "
+                "(i.e. 2D or 3D inputs)."
+            )
+        warnings.warn(
+            f"{name}: Received a {inp_dim}-D input to {name}, which is deprecated "
+            "and will result in an error in a future release. To retain the behavior "
+            f"and silence this warning, please use dropout instead. Note that {name} "
+            f"exists to provide channel-wise dropout on inputs with {spatial} spatial "
+            "dimensions, a channel dimension, and an optional batch dimension (i.e. "
+            f"{spatial + 1}D or {spatial + 2}D inputs).",
+            stacklevel=3,
+        )
+    if spatial == 2 and inp_dim == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
+            "1D dropout behavior is desired - input is interpreted as shape (N, C, L), where C "
+            "is the channel dim. This behavior will change in a future release to interpret the "
+            "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
+            "channel-wise dropout behavior, please switch to using dropout1d instead.",
+            stacklevel=3,
+        )
+    batched = inp_dim != spatial + 1 or spatial == 2
+    x = input if batched else input.unsqueeze(0)
+    out = _dropout_ext(x, p, training, False, True, False)
+    if not batched:
+        out = out.squeeze(0)
+    return _inplace(input, out, inplace) if out is not input else input
+
+
+def dropout1d(
+    input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+) -> Tensor:
+    """Zero whole channels of ``(N, C, L)`` or ``(C, L)`` input with probability ``p``."""
+    return _feature_dropout("dropout1d", 1, input, p, training, inplace)
+
+
+def dropout2d(
+    input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+) -> Tensor:
+    """Zero whole channels of ``(N, C, H, W)`` input with probability ``p`` (3-D input is
+    read as ``(N, C, L)``, with torch's warning)."""
+    return _feature_dropout("dropout2d", 2, input, p, training, inplace)
+
+
+def dropout3d(
+    input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+) -> Tensor:
+    """Zero whole channels of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input."""
+    return _feature_dropout("dropout3d", 3, input, p, training, inplace)
+
+
+def alpha_dropout(
+    input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False
+) -> Tensor:
+    """Dropout for SELU networks: dropped values take SELU's negative saturation and the
+    result is rescaled and shifted to keep zero mean and unit variance."""
+    return _dropout_ext(input, p, training, inplace, False, True)
+
+
+def feature_alpha_dropout(
+    input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False
+) -> Tensor:
+    """:func:`alpha_dropout` with one draw per (sample, channel)."""
+    return _dropout_ext(input, p, training, inplace, True, True)
 
 
 # ----- losses -------------------------------------------------------------------------------------
@@ -1114,10 +1334,10 @@ def _output_size_1d(name: str, output_size: Any) -> List[int]:
     return [int(output_size)]
 
 
-def _output_size_2d(input: Tensor, output_size: Any) -> List[int]:
+def _output_size_2d(input: Tensor, output_size: Any, n: int = 2) -> List[int]:
     """torch's ``_list_with_default``: an int repeats, ``None`` keeps the input's size."""
     if not isinstance(output_size, (list, tuple)):
-        return [int(output_size)] * 2
+        return [int(output_size)] * n
     sizes = list(input.shape)[-len(output_size) :] if len(output_size) else []
     return [int(sizes[i]) if v is None else int(v) for i, v in enumerate(output_size)]
 
@@ -1150,6 +1370,197 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
     """Adaptive 2-D max pooling; ``return_indices`` also gives each argmax's flat index."""
     out, idx = _C._nn_adaptive_pool("max", 2, input, _output_size_2d(input, output_size))
     return (out, idx) if return_indices else out
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    """Adaptive 3-D average pooling to ``output_size`` (``None`` keeps a dim's size)."""
+    out, _ = _C._nn_adaptive_pool("avg", 3, input, _output_size_2d(input, output_size, 3))
+    return out
+
+
+def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """Adaptive 3-D max pooling; ``return_indices`` also gives each argmax's flat index."""
+    out, idx = _C._nn_adaptive_pool("max", 3, input, _output_size_2d(input, output_size, 3))
+    return (out, idx) if return_indices else out
+
+
+def max_pool1d_with_indices(input: Tensor, *args: Any, **kwargs: Any) -> Tuple[Tensor, Tensor]:
+    """:func:`max_pool1d` returning ``(values, indices)``."""
+    kwargs["return_indices"] = True
+    return max_pool1d(input, *args, **kwargs)  # type: ignore[no-any-return]
+
+
+def max_pool2d_with_indices(input: Tensor, *args: Any, **kwargs: Any) -> Tuple[Tensor, Tensor]:
+    """:func:`max_pool2d` returning ``(values, indices)``."""
+    kwargs["return_indices"] = True
+    return max_pool2d(input, *args, **kwargs)  # type: ignore[no-any-return]
+
+
+def max_pool3d_with_indices(input: Tensor, *args: Any, **kwargs: Any) -> Tuple[Tensor, Tensor]:
+    """:func:`max_pool3d` returning ``(values, indices)``."""
+    kwargs["return_indices"] = True
+    return max_pool3d(input, *args, **kwargs)  # type: ignore[no-any-return]
+
+
+def adaptive_max_pool1d_with_indices(
+    input: Tensor, output_size: _int_or_tuple, return_indices: bool = False
+) -> Tuple[Tensor, Tensor]:
+    """:func:`adaptive_max_pool1d` returning ``(values, indices)``."""
+    return adaptive_max_pool1d(input, output_size, True)  # type: ignore[no-any-return]
+
+
+def adaptive_max_pool2d_with_indices(
+    input: Tensor, output_size: Any, return_indices: bool = False
+) -> Tuple[Tensor, Tensor]:
+    """:func:`adaptive_max_pool2d` returning ``(values, indices)``."""
+    return adaptive_max_pool2d(input, output_size, True)  # type: ignore[no-any-return]
+
+
+def adaptive_max_pool3d_with_indices(
+    input: Tensor, output_size: Any, return_indices: bool = False
+) -> Tuple[Tensor, Tensor]:
+    """:func:`adaptive_max_pool3d` returning ``(values, indices)``."""
+    return adaptive_max_pool3d(input, output_size, True)  # type: ignore[no-any-return]
+
+
+def _unpool_output_size(
+    input: Tensor,
+    kernel_size: List[int],
+    stride: List[int],
+    padding: List[int],
+    output_size: Optional[Sequence[int]],
+) -> List[int]:
+    """The spatial output size of max_unpool: the pooling's input size by default, or a given
+    size within one stride of it (torch's checks and messages)."""
+    n = len(kernel_size)
+    shape = list(input.shape)
+    default = [(shape[-n + d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d] for d in range(n)]
+    if output_size is None:
+        ret = default
+    else:
+        sizes = list(output_size)
+        if len(sizes) == n + 2:
+            sizes = sizes[2:]
+        if len(sizes) != n:
+            raise ValueError(
+                "output_size should be a sequence containing "
+                f"{n} or {n + 2} elements, but it has a length of '{len(sizes)}'"
+            )
+        for d in range(n):
+            lo, hi = default[d] - stride[d], default[d] + stride[d]
+            if not (lo < sizes[d] < hi):
+                raise ValueError(
+                    f'invalid output_size "{output_size}" (dim {d} must be between {lo} and {hi})'
+                )
+        ret = [int(v) for v in sizes]
+    for d in range(n):
+        if ret[d] < 0:
+            raise ValueError(
+                "max_unpooling: output_size must contain non-negative spatial "
+                f"dimensions, but got output_size[{d}]={ret[d]}"
+            )
+    return ret
+
+
+def _max_unpool(
+    n: int,
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: _int_or_tuple,
+    stride: Optional[_int_or_tuple],
+    padding: _int_or_tuple,
+    output_size: Optional[Sequence[int]],
+) -> Tensor:
+    k = _ints(kernel_size, n)
+    st = _ints(stride, n) if stride is not None else k
+    size = _unpool_output_size(input, k, st, _ints(padding, n), output_size)
+    if n == 1:
+        # torch runs the 2-d op on a trailing unit dim
+        out = _C._nn_max_unpool(input.unsqueeze(-1), indices.unsqueeze(-1), size + [1])
+        return out.squeeze(-1)
+    return _C._nn_max_unpool(input, indices, size)
+
+
+def max_unpool1d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: _int_or_tuple,
+    stride: Optional[_int_or_tuple] = None,
+    padding: _int_or_tuple = 0,
+    output_size: Optional[Sequence[int]] = None,
+) -> Tensor:
+    """The partial inverse of :func:`max_pool1d`: values back at their argmax, zeros elsewhere."""
+    return _max_unpool(1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: _int_or_tuple,
+    stride: Optional[_int_or_tuple] = None,
+    padding: _int_or_tuple = 0,
+    output_size: Optional[Sequence[int]] = None,
+) -> Tensor:
+    """The partial inverse of :func:`max_pool2d`."""
+    return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: _int_or_tuple,
+    stride: Optional[_int_or_tuple] = None,
+    padding: _int_or_tuple = 0,
+    output_size: Optional[Sequence[int]] = None,
+) -> Tensor:
+    """The partial inverse of :func:`max_pool3d`."""
+    return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
+
+
+def _lp_pool(
+    n: int,
+    input: Tensor,
+    norm_type: Union[int, float],
+    kernel_size: _int_or_tuple,
+    stride: Optional[_int_or_tuple],
+    ceil_mode: bool,
+) -> Tensor:
+    return _C._nn_lp_pool(
+        input, float(norm_type), _ints(kernel_size, n), _stride(stride, n), bool(ceil_mode)
+    )
+
+
+def lp_pool1d(
+    input: Tensor,
+    norm_type: Union[int, float],
+    kernel_size: int,
+    stride: Optional[_int_or_tuple] = None,
+    ceil_mode: bool = False,
+) -> Tensor:
+    """Power-average pooling ``(sum x^p)^(1/p)`` over windows of ``(N, C, L)`` input."""
+    return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(
+    input: Tensor,
+    norm_type: Union[int, float],
+    kernel_size: _int_or_tuple,
+    stride: Optional[_int_or_tuple] = None,
+    ceil_mode: bool = False,
+) -> Tensor:
+    """2-D power-average pooling; ``p = inf`` is max pooling of ``|x|``."""
+    return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(
+    input: Tensor,
+    norm_type: Union[int, float],
+    kernel_size: _int_or_tuple,
+    stride: Optional[_int_or_tuple] = None,
+    ceil_mode: bool = False,
+) -> Tensor:
+    """3-D power-average pooling."""
+    return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)
 
 
 # ----- attention ----------------------------------------------------------------------------------

@@ -184,6 +184,14 @@ enum Act {
         hi: f64,
     },
     LogSigmoid,
+    /// `x` where `|x| > lambd`, else 0.
+    Hardshrink {
+        lambd: f64,
+    },
+    /// `x ∓ lambd` where `|x| > lambd`, else 0.
+    Softshrink {
+        lambd: f64,
+    },
 }
 
 impl Act {
@@ -201,6 +209,8 @@ impl Act {
             Act::LeakyRelu { .. } => "LeakyReluBackward0",
             Act::Hardtanh { .. } => "HardtanhBackward0",
             Act::LogSigmoid => "LogSigmoidBackward0",
+            Act::Hardshrink { .. } => "HardshrinkBackward0",
+            Act::Softshrink { .. } => "SoftshrinkBackward0",
         }
     }
 
@@ -216,6 +226,8 @@ impl Act {
             Act::Hardsigmoid => "hardsigmoid_cpu",
             Act::LeakyRelu { .. } => "leaky_relu_cpu",
             Act::LogSigmoid => "log_sigmoid_cpu",
+            Act::Hardshrink { .. } => "hardshrink_cpu",
+            Act::Softshrink { .. } => "softshrink_cpu",
             Act::Hardtanh { .. } => return None,
         })
     }
@@ -271,6 +283,22 @@ impl Act {
                 }
             }
             Act::LogSigmoid => x.min(0.0) - M::ln1p_unit(M::exp(-x.abs())),
+            Act::Hardshrink { lambd } => {
+                if x >= -lambd && x <= lambd {
+                    0.0
+                } else {
+                    x
+                }
+            }
+            Act::Softshrink { lambd } => {
+                if x > lambd {
+                    x - lambd
+                } else if x < -lambd {
+                    x + lambd
+                } else {
+                    0.0
+                }
+            }
         }
     }
 
@@ -349,6 +377,14 @@ impl Act {
                 }
             }
             Act::LogSigmoid => sigmoid_from::<M>(-x),
+            // NaN passes the gradient as it passes the value.
+            Act::Hardshrink { lambd } | Act::Softshrink { lambd } => {
+                if x >= -lambd && x <= lambd {
+                    0.0
+                } else {
+                    1.0
+                }
+            }
         }
     }
 
@@ -428,6 +464,10 @@ impl Act {
                 pick(out, &c(0.0), &c(1.0))?.expand(x.shape())
             }
             Act::LogSigmoid => x.neg()?.sigmoid(),
+            Act::Hardshrink { lambd } | Act::Softshrink { lambd } => {
+                let inside = x.ge_scalar(-lambd)?.logical_and(&x.le_scalar(lambd)?)?;
+                pick(inside, &c(0.0), &c(1.0))?.expand(x.shape())
+            }
         }
     }
 }
@@ -450,6 +490,8 @@ const V_HARDSIGMOID: u8 = 7;
 const V_LEAKY: u8 = 8;
 const V_HARDTANH: u8 = 9;
 const V_LOGSIGMOID: u8 = 10;
+const V_HARDSHRINK: u8 = 11;
+const V_SOFTSHRINK: u8 = 12;
 
 impl<const V: u8> Monomorphic<V> {
     /// The activation with its variant re-stated from `V`, so the `match` in [`Act::f`] folds
@@ -478,6 +520,8 @@ impl<const V: u8> Monomorphic<V> {
             (V_HARDSIGMOID, _) => Act::Hardsigmoid,
             (V_LEAKY, Act::LeakyRelu { slope }) => Act::LeakyRelu { slope },
             (V_HARDTANH, Act::Hardtanh { lo, hi }) => Act::Hardtanh { lo, hi },
+            (V_HARDSHRINK, Act::Hardshrink { lambd }) => Act::Hardshrink { lambd },
+            (V_SOFTSHRINK, Act::Softshrink { lambd }) => Act::Softshrink { lambd },
             _ => Act::LogSigmoid,
         }
     }
@@ -636,6 +680,14 @@ macro_rules! monomorphic {
                 let $k = Monomorphic::<V_LOGSIGMOID>($act);
                 $e
             }
+            Act::Hardshrink { .. } => {
+                let $k = Monomorphic::<V_HARDSHRINK>($act);
+                $e
+            }
+            Act::Softshrink { .. } => {
+                let $k = Monomorphic::<V_SOFTSHRINK>($act);
+                $e
+            }
         }
     };
 }
@@ -764,6 +816,28 @@ pub fn logsigmoid(x: &Tensor) -> Result<Tensor> {
     apply(x, Act::LogSigmoid)
 }
 
+/// hardshrink: `x` where `|x| > lambd`, else 0.
+pub fn hardshrink(x: &Tensor, lambd: f64) -> Result<Tensor> {
+    apply(x, Act::Hardshrink { lambd })
+}
+
+/// softshrink: `x - lambd` above `lambd`, `x + lambd` below `-lambd`, else 0 (`lambd >= 0`;
+/// NaN and negative thresholds are refused, as torch).
+pub fn softshrink(x: &Tensor, lambd: f64) -> Result<Tensor> {
+    if lambd.is_nan() || lambd < 0.0 {
+        // torch prints the dtype's largest value with C++'s six significant digits.
+        let (max, name) = match x.dtype() {
+            DType::Float64 => ("1.79769e+308", "Double"),
+            DType::Float32 => ("3.40282e+38", "Float"),
+            _ => ("9.22337e+18", "Long"),
+        };
+        return Err(Error::runtime(format!(
+            "lambda must be in range [0, {max}] for input dtype {name}, but found {lambd}"
+        )));
+    }
+    apply(x, Act::Softshrink { lambd })
+}
+
 /// glu: `a · sigmoid(b)` with `a`, `b` the halves of `x` along `dim`.
 pub fn glu(x: &Tensor, dim: i64) -> Result<Tensor> {
     if x.dim() == 0 {
@@ -808,53 +882,132 @@ pub fn glu(x: &Tensor, dim: i64) -> Result<Tensor> {
 /// Inverted dropout: each element zeroed with probability `p`, the rest scaled by 1/(1 - p).
 /// The mask comes from the crate's generator and is kept in the node (backward `g · mask`).
 pub fn dropout(x: &Tensor, p: f64) -> Result<Tensor> {
+    dropout_with(x, p, Dropout::default())
+}
+
+/// Which of torch's dropouts [`dropout_with`] runs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Dropout {
+    /// One draw per `(sample, channel)` pair, shared by the channel's elements (dropout1d/2d/3d,
+    /// feature_alpha_dropout); needs an input of two or more dims.
+    pub feature: bool,
+    /// Alpha dropout (for SELU networks): dropped values become SELU's negative saturation
+    /// and the result is rescaled and shifted to keep zero mean and unit variance.
+    pub alpha: bool,
+}
+
+/// SELU's negative saturation `-scale · alpha`, negated (torch's constant).
+const ALPHA_DROPOUT_ALPHA: f64 = 1.758_099_340_847_376_6;
+
+/// torch's `_dropout_impl` in training mode: `p = 0` returns `x` itself and `p = 1` zeros;
+/// otherwise a Bernoulli(1 - p) mask `m` (per element, or per channel with `kind.feature`) gives
+/// `x · m / (1 - p)`, or for alpha dropout `a (x · m + α (m - 1)) + α a p` with
+/// `a = 1 / √((α² p + 1)(1 - p))`. The scaled mask is kept in the node (backward `g · a m`).
+pub fn dropout_with(x: &Tensor, p: f64, kind: Dropout) -> Result<Tensor> {
     if !(0.0..=1.0).contains(&p) {
         return Err(Error::value(format!(
             "dropout probability has to be between 0 and 1, but got {p}"
         )));
+    }
+    if kind.feature && x.dim() < 2 {
+        return Err(Error::runtime(
+            "Feature dropout requires at least 2 dimensions in the input",
+        ));
+    }
+    let plain = !kind.feature && !kind.alpha;
+    if !plain && (p == 0.0 || x.numel() == 0) {
+        return Ok(x.clone());
     }
     let dt = if x.dtype().is_float() {
         x.dtype()
     } else {
         crate::tensor::dtype::default_float()
     };
-    let mask = {
+    let noise_shape: Vec<usize> = if kind.feature {
+        let mut s = vec![1; x.dim()];
+        s[..2].copy_from_slice(&x.shape()[..2]);
+        s
+    } else {
+        x.shape().to_vec()
+    };
+    let (scale, shift) = if kind.alpha && p < 1.0 {
+        let a = 1.0 / ((ALPHA_DROPOUT_ALPHA * ALPHA_DROPOUT_ALPHA * p + 1.0) * (1.0 - p)).sqrt();
+        (a, Some(ALPHA_DROPOUT_ALPHA * a))
+    } else if p < 1.0 {
+        (1.0 / (1.0 - p), None)
+    } else {
+        (0.0, None)
+    };
+    let _g = GradModeGuard::new(false);
+    // mask = scale where kept, 0 where dropped; alpha's shift = αa (m - 1) + αap per draw.
+    let keep = if p >= 1.0 {
+        Tensor::zeros(&noise_shape, dt)
+    } else {
+        Tensor::rand(&noise_shape, dt)?
+            .lt_scalar(1.0 - p)?
+            .to_dtype(dt)?
+    };
+    let mask = keep.mul_scalar(scale)?;
+    let mut out = x.detach().mul(&mask)?;
+    if let Some(aa) = shift {
+        let b = keep.sub_scalar(1.0)?.mul_scalar(aa)?.add_scalar(aa * p)?;
+        out = out.add(&b)?;
+    }
+    drop(_g);
+    if needs_grad(&[x]) {
+        let name = match (plain, kind.alpha) {
+            (true, _) => "NativeDropoutBackward0",
+            (false, false) => "MulBackward0",
+            (false, true) => "AddBackward0",
+        };
+        record(name, &[x], &[&out], &[], false, move |g, _| {
+            Ok(vec![Some(g[0].mul(&mask)?)])
+        })?;
+    }
+    Ok(out)
+}
+
+/// Randomized leaky ReLU (torch's `rrelu_with_noise`). Training (with `upper - lower` above
+/// 1e-6): each negative element is scaled by its own slope drawn uniformly from
+/// `[lower, upper]`, kept in the node; otherwise the fixed slope `(lower + upper) / 2`.
+pub fn rrelu(x: &Tensor, lower: f64, upper: f64, training: bool) -> Result<Tensor> {
+    if lower > upper {
+        return Err(Error::runtime(
+            "Lower bound should be less than or equal to the upper bound",
+        ));
+    }
+    if !x.dtype().is_float() {
+        return Err(Error::not_implemented(format!(
+            "\"rrelu_with_noise_out_cpu\" not implemented for '{}'",
+            crate::tensor::scalar_type_name(x.dtype())
+        )));
+    }
+    let dt = x.dtype();
+    let noise = {
         let _g = GradModeGuard::new(false);
-        if p >= 1.0 {
-            Tensor::zeros(x.shape(), dt)
+        let x = x.detach();
+        let neg = x.le_scalar(0.0)?;
+        let slope = if training && upper - lower > 1e-6 {
+            Tensor::rand(x.shape(), dt)?
+                .mul_scalar(upper - lower)?
+                .add_scalar(lower)?
         } else {
-            let u = Tensor::rand(x.shape(), dt)?;
-            let scale = 1.0 / (1.0 - p);
-            match dt {
-                DType::Float32 => crate::ops::elementwise::map::<f32, f32>(&u, move |v| {
-                    if (v as f64) < 1.0 - p {
-                        scale as f32
-                    } else {
-                        0.0
-                    }
-                })?,
-                _ => crate::ops::elementwise::map::<f64, f64>(&u, move |v| {
-                    if v < 1.0 - p {
-                        scale
-                    } else {
-                        0.0
-                    }
-                })?,
-            }
-        }
+            Tensor::wrapped_scalar((lower + upper) / 2.0, dt).expand(x.shape())?
+        };
+        Tensor::where_cond(&neg, &slope, &Tensor::wrapped_scalar(1.0, dt))?
     };
     let out = {
         let _g = GradModeGuard::new(false);
-        x.detach().mul(&mask)?
+        x.detach().mul(&noise)?
     };
     if needs_grad(&[x]) {
         record(
-            "NativeDropoutBackward0",
+            "RreluWithNoiseBackward0",
             &[x],
             &[&out],
             &[],
             false,
-            move |g, _| Ok(vec![Some(g[0].mul(&mask)?)]),
+            move |g, _| Ok(vec![Some(g[0].mul(&noise)?)]),
         )?;
     }
     Ok(out)

@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use crate::autograd::grad_mode::GradModeGuard;
 use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
 use crate::ops::nn::conv::with_dense;
@@ -962,5 +963,152 @@ impl Tensor {
         let x = lift_1d(self, "adaptive_max_pool1d")?;
         let (v, i) = x.adaptive_max_pool2d(&[1, output])?;
         Ok((v.squeeze(Some(-2))?, i.squeeze(Some(-2))?))
+    }
+
+    /// Adaptive 3-d average pooling to `output` `(od, oh, ow)` (windows as in
+    /// [`Tensor::adaptive_avg_pool2d`]).
+    pub fn adaptive_avg_pool3d(&self, output: &[i64]) -> Result<Tensor> {
+        let w = adaptive_windows("adaptive_avg_pool3d", self, output, 3, false)?;
+        if output == [1, 1, 1] {
+            // As in 2-d, torch takes the mean (node MeanBackward1).
+            return self.mean_dims(&[-3, -2, -1], true);
+        }
+        let names = Names {
+            forward: "AdaptiveAvgPool3DBackward0",
+            backward: "AdaptiveAvgPool3DBackwardBackward0",
+        };
+        avg_pool_apply(self, &w, false, names)
+    }
+
+    /// Adaptive 3-d max pooling: values and plane-local argmax indices.
+    pub fn adaptive_max_pool3d(&self, output: &[i64]) -> Result<(Tensor, Tensor)> {
+        let w = adaptive_windows("adaptive_max_pool3d", self, output, 3, true)?;
+        let names = Names {
+            forward: "AdaptiveMaxPool3DBackward0",
+            backward: "AdaptiveMaxPool3DBackwardBackward0",
+        };
+        max_pool_apply(self, &w, names)
+    }
+
+    /// The partial inverse of max pooling (`max_unpool2d`/`3d`, `output.len()` spatial dims):
+    /// an `(N, C, *output)` (or unbatched) tensor of zeros with each value of `self` written at
+    /// its plane-local flat index from `indices` (as max pooling returns them). Backward
+    /// gathers the gradient at those indices.
+    pub fn max_unpool(&self, indices: &Tensor, output: &[usize]) -> Result<Tensor> {
+        let nd = output.len();
+        let (name, node) = match nd {
+            2 => ("max_unpooling2d", "MaxUnpool2DBackward0"),
+            3 => ("max_unpooling3d", "MaxUnpool3DBackward0"),
+            _ => {
+                return Err(Error::value(format!(
+                    "max_unpool: output_size must have 2 or 3 spatial dims, got {nd}"
+                )))
+            }
+        };
+        if indices.dtype() != DType::Int64 {
+            return Err(Error::runtime(format!(
+                "elements in indices should be type int64 but got: {}",
+                crate::tensor::scalar_type_name(indices.dtype())
+            )));
+        }
+        if self.shape() != indices.shape() {
+            return Err(Error::runtime(format!(
+                "Expected shape of indices to be same as that of the input tensor ({}) but got indices tensor with shape: {}",
+                fmt_shape(self.shape()),
+                fmt_shape(indices.shape())
+            )));
+        }
+        if self.dim() != nd + 1 && self.dim() != nd + 2 {
+            return Err(Error::runtime(format!(
+                "Input to {name} should be a {}d or {}d Tensor, but got a tensor with {} dimensions.",
+                nd + 1,
+                nd + 2,
+                self.dim()
+            )));
+        }
+        float_only(self, name)?;
+        let lead = &self.shape()[..self.dim() - nd];
+        let planes: usize = lead.iter().product();
+        let per_in: usize = self.shape()[self.dim() - nd..].iter().product();
+        let per_out = output.iter().try_fold(1usize, |a, &b| a.checked_mul(b));
+        let per_out = per_out.ok_or_else(|| Error::runtime("max_unpool: output too large"))?;
+        let idx = indices.to_vec::<i64>()?;
+        if let Some(&bad) = idx.iter().find(|&&i| i < 0 || i as u128 >= per_out as u128) {
+            let sizes: Vec<String> = output.iter().map(|v| v.to_string()).collect();
+            return Err(Error::runtime(format!(
+                "Found an invalid max index: {bad} (output volumes are of size {}",
+                sizes.join("x")
+            )));
+        }
+        let mut shape = lead.to_vec();
+        shape.extend_from_slice(output);
+        let out = {
+            let _g = GradModeGuard::new(false);
+            // Flat targets over all planes: plane p's index i lands at p * per_out + i.
+            let flat: Vec<i64> = idx
+                .iter()
+                .enumerate()
+                .map(|(k, &i)| ((k / per_in.max(1)) * per_out) as i64 + i)
+                .collect();
+            let flat = Tensor::from_vec(flat, &[planes * per_in])?;
+            Tensor::zeros(&[planes * per_out], self.dtype())
+                .scatter(0, &flat, &self.detach().reshape(&[planes * per_in])?)?
+                .reshape(&shape)?
+        };
+        if needs_grad(&[self]) {
+            let (in_shape, idx_t) = (self.shape().to_vec(), indices.clone());
+            record(node, &[self], &[&out], &[], false, move |g, _| {
+                let g = g[0].reshape(&[planes, per_out])?;
+                let i = idx_t.reshape(&[planes, per_in])?;
+                Ok(vec![Some(g.gather(1, &i)?.reshape(&in_shape)?)])
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// Power-average pooling over `nd` (1 to 3) spatial dims, torch's composition:
+    /// `(Σ x^p)^(1/p)` per window (`sign(s) relu(|s|)` of the window mean times its size, so a
+    /// negative sum gives NaN as in torch), max pooling of `|x|` for `p = inf` and its negative
+    /// for `-inf`. `stride` empty means the kernel size.
+    pub fn lp_pool(
+        &self,
+        norm_type: f64,
+        kernel: &[i64],
+        stride: &[i64],
+        ceil_mode: bool,
+    ) -> Result<Tensor> {
+        let nd = kernel.len();
+        if norm_type == 0.0 {
+            return Err(Error::value(format!(
+                "norm_type must be a non-zero value, but got {norm_type}"
+            )));
+        }
+        let zeros = vec![0i64; nd];
+        let ones = vec![1i64; nd];
+        let max_pool = |x: &Tensor| -> Result<Tensor> {
+            let (v, _) = match nd {
+                1 => x.max_pool1d(kernel[0], stride.first().copied(), 0, 1, ceil_mode)?,
+                2 => x.max_pool2d(kernel, stride, &zeros, &ones, ceil_mode)?,
+                _ => x.max_pool3d(kernel, stride, &zeros, &ones, ceil_mode)?,
+            };
+            Ok(v)
+        };
+        if norm_type == f64::INFINITY {
+            return max_pool(&self.abs()?);
+        }
+        if norm_type == f64::NEG_INFINITY {
+            return max_pool(&self.abs()?.neg()?)?.neg();
+        }
+        let x = self.pow_scalar(norm_type)?;
+        let out = match nd {
+            1 => x.avg_pool1d(kernel[0], stride.first().copied(), 0, ceil_mode, true)?,
+            2 => x.avg_pool2d(kernel, stride, &zeros, ceil_mode, true, None)?,
+            _ => x.avg_pool3d(kernel, stride, &zeros, ceil_mode, true, None)?,
+        };
+        let size: i64 = kernel.iter().product();
+        out.sign()?
+            .mul(&out.abs()?.relu()?)?
+            .mul_scalar(size as f64)?
+            .pow_scalar(1.0 / norm_type)
     }
 }

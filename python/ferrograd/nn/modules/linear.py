@@ -111,10 +111,7 @@ class Bilinear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
-        from ... import _ops_shape
-
-        out = _ops_shape.einsum("...i,oij,...j->...o", input1, self.weight, input2)
-        return out + self.bias if self.bias is not None else out
+        return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (
