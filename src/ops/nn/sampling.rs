@@ -79,11 +79,15 @@ fn pixel_scale<T: RowFloat>(n_in: usize, n_out: usize, align: bool, scale: Optio
 }
 
 /// torch's `area_pixel_compute_source_index`.
-fn source_index<T: RowFloat>(scale: T, j: usize, align: bool, cubic: bool) -> T {
+fn source_index<T: RowFloat>(scale: T, j: usize, align: bool, cubic: bool, fused: bool) -> T {
     if align {
         scale * T::of(j as f64)
     } else {
-        let s = scale * (T::of(j as f64) + T::of(0.5)) - T::of(0.5);
+        let s = if fused {
+            scale.mul_add(T::of(j as f64) + T::of(0.5), -T::of(0.5))
+        } else {
+            scale * (T::of(j as f64) + T::of(0.5)) - T::of(0.5)
+        };
         if !cubic && s < T::zero() {
             T::zero()
         } else {
@@ -106,12 +110,26 @@ fn guard<T: RowFloat>(real: T, n_in: usize) -> (i64, T) {
 }
 
 /// The cubic convolution weights of the four taps around fraction `t` (`A = -0.75`).
-fn cubic_coefficients<T: RowFloat>(t: T) -> [T; 4] {
+fn cubic_coefficients<T: RowFloat>(t: T, fused: bool) -> [T; 4] {
     let a = T::of(-0.75);
     let (one, two, three) = (T::one(), T::of(2.0), T::of(3.0));
     let (five, eight, four) = (T::of(5.0), T::of(8.0), T::of(4.0));
-    let conv1 = |x: T| ((a + two) * x - (a + three)) * x * x + one;
-    let conv2 = |x: T| ((a * x - five * a) * x + eight * a) * x - four * a;
+    let conv1 = |x: T| {
+        if fused {
+            ((a + two).mul_add(x, -(a + three)) * x).mul_add(x, one)
+        } else {
+            ((a + two) * x - (a + three)) * x * x + one
+        }
+    };
+    let conv2 = |x: T| {
+        if fused {
+            (a.mul_add(x, -(five * a)))
+                .mul_add(x, eight * a)
+                .mul_add(x, -(four * a))
+        } else {
+            ((a * x - five * a) * x + eight * a) * x - four * a
+        }
+    };
     let x2 = one - t;
     [conv2(t + one), conv1(t), conv1(x2), conv2(x2 + one)]
 }
@@ -123,6 +141,7 @@ fn taps_for<T: RowFloat>(
     n_out: usize,
     align: bool,
     scale: Option<f64>,
+    small_2d: bool,
 ) -> Result<Taps> {
     let k = match mode {
         InterpMode::Nearest | InterpMode::NearestExact => 1,
@@ -138,15 +157,41 @@ fn taps_for<T: RowFloat>(
     let mut w = crate::tensor::creation::try_vec::<f64>(len)?;
     let last = n_in as i64 - 1;
     let scale_t: T = pixel_scale(n_in, n_out, align, scale);
+    // torch's builds contract the source index into a fused multiply-add in the bicubic and
+    // nearest-exact kernels and in the channels-last bilinear one, not in the generic linear
+    // one (measured against torch 2.15: it moves float32 samples by an ulp, and indices).
+    let fused = mode == InterpMode::Cubic || (mode == InterpMode::Linear && small_2d);
+    // The channels-last kernels' `nearest_idx`: a float scale, and exact shortcuts for the
+    // same size and for doubling.
+    let scale_f32 = match scale {
+        Some(s) if s > 0.0 => (1.0 / s) as f32,
+        _ => n_in as f32 / n_out as f32,
+    };
     for j in 0..n_out {
         match mode {
+            InterpMode::Nearest if small_2d => {
+                let i = if n_out == n_in {
+                    j
+                } else if n_out == 2 * n_in {
+                    j >> 1
+                } else {
+                    ((j as f32 * scale_f32).floor() as i64).min(last) as usize
+                };
+                idx.push(i);
+                w.push(1.0);
+            }
+            InterpMode::NearestExact if small_2d => {
+                let i = (((j as f64 + 0.5) * scale_f32 as f64) as f32).floor() as i64;
+                idx.push(i.min(last) as usize);
+                w.push(1.0);
+            }
             InterpMode::Nearest => {
-                let real = source_index(scale_t, j, true, false);
+                let real = source_index(scale_t, j, true, false, false);
                 idx.push(floorf(real).min(last) as usize);
                 w.push(1.0);
             }
             InterpMode::NearestExact => {
-                let real = source_index(scale_t, j, false, false);
+                let real = source_index(scale_t, j, false, false, true);
                 // `real + 0.5` is a double in torch, narrowed by floorf.
                 let i = ((real.f() + 0.5) as f32).floor() as i64;
                 idx.push(i.min(last) as usize);
@@ -157,7 +202,7 @@ fn taps_for<T: RowFloat>(
                     idx.extend([j, j]);
                     w.extend([1.0, 0.0]);
                 } else {
-                    let real = source_index(scale_t, j, align, false);
+                    let real = source_index(scale_t, j, align, false, fused);
                     let (i0, l1) = guard(real, n_in);
                     let i1 = if i0 < last { i0 + 1 } else { i0 };
                     idx.extend([i0 as usize, i1 as usize]);
@@ -165,9 +210,9 @@ fn taps_for<T: RowFloat>(
                 }
             }
             InterpMode::Cubic => {
-                let real = source_index(scale_t, j, align, true);
+                let real = source_index(scale_t, j, align, true, fused);
                 let (i, t) = guard(real, n_in);
-                let c = cubic_coefficients(t);
+                let c = cubic_coefficients(t, fused);
                 for (q, cq) in c.iter().enumerate() {
                     idx.push((i - 1 + q as i64).clamp(0, last) as usize);
                     w.push(cq.f());
@@ -341,27 +386,37 @@ pub fn interpolate(
             .collect(),
         _ => unreachable!("checked above"),
     };
+    if mode == InterpMode::Area {
+        return area(input, &out_sp);
+    }
     check_sizes(&in_sp, &out_sp)?;
-    if !input.dtype().is_float() {
+    if input.numel() == 0 && input.shape()[1..].contains(&0) {
         return Err(Error::runtime(format!(
-            "\"upsample_{}_out_frame\" not implemented for '{}'",
-            mode_name(mode, d),
+            "Non-empty {}D data tensor expected but got a tensor with sizes {}",
+            d + 2,
+            fmt_shape(input.shape())
+        )));
+    }
+    // torch's 2-d nearest and bilinear take their channels-last kernels for small outputs.
+    let small_2d = d == 2 && out_sp[0] + out_sp[1] <= 128;
+    if !input.dtype().is_float() {
+        let kernel = match (mode, small_2d) {
+            (InterpMode::Nearest | InterpMode::NearestExact, true) => {
+                "upsample_nearest2d_channels_last"
+            }
+            (InterpMode::Linear, true) => "upsample_bilinear2d_channels_last",
+            (InterpMode::Nearest | InterpMode::NearestExact, false) => {
+                "compute_indices_weights_nearest"
+            }
+            (InterpMode::Linear, false) => "compute_indices_weights_linear",
+            _ => "compute_indices_weights_cubic",
+        };
+        return Err(Error::not_implemented(format!(
+            "\"{kernel}\" not implemented for '{}'",
             crate::tensor::scalar_type_name(input.dtype())
         )));
     }
     let out_sp: Vec<usize> = out_sp.iter().map(|&s| s as usize).collect();
-    if mode == InterpMode::Area && d < 3 {
-        let o: Vec<i64> = out_sp.iter().map(|&s| s as i64).collect();
-        return if d == 1 {
-            input.adaptive_avg_pool1d(o[0])
-        } else {
-            input.adaptive_avg_pool2d(&o)
-        };
-    }
-    if mode == InterpMode::Area && out_sp.iter().all(|&s| s == 1) {
-        // torch takes the mean here (its node is MeanBackward1).
-        return input.mean_dims(&[-3, -2, -1], true);
-    }
     let names = names_for(mode, d)?;
     let scales: Vec<Option<f64>> = match scale_factor {
         Some(f) => f.iter().map(|&s| Some(s)).collect(),
@@ -371,10 +426,64 @@ pub fn interpolate(
     let mut taps = Vec::with_capacity(d);
     for i in 0..d {
         taps.push(match input.dtype() {
-            DType::Float32 => taps_for::<f32>(mode, in_sp[i], out_sp[i], align, scales[i])?,
-            _ => taps_for::<f64>(mode, in_sp[i], out_sp[i], align, scales[i])?,
+            DType::Float32 => {
+                taps_for::<f32>(mode, in_sp[i], out_sp[i], align, scales[i], small_2d)?
+            }
+            _ => taps_for::<f64>(mode, in_sp[i], out_sp[i], align, scales[i], small_2d)?,
         });
     }
+    resample(input, &Arc::new(Plan { taps, names }))
+}
+
+/// torch's `area` mode: adaptive average pooling (1-d and 2-d by the pooling family's
+/// kernels, 3-d by the separable passes here), with adaptive_avg_pool3d's checks.
+fn area(input: &Tensor, out_sp: &[i64]) -> Result<Tensor> {
+    let d = out_sp.len();
+    if d == 1 {
+        return input.adaptive_avg_pool1d(out_sp[0]);
+    }
+    if d == 2 {
+        return input.adaptive_avg_pool2d(out_sp);
+    }
+    if out_sp.iter().any(|&s| s < 0) {
+        return Err(Error::runtime(format!(
+            "adaptive_avg_pool3d: elements of output_size must be greater than or equal to 0 but received {{{}, {},{}}}",
+            out_sp[0], out_sp[1], out_sp[2]
+        )));
+    }
+    if let Some(i) = (1..input.dim()).find(|&i| input.shape()[i] == 0) {
+        return Err(Error::runtime(format!(
+            "adaptive_avg_pool3d(): Expected input to have non-zero size for non-batch dimensions, but input has sizes {} with dimension {i} being empty",
+            fmt_shape(input.shape())
+        )));
+    }
+    if !input.dtype().is_float() {
+        return Err(Error::not_implemented(format!(
+            "\"adaptive_avg_pool3d_cpu\" not implemented for '{}'",
+            crate::tensor::scalar_type_name(input.dtype())
+        )));
+    }
+    let out_sp: Vec<usize> = out_sp.iter().map(|&s| s as usize).collect();
+    let mut shape = input.shape()[..2].to_vec();
+    shape.extend(&out_sp);
+    if out_sp.contains(&0) {
+        return Ok(Tensor::zeros(&shape, input.dtype()));
+    }
+    if out_sp.iter().all(|&s| s == 1) {
+        // torch takes the mean here (its node is MeanBackward1).
+        return input.mean_dims(&[-3, -2, -1], true);
+    }
+    let in_sp = &input.shape()[2..];
+    let mut taps = Vec::with_capacity(3);
+    for i in 0..3 {
+        taps.push(match input.dtype() {
+            DType::Float32 => {
+                taps_for::<f32>(InterpMode::Area, in_sp[i], out_sp[i], false, None, false)?
+            }
+            _ => taps_for::<f64>(InterpMode::Area, in_sp[i], out_sp[i], false, None, false)?,
+        });
+    }
+    let names = names_for(InterpMode::Area, 3)?;
     resample(input, &Arc::new(Plan { taps, names }))
 }
 
