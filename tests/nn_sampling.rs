@@ -210,7 +210,7 @@ fn second_derivative_is_the_adjoint_identity() {
     // gx = Aᵀ v; d<gx, u>/dv = A u: the backward of the backward is the forward.
     let shape = [1, 2, 3, 4];
     let size = [5i64, 6];
-    let x = leaf(&vec![0.0; 24], &shape);
+    let x = leaf(&[0.0; 24], &shape);
     let v = leaf(
         &(0..60).map(|i| (i as f64).sin()).collect::<Vec<_>>(),
         &[1, 2, 5, 6],

@@ -900,9 +900,7 @@ def interpolate(
         (4, "bicubic"): "cubic",
     }.get((input.dim(), mode))
     if kernel is not None:
-        return _C._nn_interpolate(
-            input, output_size, scale_factors, kernel, bool(align_corners)
-        )
+        return _C._nn_interpolate(input, output_size, scale_factors, kernel, bool(align_corners))
     if mode == "area" and input.dim() in (3, 4, 5):
         if output_size is None:
             raise AssertionError("output_size is unexpectedly None")
@@ -956,8 +954,7 @@ def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) 
 def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
     """Deprecated: :func:`interpolate` with ``mode="bilinear", align_corners=True``."""
     warnings.warn(
-        "`nn.functional.upsample_bilinear` is deprecated. "
-        "Use `nn.functional.interpolate` instead.",
+        "`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
         stacklevel=2,
     )
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)

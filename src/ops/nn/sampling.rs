@@ -899,7 +899,7 @@ pub fn pixel_shuffle(x: &Tensor, upscale_factor: i64) -> Result<Tensor> {
     let r = upscale_factor as usize;
     let nd = x.dim();
     let (c, h, w) = (x.shape()[nd - 3], x.shape()[nd - 2], x.shape()[nd - 1]);
-    let rr = r.checked_mul(r).unwrap_or(usize::MAX);
+    let rr = r.saturating_mul(r);
     if !c.is_multiple_of(rr) {
         return Err(Error::runtime(format!(
             "pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)={c} is not divisible by {rr}"

@@ -49,6 +49,7 @@ from .loss import (
 from .misc import Dropout, Embedding, Flatten, Unflatten
 from .module import Module
 from .normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
+from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -61,7 +62,6 @@ from .pooling import (
     MaxPool2d,
     MaxPool3d,
 )
-from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .transformer import (
     Transformer,
