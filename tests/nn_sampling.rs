@@ -69,7 +69,7 @@ fn linear_modes_reproduce_a_ramp_exactly() {
         );
         for align in [false, true] {
             let size: Vec<i64> = sp_out.iter().map(|&s| s as i64).collect();
-            let out = interpolate(&x, Some(&size), None, InterpMode::Linear, align).unwrap();
+            let out = interpolate(&x, Some(&size), None, InterpMode::Linear, align, false).unwrap();
             let mut oshape = vec![2, 3];
             oshape.extend(&sp_out);
             assert_eq!(out.shape(), &oshape[..]);
@@ -90,7 +90,7 @@ fn linear_modes_reproduce_a_ramp_exactly() {
 fn a_given_scale_places_the_samples() {
     // torch uses 1 / scale_factor, not in / out, when the scale is given.
     let x = t((0..7).map(|v| v as f64 * 0.5).collect(), &[1, 1, 7]);
-    let out = interpolate(&x, None, Some(&[1.7]), InterpMode::Linear, false).unwrap();
+    let out = interpolate(&x, None, Some(&[1.7]), InterpMode::Linear, false, false).unwrap();
     assert_eq!(out.shape(), &[1, 1, 11]);
     let want: Vec<f64> = (0..11)
         .map(|j| 0.5 * source(j, 7, 11, false, Some(1.7)))
@@ -102,7 +102,7 @@ fn a_given_scale_places_the_samples() {
 fn nearest_at_integer_scale_repeats() {
     let x = t((0..12).map(f64::from).collect(), &[1, 2, 2, 3]);
     for mode in [InterpMode::Nearest, InterpMode::NearestExact] {
-        let out = interpolate(&x, None, Some(&[3.0, 2.0]), mode, false).unwrap();
+        let out = interpolate(&x, None, Some(&[3.0, 2.0]), mode, false, false).unwrap();
         assert_eq!(out.shape(), &[1, 2, 6, 6]);
         let want = filled(&[1, 2, 6, 6], |i| {
             (i[1] * 6 + (i[2] / 3) * 3 + i[3] / 2) as f64
@@ -112,7 +112,7 @@ fn nearest_at_integer_scale_repeats() {
     // downsampling by 2: nearest takes the first of each pair, nearest-exact the second
     let x = t((0..8).map(f64::from).collect(), &[1, 1, 8]);
     let take = |m| {
-        interpolate(&x, Some(&[4]), None, m, false)
+        interpolate(&x, Some(&[4]), None, m, false, false)
             .unwrap()
             .to_vec::<f64>()
             .unwrap()
@@ -125,13 +125,30 @@ fn nearest_at_integer_scale_repeats() {
 fn bicubic_keeps_constants_and_the_identity() {
     let x = t(vec![2.5; 2 * 3 * 4], &[1, 2, 3, 4]);
     for align in [false, true] {
-        let out = interpolate(&x, Some(&[7, 5]), None, InterpMode::Cubic, align).unwrap();
+        let out = interpolate(&x, Some(&[7, 5]), None, InterpMode::Cubic, align, false).unwrap();
         assert_close(&out.to_vec::<f64>().unwrap(), &[2.5; 70], 1e-12);
     }
     let v: Vec<f64> = (0..24).map(|i| (i as f64 * 0.37).sin()).collect();
     let x = t(v.clone(), &[1, 2, 3, 4]);
-    let out = interpolate(&x, Some(&[3, 4]), None, InterpMode::Cubic, true).unwrap();
+    let out = interpolate(&x, Some(&[3, 4]), None, InterpMode::Cubic, true, false).unwrap();
     assert_close(&out.to_vec::<f64>().unwrap(), &v, 1e-12);
+}
+
+#[test]
+fn antialiased_halving_is_a_1_3_3_1_filter() {
+    // Downscaling by 2 widens the triangle to 4 taps: (1, 3, 3, 1) / 8 away from the border,
+    // the first output renormalised over the 3 taps that exist.
+    let v: Vec<f64> = (0..12).map(|i| ((i * 7) % 5) as f64).collect();
+    let x = t(v.clone(), &[1, 1, 1, 12]);
+    let out = interpolate(&x, Some(&[1, 6]), None, InterpMode::Linear, false, true).unwrap();
+    let mut want = vec![(0.75 * v[0] + 0.75 * v[1] + 0.25 * v[2]) / 1.75];
+    for i in 1..6 {
+        let j = 2 * i;
+        let right = if j + 2 < 12 { v[j + 2] } else { 0.0 };
+        let total = if j + 2 < 12 { 8.0 } else { 7.0 };
+        want.push((v[j - 1] + 3.0 * v[j] + 3.0 * v[j + 1] + right) / total);
+    }
+    assert_close(&out.to_vec::<f64>().unwrap(), &want, 1e-12);
 }
 
 #[test]
@@ -143,6 +160,7 @@ fn area_averages_blocks() {
         Some(&[2, 2, 3]),
         None,
         InterpMode::Area,
+        false,
         false,
     )
     .unwrap();
@@ -183,7 +201,15 @@ fn gradients_match_finite_differences() {
         ),
         (vec![1, 1, 3, 4, 5], vec![2, 3, 2], InterpMode::Area, false),
     ];
-    for (shape, size, mode, align) in cases {
+    let aa = [
+        (vec![1, 2, 7, 6], vec![3, 4], InterpMode::Linear, false),
+        (vec![1, 2, 7, 6], vec![3, 8], InterpMode::Cubic, true),
+    ];
+    let cases = cases
+        .into_iter()
+        .map(|c| (c, false))
+        .chain(aa.into_iter().map(|c| (c, true)));
+    for ((shape, size, mode, align), antialias) in cases {
         let n: usize = shape.iter().product();
         let xv: Vec<f64> = (0..n).map(|i| (i as f64 * 0.71).cos()).collect();
         let mut oshape = shape[..2].to_vec();
@@ -191,7 +217,7 @@ fn gradients_match_finite_differences() {
         let m: usize = oshape.iter().product();
         let w = t((0..m).map(|i| (i as f64 * 1.3).sin()).collect(), &oshape);
         let f = |x: &Tensor| {
-            interpolate(x, Some(&size), None, mode, align)
+            interpolate(x, Some(&size), None, mode, align, antialias)
                 .unwrap()
                 .mul(&w)
                 .unwrap()
@@ -217,7 +243,7 @@ fn second_derivative_is_the_adjoint_identity() {
     );
     let u = t((0..24).map(|i| (i as f64 * 0.3).cos()).collect(), &shape);
     for mode in [InterpMode::Linear, InterpMode::Cubic, InterpMode::Nearest] {
-        let out = interpolate(&x, Some(&size), None, mode, false).unwrap();
+        let out = interpolate(&x, Some(&size), None, mode, false, false).unwrap();
         let opts = GradOptions {
             grad_outputs: vec![Some(v.clone())],
             create_graph: true,
@@ -228,7 +254,7 @@ fn second_derivative_is_the_adjoint_identity() {
             .unwrap();
         let s = gx.mul(&u).unwrap().sum().unwrap();
         let gv = autograd::grad(&[s], std::slice::from_ref(&v), GradOptions::default()).unwrap();
-        let want = interpolate(&u, Some(&size), None, mode, false).unwrap();
+        let want = interpolate(&u, Some(&size), None, mode, false, false).unwrap();
         assert_close(
             &gv[0].as_ref().unwrap().to_vec::<f64>().unwrap(),
             &want.to_vec::<f64>().unwrap(),
@@ -245,8 +271,8 @@ fn float32_follows_float64() {
     let x64 = t(v, &[2, 3, 5, 6]);
     let x32 = x64.to_dtype(ferrograd::DType::Float32).unwrap();
     for mode in [InterpMode::Linear, InterpMode::Cubic] {
-        let a = interpolate(&x64, None, Some(&[1.7, 0.6]), mode, false).unwrap();
-        let b = interpolate(&x32, None, Some(&[1.7, 0.6]), mode, false).unwrap();
+        let a = interpolate(&x64, None, Some(&[1.7, 0.6]), mode, false, false).unwrap();
+        let b = interpolate(&x32, None, Some(&[1.7, 0.6]), mode, false, false).unwrap();
         assert_close(
             &b.to_vec::<f64>().unwrap(),
             &a.to_vec::<f64>().unwrap(),
@@ -322,7 +348,7 @@ fn channel_shuffle_interleaves_groups() {
 fn bad_input_gives_torch_errors() {
     let x = t(vec![0.0; 12], &[1, 1, 3, 4]);
     let err = |r: ferrograd::error::Result<Tensor>| r.unwrap_err().to_string();
-    assert!(err(interpolate(&x, Some(&[0, 2]), None, InterpMode::Linear, false)).contains(
+    assert!(err(interpolate(&x, Some(&[0, 2]), None, InterpMode::Linear, false, false)).contains(
         "Input and output sizes should be greater than 0, but got input (H: 3, W: 4) output (H: 0, W: 2)"
     ));
     assert!(err(interpolate(
@@ -330,18 +356,25 @@ fn bad_input_gives_torch_errors() {
         None,
         Some(&[0.1, 1.0]),
         InterpMode::Nearest,
+        false,
         false
     ))
     .contains("output (H: 0, W: 4)"));
-    assert!(
-        err(interpolate(&x, Some(&[2]), None, InterpMode::Linear, false))
-            .contains("It is expected input_size equals to 3")
-    );
+    assert!(err(interpolate(
+        &x,
+        Some(&[2]),
+        None,
+        InterpMode::Linear,
+        false,
+        false
+    ))
+    .contains("It is expected input_size equals to 3"));
     assert!(err(interpolate(
         &x,
         Some(&[2, 2]),
         Some(&[2.0, 2.0]),
         InterpMode::Linear,
+        false,
         false
     ))
     .contains("exactly one of output_size and scale_factors"));
@@ -351,6 +384,7 @@ fn bad_input_gives_torch_errors() {
         Some(&[2, 2]),
         None,
         InterpMode::Linear,
+        false,
         false
     ))
     .contains("not implemented for 'Long'"));

@@ -1148,9 +1148,11 @@ def _nn_interpolate(
     scale_factor: Sequence[_float] | None,
     mode: str,
     align_corners: _bool,
+    antialias: _bool = False,
 ) -> Tensor:
     """``interpolate`` to ``size`` or by ``scale_factor`` (exactly one given); ``mode`` one of
-    "nearest", "nearest-exact", "linear", "cubic", "area"."""
+    "nearest", "nearest-exact", "linear", "cubic", "area"; ``antialias`` for "linear" and
+    "cubic" over 2 dims."""
 
 def _nn_shuffle(kind: str, input: Tensor, factor: _int) -> Tensor:
     """``pixel_shuffle`` ("shuffle"), ``pixel_unshuffle`` ("unshuffle") or ``channel_shuffle``

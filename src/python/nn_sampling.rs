@@ -9,9 +9,10 @@ use super::tensor::{tensor_of, wrap, PyTensor};
 use crate::ops::nn::sampling::{self, InterpMode};
 
 /// `input` resampled to `size` or by `scale_factor` (exactly one given, one entry per spatial
-/// dim); `mode` one of nearest, nearest-exact, linear, cubic, area.
+/// dim); `mode` one of nearest, nearest-exact, linear, cubic, area; `antialias` for linear and
+/// cubic over 2 dims.
 #[pyfunction]
-#[pyo3(signature = (input, size, scale_factor, mode, align_corners))]
+#[pyo3(signature = (input, size, scale_factor, mode, align_corners, antialias=false))]
 fn _nn_interpolate(
     py: Python<'_>,
     input: &Bound<'_, PyAny>,
@@ -19,6 +20,7 @@ fn _nn_interpolate(
     scale_factor: Option<Vec<f64>>,
     mode: &str,
     align_corners: bool,
+    antialias: bool,
 ) -> PyResult<Py<PyTensor>> {
     let x = tensor_of(input, "input")?;
     let mode = match mode {
@@ -41,6 +43,7 @@ fn _nn_interpolate(
             scale_factor.as_deref(),
             mode,
             align_corners,
+            antialias,
         )
     })?;
     wrap(py, out)

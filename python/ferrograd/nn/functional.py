@@ -882,10 +882,8 @@ def interpolate(
             "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and "
             "requires a 4-D tensor as input"
         )
-    if antialias or mode == "lanczos":
-        raise NotImplementedError(
-            "interpolate(antialias=True) and the lanczos mode are not implemented in ferrograd"
-        )
+    if mode == "lanczos":
+        raise NotImplementedError("interpolate: the lanczos mode is not implemented in ferrograd")
 
     kernel = {
         (3, "nearest"): "nearest",
@@ -900,7 +898,9 @@ def interpolate(
         (4, "bicubic"): "cubic",
     }.get((input.dim(), mode))
     if kernel is not None:
-        return _C._nn_interpolate(input, output_size, scale_factors, kernel, bool(align_corners))
+        return _C._nn_interpolate(
+            input, output_size, scale_factors, kernel, bool(align_corners), bool(antialias)
+        )
     if mode == "area" and input.dim() in (3, 4, 5):
         if output_size is None:
             raise AssertionError("output_size is unexpectedly None")

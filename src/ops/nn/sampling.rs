@@ -243,6 +243,103 @@ fn taps_for<T: RowFloat>(
     })
 }
 
+/// Pillow's resampling filters (torch's `aa_filter`): the triangle, and the cubic with
+/// `A = -0.5` (its polynomials in fused multiply-adds, as torch's build contracts them).
+fn aa_filter<T: RowFloat>(mode: InterpMode, x: T) -> T {
+    let x = x.abs();
+    let one = T::one();
+    if mode == InterpMode::Linear {
+        return if x < one { one - x } else { T::zero() };
+    }
+    let a = T::of(-0.5);
+    if x < one {
+        ((a + T::of(2.0)).mul_add(x, -(a + T::of(3.0))) * x).mul_add(x, one)
+    } else if x < T::of(2.0) {
+        a.mul_add(x, -(T::of(5.0) * a))
+            .mul_add(x, T::of(8.0) * a)
+            .mul_add(x, -(T::of(4.0) * a))
+    } else {
+        T::zero()
+    }
+}
+
+/// The antialiased taps of one dim (torch's `_compute_indices_min_size_weights_aa`): when
+/// downscaling, the filter's support grows with the scale, so every input pixel counts. A dim
+/// whose size does not change is copied, as torch skips it.
+fn taps_antialias<T: RowFloat>(
+    mode: InterpMode,
+    n_in: usize,
+    n_out: usize,
+    align: bool,
+    scale: Option<f64>,
+) -> Result<Taps> {
+    if n_in == n_out {
+        return Ok(Taps {
+            n_in,
+            n_out,
+            k: 1,
+            idx: (0..n_out).collect(),
+            w: vec![1.0; n_out],
+        });
+    }
+    let interp = if mode == InterpMode::Linear { 2.0 } else { 4.0 };
+    let scale_t: T = pixel_scale(n_in, n_out, align, scale);
+    let big = scale_t >= T::one();
+    let support = if big {
+        T::of(interp * 0.5) * scale_t
+    } else {
+        T::of(interp * 0.5)
+    };
+    let k = (support.f().ceil() as usize) * 2 + 1;
+    let len = n_out
+        .checked_mul(k)
+        .ok_or_else(|| Error::runtime("interpolate: output too large"))?;
+    let mut idx = crate::tensor::creation::try_vec::<usize>(len)?;
+    let mut w = crate::tensor::creation::try_vec::<f64>(len)?;
+    let invscale = if big {
+        T::of(1.0 / scale_t.f())
+    } else {
+        T::one()
+    };
+    let mut ws: Vec<T> = Vec::with_capacity(k);
+    for i in 0..n_out {
+        // The mixed float/double arithmetic of torch's C++, rounded where it rounds.
+        let center = T::of(scale_t.f() * (i as f64 + 0.5));
+        let xmin = (((center - support).f() + 0.5) as i64).max(0);
+        let xmax = (((center + support).f() + 0.5) as i64).min(n_in as i64);
+        let xsize = (xmax - xmin).clamp(0, k as i64) as usize;
+        ws.clear();
+        let mut total = T::zero();
+        for j in 0..xsize {
+            let arg = T::of(((T::of((j as i64 + xmin) as f64) - center).f() + 0.5) * invscale.f());
+            let v = aa_filter(mode, arg);
+            ws.push(v);
+            total = total + v;
+        }
+        for j in 0..k {
+            if j < xsize {
+                let v = if total != T::zero() {
+                    ws[j] / total
+                } else {
+                    ws[j]
+                };
+                idx.push(xmin as usize + j);
+                w.push(v.f());
+            } else {
+                idx.push(SKIP);
+                w.push(0.0);
+            }
+        }
+    }
+    Ok(Taps {
+        n_in,
+        n_out,
+        k,
+        idx,
+        w,
+    })
+}
+
 /// torch's node names for a mode over `d` spatial dims.
 fn names_for(mode: InterpMode, d: usize) -> Result<Names> {
     let n = |forward, adjoint| Ok(Names { forward, adjoint });
@@ -350,6 +447,9 @@ fn check_sizes(input: &[usize], output: &[i64]) -> Result<()> {
 /// pixel centres onto each other. Float tensors only. Differentiable to any order: the backward
 /// is the adjoint resampling, whose backward is the forward again.
 ///
+/// `antialias` (linear and cubic over 2 spatial dims, as torch allows) widens the filter by the
+/// downscaling factor, as Pillow does (cubic then uses `A = -0.5`).
+///
 /// Errors: a size or scale list whose length does not match, a non-positive input or output
 /// size, a non-float input, and a mode the number of dims does not support (bicubic needs 2
 /// spatial dims; area over 1 or 2 dims is adaptive average pooling).
@@ -359,6 +459,7 @@ pub fn interpolate(
     scale_factor: Option<&[f64]>,
     mode: InterpMode,
     align_corners: bool,
+    antialias: bool,
 ) -> Result<Tensor> {
     let d = match (size, scale_factor) {
         (Some(s), None) => s.len(),
@@ -399,8 +500,15 @@ pub fn interpolate(
     }
     // torch's 2-d nearest and bilinear take their channels-last kernels for small outputs.
     let small_2d = d == 2 && out_sp[0] + out_sp[1] <= 128;
+    let antialias = antialias && matches!(mode, InterpMode::Linear | InterpMode::Cubic);
+    if antialias && d != 2 {
+        return Err(Error::value(
+            "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D tensor as input",
+        ));
+    }
     if !input.dtype().is_float() {
         let kernel = match (mode, small_2d) {
+            _ if antialias => "compute_index_ranges_weights",
             (InterpMode::Nearest | InterpMode::NearestExact, true) => {
                 "upsample_nearest2d_channels_last"
             }
@@ -417,7 +525,20 @@ pub fn interpolate(
         )));
     }
     let out_sp: Vec<usize> = out_sp.iter().map(|&s| s as usize).collect();
-    let names = names_for(mode, d)?;
+    let names = if antialias {
+        match mode {
+            InterpMode::Linear => Names {
+                forward: "UpsampleBilinear2DAaBackward0",
+                adjoint: "UpsampleBilinear2DAaBackwardBackward0",
+            },
+            _ => Names {
+                forward: "UpsampleBicubic2DAaBackward0",
+                adjoint: "UpsampleBicubic2DAaBackwardBackward0",
+            },
+        }
+    } else {
+        names_for(mode, d)?
+    };
     let scales: Vec<Option<f64>> = match scale_factor {
         Some(f) => f.iter().map(|&s| Some(s)).collect(),
         None => vec![None; d],
@@ -425,11 +546,12 @@ pub fn interpolate(
     let align = align_corners && matches!(mode, InterpMode::Linear | InterpMode::Cubic);
     let mut taps = Vec::with_capacity(d);
     for i in 0..d {
-        taps.push(match input.dtype() {
-            DType::Float32 => {
-                taps_for::<f32>(mode, in_sp[i], out_sp[i], align, scales[i], small_2d)?
-            }
-            _ => taps_for::<f64>(mode, in_sp[i], out_sp[i], align, scales[i], small_2d)?,
+        let (n_in, n_out, sc) = (in_sp[i], out_sp[i], scales[i]);
+        taps.push(match (input.dtype(), antialias) {
+            (DType::Float32, false) => taps_for::<f32>(mode, n_in, n_out, align, sc, small_2d)?,
+            (_, false) => taps_for::<f64>(mode, n_in, n_out, align, sc, small_2d)?,
+            (DType::Float32, true) => taps_antialias::<f32>(mode, n_in, n_out, align, sc)?,
+            (_, true) => taps_antialias::<f64>(mode, n_in, n_out, align, sc)?,
         });
     }
     resample(input, &Arc::new(Plan { taps, names }))
