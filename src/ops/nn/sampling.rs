@@ -316,19 +316,14 @@ fn taps_antialias<T: RowFloat>(
             ws.push(v);
             total = total + v;
         }
-        for j in 0..k {
-            if j < xsize {
-                let v = if total != T::zero() {
-                    ws[j] / total
-                } else {
-                    ws[j]
-                };
-                idx.push(xmin as usize + j);
-                w.push(v.f());
-            } else {
-                idx.push(SKIP);
-                w.push(0.0);
-            }
+        for (j, &v) in ws.iter().enumerate() {
+            let v = if total != T::zero() { v / total } else { v };
+            idx.push(xmin as usize + j);
+            w.push(v.f());
+        }
+        for _ in xsize..k {
+            idx.push(SKIP);
+            w.push(0.0);
         }
     }
     Ok(Taps {
