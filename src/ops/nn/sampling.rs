@@ -33,7 +33,7 @@ pub enum InterpMode {
 }
 
 /// One 1-d resampling: output index `j` is `Σ_t w[j k + t] · x[idx[j k + t]]` for `t < k`.
-/// A tap with index [`SKIP`] takes no part (area windows shorter than `k`).
+/// A tap with index [`SKIP`] takes no part (area and antialias windows shorter than `k`).
 #[derive(Debug)]
 struct Taps {
     n_in: usize,
@@ -432,9 +432,8 @@ fn check_sizes(input: &[usize], output: &[i64]) -> Result<()> {
     }))
 }
 
-/// `input` (`(*, d1, .., dk)` with `k = size.len()` or `scale_factor.len()` spatial dims, 1 to
-/// 3, after at least 2 leading dims for the torch modes) resampled to the given `size`, or to
-/// `floor(d * scale)` per dim.
+/// `input` (`(N, C, d1, .., dk)` with `k = size.len()` or `scale_factor.len()` spatial dims, 1
+/// to 3) resampled to the given `size`, or to `floor(d * scale)` per dim.
 ///
 /// Exactly one of `size` and `scale_factor` must be given. When `scale_factor` is given its
 /// values (not the rounded sizes) place the samples, as torch does when
@@ -721,7 +720,7 @@ fn run_as<T: RowFloat>(x: &Tensor, plan: &Plan, shape: &[usize], adjoint: bool) 
     Tensor::from_vec(v, shape)
 }
 
-/// The size of the largest intermediate of a sequence of passes, and the shapes in between.
+/// Elements of a plane of these spatial sizes.
 fn scratch_len(dims: &[usize]) -> usize {
     dims.iter().product()
 }
