@@ -108,6 +108,21 @@ def test_pixel_shuffle_keeps_integer_dtypes() -> None:
     assert y.flatten().tolist() == [0, 4, 1, 5, 8, 12, 9, 13, 2, 6, 3, 7, 10, 14, 11, 15]
 
 
+def test_modules_survive_pickle_and_deepcopy() -> None:
+    import copy
+    import pickle
+
+    for m in (nn.Upsample(scale_factor=(2, 3), mode="bicubic"), nn.PixelShuffle(2)):
+        for clone in (copy.deepcopy(m), pickle.loads(pickle.dumps(m))):
+            assert repr(clone) == repr(m)
+    old = nn.Upsample(size=3)
+    state = old.__dict__.copy()
+    del state["recompute_scale_factor"]
+    fresh = nn.Upsample.__new__(nn.Upsample)
+    fresh.__setstate__(state)  # a module pickled before the attribute existed
+    assert fresh.recompute_scale_factor is True
+
+
 def test_upsample_modules_call_interpolate() -> None:
     x = fg.tensor(_rand(1, 2, 3, 4))
     np.testing.assert_array_equal(
@@ -263,7 +278,7 @@ def test_modules_repr_match_torch(torch: Any) -> None:
 
 def test_deprecated_aliases_warn_like_torch(torch: Any) -> None:
     a = _rand(1, 1, 3, 3)
-    for name in ("upsample_nearest", "upsample_bilinear"):
+    for name in ("upsample", "upsample_nearest", "upsample_bilinear"):
         with warnings.catch_warnings(record=True) as wf:
             warnings.simplefilter("always")
             yf = getattr(F, name)(fg.tensor(a), scale_factor=2)
