@@ -341,6 +341,15 @@ _BAD: Dict[str, Callable[[Any], Any]] = {
     "pixel_shuffle_channels": lambda L: L.nn.functional.pixel_shuffle(L.zeros(1, 7, 3, 3), 2),
     "pixel_shuffle_zero": lambda L: L.nn.functional.pixel_shuffle(L.zeros(1, 4, 2, 2), 0),
     "pixel_shuffle_float": lambda L: L.nn.functional.pixel_shuffle(L.zeros(1, 4, 2, 2), 2.0),
+    "pixel_shuffle_tensor_0d": lambda L: L.nn.functional.pixel_shuffle(
+        L.zeros(1, 4, 2, 2), L.tensor(2)
+    ),
+    "pixel_shuffle_tensor_1d": lambda L: L.nn.functional.pixel_shuffle(
+        L.zeros(1, 4, 2, 2), L.tensor([2])
+    ),
+    "pixel_shuffle_tensor_float": lambda L: L.nn.functional.pixel_shuffle(
+        L.zeros(1, 4, 2, 2), L.tensor(2.0)
+    ),
     "pixel_shuffle_bool": lambda L: L.nn.functional.pixel_shuffle(L.zeros(1, 4, 2, 2), True),
     "pixel_unshuffle_height": lambda L: L.nn.functional.pixel_unshuffle(L.zeros(1, 3, 5, 4), 2),
     "pixel_unshuffle_width": lambda L: L.nn.functional.pixel_unshuffle(L.zeros(1, 3, 4, 5), 2),

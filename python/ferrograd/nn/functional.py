@@ -961,12 +961,16 @@ def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None)
 
 
 def _int_arg(fn: str, name: str, value: Any) -> int:
-    """torch's argument parser for an int in position 2: bools and floats are TypeErrors."""
-    if isinstance(value, bool) or not _is_integer(value) or isinstance(value, Tensor):
-        raise TypeError(
-            f"{fn}(): argument '{name}' (position 2) must be int, not {type(value).__name__}"
-        )
-    return int(value)
+    """torch's argument parser for an int in position 2: a 0-d int64 tensor passes, bools,
+    floats and other tensors are TypeErrors."""
+    if isinstance(value, Tensor):
+        if value.dim() == 0 and value.dtype == _C.int64:
+            return int(value.item())
+    elif not isinstance(value, bool) and _is_integer(value):
+        return int(value)
+    raise TypeError(
+        f"{fn}(): argument '{name}' (position 2) must be int, not {type(value).__name__}"
+    )
 
 
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:

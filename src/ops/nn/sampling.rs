@@ -1073,7 +1073,11 @@ pub fn pixel_unshuffle(x: &Tensor, downscale_factor: i64) -> Result<Tensor> {
     let b: usize = lead.iter().product();
     let (oh, ow) = (h / r, w / r);
     let mut shape = lead.to_vec();
-    shape.extend([c * r * r, oh, ow]);
+    let channels = c
+        .checked_mul(r)
+        .and_then(|v| v.checked_mul(r))
+        .ok_or_else(|| Error::runtime("pixel_unshuffle: output size overflows"))?;
+    shape.extend([channels, oh, ow]);
     // (B, C, oh, r, ow, r) -> (B, C, r, r, oh, ow)
     let out = permuted_copy(x, &[b, c, oh, r, ow, r], &[0, 1, 3, 5, 2, 4], &shape)?;
     if needs_grad(&[x]) {
