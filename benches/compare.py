@@ -507,6 +507,38 @@ def max_pool2d() -> Dict[str, Any]:
     return {"make": make, "unit": "ms/step", "scale": 1e3}
 
 
+def interpolate_bilinear() -> Dict[str, Any]:
+    x0, g0 = _rand(16, 32, 64, 64), _rand(16, 32, 128, 128)
+
+    def make(lib: Any) -> Callable[[], None]:
+        x, g = _leaf(lib, x0), lib.tensor(g0)
+
+        def step() -> None:
+            lib.nn.functional.interpolate(
+                x, size=(128, 128), mode="bilinear", align_corners=False
+            ).backward(g)
+            x.grad = None
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
+def pixel_shuffle() -> Dict[str, Any]:
+    x0, g0 = _rand(16, 256, 32, 32), _rand(16, 64, 64, 64)
+
+    def make(lib: Any) -> Callable[[], None]:
+        x, g = _leaf(lib, x0), lib.tensor(g0)
+
+        def step() -> None:
+            lib.nn.functional.pixel_shuffle(x, 2).backward(g)
+            x.grad = None
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
 def cnn_train() -> Dict[str, Any]:
     """LeNet-style step: two conv2d 5x5 + relu + max_pool2d 2x2, linear, cross_entropy, SGD."""
     x0 = _rand(32, 1, 28, 28)
@@ -605,6 +637,8 @@ WORKLOADS = {
     "max_pool2d": (max_pool2d, 1.00),
     "cnn_train": (cnn_train, 0.90),
     "resnet_block": (resnet_block, 0.90),
+    "interpolate_bilinear": (interpolate_bilinear, 1.00),
+    "pixel_shuffle": (pixel_shuffle, 1.00),
 }
 
 

@@ -89,6 +89,8 @@ __all__ = [
     "_nn_im2col",
     "_nn_col2im",
     "_nn_pad",
+    "_nn_interpolate",
+    "_nn_shuffle",
     "_nn_layer_norm",
     "_nn_rms_norm",
     "_nn_group_norm",
@@ -1139,6 +1141,22 @@ def _nn_col2im(
 
 def _nn_pad(input: Tensor, pads: Sequence[_int], mode: str, value: _float) -> Tensor:
     """``pad`` (``mode`` one of "constant", "reflect", "replicate", "circular")."""
+
+def _nn_interpolate(
+    input: Tensor,
+    size: Sequence[_int] | None,
+    scale_factor: Sequence[_float] | None,
+    mode: str,
+    align_corners: _bool,
+    antialias: _bool = False,
+) -> Tensor:
+    """``interpolate`` to ``size`` or by ``scale_factor`` (exactly one given); ``mode`` one of
+    "nearest", "nearest-exact", "linear", "cubic", "area"; ``antialias`` for "linear" and
+    "cubic" over 2 dims."""
+
+def _nn_shuffle(kind: str, input: Tensor, factor: _int) -> Tensor:
+    """``pixel_shuffle`` ("shuffle"), ``pixel_unshuffle`` ("unshuffle") or ``channel_shuffle``
+    ("channel")."""
 
 def _nn_layer_norm(
     input: Tensor,

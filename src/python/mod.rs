@@ -8,6 +8,7 @@ mod nn_attention;
 mod nn_conv;
 mod nn_norm;
 mod nn_rnn;
+mod nn_sampling;
 mod nn_sparse;
 mod node;
 mod numpy_interop;
@@ -517,6 +518,7 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     nn_attention::register(m)?;
     nn_activation_loss::register(m)?;
     nn_conv::register(m)?;
+    nn_sampling::register(m)?;
     ops_math::register(m)?;
     ops_shape::register(m)?;
     optim::register(m)?;

@@ -46,6 +46,7 @@ __all__ = [
     "binary_cross_entropy_with_logits",
     "celu",
     "celu_",
+    "channel_shuffle",
     "conv1d",
     "conv2d",
     "conv3d",
@@ -72,6 +73,7 @@ __all__ = [
     "hardtanh_",
     "huber_loss",
     "instance_norm",
+    "interpolate",
     "kl_div",
     "l1_loss",
     "layer_norm",
@@ -96,10 +98,13 @@ __all__ = [
     "mish",
     "mse_loss",
     "multi_head_attention_forward",
+    "native_channel_shuffle",
     "nll_loss",
     "normalize",
     "one_hot",
     "pad",
+    "pixel_shuffle",
+    "pixel_unshuffle",
     "prelu",
     "relu",
     "relu6",
@@ -123,6 +128,9 @@ __all__ = [
     "threshold",
     "threshold_",
     "unfold",
+    "upsample",
+    "upsample_bilinear",
+    "upsample_nearest",
 ]
 
 
@@ -992,6 +1000,219 @@ def pad(
     if mode != "constant" and value is not None and value != 0:
         raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
     return _C._nn_pad(input, pads, mode, 0.0 if value is None else float(value))
+
+
+# ----- resampling: interpolate, pixel and channel shuffles ---------------------------------------
+
+
+def _is_integer(x: Any) -> bool:
+    """torch's ``_is_integer``: Python and NumPy ints, and integer tensors."""
+    if isinstance(x, int):
+        return True
+    try:
+        import numpy as np
+
+        if isinstance(x, np.integer):
+            return True
+    except ImportError:  # pragma: no cover - numpy is a dependency
+        pass
+    return isinstance(x, Tensor) and not x.is_floating_point()
+
+
+def interpolate(
+    input: Tensor,
+    size: Any = None,
+    scale_factor: Any = None,
+    mode: str = "nearest",
+    align_corners: Optional[bool] = None,
+    recompute_scale_factor: Optional[bool] = None,
+    antialias: bool = False,
+) -> Tensor:
+    """Resample ``input`` (``(N, C, *spatial)``, 1 to 3 spatial dims) to ``size`` or by
+    ``scale_factor``. Modes ``nearest``, ``nearest-exact``, ``linear`` (3-D), ``bilinear`` and
+    ``bicubic`` (4-D), ``trilinear`` (5-D) and ``area`` (adaptive average pooling). torch's
+    argument checks and messages; the resampling runs in the crate."""
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError(
+                "align_corners option can only be set with the "
+                "interpolating modes: linear | bilinear | bicubic | trilinear"
+            )
+    else:
+        if align_corners is None:
+            align_corners = False
+
+    dim = input.dim() - 2  # Number of spatial dimensions.
+
+    output_size: Optional[List[int]]
+    scale_factors: Optional[List[float]]
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    elif size is not None:
+        scale_factors = None
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError(
+                    "Input and output must have the same number of spatial dimensions, but got "
+                    f"input with spatial dimensions of {list(input.shape[2:])} and output size of "
+                    f"{size}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                    "output size in (o1, o2, ...,oK) format."
+                )
+            if not all(_is_integer(x) for x in size):
+                raise TypeError(
+                    "expected size to be one of int or Tuple[int] or Tuple[int, int] or "
+                    f"Tuple[int, int, int], but got size with types {[type(x) for x in size]}"
+                )
+            output_size = [int(x) for x in size]
+        else:
+            output_size = [int(size) for _ in range(dim)]
+    elif scale_factor is not None:
+        output_size = None
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dim:
+                raise ValueError(
+                    "Input and scale_factor must have the same number of spatial dimensions, but "
+                    f"got input with spatial dimensions of {list(input.shape[2:])} and "
+                    f"scale_factor of shape {scale_factor}. "
+                    "Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                    "scale_factor in (s1, s2, ...,sK) format."
+                )
+            scale_factors = [float(s) for s in scale_factor]
+        else:
+            scale_factors = [float(scale_factor) for _ in range(dim)]
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+
+    if recompute_scale_factor is not None and recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+
+    # "area" mode always requires an explicit size rather than scale factor.
+    if mode == "area" and output_size is None:
+        recompute_scale_factor = True
+
+    if recompute_scale_factor is not None and recompute_scale_factor:
+        # The output size from the scales; the kernel then derives its scales from the sizes.
+        if scale_factors is None:
+            raise AssertionError("scale_factors is unexpectedly None")
+        output_size = [int(input.size(i + 2) * scale_factors[i]) for i in range(dim)]
+        scale_factors = None
+
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.ndim == 4):
+        raise ValueError(
+            "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and "
+            "requires a 4-D tensor as input"
+        )
+    if mode == "lanczos":
+        raise NotImplementedError("interpolate: the lanczos mode is not implemented in ferrograd")
+
+    kernel = {
+        (3, "nearest"): "nearest",
+        (4, "nearest"): "nearest",
+        (5, "nearest"): "nearest",
+        (3, "nearest-exact"): "nearest-exact",
+        (4, "nearest-exact"): "nearest-exact",
+        (5, "nearest-exact"): "nearest-exact",
+        (3, "linear"): "linear",
+        (4, "bilinear"): "linear",
+        (5, "trilinear"): "linear",
+        (4, "bicubic"): "cubic",
+    }.get((input.dim(), mode))
+    if kernel is not None:
+        return _C._nn_interpolate(
+            input, output_size, scale_factors, kernel, bool(align_corners), bool(antialias)
+        )
+    if mode == "area" and input.dim() in (3, 4, 5):
+        if output_size is None:
+            raise AssertionError("output_size is unexpectedly None")
+        if input.dim() == 3:
+            return adaptive_avg_pool1d(input, output_size)
+        if input.dim() == 4:
+            return adaptive_avg_pool2d(input, output_size)
+        return _C._nn_interpolate(input, output_size, None, "area", False)
+
+    wrong = {
+        (3, "bilinear"): "Got 3D input, but bilinear mode needs 4D input",
+        (3, "trilinear"): "Got 3D input, but trilinear mode needs 5D input",
+        (4, "linear"): "Got 4D input, but linear mode needs 3D input",
+        (4, "trilinear"): "Got 4D input, but trilinear mode needs 5D input",
+        (5, "linear"): "Got 5D input, but linear mode needs 3D input",
+        (5, "bilinear"): "Got 5D input, but bilinear mode needs 4D input",
+    }.get((input.dim(), mode))
+    if wrong is not None:
+        raise NotImplementedError(wrong)
+    raise NotImplementedError(
+        "Input Error: Only 3D, 4D and 5D input Tensors supported"
+        f" (got {input.dim()}D) for the modes: nearest | linear | bilinear | bicubic | trilinear"
+        f" | lanczos | area | nearest-exact (got {mode})"
+    )
+
+
+def upsample(
+    input: Tensor,
+    size: Any = None,
+    scale_factor: Any = None,
+    mode: str = "nearest",
+    align_corners: Optional[bool] = None,
+) -> Tensor:
+    """Deprecated alias of :func:`interpolate` (warns, as torch does)."""
+    warnings.warn(
+        "`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=2,
+    )
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
+    """Deprecated: :func:`interpolate` with ``mode="nearest"``."""
+    warnings.warn(
+        "`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=2,
+    )
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
+    """Deprecated: :func:`interpolate` with ``mode="bilinear", align_corners=True``."""
+    warnings.warn(
+        "`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=2,
+    )
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def _int_arg(fn: str, name: str, value: Any) -> int:
+    """torch's argument parser for an int in position 2: a 0-d int64 tensor passes, bools,
+    floats and other tensors are TypeErrors."""
+    if isinstance(value, Tensor):
+        if value.dim() == 0 and value.dtype == _C.int64:
+            return int(value.item())
+    elif not isinstance(value, bool) and _is_integer(value):
+        return int(value)
+    raise TypeError(
+        f"{fn}(): argument '{name}' (position 2) must be int, not {type(value).__name__}"
+    )
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """``(*, C r², H, W)`` to ``(*, C, H r, W r)``."""
+    return _C._nn_shuffle(
+        "shuffle", input, _int_arg("pixel_shuffle", "upscale_factor", upscale_factor)
+    )
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """``(*, C, H r, W r)`` to ``(*, C r², H, W)``, the inverse of :func:`pixel_shuffle`."""
+    return _C._nn_shuffle(
+        "unshuffle", input, _int_arg("pixel_unshuffle", "downscale_factor", downscale_factor)
+    )
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """Split the channels of ``(N, C, *)`` into ``groups`` and interleave them."""
+    return _C._nn_shuffle("channel", input, _int_arg("channel_shuffle", "groups", groups))
+
+
+native_channel_shuffle = channel_shuffle
 
 
 # ----- unfold / fold, convolution, pooling ------------------------------------------------------

@@ -11,5 +11,6 @@ pub mod norm;
 pub mod padding;
 pub mod pool;
 pub mod rnn;
+pub mod sampling;
 pub mod softmax;
 pub mod sparse;

@@ -966,18 +966,9 @@ impl Tensor {
     }
 
     /// Adaptive 3-d average pooling to `output` `(od, oh, ow)` (windows as in
-    /// [`Tensor::adaptive_avg_pool2d`]).
+    /// [`Tensor::adaptive_avg_pool2d`]), by the separable passes of `interpolate`'s area mode.
     pub fn adaptive_avg_pool3d(&self, output: &[i64]) -> Result<Tensor> {
-        let w = adaptive_windows("adaptive_avg_pool3d", self, output, 3, false)?;
-        if output == [1, 1, 1] {
-            // As in 2-d, torch takes the mean (node MeanBackward1).
-            return self.mean_dims(&[-3, -2, -1], true);
-        }
-        let names = Names {
-            forward: "AdaptiveAvgPool3DBackward0",
-            backward: "AdaptiveAvgPool3DBackwardBackward0",
-        };
-        avg_pool_apply(self, &w, false, names)
+        crate::ops::nn::sampling::adaptive_avg_pool3d(self, output)
     }
 
     /// Adaptive 3-d max pooling: values and plane-local argmax indices.
