@@ -1,0 +1,629 @@
+//! Norms and distances along one dim (torch's `nn.functional` `normalize`, `cosine_similarity`,
+//! `pairwise_distance`, and the `p`-norm they share).
+//!
+//! Each op is one node over "lanes": the tensor seen as `(outer, n, inner)` with `n` the reduced
+//! dim, a lane being the `n` elements at one `(outer, inner)` position. Forward and fused backward
+//! reduce each lane in f64 and run blocks of lanes in parallel. When a graph of the backward is
+//! being built, the backward is written with differentiable ops instead (recomputing the norms
+//! from the saved inputs), so second derivatives are exact.
+
+use crate::autograd::node::{needs_grad, record};
+use crate::error::{Error, Result};
+use crate::ops::convert::as_dtype;
+use crate::ops::elementwise::PAR_MIN_VMATH;
+use crate::ops::nn::softmax::{geometry, RowFloat};
+use crate::ops::reduce::reduced_shape;
+use crate::parallel::{self, SendPtr};
+use crate::tensor::shape::{broadcast_shapes, wrap_dim};
+use crate::tensor::{DType, Tensor};
+
+/// The lane geometry of a shape reduced over `d`.
+#[derive(Clone, Copy)]
+struct Lanes {
+    n: usize,
+    inner: usize,
+    count: usize,
+}
+
+impl Lanes {
+    fn of(shape: &[usize], d: usize) -> Lanes {
+        let (outer, n, inner) = geometry(shape, d);
+        Lanes {
+            n,
+            inner,
+            count: outer * inner,
+        }
+    }
+    /// Flat index of lane `l`'s first element; its elements are `inner` apart.
+    #[inline(always)]
+    fn base(&self, l: usize) -> usize {
+        (l / self.inner) * self.n * self.inner + l % self.inner
+    }
+}
+
+/// Runs `job(lanes range)` over all lanes, in blocks of about 8K elements shared among the pool
+/// when the tensor is large. Blocks must write disjoint lanes only.
+fn par_lanes(g: Lanes, job: &(dyn Fn(std::ops::Range<usize>) + Sync)) {
+    let per_task = (8192 / g.n.max(1)).max(1);
+    let tasks = g.count.div_ceil(per_task);
+    let helpers = if g.count * g.n >= PAR_MIN_VMATH {
+        parallel::helpers()
+    } else {
+        0
+    };
+    parallel::share_work(helpers, tasks, &|t| {
+        job(t * per_task..((t + 1) * per_task).min(g.count))
+    });
+}
+
+/// An output buffer of `len` elements that lanes write through a shared pointer.
+struct Out<T> {
+    v: Vec<T>,
+}
+
+impl<T: Copy + Default> Out<T> {
+    fn new(len: usize) -> Result<Out<T>> {
+        Ok(Out {
+            v: crate::tensor::creation::try_filled_vec(len, T::default())?,
+        })
+    }
+    fn ptr(&mut self) -> SendPtr<*mut T> {
+        SendPtr(self.v.as_mut_ptr())
+    }
+}
+
+/// Write `v` at `i` of a buffer shared by lane blocks.
+///
+/// SAFETY: `i` is in bounds and written by one block only.
+#[inline(always)]
+unsafe fn put<T>(p: &SendPtr<*mut T>, i: usize, v: T) {
+    unsafe { *p.get().add(i) = v }
+}
+
+/// The `p`-norm of one lane: p = 0 counts nonzeros, ±inf are max/min |x|.
+#[inline(always)]
+fn lane_norm<T: RowFloat>(x: &[T], base: usize, g: Lanes, p: f64) -> f64 {
+    let at = |k: usize| x[base + k * g.inner].f();
+    let it = (0..g.n).map(at);
+    if p == 2.0 {
+        if g.inner == 1 {
+            return crate::ops::nn::softmax::sum_by(
+                &x[base..base + g.n],
+                &x[base..base + g.n],
+                |a, b| a.f() * b.f(),
+            )
+            .sqrt();
+        }
+        it.map(|v| v * v).sum::<f64>().sqrt()
+    } else if p == 1.0 {
+        it.map(f64::abs).sum()
+    } else if p == 0.0 {
+        it.filter(|&v| v != 0.0).count() as f64
+    } else if p == f64::INFINITY {
+        it.map(f64::abs).fold(
+            f64::NEG_INFINITY,
+            |a, b| {
+                if b > a || b.is_nan() {
+                    b
+                } else {
+                    a
+                }
+            },
+        )
+    } else if p == f64::NEG_INFINITY {
+        it.map(f64::abs).fold(
+            f64::INFINITY,
+            |a, b| if b < a || b.is_nan() { b } else { a },
+        )
+    } else {
+        it.map(|v| v.abs().powf(p)).sum::<f64>().powf(1.0 / p)
+    }
+}
+
+/// `∂‖x‖_p / ∂x` at one element `x` of a lane with norm `nrm` (`ties`: how many elements reach
+/// the max/min for p = ±inf), with torch's conventions at 0 (`norm_backward`).
+#[inline(always)]
+fn dnorm(x: f64, nrm: f64, p: f64, ties: f64) -> f64 {
+    let sgn = if x > 0.0 {
+        1.0
+    } else if x < 0.0 {
+        -1.0
+    } else {
+        x // 0 or NaN
+    };
+    if p == 0.0 {
+        0.0
+    } else if p == 1.0 {
+        sgn
+    } else if p == 2.0 {
+        if nrm == 0.0 {
+            0.0
+        } else {
+            x / nrm
+        }
+    } else if p.is_infinite() {
+        if x.abs() == nrm || x.is_nan() {
+            sgn / ties
+        } else {
+            0.0
+        }
+    } else if p < 1.0 {
+        if x == 0.0 {
+            0.0
+        } else {
+            sgn * x.abs().powf(p - 1.0) * nrm.powf(1.0 - p)
+        }
+    } else if nrm == 0.0 {
+        0.0
+    } else {
+        sgn * x.abs().powf(p - 1.0) / nrm.powf(p - 1.0)
+    }
+}
+
+/// How many elements of a lane reach the ±inf-norm `nrm` (or are NaN): torch splits the
+/// gradient evenly among them.
+fn lane_ties<T: RowFloat>(x: &[T], base: usize, g: Lanes, nrm: f64) -> f64 {
+    (0..g.n)
+        .filter(|&k| {
+            let v = x[base + k * g.inner].f();
+            v.abs() == nrm || v.is_nan()
+        })
+        .count() as f64
+}
+
+/// torch's `norm_backward` with differentiable ops: `grad` and `nrm` have the reduced dim kept.
+fn norm_backward_ops(grad: &Tensor, x: &Tensor, nrm: &Tensor, p: f64, dim: i64) -> Result<Tensor> {
+    let zero = |t: &Tensor| Tensor::wrapped_scalar(0.0, t.dtype());
+    if p == 0.0 {
+        return x.mul_scalar(0.0)?.mul(grad);
+    }
+    if p == 1.0 {
+        return x.sign()?.mul(grad);
+    }
+    let n0 = nrm.eq_scalar(0.0)?;
+    let safe = |t: Tensor| -> Result<Tensor> {
+        // The value where the norm is 0 is replaced, then masked: no inf * 0 in either pass.
+        Tensor::where_cond(&n0, &Tensor::wrapped_scalar(1.0, t.dtype()), &t)
+    };
+    if p == 2.0 {
+        let scale = Tensor::where_cond(&n0, &zero(grad), &grad.div(&safe(nrm.clone())?)?)?;
+        return x.mul(&scale);
+    }
+    if p.is_infinite() {
+        let a = x.abs()?;
+        let mask = a.eq_t(nrm)?.logical_or(&a.isnan()?)?;
+        let maskf = as_dtype(&mask, x.dtype())?;
+        let ties = maskf.sum_dims(&[dim], true)?;
+        return x.sign()?.mul(&grad.div(&ties)?.mul(&maskf)?);
+    }
+    if p < 1.0 {
+        let x0 = x.eq_scalar(0.0)?;
+        let xs = Tensor::where_cond(&x0, &Tensor::wrapped_scalar(1.0, x.dtype()), x)?;
+        let scaled = Tensor::where_cond(
+            &x0,
+            &zero(x),
+            &xs.sign()?.mul(&xs.abs()?.pow_scalar(p - 1.0)?)?,
+        )?;
+        return scaled.mul(grad)?.mul(&nrm.pow_scalar(1.0 - p)?);
+    }
+    let scaled = x.sign()?.mul(&x.abs()?.pow_scalar(p - 1.0)?)?;
+    let scale = Tensor::where_cond(
+        &n0,
+        &zero(grad),
+        &grad.div(&safe(nrm.clone())?.pow_scalar(p - 1.0)?)?,
+    )?;
+    scaled.mul(&scale)
+}
+
+/// A float version of `t`: floats unchanged, others in the default float dtype.
+fn float_of(t: &Tensor) -> Result<Tensor> {
+    if t.dtype().is_float() {
+        Ok(t.clone())
+    } else {
+        t.to_dtype(crate::tensor::dtype::default_float())
+    }
+}
+
+/// The `p`-norm of `x` over `dim` (torch's `norm(x, p, dim, keepdim)`): p = 0 counts nonzeros,
+/// ±inf are max/min |x|, any other p (fractional or negative too) is `(Σ|x|^p)^(1/p)`.
+/// Integer inputs are promoted to the default float. Its gradient follows torch's conventions:
+/// 0 where the norm is 0 (p ≥ 1) or where x is 0 (p < 1), split evenly among ties for ±inf.
+/// A bad `dim` is an `IndexError`.
+pub fn p_norm(x: &Tensor, p: f64, dim: i64, keepdim: bool) -> Result<Tensor> {
+    let x = &float_of(x)?;
+    let d = wrap_dim(dim, x.dim())?;
+    let out_shape = reduced_shape(x.shape(), &[d], keepdim);
+    let out = match x.dtype() {
+        DType::Float32 => norm_forward::<f32>(x, d, p)?,
+        _ => norm_forward::<f64>(x, d, p)?,
+    }
+    .reshape(&out_shape)?;
+    if needs_grad(&[x]) {
+        record(
+            "NormBackward1",
+            &[x],
+            &[&out],
+            &[x, &out],
+            true,
+            move |g, s| {
+                let (x, n) = (&s[0], &s[1]);
+                if crate::ops::unary::fusable(&g[0], n) {
+                    let gi = match x.dtype() {
+                        DType::Float32 => norm_backward_fused::<f32>(&g[0], x, n, d, p)?,
+                        _ => norm_backward_fused::<f64>(&g[0], x, n, d, p)?,
+                    };
+                    return Ok(vec![Some(gi)]);
+                }
+                // Differentiable: the norm recomputed from x, so its own gradient flows.
+                let n = p_norm(x, p, d as i64, true)?;
+                let gk = g[0].reshape(n.shape())?;
+                Ok(vec![Some(norm_backward_ops(&gk, x, &n, p, d as i64)?)])
+            },
+        )?;
+    }
+    Ok(out)
+}
+
+fn norm_forward<T: RowFloat>(x: &Tensor, d: usize, p: f64) -> Result<Tensor> {
+    let g = Lanes::of(x.shape(), d);
+    let mut out = Out::<T>::new(g.count)?;
+    let o = out.ptr();
+    x.with_contiguous_slice::<T, _>(|xs| {
+        par_lanes(g, &|r| {
+            for l in r {
+                // SAFETY: lane l is written by this block only.
+                unsafe { put(&o, l, T::of(lane_norm(xs, g.base(l), g, p))) };
+            }
+        })
+    })?;
+    Tensor::from_vec(out.v, &reduced_shape(x.shape(), &[d], true))
+}
+
+/// `g · ∂‖x‖/∂x` in one pass; `g` and `n` hold one value per lane.
+fn norm_backward_fused<T: RowFloat>(
+    g: &Tensor,
+    x: &Tensor,
+    n: &Tensor,
+    d: usize,
+    p: f64,
+) -> Result<Tensor> {
+    let geo = Lanes::of(x.shape(), d);
+    let (gv, nv) = (g.to_vec::<T>()?, n.to_vec::<T>()?);
+    let mut out = Out::<T>::new(x.numel())?;
+    let o = out.ptr();
+    x.with_contiguous_slice::<T, _>(|xs| {
+        par_lanes(geo, &|r| {
+            for l in r {
+                let (base, nrm, gl) = (geo.base(l), nv[l].f(), gv[l].f());
+                let ties = if p.is_infinite() {
+                    lane_ties(xs, base, geo, nrm)
+                } else {
+                    1.0
+                };
+                for k in 0..geo.n {
+                    let i = base + k * geo.inner;
+                    // SAFETY: element i belongs to lane l, written by this block only.
+                    unsafe { put(&o, i, T::of(gl * dnorm(xs[i].f(), nrm, p, ties))) };
+                }
+            }
+        })
+    })?;
+    Tensor::from_vec(out.v, x.shape())
+}
+
+/// `x1 - x2 + eps` and its `p`-norm over the last dim (torch's `pairwise_distance`; x1 and x2
+/// broadcast). A 0-d result for 1-d inputs, unless `keepdim`. Shapes that do not broadcast are
+/// a `RuntimeError` naming both sizes.
+pub fn pairwise_distance(
+    x1: &Tensor,
+    x2: &Tensor,
+    p: f64,
+    eps: f64,
+    keepdim: bool,
+) -> Result<Tensor> {
+    let last = x1.dim().max(x2.dim()) as i64 - 1;
+    let diff = x1.sub(x2)?.add_scalar(eps)?;
+    p_norm(&diff, p, last, keepdim)
+}
+
+/// `x / max(‖x‖_p, eps)` along `dim` (torch's `normalize`), one node. The gradient of the clamp
+/// is torch's: none through the norm where it is below `eps` (a zero row gets `g / eps`).
+/// Integer inputs are an error, as for torch's `vector_norm`.
+pub fn normalize(x: &Tensor, p: f64, dim: i64, eps: f64) -> Result<Tensor> {
+    if !x.dtype().is_float() {
+        return Err(Error::not_implemented(format!(
+            "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
+            crate::tensor::scalar_type_name(x.dtype())
+        )));
+    }
+    let d = wrap_dim(dim, x.dim())?;
+    let (out, nrm) = match x.dtype() {
+        DType::Float32 => normalize_forward::<f32>(x, d, p, eps)?,
+        _ => normalize_forward::<f64>(x, d, p, eps)?,
+    };
+    if needs_grad(&[x]) {
+        record(
+            "DivBackward0",
+            &[x],
+            &[&out],
+            &[x, &nrm],
+            true,
+            move |g, s| {
+                let (x, n) = (&s[0], &s[1]);
+                if crate::ops::unary::fusable(&g[0], x) {
+                    let gi = match x.dtype() {
+                        DType::Float32 => normalize_backward_fused::<f32>(&g[0], x, n, d, p, eps)?,
+                        _ => normalize_backward_fused::<f64>(&g[0], x, n, d, p, eps)?,
+                    };
+                    return Ok(vec![Some(gi)]);
+                }
+                let di = d as i64;
+                let n = p_norm(x, p, di, true)?;
+                let mask = n.ge_scalar(eps)?;
+                let den = Tensor::where_cond(&mask, &n, &Tensor::wrapped_scalar(eps, n.dtype()))?;
+                let gs = g[0].mul(x)?.sum_dims(&[di], true)?;
+                let coef = Tensor::where_cond(
+                    &mask,
+                    &gs.div(&den.mul(&den)?)?,
+                    &Tensor::wrapped_scalar(0.0, n.dtype()),
+                )?;
+                let gi = g[0]
+                    .div(&den)?
+                    .sub(&norm_backward_ops(&coef, x, &n, p, di)?)?;
+                Ok(vec![Some(gi)])
+            },
+        )?;
+    }
+    Ok(out)
+}
+
+/// The normalised tensor and each lane's norm (not clamped; kept dim).
+fn normalize_forward<T: RowFloat>(
+    x: &Tensor,
+    d: usize,
+    p: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor)> {
+    let g = Lanes::of(x.shape(), d);
+    let mut out = Out::<T>::new(x.numel())?;
+    let mut norms = Out::<T>::new(g.count)?;
+    let (o, on) = (out.ptr(), norms.ptr());
+    x.with_contiguous_slice::<T, _>(|xs| {
+        par_lanes(g, &|r| {
+            for l in r {
+                let base = g.base(l);
+                let nrm = lane_norm(xs, base, g, p);
+                // clamp_min: a NaN norm stays NaN.
+                let den = T::of(if nrm < eps { eps } else { nrm });
+                // SAFETY: lane l and its elements are written by this block only.
+                unsafe { put(&on, l, T::of(nrm)) };
+                for k in 0..g.n {
+                    let i = base + k * g.inner;
+                    unsafe { put(&o, i, xs[i] / den) };
+                }
+            }
+        })
+    })?;
+    Ok((
+        Tensor::from_vec(out.v, x.shape())?,
+        Tensor::from_vec(norms.v, &reduced_shape(x.shape(), &[d], true))?,
+    ))
+}
+
+/// `g / den - [‖x‖ ≥ eps] (Σ g x) / den² · ∂‖x‖/∂x` per lane, `den = max(‖x‖, eps)`.
+fn normalize_backward_fused<T: RowFloat>(
+    g: &Tensor,
+    x: &Tensor,
+    n: &Tensor,
+    d: usize,
+    p: f64,
+    eps: f64,
+) -> Result<Tensor> {
+    let geo = Lanes::of(x.shape(), d);
+    let nv = n.to_vec::<T>()?;
+    let mut out = Out::<T>::new(x.numel())?;
+    let o = out.ptr();
+    x.with_contiguous_slice::<T, _>(|xs| {
+        g.with_contiguous_slice::<T, _>(|gs| {
+            par_lanes(geo, &|r| {
+                for l in r {
+                    let (base, nrm) = (geo.base(l), nv[l].f());
+                    let den = if nrm < eps { eps } else { nrm };
+                    let through = nrm >= eps;
+                    let mut gx = 0.0;
+                    for k in 0..geo.n {
+                        let i = base + k * geo.inner;
+                        gx += gs[i].f() * xs[i].f();
+                    }
+                    let coef = if through { gx / (den * den) } else { 0.0 };
+                    let ties = if p.is_infinite() && through {
+                        lane_ties(xs, base, geo, nrm)
+                    } else {
+                        1.0
+                    };
+                    for k in 0..geo.n {
+                        let i = base + k * geo.inner;
+                        let mut v = gs[i].f() / den;
+                        if through {
+                            v -= coef * dnorm(xs[i].f(), nrm, p, ties);
+                        }
+                        // SAFETY: element i belongs to lane l, written by this block only.
+                        unsafe { put(&o, i, T::of(v)) };
+                    }
+                }
+            })
+        })
+    })??;
+    Tensor::from_vec(out.v, x.shape())
+}
+
+/// Cosine similarity of `x1` and `x2` along `dim` after broadcasting them (torch's formula:
+/// `Σ (x1 / max(‖x1‖, eps)) (x2 / max(‖x2‖, eps))`, each norm clamped on its own, the clamp
+/// passing the gradient through as torch's in-place no-grad clamp does). The dim is removed.
+/// Errors: a non-float common dtype (`RuntimeError`), shapes that do not broadcast, a bad dim.
+pub fn cosine_similarity(x1: &Tensor, x2: &Tensor, dim: i64, eps: f64) -> Result<Tensor> {
+    let ct = crate::ops::binary::result_dtype(x1, x2);
+    if !ct.is_float() {
+        return Err(Error::runtime(format!(
+            "expected common dtype to be floating point, yet common dtype is {}",
+            crate::tensor::scalar_type_name(ct)
+        )));
+    }
+    let shape = broadcast_shapes(x1.shape(), x2.shape())?;
+    let d = wrap_dim(dim, shape.len())?;
+    let a = as_dtype(x1, ct)?.expand(&shape)?;
+    let b = as_dtype(x2, ct)?.expand(&shape)?;
+    let (out, norms) = match ct {
+        DType::Float32 => cosine_forward::<f32>(&a, &b, d, eps)?,
+        _ => cosine_forward::<f64>(&a, &b, d, eps)?,
+    };
+    if needs_grad(&[x1, x2]) {
+        record(
+            "SumBackward1",
+            &[x1, x2],
+            &[&out],
+            &[x1, x2, &norms, &out],
+            true,
+            move |g, s| {
+                let shape = broadcast_shapes(s[0].shape(), s[1].shape())?;
+                if crate::ops::unary::fusable(&g[0], &s[3]) {
+                    let a = as_dtype(&s[0], ct)?.expand(&shape)?;
+                    let b = as_dtype(&s[1], ct)?.expand(&shape)?;
+                    let (ga, gb) = match ct {
+                        DType::Float32 => {
+                            cosine_backward_fused::<f32>(&g[0], &a, &b, &s[2], &s[3], d, eps)?
+                        }
+                        _ => cosine_backward_fused::<f64>(&g[0], &a, &b, &s[2], &s[3], d, eps)?,
+                    };
+                    return Ok(vec![Some(ga), Some(gb)]);
+                }
+                let a = s[0].to_dtype(ct)?.expand(&shape)?;
+                let b = s[1].to_dtype(ct)?.expand(&shape)?;
+                let di = d as i64;
+                let clamped = |r: &Tensor| -> Result<Tensor> {
+                    // max(r, eps) whose gradient is r's (torch clamps in place under no_grad).
+                    let rd = r.detach();
+                    let shift = Tensor::where_cond(
+                        &rd.lt_scalar(eps)?,
+                        &rd.rsub_scalar(eps)?,
+                        &Tensor::wrapped_scalar(0.0, rd.dtype()),
+                    )?;
+                    r.add(&shift)
+                };
+                let (ra, rb) = (p_norm(&a, 2.0, di, true)?, p_norm(&b, 2.0, di, true)?);
+                let (na, nb) = (clamped(&ra)?, clamped(&rb)?);
+                let (ua, ub) = (a.div(&na)?, b.div(&nb)?);
+                let out = ua.mul(&ub)?.sum_dims(&[di], true)?;
+                let gk = g[0].unsqueeze(di)?;
+                let side = |u_other: &Tensor, n: &Tensor, x: &Tensor, r: &Tensor| {
+                    let gn = gk.div(n)?;
+                    u_other
+                        .mul(&gn)?
+                        .sub(&norm_backward_ops(&gn.mul(&out)?, x, r, 2.0, di)?)
+                };
+                Ok(vec![
+                    Some(side(&ub, &na, &a, &ra)?),
+                    Some(side(&ua, &nb, &b, &rb)?),
+                ])
+            },
+        )?;
+    }
+    Ok(out)
+}
+
+/// The similarities and the two unclamped norms of every lane (stacked: `[2, lanes]`).
+fn cosine_forward<T: RowFloat>(
+    a: &Tensor,
+    b: &Tensor,
+    d: usize,
+    eps: f64,
+) -> Result<(Tensor, Tensor)> {
+    let g = Lanes::of(a.shape(), d);
+    let mut out = Out::<T>::new(g.count)?;
+    let mut norms = Out::<T>::new(2 * g.count)?;
+    let (o, on) = (out.ptr(), norms.ptr());
+    a.with_contiguous_slice::<T, _>(|xs| {
+        b.with_contiguous_slice::<T, _>(|ys| {
+            par_lanes(g, &|r| {
+                for l in r {
+                    let base = g.base(l);
+                    let (mut sa, mut sb, mut sab) = (0.0f64, 0.0f64, 0.0f64);
+                    if g.inner == 1 {
+                        let (xa, xb) = (&xs[base..base + g.n], &ys[base..base + g.n]);
+                        sa = crate::ops::nn::softmax::sum_by(xa, xa, |u, _| u.f() * u.f());
+                        sb = crate::ops::nn::softmax::sum_by(xb, xb, |u, _| u.f() * u.f());
+                        sab = crate::ops::nn::softmax::sum_by(xa, xb, |u, v| u.f() * v.f());
+                    } else {
+                        for k in 0..g.n {
+                            let i = base + k * g.inner;
+                            let (u, v) = (xs[i].f(), ys[i].f());
+                            sa += u * u;
+                            sb += v * v;
+                            sab += u * v;
+                        }
+                    }
+                    let (ra, rb) = (sa.sqrt(), sb.sqrt());
+                    let clamp = |r: f64| if r < eps { eps } else { r };
+                    // SAFETY: lane l's slots are written by this block only.
+                    unsafe {
+                        put(&o, l, T::of(sab / (clamp(ra) * clamp(rb))));
+                        put(&on, l, T::of(ra));
+                        put(&on, g.count + l, T::of(rb));
+                    }
+                }
+            })
+        })
+    })??;
+    let shape = reduced_shape(a.shape(), &[d], false);
+    Ok((
+        Tensor::from_vec(out.v, &shape)?,
+        Tensor::from_vec(norms.v, &[2, g.count])?,
+    ))
+}
+
+/// The gradients of both (broadcast) inputs:
+/// `g / n1 · (x2 / n2 - out · x1 / ‖x1‖)` and its mirror, `x / ‖x‖` taken as 0 at a zero norm.
+fn cosine_backward_fused<T: RowFloat>(
+    g: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    norms: &Tensor,
+    out: &Tensor,
+    d: usize,
+    eps: f64,
+) -> Result<(Tensor, Tensor)> {
+    let geo = Lanes::of(a.shape(), d);
+    let (gv, nv, ov) = (g.to_vec::<T>()?, norms.to_vec::<T>()?, out.to_vec::<T>()?);
+    let mut outa = Out::<T>::new(a.numel())?;
+    let mut outb = Out::<T>::new(a.numel())?;
+    let (pa, pb) = (outa.ptr(), outb.ptr());
+    a.with_contiguous_slice::<T, _>(|xs| {
+        b.with_contiguous_slice::<T, _>(|ys| {
+            par_lanes(geo, &|r| {
+                for l in r {
+                    let base = geo.base(l);
+                    let (ra, rb) = (nv[l].f(), nv[geo.count + l].f());
+                    let clamp = |r: f64| if r < eps { eps } else { r };
+                    let (na, nb) = (clamp(ra), clamp(rb));
+                    let (gl, cos) = (gv[l].f(), ov[l].f());
+                    let inv = |r: f64| if r == 0.0 { 0.0 } else { 1.0 / r };
+                    let (ia, ib) = (inv(ra), inv(rb));
+                    let (ga, gb) = (gl / na, gl / nb);
+                    for k in 0..geo.n {
+                        let i = base + k * geo.inner;
+                        let (u, v) = (xs[i].f(), ys[i].f());
+                        // SAFETY: element i belongs to lane l, written by this block only.
+                        unsafe {
+                            put(&pa, i, T::of(ga * (v / nb - cos * u * ia)));
+                            put(&pb, i, T::of(gb * (u / na - cos * v * ib)));
+                        }
+                    }
+                }
+            })
+        })
+    })??;
+    Ok((
+        Tensor::from_vec(outa.v, a.shape())?,
+        Tensor::from_vec(outb.v, a.shape())?,
+    ))
+}
