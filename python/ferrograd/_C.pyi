@@ -80,6 +80,8 @@ __all__ = [
     "_safetensors_load",
     # ----- nn_sparse -----
     "_nn_embedding",
+    "_nn_embedding_bag",
+    "_nn_one_hot",
     # ----- nn_rnn -----
     "_nn_rnn",
     "_nn_rnn_cell",
@@ -90,6 +92,10 @@ __all__ = [
     "_nn_col2im",
     "_nn_gather",
     "_nn_pad",
+    "_nn_cosine_similarity",
+    "_nn_pairwise_distance",
+    "_nn_normalize",
+    "_nn_prelu",
     "_nn_layer_norm",
     "_nn_rms_norm",
     "_nn_group_norm",
@@ -1059,6 +1065,22 @@ def _nn_embedding(
 ) -> Tensor:
     """Rows of ``weight`` at ``indices`` (``padding_idx`` already wrapped, or None)."""
 
+def _nn_embedding_bag(
+    weight: Tensor,
+    indices: Tensor,
+    offsets: Tensor,
+    mode: _int,
+    per_sample_weights: Tensor | None,
+    include_last_offset: _bool,
+    padding_idx: _int | None,
+    scale_grad_by_freq: _bool,
+) -> Tensor:
+    """Bags of rows of ``weight`` (``indices`` 1-D split at ``offsets``; ``mode`` 0 sum,
+    1 mean, 2 max; ``padding_idx`` already wrapped, or None): shape ``(bags, D)``."""
+
+def _nn_one_hot(tensor: Tensor, num_classes: _int) -> Tensor:
+    """One-hot int64 encoding along a new last dim (``num_classes`` -1: max + 1)."""
+
 # ----- nn_rnn -------------------------------------------------------------------------------------
 
 def _nn_rnn(
@@ -1139,6 +1161,18 @@ def _nn_gather(input: Tensor, index: Sequence[_int], shape: Sequence[_int], kind
 
 def _nn_pad(input: Tensor, pads: Sequence[_int], mode: str, value: _float) -> Tensor:
     """``pad`` (``mode`` one of "constant", "reflect", "replicate", "circular")."""
+
+def _nn_cosine_similarity(x1: Tensor, x2: Tensor, dim: _int, eps: _float) -> Tensor:
+    """Cosine similarity of ``x1`` and ``x2`` (broadcast) along ``dim``."""
+
+def _nn_pairwise_distance(x1: Tensor, x2: Tensor, p: _float, eps: _float, keepdim: _bool) -> Tensor:
+    """The ``p``-norm of ``x1 - x2 + eps`` over the last dim."""
+
+def _nn_normalize(input: Tensor, p: _float, dim: _int, eps: _float) -> Tensor:
+    """``x / max(||x||_p, eps)`` along ``dim``."""
+
+def _nn_prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """PReLU with one slope or one per channel (dim 1)."""
 
 def _nn_layer_norm(
     input: Tensor,
