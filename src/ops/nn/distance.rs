@@ -56,19 +56,28 @@ fn par_lanes(g: Lanes, job: &(dyn Fn(std::ops::Range<usize>) + Sync)) {
     });
 }
 
-/// An output buffer of `len` elements that lanes write through a shared pointer.
+/// An output buffer of `len` elements that lanes write through a shared pointer; every element
+/// must be written (each belongs to exactly one lane) before `finish`.
 struct Out<T> {
     v: Vec<T>,
+    len: usize,
 }
 
-impl<T: Copy + Default> Out<T> {
+impl<T: Copy> Out<T> {
     fn new(len: usize) -> Result<Out<T>> {
+        // Not zero-filled: the kernels write every element, a fill would be one more pass.
         Ok(Out {
-            v: crate::tensor::creation::try_filled_vec(len, T::default())?,
+            v: crate::tensor::creation::try_vec(len)?,
+            len,
         })
     }
     fn ptr(&mut self) -> SendPtr<*mut T> {
         SendPtr(self.v.as_mut_ptr())
+    }
+    fn finish(mut self) -> Vec<T> {
+        // SAFETY: the capacity is `len` and the kernel wrote every element (the type's contract).
+        unsafe { self.v.set_len(self.len) };
+        self.v
     }
 }
 
@@ -77,7 +86,7 @@ impl<T: Copy + Default> Out<T> {
 /// SAFETY: `i` is in bounds and written by one block only.
 #[inline(always)]
 unsafe fn put<T>(p: &SendPtr<*mut T>, i: usize, v: T) {
-    unsafe { *p.get().add(i) = v }
+    unsafe { p.get().add(i).write(v) }
 }
 
 /// The `p`-norm of one lane: p = 0 counts nonzeros, ±inf are max/min |x|.
@@ -276,7 +285,7 @@ fn norm_forward<T: RowFloat>(x: &Tensor, d: usize, p: f64) -> Result<Tensor> {
             }
         })
     })?;
-    Tensor::from_vec(out.v, &reduced_shape(x.shape(), &[d], true))
+    Tensor::from_vec(out.finish(), &reduced_shape(x.shape(), &[d], true))
 }
 
 /// `g · ∂‖x‖/∂x` in one pass; `g` and `n` hold one value per lane.
@@ -308,7 +317,7 @@ fn norm_backward_fused<T: RowFloat>(
             }
         })
     })?;
-    Tensor::from_vec(out.v, x.shape())
+    Tensor::from_vec(out.finish(), x.shape())
 }
 
 /// `x1 - x2 + eps` and its `p`-norm over the last dim (torch's `pairwise_distance`; x1 and x2
@@ -405,8 +414,8 @@ fn normalize_forward<T: RowFloat>(
         })
     })?;
     Ok((
-        Tensor::from_vec(out.v, x.shape())?,
-        Tensor::from_vec(norms.v, &reduced_shape(x.shape(), &[d], true))?,
+        Tensor::from_vec(out.finish(), x.shape())?,
+        Tensor::from_vec(norms.finish(), &reduced_shape(x.shape(), &[d], true))?,
     ))
 }
 
@@ -454,7 +463,7 @@ fn normalize_backward_fused<T: RowFloat>(
             })
         })
     })??;
-    Tensor::from_vec(out.v, x.shape())
+    Tensor::from_vec(out.finish(), x.shape())
 }
 
 /// Cosine similarity of `x1` and `x2` along `dim` after broadcasting them (torch's formula:
@@ -549,10 +558,7 @@ fn cosine_forward<T: RowFloat>(
                     let base = g.base(l);
                     let (mut sa, mut sb, mut sab) = (0.0f64, 0.0f64, 0.0f64);
                     if g.inner == 1 {
-                        let (xa, xb) = (&xs[base..base + g.n], &ys[base..base + g.n]);
-                        sa = crate::ops::nn::softmax::sum_by(xa, xa, |u, _| u.f() * u.f());
-                        sb = crate::ops::nn::softmax::sum_by(xb, xb, |u, _| u.f() * u.f());
-                        sab = crate::ops::nn::softmax::sum_by(xa, xb, |u, v| u.f() * v.f());
+                        (sa, sb, sab) = dots(&xs[base..base + g.n], &ys[base..base + g.n]);
                     } else {
                         for k in 0..g.n {
                             let i = base + k * g.inner;
@@ -576,9 +582,35 @@ fn cosine_forward<T: RowFloat>(
     })??;
     let shape = reduced_shape(a.shape(), &[d], false);
     Ok((
-        Tensor::from_vec(out.v, &shape)?,
-        Tensor::from_vec(norms.v, &[2, g.count])?,
+        Tensor::from_vec(out.finish(), &shape)?,
+        Tensor::from_vec(norms.finish(), &[2, g.count])?,
     ))
+}
+
+/// `(Σ x², Σ y², Σ x y)` in one pass, eight f64 partial sums each (so the loop vectorises).
+#[inline(always)]
+fn dots<T: RowFloat>(x: &[T], y: &[T]) -> (f64, f64, f64) {
+    const L: usize = 8;
+    let (mut a, mut b, mut c) = ([0.0f64; L], [0.0f64; L], [0.0f64; L]);
+    let (xc, yc) = (x.chunks_exact(L), y.chunks_exact(L));
+    let (xr, yr) = (xc.remainder(), yc.remainder());
+    for (u, v) in xc.zip(yc) {
+        for k in 0..L {
+            let (p, q) = (u[k].f(), v[k].f());
+            a[k] += p * p;
+            b[k] += q * q;
+            c[k] += p * q;
+        }
+    }
+    let (mut sa, mut sb, mut sc): (f64, f64, f64) =
+        (a.iter().sum(), b.iter().sum(), c.iter().sum());
+    for (&u, &v) in xr.iter().zip(yr) {
+        let (p, q) = (u.f(), v.f());
+        sa += p * p;
+        sb += q * q;
+        sc += p * q;
+    }
+    (sa, sb, sc)
 }
 
 /// The gradients of both (broadcast) inputs:
@@ -607,15 +639,39 @@ fn cosine_backward_fused<T: RowFloat>(
                     let (na, nb) = (clamp(ra), clamp(rb));
                     let (gl, cos) = (gv[l].f(), ov[l].f());
                     let inv = |r: f64| if r == 0.0 { 0.0 } else { 1.0 / r };
-                    let (ia, ib) = (inv(ra), inv(rb));
-                    let (ga, gb) = (gl / na, gl / nb);
+                    // ga = ca y + da x and gb = cb x + db y, coefficients per lane.
+                    let c = T::of(gl / (na * nb));
+                    let da = T::of(-gl * cos * inv(ra) / na);
+                    let db = T::of(-gl * cos * inv(rb) / nb);
+                    if geo.inner == 1 {
+                        let (u, v) = (&xs[base..base + geo.n], &ys[base..base + geo.n]);
+                        // SAFETY: lane l's elements are written by this block only (uninit
+                        // until then, hence MaybeUninit).
+                        let (oa, ob) = unsafe {
+                            (
+                                std::slice::from_raw_parts_mut(
+                                    pa.get().add(base) as *mut std::mem::MaybeUninit<T>,
+                                    geo.n,
+                                ),
+                                std::slice::from_raw_parts_mut(
+                                    pb.get().add(base) as *mut std::mem::MaybeUninit<T>,
+                                    geo.n,
+                                ),
+                            )
+                        };
+                        for (((oa, ob), &u), &v) in oa.iter_mut().zip(ob.iter_mut()).zip(u).zip(v) {
+                            oa.write(c * v + da * u);
+                            ob.write(c * u + db * v);
+                        }
+                        continue;
+                    }
                     for k in 0..geo.n {
                         let i = base + k * geo.inner;
-                        let (u, v) = (xs[i].f(), ys[i].f());
+                        let (u, v) = (xs[i], ys[i]);
                         // SAFETY: element i belongs to lane l, written by this block only.
                         unsafe {
-                            put(&pa, i, T::of(ga * (v / nb - cos * u * ia)));
-                            put(&pb, i, T::of(gb * (u / na - cos * v * ib)));
+                            put(&pa, i, c * v + da * u);
+                            put(&pb, i, c * u + db * v);
                         }
                     }
                 }
@@ -623,7 +679,7 @@ fn cosine_backward_fused<T: RowFloat>(
         })
     })??;
     Ok((
-        Tensor::from_vec(outa.v, a.shape())?,
-        Tensor::from_vec(outb.v, a.shape())?,
+        Tensor::from_vec(outa.finish(), a.shape())?,
+        Tensor::from_vec(outb.finish(), a.shape())?,
     ))
 }
