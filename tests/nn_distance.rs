@@ -332,3 +332,58 @@ fn embedding_bag_bad_input_is_an_error() {
     let e = embedding_bag(&w, &idx, &off, BagMode::Sum, None, false, None, false).unwrap_err();
     assert!(e.to_string().starts_with("offsets[0] has to be 0"));
 }
+
+#[test]
+fn margin_losses_match_closed_forms_and_differences() {
+    use ferrograd::ops::nn::loss::Reduction;
+    use ferrograd::ops::nn::margin_loss as ml;
+    let (a, b) = (vals(12, 30), vals(12, 31));
+    let y = Tensor::from_vec(vec![1.0, -1.0, 1.0], &[3]).unwrap();
+    let at = Tensor::from_vec(a.clone(), &[3, 4]).unwrap();
+    let bt = Tensor::from_vec(b.clone(), &[3, 4]).unwrap();
+    let l = ml::cosine_embedding_loss(&at, &bt, &y, 0.1, Reduction::None).unwrap();
+    let want: Vec<f64> = (0..3)
+        .map(|r| {
+            let (x, z) = (&a[r * 4..r * 4 + 4], &b[r * 4..r * 4 + 4]);
+            let dot: f64 = x.iter().zip(z).map(|(u, v)| u * v).sum();
+            let n = |v: &[f64]| v.iter().map(|u| u * u).sum::<f64>() + 1e-12;
+            let cos = dot / (n(x) * n(z)).sqrt();
+            if r == 1 {
+                (cos - 0.1).max(0.0)
+            } else {
+                1.0 - cos
+            }
+        })
+        .collect();
+    assert_close(&l.to_vec::<f64>().unwrap(), &want, 1e-14);
+    let y2 = y.clone();
+    check(
+        &|t| ml::cosine_embedding_loss(t, &bt, &y2, -0.9, Reduction::Sum).unwrap(),
+        &[3, 4],
+        32,
+    );
+    let (p, n) = (bt.clone(), Tensor::from_vec(vals(12, 33), &[3, 4]).unwrap());
+    check(
+        &|t| ml::triplet_margin_loss(t, &p, &n, 5.0, 2.0, 1e-6, true, Reduction::Mean).unwrap(),
+        &[3, 4],
+        34,
+    );
+    let rate = Tensor::from_vec(a.iter().map(|v| v.abs() * 2.0).collect(), &[3, 4]).unwrap();
+    check(
+        &|t| ml::poisson_nll_loss(t, &rate, true, true, 1e-8, Reduction::Mean).unwrap(),
+        &[3, 4],
+        35,
+    );
+    let target = bt.clone();
+    check(
+        &|v| {
+            let var = v.mul(v).unwrap().add_scalar(0.5).unwrap();
+            ml::gaussian_nll_loss(&at, &target, &var, true, 1e-6, Reduction::Sum).unwrap()
+        },
+        &[3, 4],
+        36,
+    );
+    let neg = Tensor::from_vec(vec![-1.0; 12], &[3, 4]).unwrap();
+    let e = ml::gaussian_nll_loss(&at, &bt, &neg, false, 1e-6, Reduction::Mean).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Value);
+}

@@ -8,6 +8,7 @@ pub mod attention;
 pub mod conv;
 pub mod distance;
 pub mod loss;
+pub mod margin_loss;
 pub mod norm;
 pub mod padding;
 pub mod pool;
