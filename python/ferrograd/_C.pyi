@@ -96,6 +96,14 @@ __all__ = [
     "_nn_pairwise_distance",
     "_nn_normalize",
     "_nn_prelu",
+    "_nn_cosine_embedding_loss",
+    "_nn_margin_ranking_loss",
+    "_nn_triplet_margin_loss",
+    "_nn_hinge_embedding_loss",
+    "_nn_soft_margin_loss",
+    "_nn_multilabel_soft_margin_loss",
+    "_nn_poisson_nll_loss",
+    "_nn_gaussian_nll_loss",
     "_nn_layer_norm",
     "_nn_rms_norm",
     "_nn_group_norm",
@@ -1173,6 +1181,51 @@ def _nn_normalize(input: Tensor, p: _float, dim: _int, eps: _float) -> Tensor:
 
 def _nn_prelu(input: Tensor, weight: Tensor) -> Tensor:
     """PReLU with one slope or one per channel (dim 1)."""
+
+def _nn_cosine_embedding_loss(
+    input1: Tensor, input2: Tensor, target: Tensor, margin: _float, reduction: str
+) -> Tensor:
+    """``cosine_embedding_loss``."""
+
+def _nn_margin_ranking_loss(
+    input1: Tensor, input2: Tensor, target: Tensor, margin: _float, reduction: str
+) -> Tensor:
+    """``margin_ranking_loss``."""
+
+def _nn_triplet_margin_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    margin: _float,
+    p: _float,
+    eps: _float,
+    swap: _bool,
+    reduction: str,
+) -> Tensor:
+    """``triplet_margin_loss``."""
+
+def _nn_hinge_embedding_loss(
+    input: Tensor, target: Tensor, margin: _float, reduction: str
+) -> Tensor:
+    """``hinge_embedding_loss``."""
+
+def _nn_soft_margin_loss(input: Tensor, target: Tensor, reduction: str) -> Tensor:
+    """``soft_margin_loss``."""
+
+def _nn_multilabel_soft_margin_loss(
+    input: Tensor, target: Tensor, weight: Tensor | None, reduction: str
+) -> Tensor:
+    """``multilabel_soft_margin_loss``."""
+
+def _nn_poisson_nll_loss(
+    input: Tensor, target: Tensor, log_input: _bool, full: _bool, eps: _float, reduction: str
+) -> Tensor:
+    """``poisson_nll_loss``."""
+
+def _nn_gaussian_nll_loss(
+    input: Tensor, target: Tensor, var: Tensor, full: _bool, eps: _float, reduction: str
+) -> Tensor:
+    """``gaussian_nll_loss`` (``var`` already shaped to broadcast against ``input``)."""
 
 def _nn_layer_norm(
     input: Tensor,

@@ -43,10 +43,18 @@ def _close(a, b, dtype="float64"):
     np.testing.assert_allclose(_np(a), _np(b), rtol=rtol, atol=atol)
 
 
+class Const(np.ndarray):
+    """An input array that gets no ``requires_grad``."""
+
+
+def const(a):
+    return np.asarray(a).view(Const)
+
+
 def _check(torch, fn_fg, fn_t, arrays, dtype="float64", seed=0, create_graph=False):
     """Values and input gradients (for a random upstream gradient) of ``fn`` against torch;
     with ``create_graph`` also the gradient of ``Σ grads²`` (second order)."""
-    fgs = [_pair(torch, a) for a in arrays]
+    fgs = [_pair(torch, np.asarray(a), not isinstance(a, Const)) for a in arrays]
     xs, ts = [p[0] for p in fgs], [p[1] for p in fgs]
     out, tout = fn_fg(*xs), fn_t(*ts)
     _close(out, tout, dtype)
@@ -510,3 +518,143 @@ def test_distance_modules_match_torch(torch):
         assert repr(m) == repr(tm)
         _close(m(fg.tensor(a), fg.tensor(b)), tm(torch.tensor(a), torch.tensor(b)))
     assert nn.PairwiseDistance(p=3.0).norm == 3.0
+
+
+# ----- margin and embedding losses --------------------------------------------------------------
+
+REDUCTIONS = ["mean", "sum", "none"]
+
+
+def _signs(*shape):
+    return np.where(RNG.uniform(size=shape) < 0.5, -1.0, 1.0)
+
+
+LOSSES = [
+    (
+        "cosine_embedding_loss",
+        lambda: [r(4, 5), r(4, 5), _signs(4)],
+        {"margin": 0.2},
+    ),
+    ("cosine_embedding_loss", lambda: [r(5), r(5), np.array(-1.0)], {"margin": -0.5}),
+    ("margin_ranking_loss", lambda: [r(6), r(6), _signs(6)], {"margin": 0.3}),
+    ("triplet_margin_loss", lambda: [r(4, 5), r(4, 5), r(4, 5)], {"margin": 2.0}),
+    ("triplet_margin_loss", lambda: [r(4, 5), r(4, 5), r(4, 5)], {"p": 1.0, "swap": True}),
+    ("hinge_embedding_loss", lambda: [r(3, 4), const(_signs(3, 4))], {"margin": 0.7}),
+    ("soft_margin_loss", lambda: [r(3, 4), const(_signs(3, 4))], {}),
+    (
+        "multilabel_soft_margin_loss",
+        lambda: [r(3, 4), RNG.integers(0, 2, size=(3, 4)).astype(np.float64)],
+        {},
+    ),
+    ("poisson_nll_loss", lambda: [r(3, 4), r(3, 4, low=0.0, high=4.0)], {}),
+    (
+        "poisson_nll_loss",
+        lambda: [r(3, 4, low=0.1, high=3.0), r(3, 4, low=0.0, high=4.0)],
+        {"log_input": False, "full": True},
+    ),
+    ("gaussian_nll_loss", lambda: [r(3, 4), r(3, 4), r(3, 4, low=0.1, high=2.0)], {}),
+    ("gaussian_nll_loss", lambda: [r(3, 4), r(3, 4), r(3, low=0.1, high=2.0)], {"full": True}),
+    ("gaussian_nll_loss", lambda: [r(3, 4), r(3, 4), r(3, 1, low=0.1, high=2.0)], {}),
+]
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize(
+    "name,make,kw", LOSSES, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(LOSSES)]
+)
+def test_margin_losses_match_torch(torch, name, make, kw, reduction):
+    arrays = make()
+
+    def f(L):
+        return lambda *a: getattr(L.nn.functional, name)(*a, reduction=reduction, **kw)
+
+    _check(torch, f(fg), f(torch), arrays)
+    if name != "hinge_embedding_loss":  # linear in its input: no second derivative
+        _check(torch, f(fg), f(torch), arrays, create_graph=True)
+
+
+def test_soft_margin_loss_target_gets_no_gradient_like_torch(torch):
+    def fn(L):
+        x = L.ones(2, requires_grad=True)
+        return L.nn.functional.soft_margin_loss(x, L.ones(2, requires_grad=True))
+
+    _raises(torch, fn)
+
+
+def test_multilabel_soft_margin_loss_weight_matches_torch(torch):
+    t = RNG.integers(0, 2, size=(3, 4)).astype(np.float64)
+
+    def f(L):
+        return lambda x, w: L.nn.functional.multilabel_soft_margin_loss(x, L.tensor(t), weight=w)
+
+    _check(torch, f(fg), f(torch), [r(3, 4), r(4, low=0.1, high=2.0)], create_graph=True)
+
+
+def test_gaussian_nll_loss_clamped_var_gradient_matches_torch(torch):
+    v = r(3, 4, low=0.1, high=2.0)
+    v[0, :2] = [1e-9, 0.0]  # below eps: clamped, the gradient still reaches var as torch's
+
+    def f(L):
+        return lambda x, y, var: L.nn.functional.gaussian_nll_loss(x, y, var)
+
+    _check(torch, f(fg), f(torch), [r(3, 4), r(3, 4), v])
+
+
+def test_margin_losses_closed_form():
+    x1, x2 = r(4, 3), r(4, 3)
+    y = np.array([1.0, -1.0, 1.0, -1.0])
+    cos = (x1 * x2).sum(1) / np.sqrt(((x1 * x1).sum(1) + 1e-12) * ((x2 * x2).sum(1) + 1e-12))
+    want = np.where(y == 1, 1 - cos, np.maximum(cos - 0.1, 0)).mean()
+    got = F.cosine_embedding_loss(fg.tensor(x1), fg.tensor(x2), fg.tensor(y), margin=0.1)
+    np.testing.assert_allclose(float(got), want, rtol=1e-12)
+    a, p, n = r(4, 3), r(4, 3), r(4, 3)
+    d = lambda u, v: np.sqrt(((u - v + 1e-6) ** 2).sum(1))  # noqa: E731
+    want = np.maximum(1.0 + d(a, p) - d(a, n), 0).sum()
+    got = F.triplet_margin_loss(fg.tensor(a), fg.tensor(p), fg.tensor(n), reduction="sum")
+    np.testing.assert_allclose(float(got), want, rtol=1e-12)
+
+
+def test_margin_loss_errors_match_torch(torch):
+    for fn in (
+        lambda L: L.nn.functional.cosine_embedding_loss(L.ones(2, 3), L.ones(2, 3), L.ones(2, 2)),
+        lambda L: L.nn.functional.cosine_embedding_loss(L.ones(3), L.ones(3), L.ones(2)),
+        lambda L: L.nn.functional.cosine_embedding_loss(L.ones(2, 3), L.ones(2, 3), L.tensor(1.0)),
+        lambda L: L.nn.functional.margin_ranking_loss(L.ones(2), L.ones(2, 1), L.ones(2)),
+        lambda L: L.nn.functional.triplet_margin_loss(L.ones(2, 3), L.ones(2, 3), L.ones(3)),
+        lambda L: L.nn.functional.triplet_margin_loss(
+            L.ones(2, 3), L.ones(2, 3), L.ones(2, 3), margin=0.0
+        ),
+        lambda L: L.nn.functional.soft_margin_loss(L.ones(2), L.ones(2), reduction="bad"),
+        lambda L: L.nn.functional.multilabel_soft_margin_loss(
+            L.ones(2, 3), L.ones(2, 3), reduction="bad"
+        ),
+        lambda L: L.nn.functional.poisson_nll_loss(L.ones(2), L.ones(2), reduction="bad"),
+        lambda L: L.nn.functional.gaussian_nll_loss(L.ones(2, 3), L.ones(2, 3), L.ones(3, 2)),
+        lambda L: L.nn.functional.gaussian_nll_loss(L.ones(2, 3), L.ones(2, 3), -1.0),
+        lambda L: L.nn.functional.gaussian_nll_loss(L.ones(2, 3), L.ones(2, 3), -L.ones(2, 3)),
+        lambda L: L.nn.TripletMarginLoss(margin=-1.0),
+    ):
+        _raises(torch, fn)
+
+
+def test_margin_loss_modules_match_torch(torch):
+    x1, x2, y = r(4, 5), r(4, 5), _signs(4)
+    cases = [
+        (lambda L: L.nn.CosineEmbeddingLoss(margin=0.1), [x1, x2, y]),
+        (lambda L: L.nn.MarginRankingLoss(0.2, reduction="sum"), [x1[:, 0], x2[:, 0], y]),
+        (lambda L: L.nn.TripletMarginLoss(p=3.0, swap=True), [x1, x2, r(4, 5)]),
+        (lambda L: L.nn.HingeEmbeddingLoss(0.5), [x1, _signs(4, 5)]),
+        (lambda L: L.nn.SoftMarginLoss(), [x1, _signs(4, 5)]),
+        (lambda L: L.nn.MultiLabelSoftMarginLoss(), [x1, (x2 > 0).astype(np.float64)]),
+        (lambda L: L.nn.PoissonNLLLoss(full=True), [x1, np.abs(x2) * 2]),
+        (lambda L: L.nn.GaussianNLLLoss(eps=1e-3), [x1, x2, np.abs(r(4, 5))]),
+    ]
+    for mk, arrays in cases:
+        m, tm = mk(fg), mk(torch)
+        assert repr(m) == repr(tm)
+        _close(m(*[fg.tensor(a) for a in arrays]), tm(*[torch.tensor(a) for a in arrays]))
+    w = fg.tensor(r(5, low=0.1, high=1.0))
+    m = nn.MultiLabelSoftMarginLoss(weight=w)
+    assert [k for k, _ in m.named_buffers()] == ["weight"]
+    with pytest.warns(UserWarning):
+        assert nn.SoftMarginLoss(size_average=False).reduction == "sum"

@@ -44,6 +44,7 @@ __all__ = [
     "conv_transpose1d",
     "conv_transpose2d",
     "conv_transpose3d",
+    "cosine_embedding_loss",
     "cosine_similarity",
     "cross_entropy",
     "dropout",
@@ -52,11 +53,13 @@ __all__ = [
     "embedding_bag",
     "fold",
     "gelu",
+    "gaussian_nll_loss",
     "group_norm",
     "glu",
     "hardsigmoid",
     "hardswish",
     "hardtanh",
+    "hinge_embedding_loss",
     "huber_loss",
     "instance_norm",
     "kl_div",
@@ -67,17 +70,20 @@ __all__ = [
     "local_response_norm",
     "log_softmax",
     "logsigmoid",
+    "margin_ranking_loss",
     "max_pool1d",
     "max_pool2d",
     "max_pool3d",
     "mish",
     "mse_loss",
+    "multilabel_soft_margin_loss",
     "multi_head_attention_forward",
     "nll_loss",
     "normalize",
     "one_hot",
     "pad",
     "pairwise_distance",
+    "poisson_nll_loss",
     "prelu",
     "relu",
     "rms_norm",
@@ -87,6 +93,7 @@ __all__ = [
     "sigmoid",
     "silu",
     "smooth_l1_loss",
+    "soft_margin_loss",
     "softmax",
     "softmin",
     "softplus",
@@ -94,6 +101,7 @@ __all__ = [
     "tanh",
     "tanhshrink",
     "threshold",
+    "triplet_margin_loss",
     "unfold",
 ]
 
@@ -523,6 +531,157 @@ def kl_div(
         total = _C._nn_pointwise_loss("kl_div", input, target, None, "sum", float(log_target))
         return total / input.shape[0] if input.dim() != 0 else total
     return _C._nn_pointwise_loss("kl_div", input, target, None, reduction, float(log_target))
+
+
+def _reduction_arg(size_average: Optional[bool], reduce: Optional[bool], reduction: str) -> str:
+    """torch's ``_Reduction.get_enum`` check after the legacy arguments are folded in."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    return reduction
+
+
+def cosine_embedding_loss(
+    input1: Tensor,
+    input2: Tensor,
+    target: Tensor,
+    margin: float = 0,
+    size_average: Optional[bool] = None,
+    reduce: Optional[bool] = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``1 - cos(x1, x2)`` for ``target == 1``, ``max(0, cos(x1, x2) - margin)`` for -1."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    return _C._nn_cosine_embedding_loss(input1, input2, target, float(margin), reduction)
+
+
+def margin_ranking_loss(
+    input1: Tensor,
+    input2: Tensor,
+    target: Tensor,
+    margin: float = 0,
+    size_average: Optional[bool] = None,
+    reduce: Optional[bool] = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``max(0, -target * (x1 - x2) + margin)``."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError(
+            f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+            f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} "
+        )
+    return _C._nn_margin_ranking_loss(input1, input2, target, float(margin), reduction)
+
+
+def triplet_margin_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    margin: float = 1.0,
+    p: float = 2,
+    eps: float = 1e-6,
+    swap: bool = False,
+    size_average: Optional[bool] = None,
+    reduce: Optional[bool] = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``max(0, margin + d(a, p) - d(a, n))`` with the ``p``-norm ``pairwise_distance``."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    return _C._nn_triplet_margin_loss(
+        anchor, positive, negative, float(margin), float(p), float(eps), bool(swap), reduction
+    )
+
+
+def hinge_embedding_loss(
+    input: Tensor,
+    target: Tensor,
+    margin: float = 1.0,
+    size_average: Optional[bool] = None,
+    reduce: Optional[bool] = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``x`` for ``target == 1``, ``max(0, margin - x)`` for -1."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    return _C._nn_hinge_embedding_loss(input, target, float(margin), reduction)
+
+
+def soft_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: Optional[bool] = None,
+    reduce: Optional[bool] = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``log(1 + exp(-target * x))``."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    return _C._nn_soft_margin_loss(input, target, reduction)
+
+
+def multilabel_soft_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Optional[Tensor] = None,
+    size_average: Optional[bool] = None,
+    reduce: Optional[bool] = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """Per-class logistic loss averaged over the classes (last dim), one value per sample."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    return _C._nn_multilabel_soft_margin_loss(input, target, weight, reduction)
+
+
+def poisson_nll_loss(
+    input: Tensor,
+    target: Tensor,
+    log_input: bool = True,
+    full: bool = False,
+    size_average: Optional[bool] = None,
+    eps: float = 1e-8,
+    reduce: Optional[bool] = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """Poisson negative log-likelihood (``full`` adds Stirling's term where ``target > 1``)."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction != "none" and reduction != "mean" and reduction != "sum":
+        raise ValueError(reduction + " is not a valid value for reduction")
+    return _C._nn_poisson_nll_loss(
+        input, target, bool(log_input), bool(full), float(eps), reduction
+    )
+
+
+def gaussian_nll_loss(
+    input: Tensor,
+    target: Tensor,
+    var: Union[Tensor, float],
+    full: bool = False,
+    eps: float = 1e-6,
+    reduction: str = "mean",
+) -> Tensor:
+    """Gaussian negative log-likelihood ``(log v + (x - y)^2 / v) / 2`` with
+    ``v = max(var, eps)``; ``var`` may be a float, or one dim short of ``input``, or differ from
+    it in one broadcast dim (torch's rules)."""
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = _fg().full_like(input, var)
+    if tuple(var.shape) != tuple(input.shape):
+        ishape, vshape = tuple(input.shape), tuple(var.shape)
+        if ishape[:-1] == vshape:
+            var = var.unsqueeze(-1)
+        elif input.dim() == var.dim() and sum(y for x, y in zip(ishape, vshape) if x != y) == 1:
+            pass
+        else:
+            raise ValueError("var is of incorrect size")
+    if reduction != "none" and reduction != "mean" and reduction != "sum":
+        raise ValueError(reduction + " is not valid")
+    return _C._nn_gaussian_nll_loss(input, target, var, bool(full), float(eps), reduction)
 
 
 # ----- normalisation, embedding, one_hot -------------------------------------------------------

@@ -122,4 +122,65 @@ OPS = [
         ),
         [Arg((7,), kind="int", int_high=6), Arg((6, 5)), Arg((7,))],
     ),
+    # ----- margin and embedding losses -----
+    OpSpec(
+        "nn_cosine_embedding_loss",
+        lambda L, a, b: (
+            F(L).cosine_embedding_loss(a, b, L.tensor([1.0, -1.0, 1.0]), margin=-0.5),
+            F(L).cosine_embedding_loss(a, b, L.tensor([-1.0, -1.0, 1.0]), reduction="none"),
+        ),
+        [A, A],
+    ),
+    OpSpec(
+        "nn_margin_ranking_loss",
+        lambda L, a, b, y: F(L).margin_ranking_loss(a, b, y, margin=0.1, reduction="sum"),
+        [Arg((6,)), Arg((6,)), Arg((6,), requires_grad=False)],
+        gradgrad=False,
+        note=_KINK,
+    ),
+    OpSpec(
+        "nn_triplet_margin_loss",
+        lambda L, a, p, n: (
+            F(L).triplet_margin_loss(a, p, n, margin=3.0),
+            F(L).triplet_margin_loss(a, p, n, margin=3.0, p=3.0, swap=True, reduction="none"),
+        ),
+        [A, A, A],
+    ),
+    OpSpec(
+        "nn_hinge_embedding_loss",
+        lambda L, x: F(L).hinge_embedding_loss(
+            x, L.tensor([[1.0, -1.0, 1.0, -1.0, -1.0]], dtype=x.dtype), margin=0.5
+        ),
+        [A],
+        gradgrad=False,
+        note=_KINK,
+    ),
+    OpSpec(
+        "nn_soft_margin_loss",
+        lambda L, x: F(L).soft_margin_loss(
+            x, L.tensor([[1.0, -1.0, 1.0, -1.0, -1.0]], dtype=x.dtype).expand(3, 5)
+        ),
+        [A],
+    ),
+    OpSpec(
+        "nn_multilabel_soft_margin_loss",
+        lambda L, x, y, w: F(L).multilabel_soft_margin_loss(x, y, weight=w),
+        [A, Arg((3, 5), low=0.0, high=1.0, requires_grad=False), Arg((5,), low=0.1, high=1.0)],
+    ),
+    OpSpec(
+        "nn_poisson_nll_loss",
+        lambda L, x, y: (
+            F(L).poisson_nll_loss(x, y),
+            F(L).poisson_nll_loss(x.abs() + 0.5, y, log_input=False, full=True),
+        ),
+        [A, Arg((3, 5), low=0.0, high=4.0, requires_grad=False)],
+    ),
+    OpSpec(
+        "nn_gaussian_nll_loss",
+        lambda L, x, y, v: (
+            F(L).gaussian_nll_loss(x, y, v),
+            F(L).gaussian_nll_loss(x, y, v[:, :1], full=True, reduction="sum"),
+        ),
+        [A, A, Arg((3, 5), low=0.2, high=2.0)],
+    ),
 ]
