@@ -387,3 +387,40 @@ fn margin_losses_match_closed_forms_and_differences() {
     let e = ml::gaussian_nll_loss(&at, &bt, &neg, false, 1e-6, Reduction::Mean).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Value);
 }
+
+#[test]
+fn cdist_matches_closed_form_and_differences() {
+    use ferrograd::ops::nn::distance::{cdist, CdistMode};
+    let (a, b) = (vals(12, 40), vals(8, 41));
+    let at = Tensor::from_vec(a.clone(), &[3, 4]).unwrap();
+    let bt = Tensor::from_vec(b.clone(), &[2, 4]).unwrap();
+    for (p, mode) in [
+        (2.0, CdistMode::Direct),
+        (2.0, CdistMode::Mm),
+        (1.0, CdistMode::Direct),
+        (3.0, CdistMode::MmIfNecessary),
+    ] {
+        let d = cdist(&at, &bt, p, mode).unwrap();
+        assert_eq!(d.shape(), &[3, 2]);
+        let want: Vec<f64> = (0..6)
+            .map(|k| {
+                let (i, j) = (k / 2, k % 2);
+                (0..4)
+                    .map(|c| (a[i * 4 + c] - b[j * 4 + c]).abs().powf(p))
+                    .sum::<f64>()
+                    .powf(1.0 / p)
+            })
+            .collect();
+        assert_close(&d.to_vec::<f64>().unwrap(), &want, 1e-12);
+        check(&|t| cdist(t, &bt, p, mode).unwrap(), &[3, 4], 42);
+        check(&|t| cdist(&at, t, p, mode).unwrap(), &[2, 4], 43);
+    }
+    let e = cdist(
+        &at,
+        &Tensor::zeros(&[2, 3], ferrograd::DType::Float64),
+        2.0,
+        CdistMode::Direct,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("same number of columns"));
+}

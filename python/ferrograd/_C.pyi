@@ -96,6 +96,7 @@ __all__ = [
     "_nn_pairwise_distance",
     "_nn_normalize",
     "_nn_prelu",
+    "_cdist",
     "_nn_cosine_embedding_loss",
     "_nn_margin_ranking_loss",
     "_nn_triplet_margin_loss",
@@ -1181,6 +1182,10 @@ def _nn_normalize(input: Tensor, p: _float, dim: _int, eps: _float) -> Tensor:
 
 def _nn_prelu(input: Tensor, weight: Tensor) -> Tensor:
     """PReLU with one slope or one per channel (dim 1)."""
+
+def _cdist(x1: Tensor, x2: Tensor, p: _float, compute_mode: _int) -> Tensor:
+    """``torch.cdist`` (``compute_mode`` 0: matrix product if either side has more than 25
+    rows, 1: always for p = 2, 2: never)."""
 
 def _nn_cosine_embedding_loss(
     input1: Tensor, input2: Tensor, target: Tensor, margin: _float, reduction: str

@@ -87,6 +87,30 @@ fn _nn_prelu(
     wrap(py, detached(py, move || prelu::prelu(&x, &w))?)
 }
 
+/// `torch.cdist` (`compute_mode` 0: matrix product if either side has more than 25 rows,
+/// 1: always for p = 2, 2: never).
+#[pyfunction]
+fn _cdist(
+    py: Python<'_>,
+    x1: &Bound<'_, PyAny>,
+    x2: &Bound<'_, PyAny>,
+    p: f64,
+    compute_mode: i64,
+) -> PyResult<Py<PyTensor>> {
+    let [a, b] = tensors([(x1, "x1"), (x2, "x2")])?;
+    let mode = match compute_mode {
+        0 => distance::CdistMode::MmIfNecessary,
+        1 => distance::CdistMode::Mm,
+        2 => distance::CdistMode::Direct,
+        _ => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "{compute_mode} is not a valid value for compute_mode"
+            )))
+        }
+    };
+    wrap(py, detached(py, move || distance::cdist(&a, &b, p, mode))?)
+}
+
 /// `cosine_embedding_loss`.
 #[pyfunction]
 fn _nn_cosine_embedding_loss(
@@ -248,6 +272,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_nn_pairwise_distance, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_normalize, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_prelu, m)?)?;
+    m.add_function(wrap_pyfunction!(_cdist, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_cosine_embedding_loss, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_margin_ranking_loss, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_triplet_margin_loss, m)?)?;

@@ -658,3 +658,87 @@ def test_margin_loss_modules_match_torch(torch):
     assert [k for k, _ in m.named_buffers()] == ["weight"]
     with pytest.warns(UserWarning):
         assert nn.SoftMarginLoss(size_average=False).reduction == "sum"
+
+
+# ----- cdist ------------------------------------------------------------------------------------
+
+CDIST_PS = [2.0, 1.0, 3.0, 0.5, 0.0, math.inf]
+
+
+@pytest.mark.parametrize("p", CDIST_PS)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("s1,s2", [((4, 3), (5, 3)), ((2, 1, 4, 3), (3, 5, 3)), ((1, 6), (2, 6))])
+def test_cdist_direct_matches_torch(torch, p, dtype, s1, s2):
+    def f(L):
+        return lambda a, b: L.cdist(a, b, p=p, compute_mode="donot_use_mm_for_euclid_dist")
+
+    _check(torch, f(fg), f(torch), [r(*s1, dtype=dtype), r(*s2, dtype=dtype)], dtype)
+
+
+def test_cdist_zero_distances_and_ties_match_torch(torch):
+    a = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]])
+    b = np.array([[1.0, -1.0, 0.0], [0.0, 0.0, 0.0], [3.0, 2.0, 1.0]])
+    for p in CDIST_PS:
+
+        def f(L, p=p):
+            return lambda x, y: L.cdist(x, y, p=p)
+
+        _check(torch, f(fg), f(torch), [a, b])
+
+
+@pytest.mark.parametrize("p", [2.0, 1.0, 3.0])
+def test_cdist_second_order_matches_torch(torch, p):
+    def f(L):
+        return lambda a, b: L.cdist(a, b, p=p, compute_mode="donot_use_mm_for_euclid_dist")
+
+    _check(torch, f(fg), f(torch), [r(3, 4), r(2, 4)], create_graph=True)
+
+
+@pytest.mark.parametrize("mode", [None, "use_mm_for_euclid_dist"])
+def test_cdist_matrix_product_form_matches_torch(torch, mode):
+    kw = {} if mode is None else {"compute_mode": mode}
+
+    def f(L):
+        return lambda a, b: L.cdist(a, b, **kw)
+
+    _check(torch, f(fg), f(torch), [r(2, 30, 8), r(2, 27, 8)])
+    _check(
+        torch, f(fg), f(torch), [r(2, 30, 8, dtype="float32"), r(27, 8, dtype="float32")], "float32"
+    )
+
+
+def test_cdist_closed_form():
+    a, b = r(5, 3), r(4, 3)
+    ref = np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(-1))
+    for mode in ("use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"):
+        got = fg.cdist(fg.tensor(a), fg.tensor(b), compute_mode=mode).numpy()
+        np.testing.assert_allclose(got, ref, rtol=1e-10)
+    big_a, big_b = r(300, 16, dtype="float32"), r(200, 16, dtype="float32")
+    got = fg.cdist(fg.tensor(big_a), fg.tensor(big_b), p=1.0).numpy()
+    ref = np.abs(big_a[:, None, :].astype(np.float64) - big_b[None, :, :]).sum(-1)
+    np.testing.assert_allclose(got, ref, rtol=1e-5)
+
+
+def test_cdist_errors_match_torch(torch):
+    for fn in (
+        lambda L: L.cdist(L.ones(3), L.ones(3)),
+        lambda L: L.cdist(L.ones(2, 3), L.ones(2, 4)),
+        lambda L: L.cdist(L.ones(2, 3), L.ones(2, 3), p=-1.0),
+        lambda L: L.cdist(L.ones(2, 3, dtype=L.int64), L.ones(2, 3, dtype=L.int64)),
+        lambda L: L.cdist(L.ones(2, 3), L.ones(2, 3), compute_mode="x"),
+        lambda L: L.cdist(L.ones(2, 2, 3), L.ones(3, 2, 3)),
+        lambda L: L.cdist(L.ones(2, 3), L.ones(2, 3, dtype=L.float64)),
+    ):
+        _raises(torch, fn)
+
+
+def test_top_level_distance_functions_match_torch(torch):
+    a, b = r(3, 4), r(3, 4)
+    _close(
+        fg.cosine_similarity(fg.tensor(a), fg.tensor(b)),
+        torch.cosine_similarity(torch.tensor(a), torch.tensor(b)),
+    )
+    _close(
+        fg.pairwise_distance(fg.tensor(a), fg.tensor(b), p=1.0),
+        torch.pairwise_distance(torch.tensor(a), torch.tensor(b), p=1.0),
+    )

@@ -683,3 +683,237 @@ fn cosine_backward_fused<T: RowFloat>(
         Tensor::from_vec(outb.finish(), a.shape())?,
     ))
 }
+
+/// How `cdist` computes Euclidean distances (torch's `compute_mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CdistMode {
+    /// Through a matrix product when either side has more than 25 rows (torch's default).
+    MmIfNecessary,
+    /// Always through a matrix product (p = 2 only).
+    Mm,
+    /// Never: the differences are taken pair by pair.
+    Direct,
+}
+
+/// The `p`-norm distances between the rows of `x1` `(..., P, M)` and of `x2` `(..., R, M)`:
+/// shape `(..., P, R)`, batch dims broadcast (torch's `cdist`). For p = 2 the matrix-product
+/// form `sqrt(max(|a|² + |b|² - 2 a·b, 0))` is used as `mode` says (fast, but rounding makes
+/// near-zero distances less exact); otherwise one fused node whose gradient follows torch's
+/// `cdist` rules (0 at a zero distance; for p = inf every element reaching the maximum gets the
+/// full gradient). Errors as torch's: fewer than 2 dims, different widths, negative p,
+/// non-float or different dtypes, batch dims that do not broadcast.
+pub fn cdist(x1: &Tensor, x2: &Tensor, p: f64, mode: CdistMode) -> Result<Tensor> {
+    if x1.dim() < 2 || x2.dim() < 2 {
+        let (which, t) = if x1.dim() < 2 { ("X1", x1) } else { ("X2", x2) };
+        return Err(Error::runtime(format!(
+            "cdist only supports at least 2D tensors, {which} got: {}D",
+            t.dim()
+        )));
+    }
+    let (m1, m2) = (x1.shape()[x1.dim() - 1], x2.shape()[x2.dim() - 1]);
+    if m1 != m2 {
+        return Err(Error::runtime(format!(
+            "X1 and X2 must have the same number of columns. X1: {m1} X2: {m2}"
+        )));
+    }
+    for (which, t) in [("X1", x1), ("X2", x2)] {
+        if !t.dtype().is_float() {
+            return Err(Error::runtime(format!(
+                "cdist only supports floating-point dtypes, {which} got: {}",
+                crate::tensor::scalar_type_name(t.dtype())
+            )));
+        }
+    }
+    if x1.dtype() != x2.dtype() {
+        return Err(Error::runtime(format!(
+            "expected scalar type {} but found {}",
+            crate::tensor::scalar_type_name(x1.dtype()),
+            crate::tensor::scalar_type_name(x2.dtype())
+        )));
+    }
+    if p < 0.0 || p.is_nan() {
+        return Err(Error::runtime("cdist only supports non-negative p values"));
+    }
+    let (r1, r2) = (x1.shape()[x1.dim() - 2], x2.shape()[x2.dim() - 2]);
+    let batch = broadcast_shapes(&x1.shape()[..x1.dim() - 2], &x2.shape()[..x2.dim() - 2])?;
+    let with = |rows: usize| -> Vec<usize> {
+        let mut s = batch.to_vec();
+        s.extend([rows, m1]);
+        s
+    };
+    let (a, b) = (x1.expand(&with(r1))?, x2.expand(&with(r2))?);
+    let use_mm = p == 2.0
+        && match mode {
+            CdistMode::Mm => true,
+            CdistMode::MmIfNecessary => r1 > 25 || r2 > 25,
+            CdistMode::Direct => false,
+        };
+    if use_mm {
+        return euclidean_mm(&a, &b);
+    }
+    let out = match a.dtype() {
+        DType::Float32 => cdist_forward::<f32>(&a, &b, p)?,
+        _ => cdist_forward::<f64>(&a, &b, p)?,
+    };
+    if needs_grad(&[x1, x2]) {
+        record(
+            "CdistBackward0",
+            &[x1, x2],
+            &[&out],
+            &[&a, &b, &out],
+            true,
+            move |g, s| {
+                let (a, b, d) = (&s[0], &s[1], &s[2]);
+                if crate::ops::unary::fusable(&g[0], d) {
+                    let (ga, gb) = match a.dtype() {
+                        DType::Float32 => cdist_backward_fused::<f32>(&g[0], a, b, d, p)?,
+                        _ => cdist_backward_fused::<f64>(&g[0], a, b, d, p)?,
+                    };
+                    return Ok(vec![Some(ga), Some(gb)]);
+                }
+                // Differentiable: every pair's difference, then the norm over the last dim
+                // (O(P·R·M) memory, only when a graph of the backward is built).
+                let diff = a.unsqueeze(-2)?.sub(&b.unsqueeze(-3)?)?;
+                let n = p_norm(&diff, p, -1, true)?;
+                let gd = norm_backward_ops(&g[0].unsqueeze(-1)?, &diff, &n, p, -1)?;
+                Ok(vec![
+                    Some(gd.sum_dims(&[-2], false)?),
+                    Some(gd.sum_dims(&[-3], false)?.neg()?),
+                ])
+            },
+        )?;
+    }
+    Ok(out)
+}
+
+/// torch's `_euclidean_dist`: `[-2a, |a|², 1] · [b, 1, |b|²]ᵀ`, clamped at 0, square-rooted;
+/// differentiable ops throughout.
+fn euclidean_mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let an = a.mul(a)?.sum_dims(&[-1], true)?;
+    let bn = b.mul(b)?.sum_dims(&[-1], true)?;
+    let (ap, bp) = (
+        Tensor::ones(an.shape(), a.dtype()),
+        Tensor::ones(bn.shape(), b.dtype()),
+    );
+    let a_ = Tensor::cat(&[a.mul_scalar(-2.0)?, an, ap], -1)?;
+    let b_ = Tensor::cat(&[b.clone(), bp, bn], -1)?;
+    let r = a_.matmul(&b_.transpose(-1, -2)?)?;
+    clamp_min(&r, 0.0)?.sqrt()
+}
+
+/// `max(x, v)` with torch's `clamp_min` gradient (passes where `x >= v`).
+fn clamp_min(x: &Tensor, v: f64) -> Result<Tensor> {
+    x.clamp(Some(&Tensor::wrapped_scalar(v, x.dtype())), None)
+}
+
+/// The `(batch, P, R)` distances; `a`, `b` are `(batch..., P|R, M)` with equal batch dims.
+fn cdist_forward<T: RowFloat>(a: &Tensor, b: &Tensor, p: f64) -> Result<Tensor> {
+    let nd = a.dim();
+    let (r1, r2, m) = (a.shape()[nd - 2], b.shape()[nd - 2], a.shape()[nd - 1]);
+    let nb: usize = a.shape()[..nd - 2].iter().product();
+    let mut out = Out::<T>::new(nb * r1 * r2)?;
+    let o = out.ptr();
+    a.with_contiguous_slice::<T, _>(|xs| {
+        b.with_contiguous_slice::<T, _>(|ys| {
+            // One lane per (batch, i) row of the output.
+            let g = Lanes {
+                n: r2 * m.max(1),
+                inner: 1,
+                count: nb * r1,
+            };
+            par_lanes(g, &|rows| {
+                for row in rows {
+                    let (bi, i) = (row / r1.max(1), row % r1.max(1));
+                    let u = &xs[(bi * r1 + i) * m..(bi * r1 + i + 1) * m];
+                    for j in 0..r2 {
+                        let v = &ys[(bi * r2 + j) * m..(bi * r2 + j + 1) * m];
+                        // SAFETY: output row `row` is written by this block only.
+                        unsafe { put(&o, row * r2 + j, T::of(pair_norm(u, v, p))) };
+                    }
+                }
+            })
+        })
+    })??;
+    let mut shape = a.shape()[..nd - 2].to_vec();
+    shape.extend([r1, r2]);
+    Tensor::from_vec(out.finish(), &shape)
+}
+
+/// `‖u - v‖_p`.
+#[inline(always)]
+fn pair_norm<T: RowFloat>(u: &[T], v: &[T], p: f64) -> f64 {
+    // The difference in T, as torch takes it (so an inf-norm is exactly one |difference|).
+    let d = u.iter().zip(v).map(|(&x, &y)| (x - y).f());
+    if p == 2.0 {
+        d.map(|t| t * t).sum::<f64>().sqrt()
+    } else if p == 1.0 {
+        d.map(f64::abs).sum()
+    } else if p == 0.0 {
+        d.filter(|&t| t != 0.0).count() as f64
+    } else if p.is_infinite() {
+        d.map(f64::abs)
+            .fold(0.0, |a, t| if t > a || t.is_nan() { t } else { a })
+    } else {
+        d.map(|t| t.abs().powf(p)).sum::<f64>().powf(1.0 / p)
+    }
+}
+
+/// `(Σ_j g_ij ∂d_ij/∂a_i, -Σ_i g_ij ∂d_ij/∂a_i)`: one pass over the pairs per output row for
+/// `a`'s gradient, one per column for `b`'s (each row or column is one task's, no atomics).
+fn cdist_backward_fused<T: RowFloat>(
+    g: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    d: &Tensor,
+    p: f64,
+) -> Result<(Tensor, Tensor)> {
+    let nd = a.dim();
+    let (r1, r2, m) = (a.shape()[nd - 2], b.shape()[nd - 2], a.shape()[nd - 1]);
+    let nb: usize = a.shape()[..nd - 2].iter().product();
+    let (gv, dv) = (g.to_vec::<T>()?, d.to_vec::<T>()?);
+    let mut ga = crate::tensor::creation::try_filled_vec(a.numel(), T::zero())?;
+    let mut gb = crate::tensor::creation::try_filled_vec(b.numel(), T::zero())?;
+    let (pa, pb) = (SendPtr(ga.as_mut_ptr()), SendPtr(gb.as_mut_ptr()));
+    a.with_contiguous_slice::<T, _>(|xs| {
+        b.with_contiguous_slice::<T, _>(|ys| {
+            // side 0: rows of a (sum over j); side 1: rows of b (sum over i).
+            for side in 0..2 {
+                let (own, other) = if side == 0 { (r1, r2) } else { (r2, r1) };
+                let lanes = Lanes {
+                    n: other * m.max(1),
+                    inner: 1,
+                    count: nb * own,
+                };
+                par_lanes(lanes, &|rows| {
+                    for row in rows {
+                        let (bi, k) = (row / own.max(1), row % own.max(1));
+                        let (dst, sign) = if side == 0 { (&pa, 1.0) } else { (&pb, -1.0) };
+                        for l in 0..other {
+                            let (i, j) = if side == 0 { (k, l) } else { (l, k) };
+                            let idx = (bi * r1 + i) * r2 + j;
+                            let (gl, dist) = (gv[idx].f(), dv[idx].f());
+                            if gl == 0.0 {
+                                continue;
+                            }
+                            let u = &xs[(bi * r1 + i) * m..(bi * r1 + i + 1) * m];
+                            let v = &ys[(bi * r2 + j) * m..(bi * r2 + j + 1) * m];
+                            for c in 0..m {
+                                let t = (u[c] - v[c]).f();
+                                let val = sign * gl * dnorm(t, dist, p, 1.0);
+                                // SAFETY: row `row` of this side belongs to this block only.
+                                unsafe {
+                                    let q = dst.get().add(row * m + c);
+                                    *q = *q + T::of(val);
+                                }
+                            }
+                        }
+                    }
+                });
+            }
+        })
+    })??;
+    Ok((
+        Tensor::from_vec(ga, a.shape())?,
+        Tensor::from_vec(gb, b.shape())?,
+    ))
+}

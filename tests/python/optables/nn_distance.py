@@ -122,6 +122,24 @@ OPS = [
         ),
         [Arg((7,), kind="int", int_high=6), Arg((6, 5)), Arg((7,))],
     ),
+    # ----- cdist -----
+    OpSpec(
+        "cdist",
+        lambda L, a, b: (
+            L.cdist(a, b, compute_mode="donot_use_mm_for_euclid_dist"),
+            L.cdist(a, b, p=1.0),
+            L.cdist(a, b, p=3.0),
+            L.cdist(a, b, compute_mode="use_mm_for_euclid_dist"),
+        ),
+        [Arg((2, 3, 4)), Arg((5, 4))],
+    ),
+    OpSpec(
+        "cdist_inf",
+        lambda L, a, b: L.cdist(a, b, p=float("inf")),
+        [Arg((3, 4)), Arg((2, 4))],
+        gradgrad=False,
+        note=_KINK,
+    ),
     # ----- margin and embedding losses -----
     OpSpec(
         "nn_cosine_embedding_loss",
