@@ -424,3 +424,24 @@ fn cdist_matches_closed_form_and_differences() {
     .unwrap_err();
     assert!(e.to_string().contains("same number of columns"));
 }
+
+#[test]
+fn embedding_renorm_scales_only_used_long_rows() {
+    use ferrograd::ops::nn::sparse::embedding_renorm_;
+    let w = Tensor::from_vec(vec![3.0, 4.0, 0.3, 0.4, 6.0, 8.0], &[3, 2]).unwrap();
+    let idx = Tensor::from_vec(vec![0i64, 1, 0], &[3]).unwrap();
+    let v0 = w.version();
+    embedding_renorm_(&w, &idx, 1.0, 2.0).unwrap();
+    let s = 1.0 / (5.0 + 1e-7);
+    assert_close(
+        &w.to_vec::<f64>().unwrap(),
+        &[3.0 * s, 4.0 * s, 0.3, 0.4, 6.0, 8.0],
+        1e-15,
+    );
+    assert!(w.version() > v0);
+    let bad = Tensor::from_vec(vec![3i64], &[1]).unwrap();
+    assert_eq!(
+        embedding_renorm_(&w, &bad, 1.0, 2.0).unwrap_err().kind(),
+        ErrorKind::Index
+    );
+}

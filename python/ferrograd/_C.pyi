@@ -82,6 +82,7 @@ __all__ = [
     "_nn_embedding",
     "_nn_embedding_bag",
     "_nn_one_hot",
+    "_nn_embedding_renorm_",
     # ----- nn_rnn -----
     "_nn_rnn",
     "_nn_rnn_cell",
@@ -1089,6 +1090,11 @@ def _nn_embedding_bag(
 
 def _nn_one_hot(tensor: Tensor, num_classes: _int) -> Tensor:
     """One-hot int64 encoding along a new last dim (``num_classes`` -1: max + 1)."""
+
+def _nn_embedding_renorm_(
+    weight: Tensor, indices: Tensor, max_norm: _float, norm_type: _float
+) -> None:
+    """Rows of ``weight`` used by ``indices`` rescaled in place to at most ``max_norm``."""
 
 # ----- nn_rnn -------------------------------------------------------------------------------------
 

@@ -83,10 +83,26 @@ fn _nn_one_hot(
     wrap(py, detached(py, || sparse::one_hot(&t, num_classes))?)
 }
 
+/// Rows of `weight` used by `indices` rescaled in place to at most `max_norm`.
+#[pyfunction]
+fn _nn_embedding_renorm_(
+    py: Python<'_>,
+    weight: &Bound<'_, PyAny>,
+    indices: &Bound<'_, PyAny>,
+    max_norm: f64,
+    norm_type: f64,
+) -> PyResult<()> {
+    let (w, i) = (tensor_of(weight, "weight")?, tensor_of(indices, "indices")?);
+    detached(py, || {
+        sparse::embedding_renorm_(&w, &i, max_norm, norm_type)
+    })
+}
+
 /// Register the lookup bindings on `ferrograd._C`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_nn_embedding, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_embedding_bag, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_one_hot, m)?)?;
+    m.add_function(wrap_pyfunction!(_nn_embedding_renorm_, m)?)?;
     Ok(())
 }

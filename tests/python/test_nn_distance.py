@@ -428,14 +428,18 @@ def test_embedding_bag_large_multithreaded_matches_closed_form():
     np.testing.assert_allclose(wt.grad.numpy(), ref, rtol=1e-5)
 
 
-def test_embedding_bag_max_norm_renormalises_like_torch(torch):
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, math.inf])
+def test_embedding_bag_max_norm_renormalises_like_torch(torch, norm_type):
     w = r(6, 3) * 3
     idx = np.array([[0, 1], [4, 4]])
     wf, wt = fg.tensor(w.copy()), torch.tensor(w.copy())
-    out = F.embedding_bag(fg.tensor(idx), wf, max_norm=1.0)
-    ref = torch.nn.functional.embedding_bag(torch.tensor(idx), wt, max_norm=1.0)
+    out = F.embedding_bag(fg.tensor(idx), wf, max_norm=1.0, norm_type=norm_type)
+    ref = torch.nn.functional.embedding_bag(
+        torch.tensor(idx), wt, max_norm=1.0, norm_type=norm_type
+    )
     _close(out, ref)
     _close(wf, wt)
+    np.testing.assert_array_equal(wf.numpy()[[2, 3, 5]], w[[2, 3, 5]])  # unused rows untouched
 
 
 def test_embedding_bag_module_matches_torch(torch):

@@ -857,16 +857,8 @@ def embedding(
 
 def _embedding_renorm(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -> None:
     """torch's ``embedding_renorm_``: each used row whose ``norm_type``-norm exceeds
-    ``max_norm`` is scaled in place to ``max_norm / (norm + 1e-7)`` of itself."""
-    rows = sorted({int(i) for i in input.reshape(-1).tolist()})
-    if rows and (rows[0] < 0 or rows[-1] >= weight.shape[0]):
-        raise IndexError("index out of range in self")
-    with _fg().no_grad():
-        w = weight.detach()
-        for r in rows:
-            n = float(w[r].abs().pow(norm_type).sum().pow(1.0 / norm_type))
-            if n > max_norm:
-                w[r].mul_(max_norm / (n + 1e-7))
+    ``max_norm`` is scaled in place to ``max_norm / (norm + 1e-7)`` of itself (in the crate)."""
+    _C._nn_embedding_renorm_(weight, input, max_norm, norm_type)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:

@@ -668,3 +668,56 @@ fn bag_backward_ops(
         .mul(&scale.unsqueeze(1)?)?;
     Tensor::zeros(wshape, g.dtype()).index_add(0, &Tensor::from_vec(rows, &[n])?, &gs, 1.0)
 }
+
+/// torch's `embedding_renorm_`: each row of `weight` used by `indices` whose `norm_type`-norm
+/// exceeds `max_norm` is scaled in place by `max_norm / (norm + 1e-7)`. Runs without recording
+/// (as torch's under `no_grad`) and bumps the weight's version, so a graph that saved the old
+/// weight sees the change. Non-int64 or out-of-range indices are errors.
+pub fn embedding_renorm_(
+    weight: &Tensor,
+    indices: &Tensor,
+    max_norm: f64,
+    norm_type: f64,
+) -> Result<()> {
+    if indices.dtype() != DType::Int64 {
+        return Err(Error::runtime(format!(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got {} instead (while checking arguments for embedding_renorm_)",
+            crate::tensor::scalar_type_name(indices.dtype())
+        )));
+    }
+    if weight.dim() != 2 {
+        return Err(Error::runtime(format!(
+            "'weight' must be 2-D, got {}",
+            fmt_shape(weight.shape())
+        )));
+    }
+    let num = weight.shape()[0];
+    let mut used = vec![false; num];
+    for i in indices.to_vec::<i64>()? {
+        let r = usize::try_from(i)
+            .ok()
+            .filter(|&r| r < num)
+            .ok_or_else(|| Error::index("index out of range in self"))?;
+        used[r] = true;
+    }
+    let _g = crate::autograd::grad_mode::GradModeGuard::new(false);
+    let w = weight.detach();
+    // Norms of the used rows only; the weight is touched only if one of them is too long.
+    let rows: Vec<i64> = (0..num).filter(|&r| used[r]).map(|r| r as i64).collect();
+    let n = rows.len();
+    let picked = w.index_select(0, &Tensor::from_vec(rows.clone(), &[n])?)?;
+    let norms = crate::ops::nn::distance::p_norm(&picked, norm_type, 1, false)?.to_vec::<f64>()?;
+    let mut scale = vec![1.0f64; num];
+    let mut any = false;
+    for (&r, &nrm) in rows.iter().zip(&norms) {
+        if nrm > max_norm {
+            scale[r as usize] = max_norm / (nrm + 1e-7);
+            any = true;
+        }
+    }
+    if any {
+        let s = crate::ops::convert::cast(&Tensor::from_vec(scale, &[num, 1])?, w.dtype())?;
+        w.mul_(&s)?;
+    }
+    Ok(())
+}
