@@ -746,3 +746,44 @@ def test_top_level_distance_functions_match_torch(torch):
         fg.pairwise_distance(fg.tensor(a), fg.tensor(b), p=1.0),
         torch.pairwise_distance(torch.tensor(a), torch.tensor(b), p=1.0),
     )
+
+
+# ----- determinism ------------------------------------------------------------------------------
+
+
+def _run_all(seed_arrays):
+    a, b, w, idx, g = seed_arrays
+    xa, xb = fg.tensor(a, requires_grad=True), fg.tensor(b, requires_grad=True)
+    tw = fg.tensor(w, requires_grad=True)
+    outs = [
+        F.cosine_similarity(xa, xb),
+        F.normalize(xa, p=3.0),
+        F.pairwise_distance(xa, xb),
+        F.prelu(xa.reshape(64, 16, 64), tw[0, :16].contiguous()),
+        F.embedding_bag(fg.tensor(idx), tw, mode="sum"),
+        F.embedding_bag(fg.tensor(idx), tw, mode="max"),
+        fg.cdist(xa[:200], xb[:300], p=1.5),
+    ]
+    loss = sum((o * o).sum() for o in outs)
+    grads = fg.autograd.grad(loss, [xa, xb, tw])
+    return [o.detach().numpy() for o in outs] + [gr.numpy() for gr in grads]
+
+
+def test_results_are_bitwise_identical_at_any_thread_count():
+    arrays = (
+        r(1024, 64, dtype="float32"),
+        r(1024, 64, dtype="float32"),
+        r(500, 64, dtype="float32"),
+        RNG.integers(0, 500, size=(1024, 20)),
+        None,
+    )
+    before = fg.get_num_threads()
+    try:
+        fg.set_num_threads(1)
+        one = _run_all(arrays)
+        fg.set_num_threads(2)
+        two = _run_all(arrays)
+    finally:
+        fg.set_num_threads(before)
+    for x, y in zip(one, two):
+        np.testing.assert_array_equal(x, y)
