@@ -309,6 +309,15 @@ fn norm_backward_fused<T: RowFloat>(
                 } else {
                     1.0
                 };
+                if p == 2.0 && geo.inner == 1 {
+                    // x / ‖x‖ in T over the contiguous lane (vectorises).
+                    let k = T::of(if nrm == 0.0 { 0.0 } else { gl / nrm });
+                    for (i, &xv) in (base..base + geo.n).zip(&xs[base..base + geo.n]) {
+                        // SAFETY: element i belongs to lane l, written by this block only.
+                        unsafe { put(&o, i, k * xv) };
+                    }
+                    continue;
+                }
                 for k in 0..geo.n {
                     let i = base + k * geo.inner;
                     // SAFETY: element i belongs to lane l, written by this block only.
@@ -439,12 +448,33 @@ fn normalize_backward_fused<T: RowFloat>(
                     let (base, nrm) = (geo.base(l), nv[l].f());
                     let den = if nrm < eps { eps } else { nrm };
                     let through = nrm >= eps;
-                    let mut gx = 0.0;
-                    for k in 0..geo.n {
-                        let i = base + k * geo.inner;
-                        gx += gs[i].f() * xs[i].f();
-                    }
+                    let gx = if geo.inner == 1 {
+                        let r = base..base + geo.n;
+                        crate::ops::nn::softmax::sum_by(&gs[r.clone()], &xs[r], |a, b| {
+                            a.f() * b.f()
+                        })
+                    } else {
+                        (0..geo.n)
+                            .map(|k| base + k * geo.inner)
+                            .map(|i| gs[i].f() * xs[i].f())
+                            .sum()
+                    };
                     let coef = if through { gx / (den * den) } else { 0.0 };
+                    if geo.inner == 1 && (p == 2.0 || !through) {
+                        // g / den - coef x / ‖x‖ in T over the contiguous lane.
+                        let a = T::of(den);
+                        let c = T::of(if through && nrm != 0.0 {
+                            coef / nrm
+                        } else {
+                            0.0
+                        });
+                        let r = base..base + geo.n;
+                        for ((i, &gv), &xv) in r.clone().zip(&gs[r.clone()]).zip(&xs[r]) {
+                            // SAFETY: element i belongs to lane l, written by this block only.
+                            unsafe { put(&o, i, gv / a - c * xv) };
+                        }
+                        continue;
+                    }
                     let ties = if p.is_infinite() && through {
                         lane_ties(xs, base, geo, nrm)
                     } else {
@@ -858,6 +888,30 @@ fn pair_norm<T: RowFloat>(u: &[T], v: &[T], p: f64) -> f64 {
     }
 }
 
+/// `acc += g · ∂‖u - v‖_p / ∂u` for one pair at distance `dist > 0`, the common p in their
+/// own loops (branch-free, vectorisable).
+#[inline(always)]
+fn pair_grad<T: RowFloat>(acc: &mut [f64], u: &[T], v: &[T], g: f64, dist: f64, p: f64) {
+    let it = acc.iter_mut().zip(u.iter().zip(v));
+    if p == 2.0 {
+        let k = g / dist;
+        it.for_each(|(a, (&x, &y))| *a += k * (x - y).f());
+    } else if p == 1.0 {
+        it.for_each(|(a, (&x, &y))| {
+            let t = (x - y).f();
+            *a += if t > 0.0 {
+                g
+            } else if t < 0.0 {
+                -g
+            } else {
+                0.0
+            };
+        });
+    } else {
+        it.for_each(|(a, (&x, &y))| *a += g * dnorm((x - y).f(), dist, p, 1.0));
+    }
+}
+
 /// `(Σ_j g_ij ∂d_ij/∂a_i, -Σ_i g_ij ∂d_ij/∂a_i)`: one pass over the pairs per output row for
 /// `a`'s gradient, one per column for `b`'s (each row or column is one task's, no atomics).
 fn cdist_backward_fused<T: RowFloat>(
@@ -874,6 +928,7 @@ fn cdist_backward_fused<T: RowFloat>(
     let mut ga = crate::tensor::creation::try_filled_vec(a.numel(), T::zero())?;
     let mut gb = crate::tensor::creation::try_filled_vec(b.numel(), T::zero())?;
     let (pa, pb) = (SendPtr(ga.as_mut_ptr()), SendPtr(gb.as_mut_ptr()));
+    // (every element of both is written: each row accumulates in f64, then is stored once)
     a.with_contiguous_slice::<T, _>(|xs| {
         b.with_contiguous_slice::<T, _>(|ys| {
             // side 0: rows of a (sum over j); side 1: rows of b (sum over i).
@@ -885,27 +940,26 @@ fn cdist_backward_fused<T: RowFloat>(
                     count: nb * own,
                 };
                 par_lanes(lanes, &|rows| {
+                    let mut acc = vec![0.0f64; m];
                     for row in rows {
                         let (bi, k) = (row / own.max(1), row % own.max(1));
-                        let (dst, sign) = if side == 0 { (&pa, 1.0) } else { (&pb, -1.0) };
+                        acc.iter_mut().for_each(|v| *v = 0.0);
                         for l in 0..other {
                             let (i, j) = if side == 0 { (k, l) } else { (l, k) };
                             let idx = (bi * r1 + i) * r2 + j;
                             let (gl, dist) = (gv[idx].f(), dv[idx].f());
-                            if gl == 0.0 {
-                                continue;
+                            if gl == 0.0 || dist == 0.0 || p == 0.0 {
+                                continue; // every rule gives 0 at a zero distance
                             }
                             let u = &xs[(bi * r1 + i) * m..(bi * r1 + i + 1) * m];
                             let v = &ys[(bi * r2 + j) * m..(bi * r2 + j + 1) * m];
-                            for c in 0..m {
-                                let t = (u[c] - v[c]).f();
-                                let val = sign * gl * dnorm(t, dist, p, 1.0);
-                                // SAFETY: row `row` of this side belongs to this block only.
-                                unsafe {
-                                    let q = dst.get().add(row * m + c);
-                                    *q = *q + T::of(val);
-                                }
-                            }
+                            pair_grad(&mut acc, u, v, gl, dist, p);
+                        }
+                        let sign = if side == 0 { 1.0 } else { -1.0 };
+                        let dst = if side == 0 { &pa } else { &pb };
+                        for (c, &v) in acc.iter().enumerate() {
+                            // SAFETY: row `row` of this side belongs to this block only.
+                            unsafe { *dst.get().add(row * m + c) = T::of(sign * v) };
                         }
                     }
                 });
