@@ -874,10 +874,15 @@ fn cdist_forward<T: RowFloat>(a: &Tensor, b: &Tensor, p: f64) -> Result<Tensor> 
 fn pair_norm<T: RowFloat>(u: &[T], v: &[T], p: f64) -> f64 {
     // The difference in T, as torch takes it (so an inf-norm is exactly one |difference|).
     let d = u.iter().zip(v).map(|(&x, &y)| (x - y).f());
+    use crate::ops::nn::softmax::sum_by;
     if p == 2.0 {
-        d.map(|t| t * t).sum::<f64>().sqrt()
+        sum_by(u, v, |x: T, y: T| {
+            let t = (x - y).f();
+            t * t
+        })
+        .sqrt()
     } else if p == 1.0 {
-        d.map(f64::abs).sum()
+        sum_by(u, v, |x: T, y: T| (x - y).f().abs())
     } else if p == 0.0 {
         d.filter(|&t| t != 0.0).count() as f64
     } else if p.is_infinite() {
@@ -925,6 +930,17 @@ fn cdist_backward_fused<T: RowFloat>(
     let (r1, r2, m) = (a.shape()[nd - 2], b.shape()[nd - 2], a.shape()[nd - 1]);
     let nb: usize = a.shape()[..nd - 2].iter().product();
     let (gv, dv) = (g.to_vec::<T>()?, d.to_vec::<T>()?);
+    // b's rows read a column of g and d each: transposed copies make those reads contiguous.
+    let transpose = |x: &[T]| -> Result<Vec<T>> {
+        let mut t = crate::tensor::creation::try_vec::<T>(x.len())?;
+        for bi in 0..nb {
+            for j in 0..r2 {
+                t.extend((0..r1).map(|i| x[(bi * r1 + i) * r2 + j]));
+            }
+        }
+        Ok(t)
+    };
+    let (gt, dt) = (transpose(&gv)?, transpose(&dv)?);
     let mut ga = crate::tensor::creation::try_filled_vec(a.numel(), T::zero())?;
     let mut gb = crate::tensor::creation::try_filled_vec(b.numel(), T::zero())?;
     let (pa, pb) = (SendPtr(ga.as_mut_ptr()), SendPtr(gb.as_mut_ptr()));
@@ -946,8 +962,13 @@ fn cdist_backward_fused<T: RowFloat>(
                         acc.iter_mut().for_each(|v| *v = 0.0);
                         for l in 0..other {
                             let (i, j) = if side == 0 { (k, l) } else { (l, k) };
-                            let idx = (bi * r1 + i) * r2 + j;
-                            let (gl, dist) = (gv[idx].f(), dv[idx].f());
+                            let (gl, dist) = if side == 0 {
+                                let idx = (bi * r1 + i) * r2 + j;
+                                (gv[idx].f(), dv[idx].f())
+                            } else {
+                                let idx = (bi * r2 + j) * r1 + i;
+                                (gt[idx].f(), dt[idx].f())
+                            };
                             if gl == 0.0 || dist == 0.0 || p == 0.0 {
                                 continue; // every rule gives 0 at a zero distance
                             }
