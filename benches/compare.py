@@ -615,6 +615,41 @@ def resnet_block() -> Dict[str, Any]:
     return {"make": make, "unit": "ms/step", "scale": 1e3}
 
 
+def cosine_similarity() -> Dict[str, Any]:
+    """4096 pairs of 256-vectors, forward and backward to both sides."""
+    a0, b0, g0 = _rand(4096, 256), _rand(4096, 256), _rand(4096)
+
+    def make(lib: Any) -> Callable[[], None]:
+        a, b, g = _leaf(lib, a0), _leaf(lib, b0), lib.tensor(g0)
+
+        def step() -> None:
+            lib.nn.functional.cosine_similarity(a, b).backward(g)
+            a.grad = b.grad = None
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
+def embedding_bag() -> Dict[str, Any]:
+    """Mean of 4096 bags of 20 rows of a 10k x 128 table, forward and weight gradient."""
+    w0, g0 = _rand(10_000, 128), _rand(4096, 128)
+    i0 = np.random.default_rng(11).integers(0, 10_000, size=4096 * 20)
+    o0 = np.arange(0, 4096 * 20, 20)
+
+    def make(lib: Any) -> Callable[[], None]:
+        w, g = _leaf(lib, w0), lib.tensor(g0)
+        i, o = lib.tensor(i0), lib.tensor(o0)
+
+        def step() -> None:
+            lib.nn.functional.embedding_bag(i, w, o, mode="mean").backward(g)
+            w.grad = None
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
 WORKLOADS = {
     "tiny_chain": (tiny_chain, 0.10),
     "scalar_mlp": (scalar_mlp, 0.30),
@@ -639,6 +674,8 @@ WORKLOADS = {
     "resnet_block": (resnet_block, 0.90),
     "interpolate_bilinear": (interpolate_bilinear, 1.00),
     "pixel_shuffle": (pixel_shuffle, 1.00),
+    "cosine_similarity": (cosine_similarity, 1.00),
+    "embedding_bag": (embedding_bag, 1.00),
 }
 
 

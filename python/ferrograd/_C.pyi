@@ -80,6 +80,9 @@ __all__ = [
     "_safetensors_load",
     # ----- nn_sparse -----
     "_nn_embedding",
+    "_nn_embedding_bag",
+    "_nn_one_hot",
+    "_nn_embedding_renorm_",
     # ----- nn_rnn -----
     "_nn_rnn",
     "_nn_rnn_cell",
@@ -91,6 +94,19 @@ __all__ = [
     "_nn_pad",
     "_nn_interpolate",
     "_nn_shuffle",
+    "_nn_cosine_similarity",
+    "_nn_pairwise_distance",
+    "_nn_normalize",
+    "_nn_prelu",
+    "_cdist",
+    "_nn_cosine_embedding_loss",
+    "_nn_margin_ranking_loss",
+    "_nn_triplet_margin_loss",
+    "_nn_hinge_embedding_loss",
+    "_nn_soft_margin_loss",
+    "_nn_multilabel_soft_margin_loss",
+    "_nn_poisson_nll_loss",
+    "_nn_gaussian_nll_loss",
     "_nn_layer_norm",
     "_nn_rms_norm",
     "_nn_group_norm",
@@ -1065,6 +1081,27 @@ def _nn_embedding(
 ) -> Tensor:
     """Rows of ``weight`` at ``indices`` (``padding_idx`` already wrapped, or None)."""
 
+def _nn_embedding_bag(
+    weight: Tensor,
+    indices: Tensor,
+    offsets: Tensor,
+    mode: _int,
+    per_sample_weights: Tensor | None,
+    include_last_offset: _bool,
+    padding_idx: _int | None,
+    scale_grad_by_freq: _bool,
+) -> Tensor:
+    """Bags of rows of ``weight`` (``indices`` 1-D split at ``offsets``; ``mode`` 0 sum,
+    1 mean, 2 max; ``padding_idx`` already wrapped, or None): shape ``(bags, D)``."""
+
+def _nn_one_hot(tensor: Tensor, num_classes: _int) -> Tensor:
+    """One-hot int64 encoding along a new last dim (``num_classes`` -1: max + 1)."""
+
+def _nn_embedding_renorm_(
+    weight: Tensor, indices: Tensor, max_norm: _float, norm_type: _float
+) -> None:
+    """Rows of ``weight`` used by ``indices`` rescaled in place to at most ``max_norm``."""
+
 # ----- nn_rnn -------------------------------------------------------------------------------------
 
 def _nn_rnn(
@@ -1157,6 +1194,66 @@ def _nn_interpolate(
 def _nn_shuffle(kind: str, input: Tensor, factor: _int) -> Tensor:
     """``pixel_shuffle`` ("shuffle"), ``pixel_unshuffle`` ("unshuffle") or ``channel_shuffle``
     ("channel")."""
+def _nn_cosine_similarity(x1: Tensor, x2: Tensor, dim: _int, eps: _float) -> Tensor:
+    """Cosine similarity of ``x1`` and ``x2`` (broadcast) along ``dim``."""
+
+def _nn_pairwise_distance(x1: Tensor, x2: Tensor, p: _float, eps: _float, keepdim: _bool) -> Tensor:
+    """The ``p``-norm of ``x1 - x2 + eps`` over the last dim."""
+
+def _nn_normalize(input: Tensor, p: _float, dim: _int, eps: _float) -> Tensor:
+    """``x / max(||x||_p, eps)`` along ``dim``."""
+
+def _nn_prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """PReLU with one slope or one per channel (dim 1)."""
+
+def _cdist(x1: Tensor, x2: Tensor, p: _float, compute_mode: _int) -> Tensor:
+    """``torch.cdist`` (``compute_mode`` 0: matrix product if either side has more than 25
+    rows, 1: always for p = 2, 2: never)."""
+
+def _nn_cosine_embedding_loss(
+    input1: Tensor, input2: Tensor, target: Tensor, margin: _float, reduction: str
+) -> Tensor:
+    """``cosine_embedding_loss``."""
+
+def _nn_margin_ranking_loss(
+    input1: Tensor, input2: Tensor, target: Tensor, margin: _float, reduction: str
+) -> Tensor:
+    """``margin_ranking_loss``."""
+
+def _nn_triplet_margin_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    margin: _float,
+    p: _float,
+    eps: _float,
+    swap: _bool,
+    reduction: str,
+) -> Tensor:
+    """``triplet_margin_loss``."""
+
+def _nn_hinge_embedding_loss(
+    input: Tensor, target: Tensor, margin: _float, reduction: str
+) -> Tensor:
+    """``hinge_embedding_loss``."""
+
+def _nn_soft_margin_loss(input: Tensor, target: Tensor, reduction: str) -> Tensor:
+    """``soft_margin_loss``."""
+
+def _nn_multilabel_soft_margin_loss(
+    input: Tensor, target: Tensor, weight: Tensor | None, reduction: str
+) -> Tensor:
+    """``multilabel_soft_margin_loss``."""
+
+def _nn_poisson_nll_loss(
+    input: Tensor, target: Tensor, log_input: _bool, full: _bool, eps: _float, reduction: str
+) -> Tensor:
+    """``poisson_nll_loss``."""
+
+def _nn_gaussian_nll_loss(
+    input: Tensor, target: Tensor, var: Tensor, full: _bool, eps: _float, reduction: str
+) -> Tensor:
+    """``gaussian_nll_loss`` (``var`` already shaped to broadcast against ``input``)."""
 
 def _nn_layer_norm(
     input: Tensor,

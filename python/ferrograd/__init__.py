@@ -239,6 +239,7 @@ __all__ = [
 
 # The op families; imported last so their strict forms (e.g. `mm`) replace the generic ones above.
 from . import (  # noqa: E402,F401  (torch.nn is usable after `import torch`)
+    _ops_distance,
     _ops_math,
     _ops_shape,
     backends,
@@ -250,6 +251,7 @@ from . import (  # noqa: E402,F401  (torch.nn is usable after `import torch`)
 from ._device import device  # noqa: E402
 from ._generator import Generator, randperm  # noqa: E402
 from ._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor, normal  # noqa: E402
+from ._ops_distance import *  # noqa: E402,F401,F403
 from ._ops_math import *  # noqa: E402,F401,F403
 from ._ops_shape import *  # noqa: E402,F401,F403
 from .serialization import load, save  # noqa: E402
@@ -258,3 +260,4 @@ __all__ += ["nn", "optim", "utils", "cuda", "backends", "device", "Generator", "
 __all__ += ["save", "load"]
 __all__ += ["FloatTensor", "DoubleTensor", "LongTensor", "BoolTensor", "normal"]
 __all__ += [*_ops_math.__all__, *_ops_shape.__all__]
+__all__ += _ops_distance.__all__

@@ -6,6 +6,7 @@ mod errors;
 mod nn_activation_loss;
 mod nn_attention;
 mod nn_conv;
+mod nn_distance;
 mod nn_norm;
 mod nn_rnn;
 mod nn_sampling;
@@ -519,6 +520,7 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     nn_activation_loss::register(m)?;
     nn_conv::register(m)?;
     nn_sampling::register(m)?;
+    nn_distance::register(m)?;
     ops_math::register(m)?;
     ops_shape::register(m)?;
     optim::register(m)?;

@@ -53,6 +53,8 @@ __all__ = [
     "conv_transpose1d",
     "conv_transpose2d",
     "conv_transpose3d",
+    "cosine_embedding_loss",
+    "cosine_similarity",
     "cross_entropy",
     "dropout",
     "dropout1d",
@@ -61,8 +63,10 @@ __all__ = [
     "elu",
     "elu_",
     "embedding",
+    "embedding_bag",
     "feature_alpha_dropout",
     "fold",
+    "gaussian_nll_loss",
     "gelu",
     "glu",
     "group_norm",
@@ -71,6 +75,7 @@ __all__ = [
     "hardswish",
     "hardtanh",
     "hardtanh_",
+    "hinge_embedding_loss",
     "huber_loss",
     "instance_norm",
     "interpolate",
@@ -86,6 +91,7 @@ __all__ = [
     "lp_pool1d",
     "lp_pool2d",
     "lp_pool3d",
+    "margin_ranking_loss",
     "max_pool1d",
     "max_pool1d_with_indices",
     "max_pool2d",
@@ -98,13 +104,16 @@ __all__ = [
     "mish",
     "mse_loss",
     "multi_head_attention_forward",
+    "multilabel_soft_margin_loss",
     "native_channel_shuffle",
     "nll_loss",
     "normalize",
     "one_hot",
     "pad",
+    "pairwise_distance",
     "pixel_shuffle",
     "pixel_unshuffle",
+    "poisson_nll_loss",
     "prelu",
     "relu",
     "relu6",
@@ -118,6 +127,7 @@ __all__ = [
     "sigmoid",
     "silu",
     "smooth_l1_loss",
+    "soft_margin_loss",
     "softmax",
     "softmin",
     "softplus",
@@ -127,6 +137,7 @@ __all__ = [
     "tanhshrink",
     "threshold",
     "threshold_",
+    "triplet_margin_loss",
     "unfold",
     "upsample",
     "upsample_bilinear",
@@ -141,10 +152,6 @@ def _fg() -> Any:
     import ferrograd
 
     return ferrograd
-
-
-def _has(name: str) -> bool:
-    return hasattr(Tensor, name)
 
 
 def _size(t: Tensor) -> str:
@@ -434,19 +441,8 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """``x`` where ``x > 0``, else ``weight * x``; ``weight`` holds one slope or one per channel
-    (dim 1)."""
-    if weight.numel() != 1:
-        if input.dim() == 0:
-            raise RuntimeError("Not allow zero-dim input tensor.")
-        channels = input.shape[1] if input.dim() >= 2 else 1
-        if weight.numel() != channels:
-            raise RuntimeError(
-                f"Mismatch of parameter numbers and input channel size. Found parameter "
-                f"numbers = {weight.numel()} and channel size = {channels}."
-            )
-        if input.dim() >= 2:
-            weight = weight.reshape(channels, *([1] * (input.dim() - 2)))
-    return _where(input > 0, input, weight * input)
+    (dim 1). One native node (``src/ops/nn/prelu.rs``)."""
+    return _C._nn_prelu(input, weight)
 
 
 def softsign(input: Tensor) -> Tensor:
@@ -765,6 +761,157 @@ def kl_div(
     return _C._nn_pointwise_loss("kl_div", input, target, None, reduction, float(log_target))
 
 
+def _reduction_arg(size_average: Optional[bool], reduce: Optional[bool], reduction: str) -> str:
+    """torch's ``_Reduction.get_enum`` check after the legacy arguments are folded in."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    return reduction
+
+
+def cosine_embedding_loss(
+    input1: Tensor,
+    input2: Tensor,
+    target: Tensor,
+    margin: float = 0,
+    size_average: Optional[bool] = None,
+    reduce: Optional[bool] = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``1 - cos(x1, x2)`` for ``target == 1``, ``max(0, cos(x1, x2) - margin)`` for -1."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    return _C._nn_cosine_embedding_loss(input1, input2, target, float(margin), reduction)
+
+
+def margin_ranking_loss(
+    input1: Tensor,
+    input2: Tensor,
+    target: Tensor,
+    margin: float = 0,
+    size_average: Optional[bool] = None,
+    reduce: Optional[bool] = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``max(0, -target * (x1 - x2) + margin)``."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError(
+            f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+            f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} "
+        )
+    return _C._nn_margin_ranking_loss(input1, input2, target, float(margin), reduction)
+
+
+def triplet_margin_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    margin: float = 1.0,
+    p: float = 2,
+    eps: float = 1e-6,
+    swap: bool = False,
+    size_average: Optional[bool] = None,
+    reduce: Optional[bool] = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``max(0, margin + d(a, p) - d(a, n))`` with the ``p``-norm ``pairwise_distance``."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    return _C._nn_triplet_margin_loss(
+        anchor, positive, negative, float(margin), float(p), float(eps), bool(swap), reduction
+    )
+
+
+def hinge_embedding_loss(
+    input: Tensor,
+    target: Tensor,
+    margin: float = 1.0,
+    size_average: Optional[bool] = None,
+    reduce: Optional[bool] = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``x`` for ``target == 1``, ``max(0, margin - x)`` for -1."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    return _C._nn_hinge_embedding_loss(input, target, float(margin), reduction)
+
+
+def soft_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: Optional[bool] = None,
+    reduce: Optional[bool] = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``log(1 + exp(-target * x))``."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    return _C._nn_soft_margin_loss(input, target, reduction)
+
+
+def multilabel_soft_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Optional[Tensor] = None,
+    size_average: Optional[bool] = None,
+    reduce: Optional[bool] = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """Per-class logistic loss averaged over the classes (last dim), one value per sample."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    return _C._nn_multilabel_soft_margin_loss(input, target, weight, reduction)
+
+
+def poisson_nll_loss(
+    input: Tensor,
+    target: Tensor,
+    log_input: bool = True,
+    full: bool = False,
+    size_average: Optional[bool] = None,
+    eps: float = 1e-8,
+    reduce: Optional[bool] = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """Poisson negative log-likelihood (``full`` adds Stirling's term where ``target > 1``)."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction != "none" and reduction != "mean" and reduction != "sum":
+        raise ValueError(reduction + " is not a valid value for reduction")
+    return _C._nn_poisson_nll_loss(
+        input, target, bool(log_input), bool(full), float(eps), reduction
+    )
+
+
+def gaussian_nll_loss(
+    input: Tensor,
+    target: Tensor,
+    var: Union[Tensor, float],
+    full: bool = False,
+    eps: float = 1e-6,
+    reduction: str = "mean",
+) -> Tensor:
+    """Gaussian negative log-likelihood ``(log v + (x - y)^2 / v) / 2`` with
+    ``v = max(var, eps)``; ``var`` may be a float, or one dim short of ``input``, or differ from
+    it in one broadcast dim (torch's rules)."""
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = _fg().full_like(input, var)
+    if tuple(var.shape) != tuple(input.shape):
+        ishape, vshape = tuple(input.shape), tuple(var.shape)
+        if ishape[:-1] == vshape:
+            var = var.unsqueeze(-1)
+        elif input.dim() == var.dim() and sum(y for x, y in zip(ishape, vshape) if x != y) == 1:
+            pass
+        else:
+            raise ValueError("var is of incorrect size")
+    if reduction != "none" and reduction != "mean" and reduction != "sum":
+        raise ValueError(reduction + " is not valid")
+    return _C._nn_gaussian_nll_loss(input, target, var, bool(full), float(eps), reduction)
+
+
 # ----- normalisation, embedding, one_hot -------------------------------------------------------
 
 
@@ -938,50 +1085,138 @@ def embedding(
 
 def _embedding_renorm(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -> None:
     """torch's ``embedding_renorm_``: each used row whose ``norm_type``-norm exceeds
-    ``max_norm`` is scaled in place to ``max_norm / (norm + 1e-7)`` of itself."""
-    rows = sorted({int(i) for i in input.reshape(-1).tolist()})
-    if rows and (rows[0] < 0 or rows[-1] >= weight.shape[0]):
-        raise IndexError("index out of range in self")
-    with _fg().no_grad():
-        w = weight.detach()
-        for r in rows:
-            n = float(w[r].abs().pow(norm_type).sum().pow(1.0 / norm_type))
-            if n > max_norm:
-                w[r].mul_(max_norm / (n + 1e-7))
+    ``max_norm`` is scaled in place to ``max_norm / (norm + 1e-7)`` of itself (in the crate)."""
+    _C._nn_embedding_renorm_(weight, input, max_norm, norm_type)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot encoding along a new last dim of size ``num_classes`` (default: max + 1)."""
-    if tensor.dtype != _C.int64:
-        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    empty = tensor.numel() == 0
-    if empty and num_classes <= 0:
-        raise RuntimeError("Can not infer total number of classes from empty tensor.")
-    lo, hi = (0, -1) if empty else (int(tensor.min()), int(tensor.max()))
-    if num_classes == -1:
-        num_classes = hi + 1
-    if lo < 0:
-        raise RuntimeError("Class values must be non-negative.")
-    if hi >= num_classes:
-        raise RuntimeError("Class values must be smaller than num_classes.")
-    return (tensor.unsqueeze(-1) == _fg().arange(num_classes)).to(_C.int64)
+    return _C._nn_one_hot(tensor, int(num_classes))
 
 
 def normalize(
     input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Any = None
 ) -> Tensor:
-    """``x / max(||x||_p, eps)`` along ``dim``."""
+    """``x / max(||x||_p, eps)`` along ``dim``, one native node."""
     if out is not None:
         raise NotImplementedError("normalize(out=...) is not supported by ferrograd")
-    if _has("norm"):
-        n = input.norm(p, dim, keepdim=True)
-    elif p == 2.0:
-        n = (input * input).sum(dim, keepdim=True).sqrt()
-    elif p == 1.0:
-        n = input.abs().sum(dim, keepdim=True)
+    return _C._nn_normalize(input, float(p), int(dim), float(eps))
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """Cosine similarity of ``x1`` and ``x2`` (broadcast) along ``dim``; each norm is clamped
+    to at least ``eps`` on its own, as torch does."""
+    return _C._nn_cosine_similarity(x1, x2, int(dim), float(eps))
+
+
+def pairwise_distance(
+    x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False
+) -> Tensor:
+    """The ``p``-norm of ``x1 - x2 + eps`` over the last dim (``x1``, ``x2`` broadcast)."""
+    return _C._nn_pairwise_distance(x1, x2, float(p), float(eps), bool(keepdim))
+
+
+def embedding_bag(
+    input: Tensor,
+    weight: Tensor,
+    offsets: Optional[Tensor] = None,
+    max_norm: Optional[float] = None,
+    norm_type: float = 2,
+    scale_grad_by_freq: bool = False,
+    mode: str = "mean",
+    sparse: bool = False,
+    per_sample_weights: Optional[Tensor] = None,
+    include_last_offset: bool = False,
+    padding_idx: Optional[int] = None,
+) -> Tensor:
+    """Sums, means or maxima of bags of rows of ``weight``: ``input`` 2-D (one bag per row) or
+    1-D split into bags at ``offsets``. Rows at ``padding_idx`` are skipped (and not counted by
+    the mean); empty bags give zeros. ``per_sample_weights`` (mode "sum" only) scale each row.
+    ``sparse=True`` is accepted but the weight's gradient is dense (ferrograd has no sparse
+    tensors)."""
+    if weight.dtype == _C.int64 and input.is_floating_point():
+        warnings.warn(
+            "Argument order of nn.functional.embedding_bag was changed. "
+            "Usage `embedding_bag(weight, input, ...)` is deprecated, "
+            "and should now be `embedding_bag(input, weight, ...)`.",
+            stacklevel=2,
+        )
+        weight, input = input, weight
+    if per_sample_weights is not None and input.size() != per_sample_weights.size():
+        raise ValueError(
+            f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, "
+            f"then it must have the same shape as the input ({input.shape})"
+        )
+    if not weight.dim() == 2:
+        raise ValueError(
+            f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}"
+        )
+    if input.dim() == 2:
+        if offsets is not None:
+            type_str = (
+                "<class 'ferrograd.Tensor'>" if isinstance(offsets, Tensor) else type(offsets)
+            )
+            raise ValueError(
+                "if input is 2D, then offsets has to be None, as input is treated is a "
+                f"mini-batch of fixed length sequences. However, found offsets of type {type_str}"
+            )
+        offsets = _fg().arange(0, input.numel(), input.size(1), dtype=input.dtype)
+        include_last_offset = False
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
     else:
-        n = (input.abs() ** p).sum(dim, keepdim=True) ** (1.0 / p)
-    return input / _where(n > eps, n, eps)
+        raise ValueError(
+            f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}"
+        )
+    for t in (input, offsets):
+        if t.dtype != _C.int64:
+            raise RuntimeError(
+                "Expected tensor for argument #1 'indices' to have one of the following scalar "
+                f"types: Long, Int; but got ferrograd.{_type_name(t)}Tensor instead (while "
+                "checking arguments for embedding_bag)"
+            )
+    modes = {"sum": 0, "mean": 1, "max": 2}
+    if mode not in modes:
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max":
+        if scale_grad_by_freq:
+            raise ValueError("max mode does not support scaling the gradient by the frequency")
+        if sparse:
+            raise ValueError("max mode does not support sparse weights")
+    if max_norm is not None:
+        _embedding_renorm(weight, input, float(max_norm), float(norm_type))
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            "embedding_bag: per_sample_weights was not None. "
+            "per_sample_weights is only supported for mode='sum' "
+            f"(got mode='{mode}'). Please open a feature request on GitHub."
+        )
+    num = weight.shape[0]
+    if padding_idx is not None:
+        padding_idx = int(padding_idx)
+        if not -num <= padding_idx < num:
+            raise RuntimeError(
+                f"padding_idx must be within the number of embeddings, -{num} through "
+                f"{num - 1}, but got {padding_idx}"
+            )
+        if padding_idx < 0:
+            padding_idx += num
+    return _C._nn_embedding_bag(
+        weight,
+        input,
+        offsets,
+        modes[mode],
+        per_sample_weights,
+        bool(include_last_offset),
+        padding_idx,
+        bool(scale_grad_by_freq),
+    )
 
 
 # ----- padding ----------------------------------------------------------------------------------

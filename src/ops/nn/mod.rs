@@ -6,10 +6,13 @@
 pub mod activation;
 pub mod attention;
 pub mod conv;
+pub mod distance;
 pub mod loss;
+pub mod margin_loss;
 pub mod norm;
 pub mod padding;
 pub mod pool;
+pub mod prelu;
 pub mod rnn;
 pub mod sampling;
 pub mod softmax;

@@ -1,8 +1,7 @@
 """``ferrograd.nn.functional`` entries that need ops from the other branches: ``Tensor.erf``
-(math branch) for ``gelu(approximate='none')`` and ``Tensor.norm`` (math branch) for the
-zero-vector gradient of ``normalize`` (the ``sqrt`` composition used without it has an infinite
-derivative at 0). Each entry is listed only once its op exists, so this branch stays green on
-its own; after the merge all of them run."""
+(math branch) for ``gelu(approximate='none')``. Each entry is listed only once its op exists, so
+this branch stays green on its own; after the merge all of them run. (``normalize`` at a zero
+row is native now: its entry moved to ``nn_distance.py``.)"""
 
 from __future__ import annotations
 
@@ -20,16 +19,6 @@ _PENDING = [
     (
         "erf",
         OpSpec("nn_gelu", lambda L, x: F(L).gelu(x), [Arg((2, 3))], shape_sets=[[Arg(())]]),
-    ),
-    (
-        "norm",
-        OpSpec(
-            "nn_normalize_zero_row",
-            lambda L, x: F(L).normalize(x * L.tensor([[0.0], [1.0]], dtype=x.dtype)),
-            [Arg((2, 3))],
-            gradgrad=False,
-            note="the zero row is a kink of the norm",
-        ),
     ),
 ]
 

@@ -37,6 +37,7 @@ from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .channelshuffle import ChannelShuffle
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import (
     AlphaDropout,
     Dropout1d,
@@ -57,13 +58,21 @@ from .linear import Bilinear, Identity, Linear
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
     CrossEntropyLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
     HuberLoss,
     KLDivLoss,
     L1Loss,
+    MarginRankingLoss,
     MSELoss,
+    MultiLabelSoftMarginLoss,
     NLLLoss,
+    PoissonNLLLoss,
     SmoothL1Loss,
+    SoftMarginLoss,
+    TripletMarginLoss,
 )
 from .misc import Dropout, Embedding, Flatten, Unflatten
 from .module import Module
@@ -107,6 +116,7 @@ from .pooling import (
     MaxUnpool3d,
 )
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from .sparse import EmbeddingBag
 from .transformer import (
     Transformer,
     TransformerDecoder,
@@ -137,17 +147,22 @@ __all__ = [
     "ConvTranspose1d",
     "ConvTranspose2d",
     "ConvTranspose3d",
+    "CosineEmbeddingLoss",
+    "CosineSimilarity",
     "CrossEntropyLoss",
     "Dropout",
     "ELU",
     "Embedding",
+    "EmbeddingBag",
     "Flatten",
     "GELU",
+    "GaussianNLLLoss",
     "GroupNorm",
     "GLU",
     "Hardsigmoid",
     "Hardswish",
     "Hardtanh",
+    "HingeEmbeddingLoss",
     "HuberLoss",
     "Identity",
     "InstanceNorm1d",
@@ -160,6 +175,7 @@ __all__ = [
     "LocalResponseNorm",
     "LogSigmoid",
     "LogSoftmax",
+    "MarginRankingLoss",
     "MSELoss",
     "MaxPool1d",
     "MaxPool2d",
@@ -169,8 +185,11 @@ __all__ = [
     "ModuleDict",
     "ModuleList",
     "MultiheadAttention",
+    "MultiLabelSoftMarginLoss",
     "NLLLoss",
     "PReLU",
+    "PairwiseDistance",
+    "PoissonNLLLoss",
     "ParameterDict",
     "ParameterList",
     "RMSNorm",
@@ -183,6 +202,7 @@ __all__ = [
     "SmoothL1Loss",
     "Softmax",
     "Softmin",
+    "SoftMarginLoss",
     "Softplus",
     "Softsign",
     "Tanh",
@@ -193,6 +213,7 @@ __all__ = [
     "TransformerEncoderLayer",
     "Tanhshrink",
     "Threshold",
+    "TripletMarginLoss",
     "Unflatten",
     "GRU",
     "GRUCell",
