@@ -1011,22 +1011,29 @@ fn permuted_copy(x: &Tensor, view: &[usize], perm: &[i64], shape: &[usize]) -> R
         .reshape(shape)
 }
 
+/// torch's first checks of pixel_shuffle / pixel_unshuffle: three or more dims, a positive
+/// factor (named `what`).
+fn check_shuffle(op: &str, what: &str, x: &Tensor, factor: i64) -> Result<()> {
+    if x.dim() < 3 {
+        return Err(Error::runtime(format!(
+            "{op} expects input to have at least 3 dimensions, but got input with {} dimension(s)",
+            x.dim()
+        )));
+    }
+    if factor <= 0 {
+        return Err(Error::runtime(format!(
+            "{op} expects a positive {what}, but got {factor}"
+        )));
+    }
+    Ok(())
+}
+
 /// `(*, C r², H, W)` to `(*, C, H r, W r)`: each group of `r²` channels becomes an `r × r`
 /// block of pixels. Any dtype. Its backward is [`pixel_unshuffle`].
 ///
 /// Errors (torch's messages): fewer than 3 dims, `r <= 0`, channels not divisible by `r²`.
 pub fn pixel_shuffle(x: &Tensor, upscale_factor: i64) -> Result<Tensor> {
-    if x.dim() < 3 {
-        return Err(Error::runtime(format!(
-            "pixel_shuffle expects input to have at least 3 dimensions, but got input with {} dimension(s)",
-            x.dim()
-        )));
-    }
-    if upscale_factor <= 0 {
-        return Err(Error::runtime(format!(
-            "pixel_shuffle expects a positive upscale_factor, but got {upscale_factor}"
-        )));
-    }
+    check_shuffle("pixel_shuffle", "upscale_factor", x, upscale_factor)?;
     let r = upscale_factor as usize;
     let nd = x.dim();
     let (c, h, w) = (x.shape()[nd - 3], x.shape()[nd - 2], x.shape()[nd - 1]);
@@ -1060,17 +1067,7 @@ pub fn pixel_shuffle(x: &Tensor, upscale_factor: i64) -> Result<Tensor> {
 ///
 /// Errors (torch's messages): fewer than 3 dims, `r <= 0`, height or width not divisible by `r`.
 pub fn pixel_unshuffle(x: &Tensor, downscale_factor: i64) -> Result<Tensor> {
-    if x.dim() < 3 {
-        return Err(Error::runtime(format!(
-            "pixel_unshuffle expects input to have at least 3 dimensions, but got input with {} dimension(s)",
-            x.dim()
-        )));
-    }
-    if downscale_factor <= 0 {
-        return Err(Error::runtime(format!(
-            "pixel_unshuffle expects a positive downscale_factor, but got {downscale_factor}"
-        )));
-    }
+    check_shuffle("pixel_unshuffle", "downscale_factor", x, downscale_factor)?;
     let r = downscale_factor as usize;
     let nd = x.dim();
     let (c, h, w) = (x.shape()[nd - 3], x.shape()[nd - 2], x.shape()[nd - 1]);

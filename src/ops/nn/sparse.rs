@@ -17,6 +17,23 @@ const EMBEDDING: GatherNames = GatherNames {
     scatter: "EmbeddingBackwardBackward0",
 };
 
+/// torch's checks of an embedding table and its int64 indices, named for `op`.
+fn check_table(op: &str, weight: &Tensor, indices: &Tensor) -> Result<()> {
+    if indices.dtype() != DType::Int64 {
+        return Err(Error::runtime(format!(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got {} instead (while checking arguments for {op})",
+            crate::tensor::scalar_type_name(indices.dtype())
+        )));
+    }
+    if weight.dim() != 2 {
+        return Err(Error::runtime(format!(
+            "'weight' must be 2-D, got {}",
+            fmt_shape(weight.shape())
+        )));
+    }
+    Ok(())
+}
+
 /// Rows of the 2-D float `weight` at the int64 `indices`: shape `indices.shape + [D]`.
 ///
 /// The row at `padding_idx` (already wrapped into `0..num_embeddings`) gets no gradient;
@@ -29,18 +46,7 @@ pub fn embedding(
     padding_idx: Option<usize>,
     scale_grad_by_freq: bool,
 ) -> Result<Tensor> {
-    if indices.dtype() != DType::Int64 {
-        return Err(Error::runtime(format!(
-            "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got {} instead (while checking arguments for embedding)",
-            crate::tensor::scalar_type_name(indices.dtype())
-        )));
-    }
-    if weight.dim() != 2 {
-        return Err(Error::runtime(format!(
-            "'weight' must be 2-D, got {}",
-            fmt_shape(weight.shape())
-        )));
-    }
+    check_table("embedding", weight, indices)?;
     let (num, d) = (weight.shape()[0], weight.shape()[1]);
     let idx: Vec<usize> = indices
         .to_vec::<i64>()?
@@ -679,18 +685,7 @@ pub fn embedding_renorm_(
     max_norm: f64,
     norm_type: f64,
 ) -> Result<()> {
-    if indices.dtype() != DType::Int64 {
-        return Err(Error::runtime(format!(
-            "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got {} instead (while checking arguments for embedding_renorm_)",
-            crate::tensor::scalar_type_name(indices.dtype())
-        )));
-    }
-    if weight.dim() != 2 {
-        return Err(Error::runtime(format!(
-            "'weight' must be 2-D, got {}",
-            fmt_shape(weight.shape())
-        )));
-    }
+    check_table("embedding_renorm_", weight, indices)?;
     let num = weight.shape()[0];
     let mut used = vec![false; num];
     for i in indices.to_vec::<i64>()? {
