@@ -157,7 +157,7 @@ struct Opts {
 const LANE_BLOCK: usize = 256;
 
 /// Σ f(x) over `xs`: eight `T` lanes per block of [`LANE_BLOCK`], the blocks added in f64.
-#[inline]
+#[inline(always)]
 fn blocked_sum<T: Element + num_traits::Float>(xs: &[T], f: impl Fn(T) -> T) -> f64 {
     let mut total = 0f64;
     for blk in xs.chunks(LANE_BLOCK) {
@@ -183,14 +183,72 @@ fn blocked_sum<T: Element + num_traits::Float>(xs: &[T], f: impl Fn(T) -> T) -> 
     total
 }
 
+/// Σ x over one span, compiled for the vector targets (the helpers above inline into it).
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn span_sum<T: Element + num_traits::Float>(xs: &[T]) -> f64 {
+    sum64(xs)
+}
+
+/// Σ (x - m)² over one span (targets as [`span_sum`]).
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn span_sumsq<T: Element + num_traits::Float>(xs: &[T], m: f64) -> f64 {
+    sumsq64(xs, m)
+}
+
+/// `y = (x - m) r (w) (+ b)` over one row of a layer/RMS norm (targets as [`span_sum`]).
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn normalize_row<T: Element + num_traits::Float>(
+    ys: &mut [T],
+    xs: &[T],
+    m: T,
+    rr: T,
+    w: Option<&[T]>,
+    b: Option<&[T]>,
+) {
+    match (w, b) {
+        (Some(w), Some(b)) => {
+            for (((y, &xv), &wv), &bv) in ys.iter_mut().zip(xs).zip(w).zip(b) {
+                *y = (xv - m) * rr * wv + bv;
+            }
+        }
+        (Some(w), None) => {
+            for ((y, &xv), &wv) in ys.iter_mut().zip(xs).zip(w) {
+                *y = (xv - m) * rr * wv;
+            }
+        }
+        (None, Some(b)) => {
+            for ((y, &xv), &bv) in ys.iter_mut().zip(xs).zip(b) {
+                *y = (xv - m) * rr + bv;
+            }
+        }
+        (None, None) => {
+            for (y, &xv) in ys.iter_mut().zip(xs) {
+                *y = (xv - m) * rr;
+            }
+        }
+    }
+}
+
 /// Σ x.
-#[inline]
+#[inline(always)]
 fn sum64<T: Element + num_traits::Float>(xs: &[T]) -> f64 {
     blocked_sum(xs, |v| v)
 }
 
 /// Σ (x - m)², centred in `T` (the second pass of the two-pass variance).
-#[inline]
+#[inline(always)]
 fn sumsq64<T: Element + num_traits::Float>(xs: &[T], m: f64) -> f64 {
     let m = T::from_f64(m);
     blocked_sum(xs, |v| (v - m) * (v - m))
@@ -271,14 +329,14 @@ fn forward_kernel<T: Element + num_traits::Float>(
             if opts.center {
                 for k in 0..geo.spans() {
                     let (off, _) = geo.span(s, k);
-                    sum += sum64(&x[off..off + geo.l]);
+                    sum += span_sum(&x[off..off + geo.l]);
                 }
             }
             let mu = sum / m_count;
             let mut sq = 0.0;
             for k in 0..geo.spans() {
                 let (off, _) = geo.span(s, k);
-                sq += sumsq64(&x[off..off + geo.l], mu);
+                sq += span_sumsq(&x[off..off + geo.l], mu);
             }
             let v = sq / m_count;
             (mu, rstd_of(v, opts.eps), v)
@@ -295,29 +353,7 @@ fn forward_kernel<T: Element + num_traits::Float>(
             // SAFETY: spans of distinct groups are disjoint ranges of `out`.
             let ys = unsafe { std::slice::from_raw_parts_mut(po.add(off), geo.l) };
             if geo.kind == Kind::Rows {
-                let (m, rr) = (T::from_f64(mu), T::from_f64(r));
-                match (w, b) {
-                    (Some(w), Some(b)) => {
-                        for (((y, &xv), &wv), &bv) in ys.iter_mut().zip(xs).zip(w).zip(b) {
-                            *y = (xv - m) * rr * wv + bv;
-                        }
-                    }
-                    (Some(w), None) => {
-                        for ((y, &xv), &wv) in ys.iter_mut().zip(xs).zip(w) {
-                            *y = (xv - m) * rr * wv;
-                        }
-                    }
-                    (None, Some(b)) => {
-                        for ((y, &xv), &bv) in ys.iter_mut().zip(xs).zip(b) {
-                            *y = (xv - m) * rr + bv;
-                        }
-                    }
-                    (None, None) => {
-                        for (y, &xv) in ys.iter_mut().zip(xs) {
-                            *y = (xv - m) * rr;
-                        }
-                    }
-                }
+                normalize_row(ys, xs, T::from_f64(mu), T::from_f64(r), w, b);
             } else {
                 let wc = w.map_or(1.0, |w| Element::to_f64(w[ch]));
                 let bc = b.map_or(0.0, |b| Element::to_f64(b[ch]));
@@ -453,7 +489,7 @@ fn backward_kernel<T: Element + num_traits::Float>(
 
 /// (Σ a, Σ a b) with eight lanes of `T` (vectorisable; each lane sums a short stretch, as
 /// torch's float accumulation does), combined in f64.
-#[inline]
+#[inline(always)]
 fn lane_sums<T: Element + num_traits::Float>(a: &[T], b: &[T]) -> (f64, f64) {
     let mut s1 = [T::zero(); 8];
     let mut s2 = [T::zero(); 8];
