@@ -19,7 +19,8 @@ fn tensors<const N: usize>(objs: [(&Bound<'_, PyAny>, &str); N]) -> PyResult<[Te
         .iter()
         .map(|(o, what)| tensor_of(o, what))
         .collect::<PyResult<Vec<_>>>()?;
-    Ok(v.try_into().unwrap_or_else(|_| unreachable!("N in, N out")))
+    v.try_into()
+        .map_err(|_| pyo3::exceptions::PyRuntimeError::new_err("internal error: tensor count"))
 }
 
 /// Cosine similarity of `x1` and `x2` (broadcast) along `dim`.

@@ -18,6 +18,7 @@ subtracts the (constant) row maximum, ``elu`` never evaluates ``exp`` of a posit
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
@@ -1241,17 +1242,15 @@ def pad(
 
 
 def _is_integer(x: Any) -> bool:
-    """torch's ``_is_integer``: Python and NumPy ints, and integer tensors."""
-    if isinstance(x, int):
-        return True
+    """torch's ``_is_integer``: Python and NumPy ints (anything with ``__index__``), and
+    integer tensors."""
+    if isinstance(x, Tensor):
+        return not x.is_floating_point()
     try:
-        import numpy as np
-
-        if isinstance(x, np.integer):
-            return True
-    except ImportError:  # pragma: no cover - numpy is a dependency
-        pass
-    return isinstance(x, Tensor) and not x.is_floating_point()
+        operator.index(x)
+    except TypeError:
+        return False
+    return True
 
 
 def interpolate(
