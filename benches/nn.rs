@@ -155,13 +155,7 @@ fn ops(c: &mut Criterion) {
         leaf(&[1, 8, 1024, 64], 1.0),
     );
     let up = randn(&[1, 8, 1024, 64], 1.0);
-    let opts = SdpaOptions {
-        attn_mask: None,
-        dropout_p: 0.0,
-        is_causal: false,
-        scale: None,
-        enable_gqa: false,
-    };
+    let opts = SdpaOptions::default();
     g.sample_size(10);
     g.bench_function("sdpa_8h_1024x64", |bch| {
         bch.iter(|| {
@@ -287,13 +281,7 @@ fn models(c: &mut Criterion) {
     let (f2w, f2b) = (leaf(&[d, 4 * d], 0.05), leaf(&[d], 0.05));
     let linear =
         |a: &Tensor, w: &Tensor, b: &Tensor| a.matmul(&w.t().unwrap()).unwrap().add(b).unwrap();
-    let opts = SdpaOptions {
-        attn_mask: None,
-        dropout_p: 0.0,
-        is_causal: false,
-        scale: None,
-        enable_gqa: false,
-    };
+    let opts = SdpaOptions::default();
     g.bench_function("transformer_block_b8_s64_d128", |bch| {
         bch.iter(|| {
             let y = norm::layer_norm(&x, &[d], Some(&ln1w), Some(&ln1b), 1e-5).unwrap();

@@ -230,7 +230,9 @@ fn sum_parts_as<T: Element + std::ops::Add<Output = T>>(
     let shape = parts[0].shape();
     let n = checked_numel(shape)?;
     if covers[0] == Cover::Slice && is_exclusive(&parts[0]) {
-        return add_into_first::<T>(parts, covers, n).map(|()| parts[0].clone());
+        // (The other parts have other storages: the first one's is not shared.)
+        return add_parts_into::<T>(&parts[0], &parts[1..], &covers[1..], n)
+            .map(|()| parts[0].clone());
     }
     let guards: Vec<_> = parts.iter().map(|p| p.storage().read()).collect();
     let srcs = part_srcs::<T>(parts, &guards, covers, n)?;
@@ -281,23 +283,24 @@ fn is_exclusive(t: &Tensor) -> bool {
         }
 }
 
-/// [`sum_parts`] into `parts[0]` itself (exclusive, contiguous): no output buffer to allocate
-/// and no copy of the first part.
-fn add_into_first<T: Element + std::ops::Add<Output = T>>(
-    parts: &[Tensor],
+/// `dst += others[0] + others[1] + ...` in place, for a contiguous `dst` (its elements at
+/// its offset) and parts in other storages covering its shape: [`sum_parts`] into an exclusive
+/// first part (no output buffer, no copy of it) and [`add_assign_nograd`].
+fn add_parts_into<T: Element + std::ops::Add<Output = T>>(
+    dst: &Tensor,
+    others: &[Tensor],
     covers: &[Cover],
     n: usize,
 ) -> Result<()> {
-    let mut acc_guard = parts[0].storage().write();
+    let off = dst.layout().offset;
+    let mut acc_guard = dst.storage().write();
     let acc = T::data_mut(&mut acc_guard)
-        .ok_or_else(|| crate::tensor::dtype_mismatch(T::DTYPE, parts[0].dtype()))?
-        .as_mut_slice();
-    let acc = acc
-        .get_mut(..n)
+        .ok_or_else(|| crate::tensor::dtype_mismatch(T::DTYPE, dst.dtype()))?
+        .as_mut_slice()
+        .get_mut(off..off + n)
         .ok_or_else(|| Error::runtime("internal error: tensor outside its storage"))?;
-    // The other parts have other storages (the first one's is not shared).
-    let guards: Vec<_> = parts[1..].iter().map(|p| p.storage().read()).collect();
-    let srcs = part_srcs::<T>(&parts[1..], &guards, &covers[1..], n)?;
+    let guards: Vec<_> = others.iter().map(|p| p.storage().read()).collect();
+    let srcs = part_srcs::<T>(others, &guards, covers, n)?;
     for_chunks_mut(acc, PAR_MIN_ELEMENTS, |start, out| {
         for (k, block) in out.chunks_mut(SUM_BLOCK).enumerate() {
             for &src in &srcs {
@@ -322,33 +325,13 @@ pub(crate) fn add_assign_nograd(dst: &Tensor, src: &Tensor) -> Result<bool> {
     let Some(c) = cover(src, dst.shape()) else {
         return Ok(false);
     };
+    let n = checked_numel(dst.shape())?;
+    let src = std::slice::from_ref(src);
     match dst.dtype() {
-        DType::Float32 => add_assign_as::<f32>(dst, src, c).map(|()| true),
-        DType::Float64 => add_assign_as::<f64>(dst, src, c).map(|()| true),
+        DType::Float32 => add_parts_into::<f32>(dst, src, &[c], n).map(|()| true),
+        DType::Float64 => add_parts_into::<f64>(dst, src, &[c], n).map(|()| true),
         _ => Ok(false),
     }
-}
-
-fn add_assign_as<T: Element + std::ops::Add<Output = T>>(
-    dst: &Tensor,
-    src: &Tensor,
-    c: Cover,
-) -> Result<()> {
-    let n = checked_numel(dst.shape())?;
-    let off = dst.layout().offset;
-    let bad = || Error::runtime("internal error: tensor outside its storage");
-    let mut acc_guard = dst.storage().write();
-    let acc = T::data_mut(&mut acc_guard)
-        .ok_or_else(|| crate::tensor::dtype_mismatch(T::DTYPE, dst.dtype()))?
-        .as_mut_slice()
-        .get_mut(off..off + n)
-        .ok_or_else(bad)?;
-    let guards = [src.storage().read()];
-    let srcs = part_srcs::<T>(std::slice::from_ref(src), &guards, &[c], n)?;
-    for_chunks_mut(acc, PAR_MIN_ELEMENTS, |start, out| {
-        add_into(out, srcs[0], start)
-    });
-    Ok(())
 }
 
 /// `acc[i] = acc[i] + x[start + i]` (targets as [`zip_chunk`]).
