@@ -274,7 +274,7 @@ struct Names {
 }
 
 /// A dim whose windows all have `k` positions `first[j] + o * step` (no window clipped by the
-/// border): the shape of unpadded pooling, which [`max_rows`] runs as vector loops.
+/// border): the shape of unpadded pooling, which [`max_rows`] runs row by row.
 struct Regular<'a> {
     first: &'a [usize],
     step: usize,
