@@ -517,3 +517,46 @@ fn lp_pool_and_adaptive_pool3d_closed_forms() {
         1e-7,
     );
 }
+
+#[test]
+fn float32_many_channel_3x3_layers_match_direct_loops() {
+    // Shapes the float32 fast paths take (>= 32 channels, 3x3, stride 1): paddings 0..2,
+    // odd sizes and groups, against the float64 definition.
+    for (xs, ws, pad, groups) in [
+        ([2, 32, 7, 6], [34, 32, 3, 3], [1usize, 1usize], 1usize),
+        ([1, 64, 5, 4], [64, 32, 3, 3], [2, 0], 2),
+        ([1, 32, 3, 9], [32, 32, 3, 3], [0, 2], 1),
+    ] {
+        let x = data(xs.iter().product(), 0.3);
+        let w = data(ws.iter().product(), 0.9);
+        let x32 = t(&x, &xs).to_dtype(ferrograd::DType::Float32).unwrap();
+        let w32 = t(&w, &ws).to_dtype(ferrograd::DType::Float32).unwrap();
+        let got = x32
+            .conv2d(
+                &w32,
+                None,
+                &[1],
+                ConvPadding::Explicit(&[pad[0] as i64, pad[1] as i64]),
+                &[1],
+                groups as i64,
+            )
+            .unwrap();
+        let g = Geo {
+            stride: [1, 1, 1],
+            pad: [0, pad[0], pad[1]],
+            dil: [1, 1, 1],
+            groups,
+        };
+        let x5 = [xs[0], xs[1], 1, xs[2], xs[3]];
+        let (want, shape) = conv3d_loops(&x, x5, &w, [ws[0], ws[1], 1, 3, 3], &g);
+        assert_eq!(got.shape(), &[shape[0], shape[1], shape[3], shape[4]]);
+        // Within 16 float32 ulps of the sum of the products' magnitudes, per output.
+        let abs = |v: &[f64]| v.iter().map(|e| e.abs()).collect::<Vec<_>>();
+        let (mag, _) = conv3d_loops(&abs(&x), x5, &abs(&w), [ws[0], ws[1], 1, 3, 3], &g);
+        let got = got.to_vec::<f32>().unwrap();
+        for ((&a, &b), &m) in got.iter().zip(&want).zip(&mag) {
+            let bound = 16.0 * f32::EPSILON as f64 * m;
+            assert!((a as f64 - b).abs() <= bound, "{a} vs {b}");
+        }
+    }
+}

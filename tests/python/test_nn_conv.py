@@ -232,6 +232,77 @@ def test_conv_backward_is_the_same_at_any_thread_count() -> None:
         np.testing.assert_array_equal(a, b)
 
 
+def _conv2d_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray, pad: tuple, groups: int) -> Any:
+    """Direct float64 convolution (stride 1) by windows and einsum."""
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
+    win = np.lib.stride_tricks.sliding_window_view(xp, w.shape[2:], axis=(2, 3))
+    n, c = x.shape[:2]
+    og, cg = w.shape[0] // groups, w.shape[1]
+    parts = [
+        np.einsum("nchwij,ocij->nohw", win[:, g * cg : (g + 1) * cg], w[g * og : (g + 1) * og])
+        for g in range(groups)
+    ]
+    return np.concatenate(parts, axis=1) + b[None, :, None, None]
+
+
+@pytest.mark.parametrize(
+    "xshape,wshape,pad,groups",
+    [
+        ((3, 32, 16, 16), (48, 32, 3, 3), (1, 1), 1),
+        ((2, 32, 9, 7), (40, 32, 3, 3), (0, 0), 1),
+        ((2, 32, 8, 5), (32, 32, 3, 3), (2, 1), 1),
+        ((1, 32, 2, 3), (32, 32, 3, 3), (2, 0), 1),
+        ((2, 64, 11, 6), (64, 32, 3, 3), (1, 0), 2),
+        ((1, 32, 70, 3), (33, 32, 3, 3), (1, 2), 1),
+        ((5, 32, 4, 3), (32, 32, 3, 3), (1, 1), 1),
+        ((3, 32, 90, 10), (32, 32, 3, 3), (1, 1), 1),
+    ],
+    ids=str,
+)
+def test_conv2d_float32_3x3_layers_match_float64(
+    xshape: tuple, wshape: tuple, pad: tuple, groups: int
+) -> None:
+    """Many-channel float32 3x3 layers (the shapes fast paths take: Winograd forward and input
+    gradient, the weight gradient's transposed product) against a float64 direct sum, and their
+    gradients against the float64 path, to float32 accuracy."""
+    rng = np.random.default_rng(7)
+    x, w = rng.standard_normal(xshape), rng.standard_normal(wshape) * 0.2
+    b = rng.standard_normal(wshape[0])
+    want = _conv2d_reference(x, w, b, pad, groups)
+    cot = rng.standard_normal(want.shape)
+    grads = {}
+    for dtype in (fg.float32, fg.float64):
+        ts = [fg.tensor(a, dtype=dtype).requires_grad_() for a in (x, w, b)]
+        y = F.conv2d(*ts, padding=pad, groups=groups)
+        if dtype == fg.float32:
+            scale = np.abs(want).max()
+            assert np.abs(y.detach().numpy() - want).max() <= 2e-6 * scale
+        y.backward(fg.tensor(cot, dtype=dtype))
+        grads[dtype] = [t.grad.numpy().astype(np.float64) for t in ts]
+    for g32, g64 in zip(grads[fg.float32], grads[fg.float64]):
+        assert np.abs(g32 - g64).max() <= 2e-6 * np.abs(g64).max()
+
+
+def test_conv2d_float32_3x3_layers_are_the_same_at_any_thread_count() -> None:
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((6, 32, 13, 10)).astype(np.float32)
+    w = rng.standard_normal((40, 32, 3, 3)).astype(np.float32)
+    results = []
+    before = fg.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            fg.set_num_threads(threads)
+            xt, wt = fg.tensor(x).requires_grad_(), fg.tensor(w).requires_grad_()
+            y = F.conv2d(xt, wt, padding=1)
+            (y * y).sum().backward()
+            results.append((y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy()))
+    finally:
+        fg.set_num_threads(before)
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            np.testing.assert_array_equal(a, b)
+
+
 # ----- pooling ----------------------------------------------------------------------------------
 
 MAX2D_GRID = [
