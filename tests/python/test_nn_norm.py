@@ -125,6 +125,23 @@ def test_float32_statistics_are_stable_with_a_large_offset() -> None:
     np.testing.assert_allclose(y, ref, atol=2e-3)
 
 
+def test_float32_batch_norm_gradients_are_stable_with_a_large_offset() -> None:
+    """The backward's Σ g (x - mean) in float32 against the float64 gradient: an offset of 1e3
+    with unit spread, where Σ g x - mean Σ g would cancel away float32's digits."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((8, 3, 40, 40)) + 1e3
+    g = rng.standard_normal(x.shape)
+    w = rng.standard_normal(3)
+    grads = {}
+    for dtype in (fg.float32, fg.float64):
+        ts = [fg.tensor(a, dtype=dtype).requires_grad_() for a in (x, w)]
+        y = F.batch_norm(ts[0], None, None, ts[1], None, training=True)
+        y.backward(fg.tensor(g, dtype=dtype))
+        grads[dtype] = [t.grad.numpy().astype(np.float64) for t in ts]
+    for g32, g64 in zip(grads[fg.float32], grads[fg.float64]):
+        assert np.abs(g32 - g64).max() <= 1e-4 * np.abs(g64).max()
+
+
 @pytest.mark.parametrize(
     "op",
     [

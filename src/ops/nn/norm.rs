@@ -241,6 +241,33 @@ fn normalize_row<T: Element + num_traits::Float>(
     }
 }
 
+/// (Σ g, Σ g (x - m)) over one span (targets as [`span_sum`]; closures would not inherit them).
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn span_sums_gx<T: Element + num_traits::Float>(g: &[T], x: &[T], m: f64) -> (f64, f64) {
+    sums_gx(g, x, m)
+}
+
+/// `out = a g + b x + c` over one span (targets as [`span_sum`]).
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn span_affine2<T: Element + num_traits::Float>(
+    out: &mut [T],
+    g: &[T],
+    x: &[T],
+    [a, b, c]: [T; 3],
+) {
+    for ((o, &gv), &xv) in out.iter_mut().zip(g).zip(x) {
+        *o = a * gv + b * xv + c;
+    }
+}
+
 /// Σ x.
 #[inline(always)]
 fn sum64<T: Element + num_traits::Float>(xs: &[T]) -> f64 {
@@ -254,28 +281,36 @@ fn sumsq64<T: Element + num_traits::Float>(xs: &[T], m: f64) -> f64 {
     blocked_sum(xs, |v| (v - m) * (v - m))
 }
 
-/// (Σ g, Σ g x) in f64.
-#[inline]
-fn sums_gx<T: Element>(g: &[T], x: &[T]) -> (f64, f64) {
-    let mut a = [0f64; 4];
-    let mut b = [0f64; 4];
+/// (Σ g, Σ g (x - m)): in `T` lanes per block of [`LANE_BLOCK`], the blocks added in f64 (as
+/// [`blocked_sum`]); centring by the mean first keeps the second sum free of cancellation.
+#[inline(always)]
+fn sums_gx<T: Element + num_traits::Float>(g: &[T], x: &[T], m: f64) -> (f64, f64) {
+    const LANES: usize = 16;
+    let m = T::from_f64(m);
     let n = g.len().min(x.len());
-    let (g, x) = (&g[..n], &x[..n]);
-    let mut gi = g.chunks_exact(4);
-    let mut xi = x.chunks_exact(4);
-    for (gc, xc) in (&mut gi).zip(&mut xi) {
-        for j in 0..4 {
-            let gv = Element::to_f64(gc[j]);
-            a[j] += gv;
-            b[j] += gv * Element::to_f64(xc[j]);
+    let (mut sa, mut sb) = (0f64, 0f64);
+    for (gb, xb) in g[..n].chunks(LANE_BLOCK).zip(x[..n].chunks(LANE_BLOCK)) {
+        let mut a = [T::zero(); LANES];
+        let mut b = [T::zero(); LANES];
+        let mut gi = gb.chunks_exact(LANES);
+        let mut xi = xb.chunks_exact(LANES);
+        for (gc, xc) in (&mut gi).zip(&mut xi) {
+            for j in 0..LANES {
+                a[j] = a[j] + gc[j];
+                b[j] = b[j] + gc[j] * (xc[j] - m);
+            }
         }
-    }
-    let mut sa = (a[0] + a[1]) + (a[2] + a[3]);
-    let mut sb = (b[0] + b[1]) + (b[2] + b[3]);
-    for (&gv, &xv) in gi.remainder().iter().zip(xi.remainder()) {
-        let gv = Element::to_f64(gv);
-        sa += gv;
-        sb += gv * Element::to_f64(xv);
+        let (mut ta, mut tb) = (T::zero(), T::zero());
+        for (&gv, &xv) in gi.remainder().iter().zip(xi.remainder()) {
+            ta = ta + gv;
+            tb = tb + gv * (xv - m);
+        }
+        for j in 0..LANES {
+            ta = ta + a[j];
+            tb = tb + b[j];
+        }
+        sa += Element::to_f64(ta);
+        sb += Element::to_f64(tb);
     }
     (sa, sb)
 }
@@ -436,8 +471,8 @@ fn backward_kernel<T: Element + num_traits::Float>(
         let mut sum_gwx = 0.0;
         for k in 0..spans {
             let (off, ch) = geo.span(s, k);
-            let (a, b) = sums_gx(&g[off..off + geo.l], &x[off..off + geo.l]);
-            let gxh = r * (b - mu * a);
+            let (a, b) = span_sums_gx(&g[off..off + geo.l], &x[off..off + geo.l], mu);
+            let gxh = r * b;
             // SAFETY: slot (s, k) belongs to group s alone.
             unsafe {
                 *psg.add(s * spans + k) = a;
@@ -463,10 +498,12 @@ fn backward_kernel<T: Element + num_traits::Float>(
             let at = T::from_f64(r * wc);
             // SAFETY: spans of distinct groups are disjoint ranges of dx.
             let out = unsafe { std::slice::from_raw_parts_mut(dxp.get().add(off), geo.l) };
-            let (gs, xs) = (&g[off..off + geo.l], &x[off..off + geo.l]);
-            for ((o, &gv), &xv) in out.iter_mut().zip(gs).zip(xs) {
-                *o = at * gv + bt * xv + ct;
-            }
+            span_affine2(
+                out,
+                &g[off..off + geo.l],
+                &x[off..off + geo.l],
+                [at, bt, ct],
+            );
         }
     });
     let mut dw = vec![0f64; geo.c];
