@@ -450,6 +450,19 @@ pub(crate) fn zip_with<T: Element, U: Element>(
         })??;
         return Tensor::from_vec(out, &shape);
     }
+    // One operand whole, the other repeated along leading dims (a bias row): by rows.
+    for (whole, row, row_second) in [(a, b, true), (b, a, false)] {
+        if cover(whole, &shape) == Some(Cover::Slice) && is_trailing_row(row, &shape) {
+            let out = whole.with_contiguous_slice::<T, _>(|sw| {
+                row.with_contiguous_slice::<T, _>(|sr| {
+                    collect_chunks(n, par_min, |start, out| {
+                        zip_rows_chunk(sw, sr, row_second, start, out, &f)
+                    })
+                })
+            })??;
+            return Tensor::from_vec(out, &shape);
+        }
+    }
     let arr = a.with_view::<T, _>(|av| {
         b.with_view::<T, _>(|bv| -> Result<ndarray::ArrayD<U>> {
             let dim = IxDyn(&shape);
@@ -462,6 +475,53 @@ pub(crate) fn zip_with<T: Element, U: Element>(
         })
     })???;
     Ok(Tensor::from_array(arr))
+}
+
+/// Whether `t` is contiguous and, leading size-1 dims aside, the trailing dims of `shape` (so
+/// output element i reads `t` at i mod its length), with at least a vector's worth per row.
+fn is_trailing_row(t: &Tensor, shape: &[usize]) -> bool {
+    let own: &[usize] = {
+        let s = t.shape();
+        let lead = s.iter().take_while(|&&d| d == 1).count();
+        &s[lead..]
+    };
+    t.is_contiguous() && own.len() < shape.len() && shape.ends_with(own) && t.numel() >= 16
+}
+
+/// `out[i] = f(whole[start + i], row[(start + i) % row.len()])` (arguments swapped when
+/// `!row_second`), run by runs within a row so each run is a plain loop (targets as
+/// [`zip_chunk`]).
+#[multiversion(targets("x86_64+avx2+avx+fma"))]
+fn zip_rows_chunk<T: Copy, U: Copy, F: Fn(T, T) -> U>(
+    whole: &[T],
+    row: &[T],
+    row_second: bool,
+    start: usize,
+    out: &mut [MaybeUninit<U>],
+    f: &F,
+) {
+    let p = row.len();
+    let mut done = 0;
+    while done < out.len() {
+        let pos = start + done;
+        let off = pos % p;
+        let len = (p - off).min(out.len() - done);
+        let (o, w, r) = (
+            &mut out[done..done + len],
+            &whole[pos..pos + len],
+            &row[off..off + len],
+        );
+        if row_second {
+            for ((o, &x), &y) in o.iter_mut().zip(w).zip(r) {
+                o.write(f(x, y));
+            }
+        } else {
+            for ((o, &x), &y) in o.iter_mut().zip(w).zip(r) {
+                o.write(f(y, x));
+            }
+        }
+        done += len;
+    }
 }
 
 /// Apply a float function to a float tensor, dispatching on f32/f64; non-float inputs are first

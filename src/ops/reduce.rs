@@ -71,6 +71,12 @@ fn sum_kernel<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(
         }
     }
     let t = &t.alias_with_layout(layout);
+    if let Some(mut v) = sum_trailing_runs(t, dims, scale)? {
+        if repeats > 1 {
+            v.iter_mut().for_each(|x| *x = scale(*x, repeats));
+        }
+        return Tensor::from_vec(v, &out_shape);
+    }
     let arr: ArrayD<T> = if dims.len() == t.dim() && t.is_contiguous() {
         let s = t.with_contiguous_slice::<T, _>(|s| sum_slice(s))?;
         ArrayD::from_elem(IxDyn(&[]), s)
@@ -96,6 +102,50 @@ fn sum_kernel<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(
         v.iter_mut().for_each(|x| *x = scale(*x, repeats));
     }
     Tensor::from_vec(v, &out_shape)
+}
+
+/// A contiguous tensor whose reduced dims include its last ones (a bias gradient `(N, C, H, W)`
+/// over `(0, 2, 3)`, spatial means): each trailing run is summed by [`sum_slice`], rows shared
+/// among threads, and only the rest goes through ndarray's per-axis sums. `None` otherwise.
+fn sum_trailing_runs<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(
+    t: &Tensor,
+    dims: &[usize],
+    scale: fn(T, usize) -> T,
+) -> Result<Option<Vec<T>>> {
+    let nd = t.dim();
+    let mut k = nd;
+    while k > 0 && dims.contains(&(k - 1)) {
+        k -= 1;
+    }
+    let run: usize = t.shape()[k..].iter().product();
+    if k == 0 || k == nd || run < 16 || !t.is_contiguous() {
+        return Ok(None);
+    }
+    let rows = t.numel() / run;
+    let mut partial = crate::tensor::creation::try_vec::<T>(rows)?;
+    partial.resize(rows, T::zero());
+    t.with_contiguous_slice::<T, _>(|s| {
+        let out = crate::parallel::SendPtr(partial.as_mut_ptr());
+        let blocks = if t.numel() >= 1 << 16 { rows } else { 1 };
+        let helpers = if blocks > 1 {
+            crate::parallel::helpers()
+        } else {
+            0
+        };
+        crate::parallel::share_work(helpers, blocks, &|b| {
+            let (lo, hi) = (b * rows / blocks, (b + 1) * rows / blocks);
+            for r in lo..hi {
+                // SAFETY: row r is written by this block alone; `partial` has `rows` slots.
+                unsafe { *out.get().add(r) = sum_slice(&s[r * run..(r + 1) * run]) };
+            }
+        });
+    })?;
+    let rest: Vec<usize> = dims.iter().copied().filter(|&d| d < k).collect();
+    if rest.is_empty() {
+        return Ok(Some(partial));
+    }
+    let pt = Tensor::from_vec(partial, &t.shape()[..k])?;
+    Ok(Some(sum_kernel(&pt, &rest, false, scale)?.to_vec::<T>()?))
 }
 
 /// Pairwise summation over blocks: the error grows with log n rather than n, and since the split

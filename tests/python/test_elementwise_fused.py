@@ -118,3 +118,21 @@ def test_relu_backward_is_torch_threshold_backward(create_graph, dtype):
         tx = torch.tensor(x.detach().numpy(), requires_grad=True)
         (tg,) = torch.autograd.grad(tx.relu(), tx, torch.tensor(g.numpy()))
         assert gx.tolist() == tg.tolist()
+
+
+@pytest.mark.parametrize(
+    "sa,sb",
+    [((64, 1000, 37), (37,)), ((3, 5, 40), (1, 1, 40)), ((7, 33), (33,)), ((2, 3, 4, 17), (4, 17))],
+)
+def test_binary_ops_with_a_row_broadcast_along_leading_dims_match_numpy(
+    sa: tuple, sb: tuple
+) -> None:
+    """A contiguous operand repeated along the other's leading dims (a bias row) runs by rows,
+    in parallel chunks that start mid-row (64x1000x37 splits off a row boundary)."""
+    rng = np.random.default_rng(8)
+    a, b = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
+    for x, y in ((a, b), (b, a)):
+        tx, ty = fg.tensor(x), fg.tensor(y)
+        np.testing.assert_array_equal((tx - ty).numpy(), x - y)
+        np.testing.assert_array_equal((tx / ty).numpy(), x / y)
+        np.testing.assert_array_equal((tx < ty).numpy(), x < y)

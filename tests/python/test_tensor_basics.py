@@ -506,3 +506,25 @@ def test_grad_fn_repr_shows_node_class_name():
     y = x * x
     assert repr(y.grad_fn).startswith("<MulBackward0 object")
     assert y.grad_fn.name() == "MulBackward0"
+
+
+@pytest.mark.parametrize(
+    "shape,dims",
+    [
+        ((32, 32, 28, 28), (0, 2, 3)),
+        ((4, 5, 6, 7), (1, 3)),
+        ((300, 17, 20), (1, 2)),
+        ((8, 40), (1,)),
+    ],
+)
+def test_sums_over_trailing_dims_match_numpy(shape: tuple, dims: tuple) -> None:
+    """Sums whose reduced dims include the last ones (a conv bias gradient, spatial means) add
+    each trailing run on its own, rows shared among threads; float64 NumPy is the truth."""
+    x = np.random.default_rng(9).standard_normal(shape)
+    for dtype, tol in ((fg.float64, 1e-12), (fg.float32, 1e-5)):
+        got = fg.tensor(x, dtype=dtype).sum(dim=dims, keepdim=True).numpy()
+        want = x.sum(axis=dims, keepdims=True)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.sqrt(x.size))
+        mean = fg.tensor(x, dtype=dtype).mean(dim=dims).numpy()
+        np.testing.assert_allclose(mean, x.mean(axis=dims), rtol=tol, atol=tol)

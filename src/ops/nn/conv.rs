@@ -822,8 +822,11 @@ fn conv_forward<T: ConvScalar>(
     } else {
         Some(geo.windows()?)
     };
-    let mut y =
-        crate::tensor::creation::try_filled_vec(geo.batch * geo.out_channels * ln, T::ZERO)?;
+    let total = geo.batch * geo.out_channels * ln;
+    let mut y = crate::tensor::creation::try_vec::<T>(total)?;
+    // SAFETY: every element is written below (each unit its rows of its images) before `y` is
+    // read; on an error `y` is dropped unread. `T` is a plain float.
+    unsafe { y.set_len(total) };
     let yp = SendPtr(y.as_mut_ptr());
     let ck = cg * kn;
     let nb = images_per_block(geo.batch, ln);
@@ -855,8 +858,22 @@ fn conv_forward<T: ConvScalar>(
                 (&cols[..], cols_n)
             }
         };
+        // A single image's product goes straight into its rows of `y`; a block of images is
+        // computed side by side and then split per image.
+        let single = n1 - n0 == 1;
+        let out: &mut [T] = if single {
+            // SAFETY: unit (block, group) alone owns rows `gi*og..(gi+1)*og` of image n0 of `y`.
+            unsafe {
+                std::slice::from_raw_parts_mut(
+                    yp.get().add((n0 * geo.out_channels + gi * og) * ln),
+                    og * ln,
+                )
+            }
+        } else {
+            out
+        };
         // SAFETY: `w` holds `og` rows of `ck` for the group, `b` is `ck` x `cols_n` with rows
-        // `ldb` apart, `out` has room for `og` x `cols_n`.
+        // `ldb` apart, `out` has room for `og` x `cols_n` and overlaps neither.
         unsafe {
             gemm_block(
                 (cols_n, og, ck),
@@ -865,6 +882,15 @@ fn conv_forward<T: ConvScalar>(
                 (b.as_ptr(), 1, ldb as isize),
                 (w[gi * og * ck..].as_ptr(), 1, ck as isize),
             );
+        }
+        if single {
+            if let Some(bias) = bias {
+                for (o, row) in out.chunks_exact_mut(ln.max(1)).enumerate() {
+                    let v = bias[gi * og + o];
+                    row.iter_mut().for_each(|d| *d += v);
+                }
+            }
+            return;
         }
         for n in n0..n1 {
             // SAFETY: unit (block, group) owns rows `gi*og..(gi+1)*og` of its images of `y`.
