@@ -389,30 +389,7 @@ pub fn sgd_step(
             vec![]
         };
         fn kernel<T: Float>(o: &SgdOptions) -> impl Fn(&mut [T], &[T], [&mut [T]; 3]) + Sync + '_ {
-            move |p, g, [b, _, _]| {
-                let (lr, mom, damp, wd) = (
-                    T::of(-o.lr),
-                    T::of(o.momentum),
-                    T::of(1.0 - o.dampening),
-                    T::of(o.weight_decay),
-                );
-                let use_buf = o.momentum != 0.0;
-                for k in 0..p.len() {
-                    let mut d = if o.maximize { -g[k] } else { g[k] };
-                    if o.weight_decay != 0.0 {
-                        d = d + wd * p[k];
-                    }
-                    if use_buf {
-                        b[k] = if o.first_step {
-                            d
-                        } else {
-                            b[k] * mom + damp * d
-                        };
-                        d = if o.nesterov { d + mom * b[k] } else { b[k] };
-                    }
-                    p[k] = p[k] + lr * d;
-                }
-            }
+            move |p, g, [b, _, _]| sgd_chunk(o, p, g, b)
         }
         match p.dtype() {
             DType::Float32 => update_one::<f32>(p, g, &states, &kernel::<f32>(&o))?,
@@ -467,39 +444,7 @@ pub fn adam_step(
         step_size: f64,
         bc2_sqrt: f64,
     ) -> impl Fn(&mut [T], &[T], [&mut [T]; 3]) + Sync + '_ {
-        move |p, g, [m, v, vmax]| {
-            let decay = T::of(1.0 - o.lr * o.weight_decay);
-            let wd = T::of(o.weight_decay);
-            let w1 = T::of(1.0 - o.beta1);
-            let b2 = T::of(o.beta2);
-            let c2 = T::of(1.0 - o.beta2);
-            let bc2s = T::of(bc2_sqrt);
-            let eps = T::of(o.eps);
-            let neg_step = T::of(-step_size);
-            // Equal lengths up front, so the loop runs without bounds checks.
-            let n = p.len();
-            let (g, m, v) = (&g[..n], &mut m[..n], &mut v[..n]);
-            for k in 0..n {
-                let mut d = if o.maximize { -g[k] } else { g[k] };
-                if o.weight_decay != 0.0 {
-                    if o.decoupled_weight_decay {
-                        p[k] = p[k] * decay;
-                    } else {
-                        d = d + wd * p[k];
-                    }
-                }
-                m[k] = lerp(m[k], d, w1);
-                v[k] = v[k] * b2 + c2 * d * d;
-                let second = if o.amsgrad {
-                    vmax[k] = maximum(vmax[k], v[k]);
-                    vmax[k]
-                } else {
-                    v[k]
-                };
-                let denom = second.sqrt() / bc2s + eps;
-                p[k] = p[k] + neg_step * m[k] / denom;
-            }
-        }
+        move |p, g, [m, v, vmax]| adam_chunk(o, step_size, bc2_sqrt, p, g, m, v, vmax)
     }
     for (i, (p, g)) in params.iter().zip(grads).enumerate() {
         let states: Vec<&Tensor> = states_of(i).into_iter().map(|(_, t)| t).collect();
@@ -511,6 +456,158 @@ pub fn adam_step(
         }
     }
     Ok(())
+}
+
+/// One chunk of [`sgd_step`] (targets as [`adam_chunk`]).
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn sgd_chunk<T: Float>(o: &SgdOptions, p: &mut [T], g: &[T], b: &mut [T]) {
+    let (lr, mom, damp, wd) = (
+        T::of(-o.lr),
+        T::of(o.momentum),
+        T::of(1.0 - o.dampening),
+        T::of(o.weight_decay),
+    );
+    let use_buf = o.momentum != 0.0;
+    for k in 0..p.len() {
+        let mut d = if o.maximize { -g[k] } else { g[k] };
+        if o.weight_decay != 0.0 {
+            d = d + wd * p[k];
+        }
+        if use_buf {
+            b[k] = if o.first_step {
+                d
+            } else {
+                b[k] * mom + damp * d
+            };
+            d = if o.nesterov { d + mom * b[k] } else { b[k] };
+        }
+        p[k] = p[k] + lr * d;
+    }
+}
+
+/// One chunk of [`rmsprop_step`] (targets as [`adam_chunk`]).
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn rmsprop_chunk<T: Float>(
+    o: &RmspropOptions,
+    p: &mut [T],
+    g: &[T],
+    s: &mut [T],
+    x: &mut [T],
+    y: &mut [T],
+) {
+    let use_mom = o.momentum > 0.0;
+    // States come in order: square_avg, [momentum_buffer], [grad_avg].
+    let (b, ga): (&mut [T], &mut [T]) = if !use_mom && o.centered {
+        (y, x)
+    } else {
+        (x, y)
+    };
+    let (alpha, c, wd, eps, mom, lr) = (
+        T::of(o.alpha),
+        T::of(1.0 - o.alpha),
+        T::of(o.weight_decay),
+        T::of(o.eps),
+        T::of(o.momentum),
+        T::of(-o.lr),
+    );
+    for k in 0..p.len() {
+        let mut d = if o.maximize { -g[k] } else { g[k] };
+        if o.weight_decay != 0.0 {
+            d = d + wd * p[k];
+        }
+        s[k] = s[k] * alpha + c * d * d;
+        let mut avg = if o.centered {
+            ga[k] = lerp(ga[k], d, c);
+            (s[k] + T::of(-1.0) * ga[k] * ga[k]).sqrt()
+        } else {
+            s[k].sqrt()
+        };
+        avg = avg + eps;
+        if use_mom {
+            b[k] = b[k] * mom + d / avg;
+            p[k] = p[k] + lr * b[k];
+        } else {
+            p[k] = p[k] + lr * d / avg;
+        }
+    }
+}
+
+/// One chunk of [`adagrad_step`] (targets as [`adam_chunk`]).
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn adagrad_chunk<T: Float>(o: &AdagradOptions, clr: f64, p: &mut [T], g: &[T], s: &mut [T]) {
+    let (wd, eps, neg) = (T::of(o.weight_decay), T::of(o.eps), T::of(-clr));
+    for k in 0..p.len() {
+        let mut d = if o.maximize { -g[k] } else { g[k] };
+        if o.weight_decay != 0.0 {
+            d = d + wd * p[k];
+        }
+        s[k] = s[k] + T::of(1.0) * d * d;
+        let std = s[k].sqrt() + eps;
+        p[k] = p[k] + neg * d / std;
+    }
+}
+
+/// One chunk of [`adam_step`], compiled for the vector targets (a closure would run at the
+/// baseline's width: four float32 lanes for the square root and the division).
+#[allow(clippy::too_many_arguments)]
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn adam_chunk<T: Float>(
+    o: &AdamOptions,
+    step_size: f64,
+    bc2_sqrt: f64,
+    p: &mut [T],
+    g: &[T],
+    m: &mut [T],
+    v: &mut [T],
+    vmax: &mut [T],
+) {
+    let decay = T::of(1.0 - o.lr * o.weight_decay);
+    let wd = T::of(o.weight_decay);
+    let w1 = T::of(1.0 - o.beta1);
+    let b2 = T::of(o.beta2);
+    let c2 = T::of(1.0 - o.beta2);
+    let bc2s = T::of(bc2_sqrt);
+    let eps = T::of(o.eps);
+    let neg_step = T::of(-step_size);
+    // Equal lengths up front, so the loop runs without bounds checks.
+    let n = p.len();
+    let (g, m, v) = (&g[..n], &mut m[..n], &mut v[..n]);
+    for k in 0..n {
+        let mut d = if o.maximize { -g[k] } else { g[k] };
+        if o.weight_decay != 0.0 {
+            if o.decoupled_weight_decay {
+                p[k] = p[k] * decay;
+            } else {
+                d = d + wd * p[k];
+            }
+        }
+        m[k] = lerp(m[k], d, w1);
+        v[k] = v[k] * b2 + c2 * d * d;
+        let second = if o.amsgrad {
+            vmax[k] = maximum(vmax[k], v[k]);
+            vmax[k]
+        } else {
+            v[k]
+        };
+        let denom = second.sqrt() / bc2s + eps;
+        p[k] = p[k] + neg_step * m[k] / denom;
+    }
 }
 
 /// One RMSprop step over a parameter group (torch.optim.RMSprop):
@@ -555,43 +652,7 @@ pub fn rmsprop_step(
         check_param(i, p, g, &states_of(i))?;
     }
     fn kernel<T: Float>(o: &RmspropOptions) -> impl Fn(&mut [T], &[T], [&mut [T]; 3]) + Sync + '_ {
-        move |p, g, [s, x, y]| {
-            let use_mom = o.momentum > 0.0;
-            // States come in order: square_avg, [momentum_buffer], [grad_avg].
-            let (b, ga): (&mut [T], &mut [T]) = if !use_mom && o.centered {
-                (y, x)
-            } else {
-                (x, y)
-            };
-            let (alpha, c, wd, eps, mom, lr) = (
-                T::of(o.alpha),
-                T::of(1.0 - o.alpha),
-                T::of(o.weight_decay),
-                T::of(o.eps),
-                T::of(o.momentum),
-                T::of(-o.lr),
-            );
-            for k in 0..p.len() {
-                let mut d = if o.maximize { -g[k] } else { g[k] };
-                if o.weight_decay != 0.0 {
-                    d = d + wd * p[k];
-                }
-                s[k] = s[k] * alpha + c * d * d;
-                let mut avg = if o.centered {
-                    ga[k] = lerp(ga[k], d, c);
-                    (s[k] + T::of(-1.0) * ga[k] * ga[k]).sqrt()
-                } else {
-                    s[k].sqrt()
-                };
-                avg = avg + eps;
-                if use_mom {
-                    b[k] = b[k] * mom + d / avg;
-                    p[k] = p[k] + lr * b[k];
-                } else {
-                    p[k] = p[k] + lr * d / avg;
-                }
-            }
-        }
+        move |p, g, [s, x, y]| rmsprop_chunk(o, p, g, s, x, y)
     }
     for (i, (p, g)) in params.iter().zip(grads).enumerate() {
         let states: Vec<&Tensor> = states_of(i).into_iter().map(|(_, t)| t).collect();
@@ -627,18 +688,7 @@ pub fn adagrad_step(
         o: &AdagradOptions,
         clr: f64,
     ) -> impl Fn(&mut [T], &[T], [&mut [T]; 3]) + Sync + '_ {
-        move |p, g, [s, _, _]| {
-            let (wd, eps, neg) = (T::of(o.weight_decay), T::of(o.eps), T::of(-clr));
-            for k in 0..p.len() {
-                let mut d = if o.maximize { -g[k] } else { g[k] };
-                if o.weight_decay != 0.0 {
-                    d = d + wd * p[k];
-                }
-                s[k] = s[k] + T::of(1.0) * d * d;
-                let std = s[k].sqrt() + eps;
-                p[k] = p[k] + neg * d / std;
-            }
-        }
+        move |p, g, [s, _, _]| adagrad_chunk(o, clr, p, g, s)
     }
     for (i, (p, g)) in params.iter().zip(grads).enumerate() {
         let states = [&state_sums[i]];
