@@ -7,7 +7,12 @@ use std::sync::Arc;
 use crate::autograd::grad_mode::GradModeGuard;
 use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
-use crate::ops::nn::softmax::{fill_blocks, geometry, row_max, sum_by, RowFloat};
+use std::mem::MaybeUninit;
+
+use crate::ops::elementwise::PAR_MIN_VMATH;
+use crate::ops::nn::softmax::{fill_blocks, geometry, lane_dot, lane_sum, row_max, RowFloat};
+use crate::parallel::{self, SendPtr};
+use crate::tensor::creation::try_vec;
 use crate::tensor::{scalar_type_name, DType, Tensor};
 
 /// How per-element losses are combined (torch's `reduction`).
@@ -123,6 +128,9 @@ struct ClassParts {
     geo: (usize, usize, usize),
     /// 1 / Σ w[t] over counted samples for `mean`, 1 otherwise.
     scale: f64,
+    /// Rows of logits (`inner == 1`) with a graph: the forward's `e^(x - max)` per element and
+    /// `1 / Σ e` per row, so the backward is one affine pass with no second exp.
+    exps: Option<(Tensor, Vec<f64>)>,
 }
 
 impl ClassParts {
@@ -205,9 +213,10 @@ fn class_loss(
     };
     let xc = x.contiguous()?;
     // Per-sample losses (f64) and log Σ exp.
-    let (per, lse) = match x.dtype() {
-        DType::Float32 => sample_losses::<f32>(&xc, geo, &t, &valid, &w, eps, logits)?,
-        _ => sample_losses::<f64>(&xc, geo, &t, &valid, &w, eps, logits)?,
+    let keep = needs_grad(&[x]);
+    let (per, lse, exps) = match x.dtype() {
+        DType::Float32 => sample_losses::<f32>(&xc, geo, &t, &valid, &w, eps, logits, keep)?,
+        _ => sample_losses::<f64>(&xc, geo, &t, &valid, &w, eps, logits, keep)?,
     };
     let mut parts = ClassParts {
         target: t,
@@ -218,6 +227,7 @@ fn class_loss(
         logits,
         geo,
         scale: 1.0,
+        exps,
     };
     let denom: f64 = (0..outer * inner).map(|i| parts.a(i)).sum();
     let tshape: Vec<usize> = target.shape().to_vec();
@@ -250,7 +260,9 @@ fn class_loss(
     Ok(out)
 }
 
-/// Per-sample losses (f64, sample order) and each sample's log Σ exp over the classes.
+/// Per-sample losses (f64, sample order), each sample's log Σ exp over the classes and, for
+/// rows of logits when `keep`, the exponentials the backward reuses.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn sample_losses<T: RowFloat>(
     x: &Tensor,
     (outer, c, inner): (usize, usize, usize),
@@ -259,62 +271,220 @@ fn sample_losses<T: RowFloat>(
     w: &[f64],
     eps: f64,
     logits: bool,
-) -> Result<(Vec<f64>, Vec<f64>)> {
+    keep: bool,
+) -> Result<(Vec<f64>, Vec<f64>, Option<(Tensor, Vec<f64>)>)> {
     let block = c * inner;
     let wsum: f64 = w.iter().sum();
     let wt: Vec<T> = w.iter().map(|&v| T::of(v)).collect();
+    let unweighted = w.iter().all(|&v| v == 1.0);
+    let cf = c as f64;
+    // The loss of sample i from its lse, picked logit and Σ w_k x_k (label smoothing).
+    let loss_of = |i: usize, lse: f64, picked: f64, wx: f64| -> f64 {
+        if !valid[i] {
+            return 0.0;
+        }
+        let wti = w[t[i] as usize];
+        let nll = -(picked - lse) * wti;
+        if eps > 0.0 {
+            // Σ_k w_k (lse - x_k) = lse Σw - Σ w_k x_k
+            (1.0 - eps) * nll + eps / cf * (lse * wsum - wx)
+        } else {
+            nll
+        }
+    };
+    if inner == 1 && logits {
+        let wopt = (!unweighted).then_some(wt.as_slice());
+        let rows =
+            x.with_contiguous_slice::<T, _>(|xs| logit_rows(xs, outer, c, wopt, eps > 0.0, keep))??;
+        let mut per = Vec::with_capacity(outer);
+        let mut lses = Vec::with_capacity(outer);
+        x.with_contiguous_slice::<T, _>(|xs| {
+            for i in 0..outer {
+                let lse = rows.lse[i];
+                let picked = if valid[i] {
+                    xs[i * c + t[i] as usize].f()
+                } else {
+                    0.0
+                };
+                per.push(loss_of(i, lse, picked, rows.wx[i]));
+                lses.push(lse);
+            }
+        })?;
+        let exps = match rows.exps {
+            Some(e) => Some((Tensor::from_vec(e, x.shape())?, rows.inv)),
+            None => None,
+        };
+        return Ok((per, lses, exps));
+    }
     let res = x.with_contiguous_slice::<T, _>(|xs| {
         // Per outer block: inner pairs (loss, lse), interleaved.
         fill_blocks::<f64>(outer, 2 * inner, |o, out, _| {
             let xb = &xs[o * block..(o + 1) * block];
-            let mut z: Vec<T> = Vec::new();
-            let mut e: Vec<T> = Vec::new();
             for j in 0..inner {
                 let i = o * inner + j;
                 let lse = if !logits {
                     0.0
-                } else if inner == 1 {
-                    let m = row_max(xb);
-                    z.clear();
-                    z.extend(xb.iter().map(|&v| v - m));
-                    e.resize(c, T::zero());
-                    // SAFETY: T is plain data; exp_into writes every element of the view.
-                    let ev = unsafe {
-                        &mut *(e.as_mut_slice() as *mut [T] as *mut [std::mem::MaybeUninit<T>])
-                    };
-                    T::exp_into(&z, ev);
-                    m.f() + sum_by(&e, &e, |a, _| a.f()).ln()
                 } else {
                     let col = (0..c).map(|k| xb[k * inner + j].f());
                     let m = col.clone().fold(f64::NEG_INFINITY, f64::max);
                     m + col.map(|v| (v - m).exp()).sum::<f64>().ln()
                 };
-                let loss = if valid[i] {
-                    let ti = t[i] as usize;
-                    let nll = -(xb[ti * inner + j].f() - lse) * w[ti];
-                    if eps > 0.0 {
-                        // Σ_k w_k (lse - x_k) = lse Σw - Σ w_k x_k
-                        let wx = if inner == 1 {
-                            sum_by(xb, &wt, |a, b| a.f() * b.f())
-                        } else {
-                            (0..c).map(|k| w[k] * xb[k * inner + j].f()).sum()
-                        };
-                        let smooth = lse * wsum - wx;
-                        (1.0 - eps) * nll + eps / c as f64 * smooth
+                let (picked, wx) = if valid[i] {
+                    let picked = xb[t[i] as usize * inner + j].f();
+                    let wx = if eps > 0.0 {
+                        (0..c).map(|k| w[k] * xb[k * inner + j].f()).sum()
                     } else {
-                        nll
-                    }
+                        0.0
+                    };
+                    (picked, wx)
                 } else {
-                    0.0
+                    (0.0, 0.0)
                 };
-                out[2 * j].write(loss);
+                out[2 * j].write(loss_of(i, lse, picked, wx));
                 out[2 * j + 1].write(lse);
             }
         })
     })??;
     let per = res.iter().step_by(2).copied().collect();
     let lse = res.iter().skip(1).step_by(2).copied().collect();
-    Ok((per, lse))
+    Ok((per, lse, None))
+}
+
+/// Per-row results of [`logit_rows`].
+struct LogitRows<T> {
+    /// log Σ_k e^(x_k).
+    lse: Vec<f64>,
+    /// Σ_k w_k x_k (0 unless asked for).
+    wx: Vec<f64>,
+    /// 1 / Σ_k e^(x_k - max).
+    inv: Vec<f64>,
+    /// e^(x - max) per element, when kept.
+    exps: Option<Vec<T>>,
+}
+
+/// log Σ exp (and Σ w x when `want_wx`) of each of `rows` contiguous rows of `c` logits, the
+/// rows shared among the pool's threads by the size of the input (the per-row results alone
+/// would never reach the parallel threshold). `keep`: also return `e^(x - max)`.
+fn logit_rows<T: RowFloat>(
+    xs: &[T],
+    rows: usize,
+    c: usize,
+    w: Option<&[T]>,
+    want_wx: bool,
+    keep: bool,
+) -> Result<LogitRows<T>> {
+    let mut lse = vec![0f64; rows];
+    let mut wx = vec![0f64; rows];
+    let mut inv = vec![0f64; rows];
+    let mut exps: Vec<T> = if keep { try_vec(rows * c)? } else { Vec::new() };
+    let ptrs = SendPtr((
+        lse.as_mut_ptr(),
+        wx.as_mut_ptr(),
+        inv.as_mut_ptr(),
+        exps.spare_capacity_mut().as_mut_ptr(),
+    ));
+    let per_task = (8192 / c.max(1)).max(1);
+    let helpers = if rows * c >= PAR_MIN_VMATH {
+        parallel::helpers()
+    } else {
+        0
+    };
+    parallel::share_work(helpers, rows.div_ceil(per_task), &|task| {
+        let (pl, pw, pi, pe) = ptrs.get();
+        let mut z: Vec<T> = vec![T::zero(); c];
+        let mut scratch: Vec<MaybeUninit<T>> = if keep {
+            Vec::new()
+        } else {
+            (0..c).map(|_| MaybeUninit::uninit()).collect()
+        };
+        for r in task * per_task..((task + 1) * per_task).min(rows) {
+            let xr = &xs[r * c..(r + 1) * c];
+            let (m, dot) = max_and_dot(xr, w, want_wx);
+            shift_row(&mut z, xr, m);
+            let er: &mut [MaybeUninit<T>] = if keep {
+                // SAFETY: row r of the spare capacity belongs to this task alone.
+                unsafe { std::slice::from_raw_parts_mut(pe.add(r * c), c) }
+            } else {
+                &mut scratch
+            };
+            T::exp_into(&z, er);
+            // SAFETY: exp_into wrote every element.
+            let er = unsafe { &*(er as *const [MaybeUninit<T>] as *const [T]) };
+            let s = row_sum(er);
+            // SAFETY: slot r belongs to this task alone.
+            unsafe {
+                *pl.add(r) = m.f() + s.ln();
+                *pw.add(r) = dot;
+                *pi.add(r) = 1.0 / s;
+            }
+        }
+    });
+    if keep {
+        // SAFETY: every row was written by exp_into above.
+        unsafe { exps.set_len(rows * c) };
+    }
+    Ok(LogitRows {
+        lse,
+        wx,
+        inv,
+        exps: keep.then_some(exps),
+    })
+}
+
+/// The row's maximum and, when `want_dot`, Σ w x (Σ x without weights); compiled for the
+/// vector targets (closures handed to the pool would run them as baseline code).
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn max_and_dot<T: RowFloat>(x: &[T], w: Option<&[T]>, want_dot: bool) -> (T, f64) {
+    let dot = match (want_dot, w) {
+        (false, _) => 0.0,
+        (true, Some(w)) => lane_dot(x, w),
+        (true, None) => lane_sum(x, |v| v),
+    };
+    (row_max(x), dot)
+}
+
+/// `z = x - m` (targets as [`max_and_dot`]).
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn shift_row<T: RowFloat>(z: &mut [T], x: &[T], m: T) {
+    for (o, &v) in z.iter_mut().zip(x) {
+        *o = v - m;
+    }
+}
+
+/// Σ e (targets as [`max_and_dot`]).
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn row_sum<T: RowFloat>(e: &[T]) -> f64 {
+    lane_sum(e, |v| v)
+}
+
+/// `out = p e - q w` (`q w` left out when `q` is 0; targets as [`max_and_dot`]).
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn grad_row<T: RowFloat>(out: &mut [MaybeUninit<T>], e: &[T], p: T, q: T, w: &[T]) {
+    if q == T::zero() {
+        for (o, &ev) in out.iter_mut().zip(e) {
+            o.write(p * ev);
+        }
+    } else {
+        for ((o, &ev), &wv) in out.iter_mut().zip(e).zip(w) {
+            o.write(p * ev - q * wv);
+        }
+    }
 }
 
 /// The input gradient of a class loss in one pass: per sample,
@@ -335,8 +505,33 @@ fn class_grad_as<T: RowFloat>(g: &Tensor, x: &Tensor, p: &ClassParts) -> Result<
     let wsum: f64 = p.w.iter().sum();
     let wt: Vec<T> = p.w.iter().map(|&v| T::of(v)).collect();
     let cf = c as f64;
+    if let Some((e, inv)) = &p.exps {
+        // Rows of logits: softmax = e · inv from the forward, one affine pass per row.
+        let v = e.with_contiguous_slice::<T, _>(|es| {
+            fill_blocks::<T>(outer, c, |i, out, _| {
+                let gs = if per_sample { gv[i] } else { gv[0] } * p.scale;
+                let valid = p.valid[i];
+                let a = p.a(i);
+                let coef = if valid {
+                    a * (1.0 - p.eps) + p.eps / cf * wsum
+                } else {
+                    0.0
+                };
+                let q = if valid { p.eps / cf * gs } else { 0.0 };
+                let er = &es[i * c..(i + 1) * c];
+                grad_row(out, er, T::of(gs * coef * inv[i]), T::of(q), &wt);
+                if valid {
+                    let t = p.target[i] as usize;
+                    // SAFETY: grad_row wrote every element of the row.
+                    let ot = unsafe { out[t].assume_init() };
+                    out[t].write(ot - T::of(gs * a * (1.0 - p.eps)));
+                }
+            })
+        })??;
+        return Tensor::from_vec(v, x.shape());
+    }
     let v = x.with_contiguous_slice::<T, _>(|xs| {
-        fill_blocks::<T>(outer, block, |o, out, z| {
+        fill_blocks::<T>(outer, block, |o, out, _| {
             let xb = &xs[o * block..(o + 1) * block];
             for j in 0..inner {
                 let i = o * inner + j;
@@ -350,32 +545,6 @@ fn class_grad_as<T: RowFloat>(g: &Tensor, x: &Tensor, p: &ClassParts) -> Result<
                 };
                 let lse = p.lse[i];
                 let ti = p.target[i];
-                if inner == 1 && p.logits {
-                    // One row: e^(x - lse) vectorised into `out`, then the affine terms.
-                    let lt = T::of(lse);
-                    z.clear();
-                    z.extend(xb.iter().map(|&v| v - lt));
-                    T::exp_into(z, out);
-                    // SAFETY: exp_into wrote every element.
-                    let out = unsafe { &mut *(out as *mut [std::mem::MaybeUninit<T>] as *mut [T]) };
-                    let gc = T::of(gs * coef);
-                    let ge = p.eps / cf * gs;
-                    if valid && ge != 0.0 {
-                        let ge = T::of(ge);
-                        for (o, &wk) in out.iter_mut().zip(&wt) {
-                            *o = gc * *o - ge * wk;
-                        }
-                    } else {
-                        for o in out.iter_mut() {
-                            *o = gc * *o;
-                        }
-                    }
-                    if valid {
-                        let t = ti as usize;
-                        out[t] = out[t] - T::of(gs * a * (1.0 - p.eps));
-                    }
-                    continue;
-                }
                 for k in 0..c {
                     let mut d = 0.0;
                     if p.logits {

@@ -17,6 +17,7 @@
 use crate::autograd::grad_mode::GradModeGuard;
 use crate::autograd::node::{needs_grad, record, wants_grad};
 use crate::error::{Error, Result};
+use crate::ops::nn::softmax::{lane_sum, lane_sums2};
 use crate::parallel::{helpers, share_work, SendPtr};
 use crate::tensor::creation::try_vec;
 use crate::tensor::shape::fmt_shape;
@@ -26,7 +27,7 @@ use crate::tensor::{DType, Element, Tensor};
 const PAR_MIN: usize = 1 << 15;
 /// Elements per block of rows (layer/RMS norm): the unit of parallel work and of the weight
 /// gradient's partial sums (fixed by the shape, never by the thread count).
-const ROW_BLOCK: usize = 1 << 13;
+const ROW_BLOCK: usize = 1 << 14;
 
 /// Which elements share statistics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,37 +153,6 @@ struct Opts {
 
 // ----- scalar helpers ------------------------------------------------------------------------
 
-/// Elements summed in `T` lanes before the partial sum joins the f64 total: short enough that
-/// f32 lanes lose nothing visible, long enough to run at vector speed.
-const LANE_BLOCK: usize = 256;
-
-/// Σ f(x) over `xs`: eight `T` lanes per block of [`LANE_BLOCK`], the blocks added in f64.
-#[inline(always)]
-fn blocked_sum<T: Element + num_traits::Float>(xs: &[T], f: impl Fn(T) -> T) -> f64 {
-    let mut total = 0f64;
-    for blk in xs.chunks(LANE_BLOCK) {
-        let mut acc = [T::zero(); 8];
-        let mut it = blk.chunks_exact(8);
-        for c in &mut it {
-            for j in 0..8 {
-                acc[j] = acc[j] + f(c[j]);
-            }
-        }
-        let mut s = T::zero();
-        for &v in it.remainder() {
-            s = s + f(v);
-        }
-        let pairs = [
-            acc[0] + acc[4],
-            acc[1] + acc[5],
-            acc[2] + acc[6],
-            acc[3] + acc[7],
-        ];
-        total += Element::to_f64((pairs[0] + pairs[2]) + (pairs[1] + pairs[3]) + s);
-    }
-    total
-}
-
 /// Σ x over one span, compiled for the vector targets (the helpers above inline into it).
 #[multiversion::multiversion(targets(
     "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
@@ -271,48 +241,22 @@ fn span_affine2<T: Element + num_traits::Float>(
 /// Σ x.
 #[inline(always)]
 fn sum64<T: Element + num_traits::Float>(xs: &[T]) -> f64 {
-    blocked_sum(xs, |v| v)
+    lane_sum(xs, |v| v)
 }
 
 /// Σ (x - m)², centred in `T` (the second pass of the two-pass variance).
 #[inline(always)]
 fn sumsq64<T: Element + num_traits::Float>(xs: &[T], m: f64) -> f64 {
     let m = T::from_f64(m);
-    blocked_sum(xs, |v| (v - m) * (v - m))
+    lane_sum(xs, |v| (v - m) * (v - m))
 }
 
-/// (Σ g, Σ g (x - m)): in `T` lanes per block of [`LANE_BLOCK`], the blocks added in f64 (as
-/// [`blocked_sum`]); centring by the mean first keeps the second sum free of cancellation.
+/// (Σ g, Σ g (x - m)) in `T` lanes per block, the blocks added in f64 (as [`lane_sum`]);
+/// centring by the mean first keeps the second sum free of cancellation.
 #[inline(always)]
 fn sums_gx<T: Element + num_traits::Float>(g: &[T], x: &[T], m: f64) -> (f64, f64) {
-    const LANES: usize = 16;
     let m = T::from_f64(m);
-    let n = g.len().min(x.len());
-    let (mut sa, mut sb) = (0f64, 0f64);
-    for (gb, xb) in g[..n].chunks(LANE_BLOCK).zip(x[..n].chunks(LANE_BLOCK)) {
-        let mut a = [T::zero(); LANES];
-        let mut b = [T::zero(); LANES];
-        let mut gi = gb.chunks_exact(LANES);
-        let mut xi = xb.chunks_exact(LANES);
-        for (gc, xc) in (&mut gi).zip(&mut xi) {
-            for j in 0..LANES {
-                a[j] = a[j] + gc[j];
-                b[j] = b[j] + gc[j] * (xc[j] - m);
-            }
-        }
-        let (mut ta, mut tb) = (T::zero(), T::zero());
-        for (&gv, &xv) in gi.remainder().iter().zip(xi.remainder()) {
-            ta = ta + gv;
-            tb = tb + gv * (xv - m);
-        }
-        for j in 0..LANES {
-            ta = ta + a[j];
-            tb = tb + b[j];
-        }
-        sa += Element::to_f64(ta);
-        sb += Element::to_f64(tb);
-    }
-    (sa, sb)
+    lane_sums2(g, x, |gv, _| gv, |gv, xv| gv * (xv - m))
 }
 
 fn rstd_of(var: f64, eps: f64) -> f64 {
@@ -524,31 +468,6 @@ fn backward_kernel<T: Element + num_traits::Float>(
     })
 }
 
-/// (Σ a, Σ a b) with eight lanes of `T` (vectorisable; each lane sums a short stretch, as
-/// torch's float accumulation does), combined in f64.
-#[inline(always)]
-fn lane_sums<T: Element + num_traits::Float>(a: &[T], b: &[T]) -> (f64, f64) {
-    let mut s1 = [T::zero(); 8];
-    let mut s2 = [T::zero(); 8];
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut ai = a.chunks_exact(8);
-    let mut bi = b.chunks_exact(8);
-    for (ac, bc) in (&mut ai).zip(&mut bi) {
-        for j in 0..8 {
-            s1[j] = s1[j] + ac[j];
-            s2[j] = s2[j] + ac[j] * bc[j];
-        }
-    }
-    let mut t1: f64 = s1.iter().map(|&v| Element::to_f64(v)).sum();
-    let mut t2: f64 = s2.iter().map(|&v| Element::to_f64(v)).sum();
-    for (&av, &bv) in ai.remainder().iter().zip(bi.remainder()) {
-        t1 += Element::to_f64(av);
-        t2 += Element::to_f64(av * bv);
-    }
-    (t1, t2)
-}
-
 /// One row of the layer/RMS norm backward.
 struct RowGrad<'a, T> {
     x: &'a [T],
@@ -559,9 +478,10 @@ struct RowGrad<'a, T> {
     center: bool,
 }
 
-/// `x̂`, the weight and bias partial sums (`part`), and `dx = rstd (g w - mean(g w) - x̂
-/// mean(g w x̂))` into `out`, for one row; `xhat` and `gw` are scratch of the row's length.
-/// Compiled for AVX2+FMA and AVX-512 too, picked at run time.
+/// The weight and bias partial sums (`part`: `Σ g x̂`, `Σ g`), and `dx = rstd (g w - mean(g w)
+/// - x̂ mean(g w x̂))` into `out`, for one row; `gw` is scratch of the row's length. Every loop
+/// is one zipped pass the compiler vectorises (compiled for AVX2+FMA and AVX-512 too, picked at
+/// run time); only the first pass over the row reads it from beyond L1.
 #[multiversion::multiversion(targets(
     "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
     "x86_64+avx2+avx+fma",
@@ -571,16 +491,12 @@ fn row_grad<T: Element + num_traits::Float>(
     row: &RowGrad<'_, T>,
     part: Option<(&mut [T], &mut [T])>,
     out: Option<&mut [T]>,
-    xhat: &mut [T],
     gw: &mut [T],
 ) {
     let (m, r) = (row.mean, row.rstd);
-    for (h, &xv) in xhat.iter_mut().zip(row.x) {
-        *h = (xv - m) * r;
-    }
     if let Some((pw, pb)) = part {
-        for (((a, bb), &gv), &h) in pw.iter_mut().zip(pb.iter_mut()).zip(row.g).zip(&*xhat) {
-            *a = *a + gv * h;
+        for (((a, bb), &gv), &xv) in pw.iter_mut().zip(pb.iter_mut()).zip(row.g).zip(row.x) {
+            *a = *a + gv * ((xv - m) * r);
             *bb = *bb + gv;
         }
     }
@@ -594,12 +510,14 @@ fn row_grad<T: Element + num_traits::Float>(
         }
         None => row.g,
     };
-    let (s1, s2) = lane_sums(gws, xhat);
+    // Σ g w and Σ g w (x - m); mean(g w x̂) = r Σ g w (x - m) / n.
+    let (s1, s2) = lane_sums2(gws, row.x, |a, _| a, |a, xv| a * (xv - m));
     let n = row.x.len() as f64;
+    let rf = Element::to_f64(r);
     let s1 = if row.center { s1 } else { 0.0 };
-    let (c1, c2) = (T::from_f64(s1 / n), T::from_f64(s2 / n));
-    for ((o, &gv), &h) in out.iter_mut().zip(gws).zip(&*xhat) {
-        *o = r * (gv - c1 - h * c2);
+    let (c1, k) = (T::from_f64(s1 / n), T::from_f64(rf * rf * s2 / n));
+    for ((o, &gv), &xv) in out.iter_mut().zip(gws).zip(row.x) {
+        *o = r * (gv - c1 - (xv - m) * k);
     }
 }
 
@@ -629,7 +547,6 @@ fn rows_backward<T: Element + num_traits::Float>(
     let pp = SendPtr(part.as_mut_ptr());
     share_work(geo.threads(), blocks, &|blk| {
         let mut gw: Vec<T> = vec![T::zero(); l];
-        let mut xhat: Vec<T> = vec![T::zero(); l];
         for s in blk * per..((blk + 1) * per).min(groups) {
             let off = s * l;
             let part = want_wb.then(|| {
@@ -648,22 +565,32 @@ fn rows_backward<T: Element + num_traits::Float>(
                 rstd: T::from_f64(rstd[s]),
                 center: opts.center,
             };
-            row_grad(&row, part, out, &mut xhat, &mut gw);
+            row_grad(&row, part, out, &mut gw);
         }
     });
     if !want_wb {
         return Ok((None, None));
     }
-    let mut sw = vec![0f64; l];
-    let mut sb = vec![0f64; l];
-    for p in part.chunks_exact(2 * l.max(1)) {
-        for i in 0..l {
-            sw[i] += Element::to_f64(p[i]);
-            sb[i] += Element::to_f64(p[l + i]);
+    // Across blocks in f64, in block order, columns shared among threads (a serial sum here
+    // was a tenth of the threaded backward).
+    const COLS: usize = 256;
+    let width = 2 * l;
+    let mut tot = vec![0f64; width];
+    let tp = SendPtr(tot.as_mut_ptr());
+    let threads = if part.len() >= PAR_MIN { helpers() } else { 0 };
+    share_work(threads, width.div_ceil(COLS), &|task| {
+        let (c0, c1) = (task * COLS, ((task + 1) * COLS).min(width));
+        // SAFETY: columns c0..c1 of `tot` belong to this task alone.
+        let acc = unsafe { std::slice::from_raw_parts_mut(tp.get().add(c0), c1 - c0) };
+        for p in part.chunks_exact(width.max(1)) {
+            for (a, &v) in acc.iter_mut().zip(&p[c0..c1]) {
+                *a += Element::to_f64(v);
+            }
         }
-    }
-    let dw = want[1].then(|| sw.into_iter().map(T::from_f64).collect());
-    let db = want[2].then(|| sb.into_iter().map(T::from_f64).collect());
+    });
+    let (sw, sb) = tot.split_at(l);
+    let dw = want[1].then(|| sw.iter().map(|&v| T::from_f64(v)).collect());
+    let db = want[2].then(|| sb.iter().map(|&v| T::from_f64(v)).collect());
     Ok((dw, db))
 }
 

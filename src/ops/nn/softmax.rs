@@ -216,6 +216,88 @@ pub(crate) fn sum_by<T: RowFloat>(a: &[T], b: &[T], f: impl Fn(T, T) -> f64) -> 
     s
 }
 
+/// Lanes of [`lane_sum`]: two AVX-512 (four AVX2) accumulators of float32.
+const SUM_LANES: usize = 32;
+/// Elements summed in `T` lanes before the partial sum joins the f64 total: short enough that
+/// float32 lanes lose nothing visible, long enough to run at vector speed.
+pub(crate) const SUM_BLOCK: usize = 256;
+
+/// The lanes added in a fixed order (a halving tree). Kept out of line: inlined, any fold of
+/// the lanes stops LLVM from vectorising the callers' main loops at full width.
+#[inline(never)]
+fn fold_lanes<T: Element + num_traits::Float>(acc: &[T; SUM_LANES]) -> T {
+    let mut acc = *acc;
+    let mut h = SUM_LANES;
+    while h > 1 {
+        h /= 2;
+        let (lo, hi) = acc.split_at_mut(h);
+        for (a, &b) in lo.iter_mut().zip(hi.iter()) {
+            *a = *a + b;
+        }
+    }
+    acc[0]
+}
+
+/// Σ f(a) in [`SUM_LANES`] `T` lanes per block of [`SUM_BLOCK`], the blocks added in f64. The
+/// lane loops are written with zipped iterators, the form LLVM vectorises at full width; call it
+/// from a multiversioned function so the vector target applies.
+#[inline(always)]
+pub(crate) fn lane_sum<T: Element + num_traits::Float>(a: &[T], f: impl Fn(T) -> T) -> f64 {
+    let mut total = 0f64;
+    for blk in a.chunks(SUM_BLOCK) {
+        let mut acc = [T::zero(); SUM_LANES];
+        let mut it = blk.chunks_exact(SUM_LANES);
+        for c in &mut it {
+            for (s, &v) in acc.iter_mut().zip(c) {
+                *s = *s + f(v);
+            }
+        }
+        let mut rest = fold_lanes(&acc);
+        for &v in it.remainder() {
+            rest = rest + f(v);
+        }
+        total += Element::to_f64(rest);
+    }
+    total
+}
+
+/// (Σ f1(a, b), Σ f2(a, b)) over zipped `a`, `b`, blocked as [`lane_sum`].
+#[inline(always)]
+pub(crate) fn lane_sums2<T: Element + num_traits::Float>(
+    a: &[T],
+    b: &[T],
+    f1: impl Fn(T, T) -> T,
+    f2: impl Fn(T, T) -> T,
+) -> (f64, f64) {
+    let n = a.len().min(b.len());
+    let (mut t1, mut t2) = (0f64, 0f64);
+    for (ab, bb) in a[..n].chunks(SUM_BLOCK).zip(b[..n].chunks(SUM_BLOCK)) {
+        let mut acc1 = [T::zero(); SUM_LANES];
+        let mut acc2 = [T::zero(); SUM_LANES];
+        let (mut ai, mut bi) = (ab.chunks_exact(SUM_LANES), bb.chunks_exact(SUM_LANES));
+        for (ac, bc) in (&mut ai).zip(&mut bi) {
+            for (((s1, s2), &x), &y) in acc1.iter_mut().zip(acc2.iter_mut()).zip(ac).zip(bc) {
+                *s1 = *s1 + f1(x, y);
+                *s2 = *s2 + f2(x, y);
+            }
+        }
+        let (mut r1, mut r2) = (fold_lanes(&acc1), fold_lanes(&acc2));
+        for (&x, &y) in ai.remainder().iter().zip(bi.remainder()) {
+            r1 = r1 + f1(x, y);
+            r2 = r2 + f2(x, y);
+        }
+        t1 += Element::to_f64(r1);
+        t2 += Element::to_f64(r2);
+    }
+    (t1, t2)
+}
+
+/// Σ a b, blocked as [`lane_sum`].
+#[inline(always)]
+pub(crate) fn lane_dot<T: Element + num_traits::Float>(a: &[T], b: &[T]) -> f64 {
+    lane_sums2(a, b, |x, y| x * y, |_, _| T::zero()).0
+}
+
 /// The largest element, ignoring NaN (a NaN row still comes out NaN through exp); an infinite
 /// maximum is kept, so such rows come out NaN as torch's do.
 #[inline(always)]
