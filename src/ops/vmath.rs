@@ -605,11 +605,15 @@ const GELU_NEAR_END: f32 = 3.0;
 /// `near` below a = 3 or `far` beyond, picked per lane (one Horner pass with a blend per
 /// coefficient, not two passes).
 #[inline(always)]
-fn gelu_tail_poly<const F: bool>(
+fn gelu_tail_poly<const F: bool, const FULL: bool>(
     ac: f32,
     near: (&[f32; 14], f32),
     far: (&[f32; 14], f32),
 ) -> (f32, f32) {
+    if !FULL {
+        // Every lane below a = 3: no division, no per-coefficient blend.
+        return (near.1, horner32::<F, 14>(ac - 1.5, near.0));
+    }
     let is_near = ac < GELU_NEAR_END;
     // 1 + a/2 = dh + dl exactly (a/2 >= 1 where it is used), t = 1/dh, then t's error.
     let dh = fma32::<F>(ac, 0.5, 1.0);
@@ -630,10 +634,10 @@ fn gelu_tail_poly<const F: bool>(
 /// 1/√(2π) = φ(0).
 const FRAC_1_SQRT_2PI_F32: f32 = 0.398_942_3;
 
-/// gelu(x) = x Φ(x) in float32, within 2 ulp of the exact value (denormals included). NaN and
+/// gelu(x) = x Φ(x) in float32 (`FULL`: any x; else only |x| < 3), within 2 ulp of the exact value (denormals included). NaN and
 /// -inf give NaN (x · 0), +inf gives inf, -0 gives -0.
 #[inline(always)]
-pub(crate) fn gelu_f32<const F: bool>(x: f32) -> f32 {
+fn gelu_f32<const F: bool, const FULL: bool>(x: f32) -> f32 {
     let a = x.abs();
     // Series: x/2 + x (x P(x²)) with one rounding of the sum: x P is at most 0.2, so its
     // own rounding costs under a quarter ulp where the sum partly cancels (x near -1/2).
@@ -645,7 +649,7 @@ pub(crate) fn gelu_f32<const F: bool>(x: f32) -> f32 {
     // Tail: a Φ(-a) = e^(-a²/2) G(a) = 2^n (g + w): g = c + v rounded, w = its rounding
     // error + (r + e) g, so 1 + r + e is never rounded and w's own rounding is scaled by |r|.
     let ac = if a > GELU_CLAMP { GELU_CLAMP } else { a };
-    let (c, v) = gelu_tail_poly::<F>(
+    let (c, v) = gelu_tail_poly::<F, FULL>(
         ac,
         (&GELU_G_NEAR, GELU_G_NEAR_HI),
         (&GELU_G_FAR, GELU_G_FAR_HI),
@@ -667,9 +671,9 @@ pub(crate) fn gelu_f32<const F: bool>(x: f32) -> f32 {
     }
 }
 
-/// gelu'(x) = Φ(x) + x φ(x) in float32 (NaN at ±inf and NaN, as x φ(x) is inf · 0 there).
+/// gelu'(x) = Φ(x) + x φ(x) in float32 (`FULL` as [`gelu_f32`]; NaN at ±inf and NaN, as x φ(x) is inf · 0 there).
 #[inline(always)]
-pub(crate) fn gelu_grad_f32<const F: bool>(x: f32) -> f32 {
+fn gelu_grad_f32<const F: bool, const FULL: bool>(x: f32) -> f32 {
     let a = x.abs();
     let h = x * x;
     let d = horner32::<F, 6>(
@@ -680,7 +684,7 @@ pub(crate) fn gelu_grad_f32<const F: bool>(x: f32) -> f32 {
     // Tail: Φ(-a) - a φ(a) = e^(-a²/2) (H(a) - a φ(0)); gelu' is that for x < 0, 1 minus it
     // above.
     let ac = if a > GELU_CLAMP { GELU_CLAMP } else { a };
-    let (c, v) = gelu_tail_poly::<F>(
+    let (c, v) = gelu_tail_poly::<F, FULL>(
         ac,
         (&GELU_H_NEAR, GELU_H_NEAR_HI),
         (&GELU_H_FAR, GELU_H_FAR_HI),
@@ -694,5 +698,73 @@ pub(crate) fn gelu_grad_f32<const F: bool>(x: f32) -> f32 {
         f32::NAN
     } else {
         v
+    }
+}
+
+/// Elements per block of the gelu drivers: a block whose |x| are all below 3 (nearly every
+/// block of activations) skips the far fit's division and blends.
+const GELU_BLOCK: usize = 32;
+
+#[inline(always)]
+fn all_near(x: &[f32]) -> bool {
+    // NaN compares false, so it takes the full path.
+    x.iter()
+        .fold(true, |acc, &v| acc & (v.abs() < GELU_NEAR_END))
+}
+
+/// `out = gelu(x)` on float32 lanes (`x` and `out` of one length); `F`: the target has FMA.
+#[inline(always)]
+pub(crate) fn gelu_slice<const F: bool>(x: &[f32], out: &mut [MaybeUninit<f32>]) {
+    for (xc, oc) in x.chunks(GELU_BLOCK).zip(out.chunks_mut(GELU_BLOCK)) {
+        if all_near(xc) {
+            for (o, &v) in oc.iter_mut().zip(xc) {
+                o.write(gelu_f32::<F, false>(v));
+            }
+        } else {
+            for (o, &v) in oc.iter_mut().zip(xc) {
+                o.write(gelu_f32::<F, true>(v));
+            }
+        }
+    }
+}
+
+/// `out = g · gelu'(x)` on float32 lanes, `g` a slice as long as `x` or one broadcast value.
+#[inline(always)]
+pub(crate) fn gelu_grad_slice<const F: bool>(
+    g: Result<&[f32], f32>,
+    x: &[f32],
+    out: &mut [MaybeUninit<f32>],
+) {
+    for (k, (xc, oc)) in x
+        .chunks(GELU_BLOCK)
+        .zip(out.chunks_mut(GELU_BLOCK))
+        .enumerate()
+    {
+        let near = all_near(xc);
+        match g {
+            Ok(g) => {
+                let gc = &g[k * GELU_BLOCK..k * GELU_BLOCK + xc.len()];
+                if near {
+                    for ((o, &v), &gv) in oc.iter_mut().zip(xc).zip(gc) {
+                        o.write(gv * gelu_grad_f32::<F, false>(v));
+                    }
+                } else {
+                    for ((o, &v), &gv) in oc.iter_mut().zip(xc).zip(gc) {
+                        o.write(gv * gelu_grad_f32::<F, true>(v));
+                    }
+                }
+            }
+            Err(gv) => {
+                if near {
+                    for (o, &v) in oc.iter_mut().zip(xc) {
+                        o.write(gv * gelu_grad_f32::<F, false>(v));
+                    }
+                } else {
+                    for (o, &v) in oc.iter_mut().zip(xc) {
+                        o.write(gv * gelu_grad_f32::<F, true>(v));
+                    }
+                }
+            }
+        }
     }
 }

@@ -16,7 +16,7 @@ use multiversion::multiversion;
 
 use crate::ops::elementwise::{collect_chunks, map_with, zip_with, PAR_MIN_VMATH};
 use crate::ops::unary::fusable;
-use crate::ops::vmath::{erfc_pos, exp_f64, fma, gelu_f32, gelu_grad_f32};
+use crate::ops::vmath::{erfc_pos, exp_f64, fma, gelu_grad_slice, gelu_slice};
 use crate::tensor::{DType, Tensor};
 
 /// The scalar functions the activation formulas need.
@@ -532,18 +532,13 @@ impl<const V: u8> Monomorphic<V> {
 fn fwd_chunk<const V: u8>(k: Monomorphic<V>, x: &[f32], out: &mut [MaybeUninit<f32>]) {
     if multiversion::target::target_cfg_f!(target_feature = "fma") {
         if V == V_GELU {
-            for (o, &v) in out.iter_mut().zip(x) {
-                o.write(gelu_f32::<true>(v));
-            }
-            return;
+            return gelu_slice::<true>(x, out);
         }
         for (o, &v) in out.iter_mut().zip(x) {
             o.write(k.act().f::<Fast<true>>(v as f64) as f32);
         }
     } else if V == V_GELU {
-        for (o, &v) in out.iter_mut().zip(x) {
-            o.write(gelu_f32::<false>(v));
-        }
+        gelu_slice::<false>(x, out)
     } else {
         for (o, &v) in out.iter_mut().zip(x) {
             o.write(k.act().f::<Fast<false>>(v as f64) as f32);
@@ -575,19 +570,7 @@ fn bwd_loop<const V: u8, const F: bool>(
 ) {
     if V == V_GELU {
         // float32 lanes throughout (the f64 formulas below run at half the width).
-        match g {
-            Ok(g) => {
-                for ((o, &v), &gv) in out.iter_mut().zip(x).zip(g) {
-                    o.write(gv * gelu_grad_f32::<F>(v));
-                }
-            }
-            Err(gv) => {
-                for (o, &v) in out.iter_mut().zip(x) {
-                    o.write(gv * gelu_grad_f32::<F>(v));
-                }
-            }
-        }
-        return;
+        return gelu_grad_slice::<F>(g, x, out);
     }
     match g {
         Ok(g) => {
