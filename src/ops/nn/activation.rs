@@ -57,7 +57,7 @@ const EXPM1_TAYLOR: [f64; 13] = [
 impl<const F: bool> Math for Fast<F> {
     #[inline(always)]
     fn exp(x: f64) -> f64 {
-        exp_f64::<F, true>(x.clamp(-700.0, 700.0))
+        exp_f64::<F, false>(x.clamp(-700.0, 700.0))
     }
     #[inline(always)]
     fn expm1(x: f64) -> f64 {
