@@ -37,12 +37,12 @@ impl Bits {
     }
 }
 
-/// Every 1/64 on [-16, 16], every float within 2^16 steps of the splits (±3/4) and the clamp
-/// (±16), 2M uniform draws on [-16, 16], 1M random bit patterns (every magnitude, NaNs too),
-/// and the special values.
+/// Every 1/64 on [-16, 16], every float within 2^16 steps of the splits (±1/2, ±3), the
+/// clamps (±7, ±15) and ±14.4 (near the last nonzero results), 2M uniform draws on [-16, 16],
+/// 1M random bit patterns (every magnitude, NaNs too) and the special values.
 fn sweep() -> Vec<f32> {
     let mut xs: Vec<f32> = (-1024..=1024).map(|i| i as f32 / 64.0).collect();
-    for c in [0.75f32, -0.75, 16.0, -16.0, 14.4, -14.4] {
+    for c in [0.5f32, -0.5, 3.0, -3.0, 7.0, -7.0, 15.0, -15.0, 14.4, -14.4] {
         let b = c.to_bits();
         xs.extend((b - 65_536..b + 65_536).map(f32::from_bits));
     }

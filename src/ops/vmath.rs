@@ -462,9 +462,38 @@ const EXPM1_R2: [f32; 6] = [
     1.0 / 6.0,
     0.5,
 ];
-/// |x| beyond which e^(-x²/2) is taken at 16: gelu and its gradient are then exactly x or 0
-/// (or 1), and 2^(n + 64) stays a normal float.
-const GELU_CLAMP: f32 = 16.0;
+/// |x| beyond which the tail is taken at the clamp: above 7, gelu is x and gelu' is 1 in
+/// float32 (the tail is below half an ulp of them, yet a normal float); beyond -15 both are -0
+/// or 0, and [`gelu_unscale`] makes them so without an underflow (whose microcode assist cost
+/// 100 cycles a vector).
+const GELU_CLAMP_POS: f32 = 7.0;
+const GELU_CLAMP_NEG: f32 = 15.0;
+
+/// The clamped |x| of the tails.
+#[inline(always)]
+fn gelu_clamp(x: f32, a: f32) -> f32 {
+    let lim = if x > 0.0 {
+        GELU_CLAMP_POS
+    } else {
+        GELU_CLAMP_NEG
+    };
+    // NaN passes (the comparison is false).
+    if a > lim {
+        lim
+    } else {
+        a
+    }
+}
+
+/// 2^-64 undoing [`exp_half_square`]'s scale, or 0 where the tail vanishes (|x| >= 15).
+#[inline(always)]
+fn gelu_unscale(a: f32) -> f32 {
+    if a < GELU_CLAMP_NEG {
+        TWO_M64
+    } else {
+        0.0
+    }
+}
 /// Where the series in x² hands over to e^(-x²/2) times the fitted tails.
 const GELU_SPLIT: f32 = 0.5;
 
@@ -482,7 +511,7 @@ fn square_split<const F: bool>(x: f32) -> (f32, f32) {
     }
 }
 
-/// e^(-a²/2) for 0 <= a <= 16 as `(2^(n + 64), r, e)` with e^(-a²/2) = 2^n (1 + r + e),
+/// e^(-a²/2) for 0 <= a <= 15 as `(2^(n + 64), r, e)` with e^(-a²/2) = 2^n (1 + r + e),
 /// |r| <= ln2/2 and e = e^r - 1 - r plus r's rounding error: kept apart so the caller adds
 /// them to its own terms without rounding 1 + r + e. Scaled by 2^64 so the deepest tail
 /// (2^-159) is still a normal float.
@@ -500,7 +529,7 @@ fn exp_half_square<const F: bool>(a: f32) -> (f32, f32, f32) {
     let d = (r0 - r) + rest;
     let q = horner32::<F, 6>(r, &EXPM1_R2);
     let e = fma32::<F>(r * r, q, d);
-    // n + 64 + 127 in [6, 191] sits in t's low bits; shifted into the exponent field.
+    // n + 64 + 127 in [29, 191] sits in t's low bits; shifted into the exponent field.
     let scale = f32::from_bits(t.to_bits().wrapping_add(191) << 23);
     (scale, r, e)
 }
@@ -529,10 +558,10 @@ const GELU_D: [f32; 6] = [
 const GELU_SERIES_AFFINE: (f32, f32) = (8.0, -1.0);
 /// The tails' fits: G(a) = a Φ(-a) e^(a²/2) and H(a) = Φ(-a) e^(a²/2) = G(a)/a, degree 13,
 /// in variables computed without rounding where G's slope would magnify it. Near (a in
-/// [1/2, 3]): in u = a - 3/2, exact there (both are multiples of a's ulp, |u| < 2). Far (a in [3, 16]): in u = t - 1/4 with
-/// t = 1/(1 + a/2) corrected for its division's rounding. Each constant term is split into
-/// `_HI` and the array's last entry, so the fit (below 2e-9 relative) is not capped by one
-/// float32's rounding.
+/// [1/2, 3]): in u = a - 3/2, exact there (both are multiples of a's ulp, |u| < 2). Far (a in
+/// [3, 16]): in u = t - 1/4 with t = 1/(1 + a/2) corrected for its division's rounding. Each
+/// constant term is split into `_HI` and the array's last entry, so the fit (below 2e-9
+/// relative) is not capped by one float32's rounding.
 const GELU_G_NEAR: [f32; 14] = [
     5.103824918e-08,
     -3.403604865e-07,
@@ -637,8 +666,9 @@ fn gelu_tail_poly<const F: bool, const FULL: bool>(
 /// 1/√(2π) = φ(0).
 const FRAC_1_SQRT_2PI_F32: f32 = 0.398_942_3;
 
-/// gelu(x) = x Φ(x) in float32 (`FULL`: any x; else only |x| < 3), within 2 ulp of the exact value (denormals included). NaN and
-/// -inf give NaN (x · 0), +inf gives inf, -0 gives -0.
+/// gelu(x) = x Φ(x) in float32 (`FULL`: any x; else only |x| < 3), within 2 ulp of the
+/// exact value (denormals included). NaN and -inf give NaN (x · 0), +inf gives inf, -0 gives
+/// -0.
 #[inline(always)]
 fn gelu_f32<const F: bool, const FULL: bool>(x: f32) -> f32 {
     let a = x.abs();
@@ -651,7 +681,7 @@ fn gelu_f32<const F: bool, const FULL: bool>(x: f32) -> f32 {
     let series = fma32::<F>(x, x * p, 0.5 * x);
     // Tail: a Φ(-a) = e^(-a²/2) G(a) = 2^n (g + w): g = c + v rounded, w = its rounding
     // error + (r + e) g, so 1 + r + e is never rounded and w's own rounding is scaled by |r|.
-    let ac = if a > GELU_CLAMP { GELU_CLAMP } else { a };
+    let ac = gelu_clamp(x, a);
     let (c, v) = gelu_tail_poly::<F, FULL>(
         ac,
         (&GELU_G_NEAR, GELU_G_NEAR_HI),
@@ -661,7 +691,7 @@ fn gelu_f32<const F: bool, const FULL: bool>(x: f32) -> f32 {
     let gl = (c - g) + v;
     let (scale, r, e) = exp_half_square::<F>(ac);
     let w = fma32::<F>(r, g, fma32::<F>(e, g, gl));
-    let tail = scale * (g + w) * TWO_M64;
+    let tail = scale * (g + w) * gelu_unscale(a);
     // x Φ(x) = -a Φ(-a) for x < 0, x - a Φ(-a) above.
     let tail = if x < 0.0 { -tail } else { x - tail };
     let v = if a <= GELU_SPLIT { series } else { tail };
@@ -674,7 +704,8 @@ fn gelu_f32<const F: bool, const FULL: bool>(x: f32) -> f32 {
     }
 }
 
-/// gelu'(x) = Φ(x) + x φ(x) in float32 (`FULL` as [`gelu_f32`]; NaN at ±inf and NaN, as x φ(x) is inf · 0 there).
+/// gelu'(x) = Φ(x) + x φ(x) in float32 (`FULL` as [`gelu_f32`]; NaN at ±inf and NaN, as
+/// x φ(x) is inf · 0 there).
 #[inline(always)]
 fn gelu_grad_f32<const F: bool, const FULL: bool>(x: f32) -> f32 {
     let a = x.abs();
@@ -686,7 +717,7 @@ fn gelu_grad_f32<const F: bool, const FULL: bool>(x: f32) -> f32 {
     let series = fma32::<F>(x, d, 0.5);
     // Tail: Φ(-a) - a φ(a) = e^(-a²/2) (H(a) - a φ(0)); gelu' is that for x < 0, 1 minus it
     // above.
-    let ac = if a > GELU_CLAMP { GELU_CLAMP } else { a };
+    let ac = gelu_clamp(x, a);
     let (c, v) = gelu_tail_poly::<F, FULL>(
         ac,
         (&GELU_H_NEAR, GELU_H_NEAR_HI),
@@ -694,7 +725,7 @@ fn gelu_grad_f32<const F: bool, const FULL: bool>(x: f32) -> f32 {
     );
     let m = c + fma32::<F>(-ac, FRAC_1_SQRT_2PI_F32, v);
     let (scale, r, e) = exp_half_square::<F>(ac);
-    let w = scale * fma32::<F>(r, m, fma32::<F>(e, m, m)) * TWO_M64;
+    let w = scale * fma32::<F>(r, m, fma32::<F>(e, m, m)) * gelu_unscale(a);
     let tail = if x < 0.0 { w } else { 1.0 - w };
     let v = if a <= GELU_SPLIT { series } else { tail };
     if a == f32::INFINITY {

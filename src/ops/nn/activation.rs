@@ -4,8 +4,9 @@
 //! Each activation is one elementwise kernel and one node named as torch's. The formulas are
 //! written once over f64 and generic in [`Math`]: float32 tensors run them on f64 lanes with
 //! the branch-free vectorisable exp/erfc of `vmath` (then round once), float64 tensors with
-//! std/libm. Exact gelu on float32 runs on float32 lanes instead (`vmath::gelu_slice`). The backward is one fused pass `g * f'(x)` unless a graph of the backward is being
-//! built; then `f'(x)` is written with differentiable ops, so double backward works.
+//! std/libm. Exact gelu on float32 runs on float32 lanes instead (`vmath::gelu_slice`). The
+//! backward is one fused pass `g * f'(x)` unless a graph of the backward is being built; then
+//! `f'(x)` is written with differentiable ops, so double backward works.
 
 use crate::autograd::grad_mode::GradModeGuard;
 use crate::autograd::node::{needs_grad, record};
