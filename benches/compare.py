@@ -441,6 +441,21 @@ def gelu() -> Dict[str, Any]:
     return {"make": make, "unit": "ms/step", "scale": 1e3}
 
 
+def silu() -> Dict[str, Any]:
+    x0 = _rand(512, 512)
+
+    def make(lib: Any) -> Callable[[], None]:
+        x = _leaf(lib, x0)
+
+        def step() -> None:
+            lib.nn.functional.silu(x).sum().backward()
+            x.grad = None
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
 def softmax() -> Dict[str, Any]:
     x0 = _rand(256, 1024, scale=3.0)
     w0 = _rand(256, 1024)
@@ -666,6 +681,7 @@ WORKLOADS = {
     "attention_1024": (attention_1024, 1.00),
     "transformer_block": (transformer_block, 0.90),
     "gelu": (gelu, 1.00),
+    "silu": (silu, 1.00),
     "softmax": (softmax, 1.00),
     "cross_entropy": (cross_entropy, 1.00),
     "conv2d": (conv2d, 1.00),

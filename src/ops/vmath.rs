@@ -6,6 +6,9 @@
 //! reduce (sin/cos beyond 2^28·π/2, inf, NaN; log of non-positive, inf, NaN) are recomputed with
 //! std's scalar functions, chunk by chunk, so the common case pays only a vectorised range check.
 //!
+//! gelu and its gradient (for the activation kernels) run on float32 lanes instead, with error
+//! terms carried in extra floats where a rounding would cost an ulp (see that section).
+//!
 //! Each kernel is compiled for AVX-512, AVX2+FMA and the baseline target by `multiversion`,
 //! which picks one at first call from the running CPU (a wheel cannot assume AVX2).
 
@@ -412,3 +415,390 @@ kernel!(
     /// 1 / (1 + e^-x).
     sigmoid_slice, sigmoid_lane, |_| true, sigmoid_scalar::<f32>
 );
+
+// ----- float32 lanes: gelu -------------------------------------------------------------------
+//
+// gelu(x) = x Φ(x) and gelu'(x) = Φ(x) + x φ(x) on float32 lanes (16 per AVX-512 vector).
+// |x| <= 1/2: odd/even series in x² (no exp). Beyond: Φ(-a) e^(a²/2) is smooth and slowly
+// varying, so it is a polynomial in t = 1/(1 + c a), and e^(-a²/2) is taken from a² split
+// exactly into two floats, so the exponent's rounding (the cause of erfc's large-argument error
+// in float32) never enters. The gradient reuses the same e^(-x²/2) for Φ and φ.
+//
+// The polynomials are least-squares fits (relative weights, 3000 Chebyshev nodes) against
+// 40-digit mpmath in s, the affine image of the variable on [-1, 1]; coefficients were rounded
+// to float32 one at a time from the constant term up, the rest refitted after each.
+
+/// `a * b + c` in float32, fused when the target has FMA.
+#[inline(always)]
+pub(crate) fn fma32<const F: bool>(a: f32, b: f32, c: f32) -> f32 {
+    if F {
+        a.mul_add(b, c)
+    } else {
+        a * b + c
+    }
+}
+
+/// Horner in `s`, coefficients highest power first.
+#[inline(always)]
+fn horner32<const F: bool, const N: usize>(s: f32, c: &[f32; N]) -> f32 {
+    let mut p = c[0];
+    for &k in &c[1..] {
+        p = fma32::<F>(p, s, k);
+    }
+    p
+}
+
+/// 1.5·2^23: adding it rounds a float below 2^22 in magnitude to an integer in the low bits.
+const ROUND_MAGIC_F32: f32 = 12_582_912.0;
+/// ln 2 in two parts; the high one has 16 bits, so `y - n·LN2_HI_F32` is exact (fdlibm's expf).
+const LN2_HI_F32: f32 = 6.931_457_519_5e-01;
+const LN2_LO_F32: f32 = 1.428_606_765_3e-06;
+/// 1/k! for k = 7 down to 2: (e^r - 1 - r) / r² in Horner order.
+const EXPM1_R2: [f32; 6] = [
+    1.0 / 5_040.0,
+    1.0 / 720.0,
+    1.0 / 120.0,
+    1.0 / 24.0,
+    1.0 / 6.0,
+    0.5,
+];
+/// |x| beyond which the tail is taken at the clamp: above 7, gelu is x and gelu' is 1 in
+/// float32 (the tail is below half an ulp of them, yet a normal float); beyond -15 both are -0
+/// or 0, and [`gelu_unscale`] makes them so without an underflow (whose microcode assist cost
+/// 100 cycles a vector).
+const GELU_CLAMP_POS: f32 = 7.0;
+const GELU_CLAMP_NEG: f32 = 15.0;
+
+/// The clamped |x| of the tails.
+#[inline(always)]
+fn gelu_clamp(x: f32, a: f32) -> f32 {
+    let lim = if x > 0.0 {
+        GELU_CLAMP_POS
+    } else {
+        GELU_CLAMP_NEG
+    };
+    // NaN passes (the comparison is false).
+    if a > lim {
+        lim
+    } else {
+        a
+    }
+}
+
+/// 2^-64 undoing [`exp_half_square`]'s scale, or 0 where the tail vanishes (|x| >= 15).
+#[inline(always)]
+fn gelu_unscale(a: f32) -> f32 {
+    if a < GELU_CLAMP_NEG {
+        TWO_M64
+    } else {
+        0.0
+    }
+}
+/// Where the series in x² hands over to e^(-x²/2) times the fitted tails.
+const GELU_SPLIT: f32 = 0.5;
+
+/// `x²` as `h + l` exactly.
+#[inline(always)]
+fn square_split<const F: bool>(x: f32) -> (f32, f32) {
+    if F {
+        let h = x * x;
+        (h, x.mul_add(x, -h))
+    } else {
+        // Without FMA: the square of a float32 is exact in f64.
+        let d = x as f64 * x as f64;
+        let h = d as f32;
+        (h, (d - h as f64) as f32)
+    }
+}
+
+/// e^(-a²/2) for 0 <= a <= 15 as `(2^(n + 64), r, e)` with e^(-a²/2) = 2^n (1 + r + e),
+/// |r| <= ln2/2 and e = e^r - 1 - r plus r's rounding error: kept apart so the caller adds
+/// them to its own terms without rounding 1 + r + e. Scaled by 2^64 so the deepest tail
+/// (2^-159) is still a normal float.
+#[inline(always)]
+fn exp_half_square<const F: bool>(a: f32) -> (f32, f32, f32) {
+    let (h, l) = square_split::<F>(a);
+    let y = -0.5 * h;
+    let t = fma32::<F>(y, std::f32::consts::LOG2_E, ROUND_MAGIC_F32);
+    let n = t - ROUND_MAGIC_F32;
+    // r = y - n ln2 - l/2: the first part exact, the small rest added once, its rounding
+    // error recovered (Fast2Sum; where |rest| > |first| both are tiny and so is the error).
+    let r0 = fma32::<F>(n, -LN2_HI_F32, y);
+    let rest = fma32::<F>(n, -LN2_LO_F32, -0.5 * l);
+    let r = r0 + rest;
+    let d = (r0 - r) + rest;
+    let q = horner32::<F, 6>(r, &EXPM1_R2);
+    let e = fma32::<F>(r * r, q, d);
+    // n + 64 + 127 in [29, 191] sits in t's low bits; shifted into the exponent field.
+    let scale = f32::from_bits(t.to_bits().wrapping_add(191) << 23);
+    (scale, r, e)
+}
+
+/// 2^-64, undoing [`exp_half_square`]'s scale (the one rounding of a denormal result).
+const TWO_M64: f32 = 5.421_010_862_427_522e-20;
+
+/// Φ(x) - 1/2 on |x| <= 1/2 as x·P(x²): P(h) = erf(x/√2) / (2x), s = 8h - 1.
+const GELU_P: [f32; 5] = [
+    3.706390572e-08,
+    -2.209586683e-06,
+    1.490332215e-04,
+    -8.006469347e-03,
+    3.907845318e-01,
+];
+/// gelu'(x) = 1/2 + x D(x²) on |x| <= 1/2: D(h) = (Φ(x) - 1/2 + x φ(x)) / x, s = 8h - 1.
+const GELU_D: [f32; 6] = [
+    1.460377513e-10,
+    1.974924686e-07,
+    -1.746252201e-05,
+    8.811063017e-04,
+    -3.142969310e-02,
+    7.655560970e-01,
+];
+/// s = 8h - 1 for h in [0, 1/4].
+const GELU_SERIES_AFFINE: (f32, f32) = (8.0, -1.0);
+/// The tails' fits: G(a) = a Φ(-a) e^(a²/2) and H(a) = Φ(-a) e^(a²/2) = G(a)/a, degree 13,
+/// in variables computed without rounding where G's slope would magnify it. Near (a in
+/// [1/2, 3]): in u = a - 3/2, exact there (both are multiples of a's ulp, |u| < 2). Far (a in
+/// [3, 16]): in u = t - 1/4 with t = 1/(1 + a/2) corrected for its division's rounding. Each
+/// constant term is split into `_HI` and the array's last entry, so the fit (below 2e-9
+/// relative) is not capped by one float32's rounding.
+const GELU_G_NEAR: [f32; 14] = [
+    5.103824918e-08,
+    -3.403604865e-07,
+    1.203206693e-06,
+    -4.190361324e-06,
+    1.638896174e-05,
+    -6.160944031e-05,
+    2.159014257e-04,
+    -7.135540945e-04,
+    2.210738137e-03,
+    -6.331461947e-03,
+    1.644142903e-02,
+    -3.749097139e-02,
+    7.037374377e-02,
+    2.864313897e-09,
+];
+const GELU_G_NEAR_HI: f32 = 3.086709976e-01;
+const GELU_G_FAR: [f32; 14] = [
+    -8.437841187e+02,
+    1.974842429e+00,
+    6.214477158e+01,
+    -3.393172100e-02,
+    -1.018054605e+00,
+    -1.532203704e-01,
+    -4.519607723e-01,
+    1.544334888e-01,
+    3.514366448e-01,
+    -7.126738876e-02,
+    -3.992725909e-01,
+    -3.337556124e-01,
+    -1.017903239e-01,
+    -1.236652647e-08,
+];
+const GELU_G_FAR_HI: f32 = 3.886758983e-01;
+const GELU_H_NEAR: [f32; 14] = [
+    -1.759923940e-08,
+    1.125056031e-07,
+    -4.154130124e-07,
+    1.617710723e-06,
+    -6.783542176e-06,
+    2.701081212e-05,
+    -1.019972042e-04,
+    3.684421536e-04,
+    -1.266260166e-03,
+    4.110360984e-03,
+    -1.249699853e-02,
+    3.518687189e-02,
+    -9.027127922e-02,
+    -3.076495059e-09,
+];
+const GELU_H_NEAR_HI: f32 = 2.057806700e-01;
+const GELU_H_FAR: [f32; 14] = [
+    -3.794104736e+03,
+    2.805160828e+02,
+    2.724517517e+02,
+    -1.683767128e+01,
+    -7.899304390e+00,
+    2.418060005e-01,
+    2.522077858e-01,
+    8.534675092e-02,
+    -1.287253350e-01,
+    -1.042444482e-01,
+    1.303490251e-01,
+    3.145466447e-01,
+    3.285246193e-01,
+    2.905959917e-09,
+];
+const GELU_H_FAR_HI: f32 = 6.477931142e-02;
+/// Where the near fits hand over to the far ones.
+const GELU_NEAR_END: f32 = 3.0;
+
+/// A tail fit at `ac` as `(c, v)` with the value `c + v`: `c` its constant's high part,
+/// `near` below a = 3 or `far` beyond, picked per lane (one Horner pass with a blend per
+/// coefficient, not two passes).
+#[inline(always)]
+fn gelu_tail_poly<const F: bool, const FULL: bool>(
+    ac: f32,
+    near: (&[f32; 14], f32),
+    far: (&[f32; 14], f32),
+) -> (f32, f32) {
+    if !FULL {
+        // Every lane below a = 3: no division, no per-coefficient blend.
+        return (near.1, horner32::<F, 14>(ac - 1.5, near.0));
+    }
+    let is_near = ac < GELU_NEAR_END;
+    // 1 + a/2 = dh + dl exactly (a/2 >= 1 where it is used), t = 1/dh, then t's error.
+    let dh = fma32::<F>(ac, 0.5, 1.0);
+    let dl = (0.5 * ac - dh) + 1.0;
+    let t = 1.0 / dh;
+    let tc = t * (fma32::<F>(-t, dh, 1.0) - t * dl);
+    let s = if is_near { ac - 1.5 } else { (t - 0.25) + tc };
+    // A bit mask, not `if`: a select of the two arrays' elements compiled to a select of
+    // their addresses and a gather per coefficient.
+    let m = (is_near as u32).wrapping_neg();
+    let pick = |a: f32, b: f32| f32::from_bits((a.to_bits() & m) | (b.to_bits() & !m));
+    let mut p = pick(near.0[0], far.0[0]);
+    for i in 1..14 {
+        p = fma32::<F>(p, s, pick(near.0[i], far.0[i]));
+    }
+    (pick(near.1, far.1), p)
+}
+/// 1/√(2π) = φ(0).
+const FRAC_1_SQRT_2PI_F32: f32 = 0.398_942_3;
+
+/// gelu(x) = x Φ(x) in float32 (`FULL`: any x; else only |x| < 3), within 2 ulp of the
+/// exact value (denormals included). NaN and -inf give NaN (x · 0), +inf gives inf, -0 gives
+/// -0.
+#[inline(always)]
+fn gelu_f32<const F: bool, const FULL: bool>(x: f32) -> f32 {
+    let a = x.abs();
+    // Series: x/2 + x (x P(x²)) with one rounding of the sum: x P is at most 0.2, so its
+    // own rounding costs under a quarter ulp where the sum partly cancels (x near -1/2).
+    let p = horner32::<F, 5>(
+        fma32::<F>(x * x, GELU_SERIES_AFFINE.0, GELU_SERIES_AFFINE.1),
+        &GELU_P,
+    );
+    let series = fma32::<F>(x, x * p, 0.5 * x);
+    // Tail: a Φ(-a) = e^(-a²/2) G(a) = 2^n (g + w): g = c + v rounded, w = its rounding
+    // error + (r + e) g, so 1 + r + e is never rounded and w's own rounding is scaled by |r|.
+    let ac = gelu_clamp(x, a);
+    let (c, v) = gelu_tail_poly::<F, FULL>(
+        ac,
+        (&GELU_G_NEAR, GELU_G_NEAR_HI),
+        (&GELU_G_FAR, GELU_G_FAR_HI),
+    );
+    let g = c + v;
+    let gl = (c - g) + v;
+    let (scale, r, e) = exp_half_square::<F>(ac);
+    let w = fma32::<F>(r, g, fma32::<F>(e, g, gl));
+    let tail = scale * (g + w) * gelu_unscale(a);
+    // x Φ(x) = -a Φ(-a) for x < 0, x - a Φ(-a) above.
+    let tail = if x < 0.0 { -tail } else { x - tail };
+    let v = if a <= GELU_SPLIT { series } else { tail };
+    // Below 2^-30, x/2 is the correctly rounded value (and keeps -0's sign).
+    let v = if a < 9.313_226e-10 { 0.5 * x } else { v };
+    if x == f32::NEG_INFINITY {
+        f32::NAN
+    } else {
+        v
+    }
+}
+
+/// gelu'(x) = Φ(x) + x φ(x) in float32 (`FULL` as [`gelu_f32`]; NaN at ±inf and NaN, as
+/// x φ(x) is inf · 0 there).
+#[inline(always)]
+fn gelu_grad_f32<const F: bool, const FULL: bool>(x: f32) -> f32 {
+    let a = x.abs();
+    let h = x * x;
+    let d = horner32::<F, 6>(
+        fma32::<F>(h, GELU_SERIES_AFFINE.0, GELU_SERIES_AFFINE.1),
+        &GELU_D,
+    );
+    let series = fma32::<F>(x, d, 0.5);
+    // Tail: Φ(-a) - a φ(a) = e^(-a²/2) (H(a) - a φ(0)); gelu' is that for x < 0, 1 minus it
+    // above.
+    let ac = gelu_clamp(x, a);
+    let (c, v) = gelu_tail_poly::<F, FULL>(
+        ac,
+        (&GELU_H_NEAR, GELU_H_NEAR_HI),
+        (&GELU_H_FAR, GELU_H_FAR_HI),
+    );
+    let m = c + fma32::<F>(-ac, FRAC_1_SQRT_2PI_F32, v);
+    let (scale, r, e) = exp_half_square::<F>(ac);
+    let w = scale * fma32::<F>(r, m, fma32::<F>(e, m, m)) * gelu_unscale(a);
+    let tail = if x < 0.0 { w } else { 1.0 - w };
+    let v = if a <= GELU_SPLIT { series } else { tail };
+    if a == f32::INFINITY {
+        f32::NAN
+    } else {
+        v
+    }
+}
+
+/// Elements per block of the gelu drivers: a block whose |x| are all below 3 (nearly every
+/// block of activations) skips the far fit's division and blends.
+const GELU_BLOCK: usize = 32;
+
+#[inline(always)]
+fn all_near(x: &[f32]) -> bool {
+    // NaN compares false, so it takes the full path.
+    x.iter()
+        .fold(true, |acc, &v| acc & (v.abs() < GELU_NEAR_END))
+}
+
+/// `out = gelu(x)` on float32 lanes (`x` and `out` of one length); `F`: the target has FMA.
+#[inline(always)]
+pub(crate) fn gelu_slice<const F: bool>(x: &[f32], out: &mut [MaybeUninit<f32>]) {
+    for (xc, oc) in x.chunks(GELU_BLOCK).zip(out.chunks_mut(GELU_BLOCK)) {
+        if all_near(xc) {
+            for (o, &v) in oc.iter_mut().zip(xc) {
+                o.write(gelu_f32::<F, false>(v));
+            }
+        } else {
+            for (o, &v) in oc.iter_mut().zip(xc) {
+                o.write(gelu_f32::<F, true>(v));
+            }
+        }
+    }
+}
+
+/// `out = g · gelu'(x)` on float32 lanes, `g` a slice as long as `x` or one broadcast value.
+#[inline(always)]
+pub(crate) fn gelu_grad_slice<const F: bool>(
+    g: Result<&[f32], f32>,
+    x: &[f32],
+    out: &mut [MaybeUninit<f32>],
+) {
+    for (k, (xc, oc)) in x
+        .chunks(GELU_BLOCK)
+        .zip(out.chunks_mut(GELU_BLOCK))
+        .enumerate()
+    {
+        let near = all_near(xc);
+        match g {
+            Ok(g) => {
+                let gc = &g[k * GELU_BLOCK..k * GELU_BLOCK + xc.len()];
+                if near {
+                    for ((o, &v), &gv) in oc.iter_mut().zip(xc).zip(gc) {
+                        o.write(gv * gelu_grad_f32::<F, false>(v));
+                    }
+                } else {
+                    for ((o, &v), &gv) in oc.iter_mut().zip(xc).zip(gc) {
+                        o.write(gv * gelu_grad_f32::<F, true>(v));
+                    }
+                }
+            }
+            Err(gv) => {
+                if near {
+                    for (o, &v) in oc.iter_mut().zip(xc) {
+                        o.write(gv * gelu_grad_f32::<F, false>(v));
+                    }
+                } else {
+                    for (o, &v) in oc.iter_mut().zip(xc) {
+                        o.write(gv * gelu_grad_f32::<F, true>(v));
+                    }
+                }
+            }
+        }
+    }
+}

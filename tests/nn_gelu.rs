@@ -1,0 +1,195 @@
+//! The float32 gelu kernels (forward and fused backward on float32 lanes) against float64
+//! truth from libm's erfc, over a dense sweep, every float near the range splits, a few million
+//! random floats and the special values.
+
+use ferrograd::autograd::{self, GradOptions};
+use ferrograd::ops::nn::activation as act;
+use ferrograd::Tensor;
+
+/// Distance in float32 ulps at the exact value (denormal spacing below the normal range).
+fn ulps(got: f32, want: f64) -> f64 {
+    if got as f64 == want || (got.is_nan() && want.is_nan()) {
+        return 0.0;
+    }
+    let a = want.abs().max(f32::MIN_POSITIVE as f64);
+    let ulp = 2f64.powi(a.log2().floor() as i32 - 23).max(2f64.powi(-149));
+    ((got as f64) - want).abs() / ulp
+}
+
+/// gelu(x) = x Φ(x) and gelu'(x) = Φ(x) + x φ(x) in float64.
+fn gelu64(x: f64) -> f64 {
+    x * 0.5 * libm::erfc(-x * std::f64::consts::FRAC_1_SQRT_2)
+}
+fn gelu_grad64(x: f64) -> (f64, f64) {
+    let cdf = 0.5 * libm::erfc(-x * std::f64::consts::FRAC_1_SQRT_2);
+    let xpdf = x * (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt();
+    (cdf + xpdf, cdf.abs() + xpdf.abs())
+}
+
+/// xorshift64*: a fixed stream of bits, no dependency.
+struct Bits(u64);
+impl Bits {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// Every 1/64 on [-16, 16], every float within 2^16 steps of the splits (±1/2, ±3), the
+/// clamps (±7, ±15) and ±14.4 (near the last nonzero results), 2M uniform draws on [-16, 16],
+/// 1M random bit patterns (every magnitude, NaNs too) and the special values.
+fn sweep() -> Vec<f32> {
+    let mut xs: Vec<f32> = (-1024..=1024).map(|i| i as f32 / 64.0).collect();
+    for c in [0.5f32, -0.5, 3.0, -3.0, 7.0, -7.0, 15.0, -15.0, 14.4, -14.4] {
+        let b = c.to_bits();
+        xs.extend((b - 65_536..b + 65_536).map(f32::from_bits));
+    }
+    let mut r = Bits(0x9e37_79b9_7f4a_7c15);
+    xs.extend((0..2_000_000).map(|_| (r.next() >> 40) as f32 / (1u64 << 24) as f32 * 32.0 - 16.0));
+    xs.extend((0..1_000_000).map(|_| f32::from_bits((r.next() >> 32) as u32)));
+    xs.extend([
+        0.0,
+        -0.0,
+        1e-45,
+        -1e-45,
+        1e-38,
+        -1e-38,
+        1e-30,
+        -1e-30,
+        1e-10,
+        -1e-10,
+        f32::MAX,
+        f32::MIN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+    ]);
+    xs
+}
+
+#[test]
+fn float32_gelu_is_within_two_ulps_of_float64_everywhere() {
+    let xs = sweep();
+    let y = act::gelu(&Tensor::from_vec(xs.clone(), &[xs.len()]).unwrap(), false)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    let mut worst = (0.0, 0.0f32);
+    for (&x, &v) in xs.iter().zip(&y) {
+        let e = ulps(v, gelu64(x as f64));
+        if e > worst.0 || e.is_nan() {
+            worst = (e, x);
+        }
+    }
+    assert!(worst.0 <= 2.0, "{} ulp at {:e}", worst.0, worst.1);
+    // The specials as float64 computes them: -inf · 0 is NaN, -0 keeps its sign.
+    let s = act::gelu(
+        &Tensor::from_vec(
+            vec![f32::NEG_INFINITY, f32::INFINITY, f32::NAN, -0.0, -20.0],
+            &[5],
+        )
+        .unwrap(),
+        false,
+    )
+    .unwrap()
+    .to_vec::<f32>()
+    .unwrap();
+    assert!(s[0].is_nan() && s[2].is_nan());
+    assert_eq!(s[1], f32::INFINITY);
+    assert!(s[3] == 0.0 && s[3].is_sign_negative());
+    assert!(s[4] == 0.0 && s[4].is_sign_negative());
+}
+
+/// The fused backward, for a uniform gradient (the sum's) and a per-element one: within 4 ulp
+/// of the float64 derivative plus 4·2^-24 of |Φ| + |x φ| (its terms cancel near x = -0.75,
+/// where float32 Φ and x φ carry that much absolute error).
+#[test]
+fn float32_gelu_gradient_matches_float64() {
+    let xs: Vec<f32> = sweep()
+        .into_iter()
+        .filter(|x| x.is_finite())
+        .step_by(7)
+        .collect();
+    let n = xs.len();
+    let x = Tensor::from_vec(xs.clone(), &[n])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let w: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).cos()).collect();
+    let wt = Tensor::from_vec(w.clone(), &[n]).unwrap();
+    for weighted in [false, true] {
+        let y = act::gelu(&x, false).unwrap();
+        let l = if weighted { y.mul(&wt).unwrap() } else { y }
+            .sum()
+            .unwrap();
+        let g = autograd::grad(&[l], std::slice::from_ref(&x), GradOptions::default()).unwrap()[0]
+            .clone()
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        let mut worst = (0.0, 0.0f32);
+        for i in 0..n {
+            let c = if weighted { w[i] as f64 } else { 1.0 };
+            let (d, scale) = gelu_grad64(xs[i] as f64);
+            let err = (g[i] as f64 - c * d).abs();
+            let tol = 4.0 * (c * d).abs() * 2f64.powi(-24) + c.abs() * scale * 2f64.powi(-22);
+            // A denormal derivative and its product with g round twice on the 2^-149 grid.
+            let r = err / tol.max(2f64.powi(-148));
+            if r > worst.0 || r.is_nan() {
+                worst = (r, xs[i]);
+            }
+        }
+        assert!(
+            worst.0 <= 1.0,
+            "weighted {weighted}: {} at {:e}",
+            worst.0,
+            worst.1
+        );
+    }
+    // ±inf and NaN give NaN (x φ(x) is inf · 0 there); -0 gives 1/2.
+    let x = Tensor::from_vec(vec![f32::NEG_INFINITY, f32::INFINITY, f32::NAN, -0.0], &[4])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let l = act::gelu(&x, false).unwrap().sum().unwrap();
+    let g = autograd::grad(&[l], std::slice::from_ref(&x), GradOptions::default()).unwrap()[0]
+        .clone()
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    assert!(g[..3].iter().all(|v| v.is_nan()));
+    assert_eq!(g[3], 0.5);
+}
+
+/// The other float32 activations on f64 lanes (exp to 2^-27 relative): within 2 ulp of their
+/// float64 kernels (std/libm) over every 1/64 on [-40, 40] and 500k uniform draws.
+#[test]
+fn other_float32_activations_are_within_two_ulps_of_float64() {
+    let mut r = Bits(0x2545_f491_4f6c_dd1d);
+    let xs: Vec<f32> = (-2560..=2560)
+        .map(|i| i as f32 / 64.0)
+        .chain((0..500_000).map(|_| (r.next() >> 40) as f32 / (1u64 << 24) as f32 * 80.0 - 40.0))
+        .collect();
+    let x32 = Tensor::from_vec(xs.clone(), &[xs.len()]).unwrap();
+    let x64 = x32.to_dtype(ferrograd::DType::Float64).unwrap();
+    type Act = fn(&Tensor) -> ferrograd::Result<Tensor>;
+    let fs: [(&str, Act); 8] = [
+        ("gelu_tanh", |x| act::gelu(x, true)),
+        ("silu", act::silu),
+        ("mish", act::mish),
+        ("softplus", |x| act::softplus(x, 1.0, 20.0)),
+        ("logsigmoid", act::logsigmoid),
+        ("elu", |x| act::elu(x, 1.0)),
+        ("selu", act::selu),
+        ("celu", |x| act::celu(x, 0.7)),
+    ];
+    for (name, f) in fs {
+        let a = f(&x32).unwrap().to_vec::<f32>().unwrap();
+        let b = f(&x64).unwrap().to_vec::<f64>().unwrap();
+        for (i, (&p, &q)) in a.iter().zip(&b).enumerate() {
+            assert!(ulps(p, q) <= 2.0, "{name} at {}: {p} vs {q}", xs[i]);
+        }
+    }
+}
