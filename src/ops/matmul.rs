@@ -276,28 +276,9 @@ impl Tensor {
                 |g, s| {
                     // Gradients come out with the broadcast batch shape; the engine sums them back.
                     // Transposes are views: the kernel reads them through their strides.
-                    // An operand held transposed (a weight seen through `.t()`, as linear
-                    // does) gets its gradient in the same layout, computed as the transpose of
-                    // the transposed product (torch's mm_mat2_backward): the `.t()` node then
-                    // hands `.grad` a contiguous tensor to keep instead of one to transpose.
                     let (a, b) = (&s[0], &s[1]);
-                    let held_t = |t: &Tensor| -> Result<bool> {
-                        Ok(!t.is_contiguous() && t.transpose(-1, -2)?.is_contiguous())
-                    };
-                    let ga = grad_if_wanted(0, || {
-                        if held_t(a)? {
-                            b.mm_batched(&g[0].transpose(-1, -2)?)?.transpose(-1, -2)
-                        } else {
-                            g[0].mm_batched(&b.transpose(-1, -2)?)
-                        }
-                    })?;
-                    let gb = grad_if_wanted(1, || {
-                        if held_t(b)? {
-                            g[0].transpose(-1, -2)?.mm_batched(a)?.transpose(-1, -2)
-                        } else {
-                            a.transpose(-1, -2)?.mm_batched(&g[0])
-                        }
-                    })?;
+                    let ga = grad_if_wanted(0, || g[0].mm_batched(&b.transpose(-1, -2)?))?;
+                    let gb = grad_if_wanted(1, || a.transpose(-1, -2)?.mm_batched(&g[0]))?;
                     Ok(vec![ga, gb])
                 },
             )?;
