@@ -386,9 +386,6 @@ impl Layout {
     /// dimension are copied whole: a permuted or sliced tensor copies at memory speed (an
     /// ndarray iterator over a dynamic-rank view took ~20 ns per element).
     pub fn gather<T: Copy>(&self, data: &[T]) -> Result<Vec<T>> {
-        if let Some(out) = self.gather_transposed(data)? {
-            return Ok(out);
-        }
         let mut out = Vec::with_capacity(self.numel());
         self.for_each_run(data.len(), |base, run, step| {
             if step == 1 {
@@ -398,48 +395,6 @@ impl Layout {
             }
         })?;
         Ok(out)
-    }
-
-    /// [`Layout::gather`] of a transposed matrix (two dims of size > 1, the outer one of
-    /// stride 1: `w.t()`, the gradient a matmul leaves for a transposed operand), in square
-    /// tiles so reads and writes both stay within a few cache lines; element by element it
-    /// missed the cache on every read. `None` for any other layout.
-    fn gather_transposed<T: Copy>(&self, data: &[T]) -> Result<Option<Vec<T>>> {
-        const TILE: usize = 32;
-        let dims: Vec<(usize, usize)> = self
-            .shape
-            .iter()
-            .zip(&self.strides)
-            .filter(|(&n, _)| n > 1)
-            .map(|(&n, &s)| (n, s))
-            .collect();
-        let [(rows, 1), (cols, cs)] = dims[..] else {
-            return Ok(None);
-        };
-        if cs <= 1 || rows < TILE || cols < TILE {
-            return Ok(None);
-        }
-        let last = self.offset + (rows - 1) + (cols - 1) * cs;
-        if last >= data.len() {
-            return Err(Error::runtime(format!(
-                "internal error: layout {self:?} reaches past a storage of {} elements",
-                data.len()
-            )));
-        }
-        let src = &data[self.offset..=last];
-        let mut out = crate::tensor::alloc::try_vec::<T>(rows * cols)?;
-        out.resize(rows * cols, src[0]);
-        for i0 in (0..rows).step_by(TILE) {
-            for j0 in (0..cols).step_by(TILE) {
-                for i in i0..(i0 + TILE).min(rows) {
-                    let row = &mut out[i * cols..(i + 1) * cols];
-                    for j in j0..(j0 + TILE).min(cols) {
-                        row[j] = src[i + j * cs];
-                    }
-                }
-            }
-        }
-        Ok(Some(out))
     }
 
     /// Write `values` (row-major, one per element) to the elements this layout addresses in

@@ -528,15 +528,3 @@ def test_sums_over_trailing_dims_match_numpy(shape: tuple, dims: tuple) -> None:
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.sqrt(x.size))
         mean = fg.tensor(x, dtype=dtype).mean(dim=dims).numpy()
         np.testing.assert_allclose(mean, x.mean(axis=dims), rtol=tol, atol=tol)
-
-
-@pytest.mark.parametrize("shape", [(512, 784), (33, 65), (100, 300), (2, 64, 70)])
-def test_contiguous_copy_of_a_transposed_matrix_matches_numpy(shape: tuple) -> None:
-    """A transposed matrix (w.t(), also offset into its storage) is copied in tiles."""
-    a = np.random.default_rng(10).standard_normal(shape).astype(np.float32)
-    t = fg.tensor(a)
-    for view, want in (
-        (t.transpose(-1, -2), a),
-        (t[..., 1:, 2:].transpose(-1, -2), a[..., 1:, 2:]),
-    ):
-        np.testing.assert_array_equal(view.contiguous().numpy(), np.swapaxes(want, -1, -2))
