@@ -548,7 +548,7 @@ pub fn interpolate(
             (_, true) => taps_antialias::<f64>(mode, n_in, n_out, align, sc)?,
         });
     }
-    resample(input, &Arc::new(Plan { taps, names }))
+    resample(input, &Arc::new(Plan { taps, names }), false)
 }
 
 /// torch's `area` mode: adaptive average pooling by the pooling family's ops.
@@ -615,7 +615,7 @@ pub(crate) fn adaptive_avg_pool3d(input: &Tensor, out_sp: &[i64]) -> Result<Tens
         });
     }
     let names = names_for(InterpMode::Area, 3)?;
-    resample(input, &Arc::new(Plan { taps, names }))
+    resample(input, &Arc::new(Plan { taps, names }), false)
 }
 
 /// The shape `x` (of the plan's input or output spatial sizes) takes on the other side.
@@ -642,38 +642,21 @@ fn other_shape(x: &Tensor, plan: &Plan, to_out: bool) -> Result<Vec<usize>> {
     Ok(shape)
 }
 
-/// The forward resampling of `x`, recorded with the adjoint as its backward.
-fn resample(x: &Tensor, plan: &Arc<Plan>) -> Result<Tensor> {
-    let shape = other_shape(x, plan, true)?;
-    let out = run(x, plan, &shape, false)?;
+/// The forward resampling of `x` (or with `adjoint`, its transpose), recorded with the other
+/// direction as its backward: each is linear, so each is the other's gradient to any order.
+fn resample(x: &Tensor, plan: &Arc<Plan>, adjoint: bool) -> Result<Tensor> {
+    let shape = other_shape(x, plan, !adjoint)?;
+    let out = run(x, plan, &shape, adjoint)?;
     if needs_grad(&[x]) {
         let p = plan.clone();
-        record(
-            plan.names.forward,
-            &[x],
-            &[&out],
-            &[],
-            false,
-            move |g, _| Ok(vec![Some(resample_adjoint(&g[0], &p)?)]),
-        )?;
-    }
-    Ok(out)
-}
-
-/// The adjoint (transposed) resampling of `g`, recorded with the forward as its backward.
-fn resample_adjoint(g: &Tensor, plan: &Arc<Plan>) -> Result<Tensor> {
-    let shape = other_shape(g, plan, false)?;
-    let out = run(g, plan, &shape, true)?;
-    if needs_grad(&[g]) {
-        let p = plan.clone();
-        record(
-            plan.names.adjoint,
-            &[g],
-            &[&out],
-            &[],
-            false,
-            move |gg, _| Ok(vec![Some(resample(&gg[0], &p)?)]),
-        )?;
+        let name = if adjoint {
+            plan.names.adjoint
+        } else {
+            plan.names.forward
+        };
+        record(name, &[x], &[&out], &[], false, move |g, _| {
+            Ok(vec![Some(resample(&g[0], &p, !adjoint)?)])
+        })?;
     }
     Ok(out)
 }
