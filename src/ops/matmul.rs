@@ -144,12 +144,39 @@ impl Tensor {
                 r.squeeze(Some(-2))
             }
             (2, 1) => self.mv(other),
+            (_, 1 | 2) if self.folds_into_rows(other) => {
+                // One (B·n) x k product instead of B broadcast ones, as torch folds: the weight's
+                // gradient is then one product, not B products the engine sums afterwards.
+                let (sa, k) = (self.shape(), self.shape()[da - 1]);
+                let rows = self.reshape(&[sa[..da - 1].iter().product(), k])?;
+                let mut shape: Dims = sa[..da - 1].into();
+                if db == 2 {
+                    shape.push(other.shape()[1]);
+                    rows.mm_batched(other)?.reshape(&shape)
+                } else {
+                    rows.mv(other)?.reshape(&shape)
+                }
+            }
             (_, 1) => {
                 let r = self.mm_batched(&other.unsqueeze(1)?)?;
                 r.squeeze(Some(-1))
             }
             _ => self.mm_batched(other),
         }
+    }
+
+    /// Whether a batched `self` (3 or more dims) times a matrix or vector is computed as one
+    /// product over its rows: when its leading dims merge without a copy, or when it needs a
+    /// gradient (the copy costs less than the batched gradients it avoids).
+    fn folds_into_rows(&self, other: &Tensor) -> bool {
+        let (shape, strides) = (self.shape(), self.strides());
+        let nd = shape.len();
+        nd >= 3
+            && (self.requires_grad()
+                || other.requires_grad()
+                || self.numel() == 0
+                || (0..nd - 2)
+                    .all(|i| shape[i] == 1 || strides[i] == strides[i + 1] * shape[i + 1]))
     }
 
     /// Inner product of two vectors of the same length.
