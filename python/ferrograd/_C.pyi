@@ -98,6 +98,7 @@ __all__ = [
     "_nn_pairwise_distance",
     "_nn_normalize",
     "_nn_prelu",
+    "_nn_linear",
     "_cdist",
     "_nn_cosine_embedding_loss",
     "_nn_margin_ranking_loss",
@@ -1205,6 +1206,9 @@ def _nn_normalize(input: Tensor, p: _float, dim: _int, eps: _float) -> Tensor:
 
 def _nn_prelu(input: Tensor, weight: Tensor) -> Tensor:
     """PReLU with one slope or one per channel (dim 1)."""
+
+def _nn_linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias`` as one node."""
 
 def _cdist(x1: Tensor, x2: Tensor, p: _float, compute_mode: _int) -> Tensor:
     """``torch.cdist`` (``compute_mode`` 0: matrix product if either side has more than 25

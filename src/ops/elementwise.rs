@@ -334,6 +334,44 @@ pub(crate) fn add_assign_nograd(dst: &Tensor, src: &Tensor) -> Result<bool> {
     }
 }
 
+/// `dst[r, :] += row` for every row of `dst` (a whole number of `row.len()` runs), in place:
+/// the bias of a fused `linear`. Parallel over rows from [`PAR_MIN_ELEMENTS`].
+pub(crate) fn add_rows_assign<T: Element + std::ops::Add<Output = T>>(dst: &mut [T], row: &[T]) {
+    let p = row.len();
+    if p == 0 {
+        return;
+    }
+    let rows = dst.len() / p;
+    let per = PAR_CHUNK_MIN.div_ceil(p).max(1);
+    let helpers = if dst.len() >= PAR_MIN_ELEMENTS {
+        parallel::helpers()
+    } else {
+        0
+    };
+    if helpers == 0 {
+        add_rows_chunk(dst, row);
+        return;
+    }
+    let base = SendPtr(dst.as_mut_ptr());
+    parallel::share_work(helpers, rows.div_ceil(per), &|i| {
+        let lo = i * per;
+        let hi = (lo + per).min(rows);
+        // SAFETY: row ranges are disjoint parts of `dst`, which outlives `share_work`.
+        let c = unsafe { std::slice::from_raw_parts_mut(base.get().add(lo * p), (hi - lo) * p) };
+        add_rows_chunk(c, row);
+    });
+}
+
+/// `dst[r, :] += row` over whole rows (targets as [`zip_chunk`]).
+#[multiversion(targets("x86_64+avx2+avx+fma"))]
+fn add_rows_chunk<T: Copy + std::ops::Add<Output = T>>(dst: &mut [T], row: &[T]) {
+    for d in dst.chunks_exact_mut(row.len()) {
+        for (a, &b) in d.iter_mut().zip(row) {
+            *a = *a + b;
+        }
+    }
+}
+
 /// `acc[i] = acc[i] + x[start + i]` (targets as [`zip_chunk`]).
 #[multiversion(targets("x86_64+avx2+avx+fma"))]
 fn add_into<T: Copy + std::ops::Add<Output = T>>(acc: &mut [T], x: Src<'_, T>, start: usize) {

@@ -7,6 +7,7 @@ mod nn_activation_loss;
 mod nn_attention;
 mod nn_conv;
 mod nn_distance;
+mod nn_linear;
 mod nn_norm;
 mod nn_rnn;
 mod nn_sampling;
@@ -521,6 +522,7 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     nn_conv::register(m)?;
     nn_sampling::register(m)?;
     nn_distance::register(m)?;
+    nn_linear::register(m)?;
     ops_math::register(m)?;
     ops_shape::register(m)?;
     optim::register(m)?;

@@ -284,8 +284,7 @@ def bilinear(
 
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """``input @ weight.T + bias``."""
-    out = input.matmul(weight.t() if weight.dim() == 2 else weight)
-    return out if bias is None else out + bias
+    return _C._nn_linear(input, weight, bias)
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:

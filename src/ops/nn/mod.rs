@@ -7,6 +7,7 @@ pub mod activation;
 pub mod attention;
 pub mod conv;
 pub mod distance;
+pub mod linear;
 pub mod loss;
 pub mod margin_loss;
 pub mod norm;

@@ -13,6 +13,7 @@ use num_traits::Float;
 use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
 use crate::ops::convert::cast;
+use crate::ops::nn::linear::linear;
 use crate::ops::vmath::{sigmoid_scalar, UnaryF32};
 use crate::tensor::shape::fmt_shape;
 use crate::tensor::{DType, Element, Tensor};
@@ -83,15 +84,6 @@ pub struct RnnOutput {
     pub h_n: Tensor,
     /// The LSTM's `(layers * directions, batch, hidden)` cell state; `None` for other modes.
     pub c_n: Option<Tensor>,
-}
-
-/// `x W^T (+ b)`.
-fn affine(x: &Tensor, w_t: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
-    let y = x.matmul(w_t)?;
-    match b {
-        Some(b) => y.add(b),
-        None => Ok(y),
-    }
 }
 
 /// Inverted dropout with a fresh Bernoulli mask (`p == 1` zeroes everything, as torch).
@@ -325,16 +317,14 @@ fn run_direction(
     pass: &Pass<'_>,
 ) -> Result<(Tensor, Tensor, Option<Tensor>)> {
     let seq = pass.seq;
-    let w_hh_t = w.w_hh.t()?;
-    let w_hr_t = w.w_hr.as_ref().map(|p| p.t()).transpose()?;
     // One node hands out every step's slice: its backward stacks the step gradients once,
     // where a `select` per step would scatter each into a zeroed full-size gradient (O(T^2)).
-    let xp = affine(x, &w.w_ih.t()?, w.b_ih.as_ref())?.unbind(0)?;
+    let xp = linear(x, &w.w_ih, w.b_ih.as_ref())?.unbind(0)?;
     let mut steps: Vec<Option<Tensor>> = vec![None; seq];
     for i in 0..seq {
         let t = if pass.reverse { seq - 1 - i } else { i };
         let gi = xp[t].clone();
-        let gh = affine(&h, &w_hh_t, w.b_hh.as_ref())?;
+        let gh = linear(&h, &w.w_hh, w.b_hh.as_ref())?;
         let mask = step_mask(pass.lengths, t, h.dtype())?;
         let h_new = match pass.mode {
             RnnMode::RnnTanh => gi.add(&gh)?.tanh()?,
@@ -348,8 +338,8 @@ fn run_direction(
                     Some(m) => keep(m, &cy, &cx)?,
                     None => cy,
                 });
-                match &w_hr_t {
-                    Some(p) => hy.matmul(p)?,
+                match &w.w_hr {
+                    Some(p) => linear(&hy, p, None)?,
                     None => hy,
                 }
             }
@@ -437,7 +427,7 @@ pub fn rnn_cell(
     relu: bool,
 ) -> Result<Tensor> {
     check_cell(input, &[(hx, "hidden")], w_ih, w_hh, 1)?;
-    let pre = affine(input, &w_ih.t()?, b_ih)?.add(&affine(hx, &w_hh.t()?, b_hh)?)?;
+    let pre = linear(input, w_ih, b_ih)?.add(&linear(hx, w_hh, b_hh)?)?;
     if relu {
         pre.relu()
     } else {
@@ -457,7 +447,7 @@ pub fn lstm_cell(
     b_hh: Option<&Tensor>,
 ) -> Result<(Tensor, Tensor)> {
     check_cell(input, &[(hx, "hx[0]"), (cx, "hx[1]")], w_ih, w_hh, 4)?;
-    let gates = affine(input, &w_ih.t()?, b_ih)?.add(&affine(hx, &w_hh.t()?, b_hh)?)?;
+    let gates = linear(input, w_ih, b_ih)?.add(&linear(hx, w_hh, b_hh)?)?;
     lstm_pointwise(&gates, cx)
 }
 
@@ -471,8 +461,8 @@ pub fn gru_cell(
     b_hh: Option<&Tensor>,
 ) -> Result<Tensor> {
     check_cell(input, &[(hx, "hidden")], w_ih, w_hh, 3)?;
-    let gi = affine(input, &w_ih.t()?, b_ih)?;
-    let gh = affine(hx, &w_hh.t()?, b_hh)?;
+    let gi = linear(input, w_ih, b_ih)?;
+    let gh = linear(hx, w_hh, b_hh)?;
     gru_pointwise(&gi, &gh, hx)
 }
 

@@ -31,7 +31,22 @@ OPS = [
         "nn_linear",
         lambda L, x, w, b: F(L).linear(x, w, b),
         [Arg((2, 3)), Arg((4, 3)), Arg((4,))],
-        shape_sets=[[Arg((5, 2, 3)), Arg((4, 3)), Arg((4,))], [Arg((3,)), Arg((4, 3)), Arg(())]],
+        shape_sets=[
+            [Arg((5, 2, 3)), Arg((4, 3)), Arg((4,))],
+            [Arg((2, 3, 2, 3)), Arg((4, 3)), Arg((4,))],
+            [Arg((3,)), Arg((4, 3)), Arg(())],
+            [Arg((3, 3)), Arg((4, 3), requires_grad=False), Arg((4,))],
+            [Arg((2, 3), requires_grad=False), Arg((4, 3)), Arg((4,), requires_grad=False)],
+        ],
+    ),
+    OpSpec(
+        "matmul_fold",
+        lambda L, x, w: x.matmul(w),
+        [Arg((2, 3, 4)), Arg((4, 5))],
+        shape_sets=[
+            [Arg((2, 2, 3, 4)), Arg((4,))],
+            [Arg((2, 3, 4), requires_grad=False), Arg((4, 2))],
+        ],
     ),
     OpSpec("nn_linear_nobias", lambda L, x, w: F(L).linear(x, w), [Arg((0, 3)), Arg((2, 3))]),
     OpSpec("nn_relu", lambda L, x: F(L).relu(x), [A], gradgrad=False, note=_KINK),
