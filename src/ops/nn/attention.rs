@@ -504,14 +504,14 @@ fn forward_kernel<T: AttnFloat>(
     let units = d.nb * blocks;
     let (po, pl) = (SendPtr(out.as_mut_ptr()), SendPtr(lse.as_mut_ptr()));
     let scale = T::of(d.scale);
-    let unit = |u: usize| {
+    let (rows, cols) = (ROWS.min(d.l), COLS.min(d.s));
+    let unit = |u: usize, s: &mut [T], tmp: &mut [T], m: &mut [T], l: &mut [T]| {
         let (b, ib) = (u / blocks, u % blocks);
         let i0 = ib * ROWS;
         let br = ROWS.min(d.l - i0);
-        let mut s = vec![T::ZERO; br * COLS];
-        let mut tmp = vec![T::ZERO; COLS];
-        let mut m = vec![T::neg_infinity(); br];
-        let mut l = vec![T::ZERO; br];
+        let (m, l) = (&mut m[..br], &mut l[..br]);
+        m.fill(T::neg_infinity());
+        l.fill(T::ZERO);
         let qi = q.at(b, i0);
         // SAFETY: unit (b, ib) owns rows i0..i0+br of problem b in `out` and `lse`.
         let acc = unsafe {
@@ -537,7 +537,7 @@ fn forward_kernel<T: AttnFloat>(
                 )
             };
             mask_tile(s, (b, i0, j0, br, bc), d, bias);
-            online_softmax(s, bc, &mut m, &mut l, acc, d.ev, &mut tmp);
+            online_softmax(s, bc, m, l, acc, d.ev, tmp);
             if let Some(dr) = &d.dropout {
                 for (r, row) in s.chunks_exact_mut(bc).enumerate() {
                     let base = ((b * d.l + i0 + r) * d.s + j0) as u64;
@@ -573,13 +573,33 @@ fn forward_kernel<T: AttnFloat>(
             }
         }
     };
+    let units_in = |range: std::ops::Range<usize>| {
+        // Scratch sized to the problem and allocated once per range: many small problems
+        // (8 x 4 heads of 64 tokens) would otherwise zero-fill a full tile each.
+        let mut s = vec![T::ZERO; rows * cols];
+        let mut tmp = vec![T::ZERO; cols];
+        let mut m = vec![T::neg_infinity(); rows];
+        let mut l = vec![T::ZERO; rows];
+        for u in range {
+            unit(u, &mut s, &mut tmp, &mut m, &mut l);
+        }
+    };
     let work = d.nb * d.l * d.s * (d.e + d.ev);
     let helpers = if work < PARALLEL_MIN_WORK {
         0
     } else {
         crate::parallel::helpers()
     };
-    crate::parallel::share_work(helpers, units, &unit);
+    share_ranges(helpers, units, &units_in);
+}
+
+/// `job(range)` over consecutive ranges covering `0..units`, a few per thread (a slowed thread
+/// takes fewer), so scratch buffers are allocated once per range and not once per unit.
+fn share_ranges(helpers: usize, units: usize, job: &(dyn Fn(std::ops::Range<usize>) + Sync)) {
+    let chunks = units.min(4 * (helpers + 1)).max(1);
+    crate::parallel::share_work(helpers, chunks, &|c| {
+        job(c * units / chunks..(c + 1) * units / chunks)
+    });
 }
 
 /// Fused backward: `dq`, `dk`, `dv` (zeroed, shaped like q, k, v) from `dout` and the saved
@@ -616,19 +636,23 @@ fn backward_kernel<T: AttnFloat>(
     );
     let scale = T::of(d.scale);
     // Tiles (kb in kbs) x (ib in ibs) of problem b; `want_dq` / `want_dkv` pick the outputs.
-    let tiles = |b: usize,
+    // Tile buffers on the heap (three 64 KiB f32 tiles would strain a pool worker's stack),
+    // sized to the problem and made once per range of work, not per problem.
+    let tile_len = BWD_ROWS.min(d.l) * BWD_COLS.min(d.s);
+    let buffers = || {
+        (
+            vec![T::ZERO; tile_len],
+            vec![T::ZERO; tile_len],
+            vec![T::ZERO; tile_len],
+            vec![T::ZERO; BWD_COLS.min(d.s)],
+        )
+    };
+    let tiles = |(p, pd, dp, tmp): &mut (Vec<T>, Vec<T>, Vec<T>, Vec<T>),
+                 b: usize,
                  kbs: std::ops::Range<usize>,
                  ibs: std::ops::Range<usize>,
                  want_dq: bool,
                  want_dkv: bool| {
-        // On the heap: three 64 KiB (f32) tiles would strain a pool worker's stack.
-        #[allow(clippy::useless_vec)]
-        let mut p = vec![T::ZERO; BWD_ROWS * BWD_COLS];
-        #[allow(clippy::useless_vec)]
-        let mut pd = vec![T::ZERO; BWD_ROWS * BWD_COLS];
-        #[allow(clippy::useless_vec)]
-        let mut dp = vec![T::ZERO; BWD_ROWS * BWD_COLS];
-        let mut tmp = vec![T::ZERO; BWD_COLS];
         for kb in kbs {
             let j0 = kb * BWD_COLS;
             let bc = BWD_COLS.min(d.s - j0);
@@ -658,7 +682,7 @@ fn backward_kernel<T: AttnFloat>(
                     )
                 };
                 mask_tile(p, (b, i0, j0, br, bc), d, bias);
-                exp_shifted(p, &lse[b * d.l + i0..b * d.l + i0 + br], bc, &mut tmp);
+                exp_shifted(p, &lse[b * d.l + i0..b * d.l + i0 + br], bc, tmp);
                 // pd: the weights after dropout (those that multiplied V).
                 let z: Option<Vec<T>> = d.dropout.as_ref().map(|dr| {
                     (0..br * bc)
@@ -750,19 +774,30 @@ fn backward_kernel<T: AttnFloat>(
         crate::parallel::helpers()
     };
     if helpers == 0 || d.nb > helpers {
-        let job = |b: usize| tiles(b, 0..kblocks, 0..qblocks, true, true);
-        crate::parallel::share_work(helpers, d.nb, &job);
+        let job = |range: std::ops::Range<usize>| {
+            let mut bufs = buffers();
+            for b in range {
+                tiles(&mut bufs, b, 0..kblocks, 0..qblocks, true, true);
+            }
+        };
+        share_ranges(helpers, d.nb, &job);
     } else {
-        let kv = |u: usize| {
-            let (b, kb) = (u / kblocks, u % kblocks);
-            tiles(b, kb..kb + 1, 0..qblocks, false, true)
+        let kv = |range: std::ops::Range<usize>| {
+            let mut bufs = buffers();
+            for u in range {
+                let (b, kb) = (u / kblocks, u % kblocks);
+                tiles(&mut bufs, b, kb..kb + 1, 0..qblocks, false, true);
+            }
         };
-        crate::parallel::share_work(helpers, d.nb * kblocks, &kv);
-        let qj = |u: usize| {
-            let (b, ib) = (u / qblocks, u % qblocks);
-            tiles(b, 0..kblocks, ib..ib + 1, true, false)
+        share_ranges(helpers, d.nb * kblocks, &kv);
+        let qj = |range: std::ops::Range<usize>| {
+            let mut bufs = buffers();
+            for u in range {
+                let (b, ib) = (u / qblocks, u % qblocks);
+                tiles(&mut bufs, b, 0..kblocks, ib..ib + 1, true, false);
+            }
         };
-        crate::parallel::share_work(helpers, d.nb * qblocks, &qj);
+        share_ranges(helpers, d.nb * qblocks, &qj);
     }
 }
 
