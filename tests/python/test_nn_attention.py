@@ -391,7 +391,9 @@ def test_mha_errors_match_torch(torch: Any) -> None:
         assert str(fe.value) == str(te.value)
 
 
-@pytest.mark.parametrize("shape", [(1, 1, 600, 32), (3, 2, 300, 16), (8, 4, 64, 32), (5, 3, 130, 8)])
+@pytest.mark.parametrize(
+    "shape", [(1, 1, 600, 32), (3, 2, 300, 16), (8, 4, 64, 32), (5, 3, 130, 8)]
+)
 def test_sdpa_bitwise_identical_at_any_thread_count(shape: tuple) -> None:
     # one problem on two threads takes the two-pass backward (key blocks, then query blocks);
     # many problems share each thread's scratch tiles, ragged last tiles included
