@@ -289,6 +289,59 @@ def test_conv2d_float32_3x3_layers_match_float64(
         assert np.abs(g32 - g64).max() <= 2e-6 * np.abs(g64).max()
 
 
+@pytest.mark.parametrize(
+    "xshape,wshape,kw",
+    [
+        ((3, 8, 16, 16), (32, 8, 3, 3), dict(padding=1)),
+        ((10, 4, 12, 20), (16, 4, 3, 3), dict(padding=(2, 1), dilation=(2, 1))),
+        ((2, 6, 17, 15), (32, 3, 4, 2), dict(padding="same", groups=2)),
+        ((2, 5, 22, 21), (20, 5, 5, 5), dict(padding=0)),
+    ],
+    ids=str,
+)
+def test_conv2d_weight_gradient_matches_float64_sums(
+    xshape: tuple, wshape: tuple, kw: dict
+) -> None:
+    """Stride-1 layers with 16+ output channels (the weight gradient's implicit products over
+    a zero-padded input) against gw[o, c, i, j] = sum over n, h, w of g[n, o, h, w] times the
+    input under that window, in float64, at one and two threads."""
+    rng = np.random.default_rng(11)
+    x, w = rng.standard_normal(xshape), rng.standard_normal(wshape)
+    groups = kw.get("groups", 1)
+    dil = kw.get("dilation", (1, 1))
+    results = []
+    before = fg.get_num_threads()
+    try:
+        for threads in (1, 2):
+            fg.set_num_threads(threads)
+            xt, wt = fg.tensor(x), fg.tensor(w).requires_grad_()
+            y = F.conv2d(xt, wt, **kw)
+            cot = np.random.default_rng(12).standard_normal(tuple(y.shape))
+            y.backward(fg.tensor(cot))
+            results.append(wt.grad.numpy())
+    finally:
+        fg.set_num_threads(before)
+    np.testing.assert_array_equal(results[0], results[1])
+    oh, ow = cot.shape[2:]
+    kh, kwd = wshape[2:]
+    if kw.get("padding") == "same":
+        tops = [dil[d] * (k - 1) // 2 for d, k in enumerate((kh, kwd))]
+    else:
+        p = kw["padding"]
+        tops = list(p) if isinstance(p, tuple) else [p, p]
+    xp = np.zeros((xshape[0], xshape[1], oh + dil[0] * (kh - 1), ow + dil[1] * (kwd - 1)))
+    xp[:, :, tops[0] : tops[0] + xshape[2], tops[1] : tops[1] + xshape[3]] = x
+    og, cg = wshape[0] // groups, wshape[1]
+    want = np.zeros(wshape)
+    for i, j in itertools.product(range(kh), range(kwd)):
+        win = xp[:, :, i * dil[0] : i * dil[0] + oh, j * dil[1] : j * dil[1] + ow]
+        for g in range(groups):
+            want[g * og : (g + 1) * og, :, i, j] = np.einsum(
+                "nohw,nchw->oc", cot[:, g * og : (g + 1) * og], win[:, g * cg : (g + 1) * cg]
+            )
+    np.testing.assert_allclose(results[0], want, rtol=1e-10, atol=1e-10)
+
+
 # ----- pooling ----------------------------------------------------------------------------------
 
 MAX2D_GRID = [

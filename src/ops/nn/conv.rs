@@ -1087,9 +1087,153 @@ fn conv_grad_input<T: ConvScalar>(
 /// so the sum's order, and so the result, is the same at any thread count.
 const WEIGHT_CHUNKS: usize = 8;
 
+/// A 2-d stride-1 convolution's input zero-padded so that every window is a shift of one
+/// plane: with the output laid out at the padded width `wp` (columns `ow..wp` unused), the
+/// input under kernel offset `(i, j)` for output position `l` is `xp[l + i·dh·wp + j·dw]`.
+struct PaddedPlanes {
+    /// Padded width: the output width plus the dilated kernel's extent.
+    wp: usize,
+    /// Elements per padded plane, with room for the last window's overhang.
+    pitch: usize,
+    /// Output positions per image at the padded width (`oh · wp`).
+    lp: usize,
+    /// Per kernel offset, its shift in the padded plane.
+    shifts: Vec<usize>,
+    /// Zero rows/columns before the input: (top, left).
+    before: (usize, usize),
+}
+
+impl PaddedPlanes {
+    /// The layout for `geo`, or `None` unless it is 2-d with stride 1 and its output does not
+    /// crop the input's far side.
+    fn of(geo: &ConvGeometry) -> Option<PaddedPlanes> {
+        if geo.kernel.len() != 2 || geo.stride.iter().any(|&s| s != 1) {
+            return None;
+        }
+        let ext = |d: usize| geo.dilation[d] * (geo.kernel[d].max(1) - 1);
+        let (hp, wp) = (geo.output[0] + ext(0), geo.output[1] + ext(1));
+        if hp < geo.padding[0] + geo.input[0] || wp < geo.padding[1] + geo.input[1] {
+            return None;
+        }
+        let shifts = (0..geo.kernel[0])
+            .flat_map(|i| {
+                (0..geo.kernel[1]).map(move |j| i * geo.dilation[0] * wp + j * geo.dilation[1])
+            })
+            .collect();
+        Some(PaddedPlanes {
+            wp,
+            pitch: hp * wp + ext(1),
+            lp: geo.output[0] * wp,
+            shifts,
+            before: (geo.padding[0], geo.padding[1]),
+        })
+    }
+
+    /// Copy the `c` planes of one image (`plane` = h·w elements each) into `dst` (`c` padded
+    /// planes, `pitch` apart), whose padding is already zero.
+    fn fill<T: Copy>(&self, x: &[T], w: usize, plane: usize, dst: &mut [T]) {
+        let (top, left) = self.before;
+        for (src, d) in x
+            .chunks_exact(plane.max(1))
+            .zip(dst.chunks_exact_mut(self.pitch))
+        {
+            for (r, row) in src.chunks_exact(w.max(1)).enumerate() {
+                d[(top + r) * self.wp + left..][..w].copy_from_slice(row);
+            }
+        }
+    }
+}
+
+/// [`conv_grad_weight`] for 2-d stride-1 layers with many output channels, as implicit
+/// products: per kernel offset, `gw[:, :, k] += gᵀ-block (og x lp) @ shifted padded input
+/// (lp x cg)`, the reduction running along output positions. No column matrix is built (for a
+/// 64-channel 3x3 layer it is 9x the input), only a zero-padded copy of the input.
+fn conv_grad_weight_implicit<T: ConvScalar>(
+    geo: &ConvGeometry,
+    pp: &PaddedPlanes,
+    gy: &[T],
+    x: &[T],
+) -> Result<Vec<T>> {
+    let Dims3 {
+        cg,
+        og,
+        kn,
+        ln,
+        plane,
+    } = dims(geo);
+    let (g, ck, ow, w) = (geo.groups, cg * kn, geo.output[1], geo.input[1]);
+    let wn = geo.out_channels * ck;
+    let chunks = geo.batch.clamp(1, WEIGHT_CHUNKS);
+    // Partial sums per chunk of images, laid out (group, offset, c, o): each product writes a
+    // column-major og x cg block.
+    let mut partial = crate::tensor::creation::try_filled_vec(chunks * wn, T::ZERO)?;
+    let ptr = SendPtr(partial.as_mut_ptr());
+    let flops = geo.batch * geo.out_channels * ln * ck;
+    let (gt_len, xp_len) = (pp.lp * og, cg * pp.pitch);
+    for_units::<T>(chunks, flops, gt_len + xp_len, &|c, buf| {
+        // SAFETY: chunk c owns partial result c.
+        let acc = unsafe { std::slice::from_raw_parts_mut(ptr.get().add(c * wn), wn) };
+        let (gt, xp) = buf.split_at_mut(gt_len);
+        // Padding and unused columns stay zero; only the interiors are rewritten per image.
+        gt.fill(T::ZERO);
+        xp[..xp_len].fill(T::ZERO);
+        for n in c * geo.batch / chunks..(c + 1) * geo.batch / chunks {
+            for gi in 0..g {
+                // gᵀ at the padded width: row l = oh·wp + ow holds the og channels.
+                let src = &gy[(n * geo.out_channels + gi * og) * ln..][..og * ln];
+                for oh in 0..geo.output[0] {
+                    for o in 0..og {
+                        let row = &src[o * ln + oh * ow..][..ow];
+                        for (j, &v) in row.iter().enumerate() {
+                            gt[(oh * pp.wp + j) * og + o] = v;
+                        }
+                    }
+                }
+                let xs = &x[(n * geo.in_channels + gi * cg) * plane..][..cg * plane];
+                pp.fill(xs, w, plane, xp);
+                for (k, &shift) in pp.shifts.iter().enumerate() {
+                    // SAFETY: a is og x lp (rows 1 apart, columns og) inside gt; b is lp x cg
+                    // (columns a pitch apart) inside xp: shift + lp <= pitch by construction;
+                    // the destination block lies inside acc.
+                    unsafe {
+                        gemm_block(
+                            (og, cg, pp.lp),
+                            (acc[(gi * kn + k) * cg * og..].as_mut_ptr(), 1, og),
+                            true,
+                            (gt.as_ptr(), 1, og as isize),
+                            (xp[shift..].as_ptr(), 1, pp.pitch as isize),
+                        );
+                    }
+                }
+            }
+        }
+    })?;
+    let (first, rest) = partial.split_at_mut(wn);
+    for part in rest.chunks_exact(wn) {
+        for (o, &v) in first.iter_mut().zip(part) {
+            *o += v;
+        }
+    }
+    let mut out = crate::tensor::creation::try_filled_vec(wn, T::ZERO)?;
+    for gi in 0..g {
+        for k in 0..kn {
+            let src = &first[(gi * kn + k) * cg * og..][..cg * og];
+            for (ci, col) in src.chunks_exact(og.max(1)).enumerate() {
+                for (o, &v) in col.iter().enumerate() {
+                    out[(gi * og + o) * ck + ci * kn + k] = v;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The adjoint of [`conv_forward`] in `w`: `(out_channels, in_channels / groups, *kernel)`
 /// from `g` `(N, out_channels, *output)` and `x`.
 fn conv_grad_weight<T: ConvScalar>(geo: &ConvGeometry, gy: &[T], x: &[T]) -> Result<Vec<T>> {
+    if let Some(pp) = PaddedPlanes::of(geo).filter(|pp| dims(geo).og >= 16 && pp.lp >= 256) {
+        return conv_grad_weight_implicit(geo, &pp, gy, x);
+    }
     let Dims3 {
         cg,
         og,
