@@ -1107,7 +1107,11 @@ impl PaddedPlanes {
     /// The layout for `geo`, or `None` unless it is 2-d with stride 1 and its output does not
     /// crop the input's far side.
     fn of(geo: &ConvGeometry) -> Option<PaddedPlanes> {
-        if geo.kernel.len() != 2 || geo.stride.iter().any(|&s| s != 1) {
+        if geo.kernel.len() != 2
+            || geo.stride.iter().any(|&s| s != 1)
+            || geo.output.contains(&0)
+            || geo.input.contains(&0)
+        {
             return None;
         }
         let ext = |d: usize| geo.dilation[d] * (geo.kernel[d].max(1) - 1);
@@ -1130,16 +1134,23 @@ impl PaddedPlanes {
     }
 
     /// Copy the `c` planes of one image (`plane` = h·w elements each) into `dst` (`c` padded
-    /// planes, `pitch` apart), whose padding is already zero.
-    fn fill<T: Copy>(&self, x: &[T], w: usize, plane: usize, dst: &mut [T]) {
+    /// planes, `pitch` apart), writing the zeros around them too.
+    fn fill<T: ConvScalar>(&self, x: &[T], w: usize, plane: usize, dst: &mut [T]) {
         let (top, left) = self.before;
         for (src, d) in x
             .chunks_exact(plane.max(1))
             .zip(dst.chunks_exact_mut(self.pitch))
         {
-            for (r, row) in src.chunks_exact(w.max(1)).enumerate() {
-                d[(top + r) * self.wp + left..][..w].copy_from_slice(row);
+            let mut done = top * self.wp + left;
+            d[..done].fill(T::ZERO);
+            for row in src.chunks_exact(w.max(1)) {
+                d[done..done + w].copy_from_slice(row);
+                // This row's right padding and the next one's left padding are adjacent.
+                let next = (done + self.wp).min(self.pitch);
+                d[done + w..next].fill(T::ZERO);
+                done = next;
             }
+            d[done..].fill(T::ZERO);
         }
     }
 }
@@ -1174,9 +1185,8 @@ fn conv_grad_weight_implicit<T: ConvScalar>(
         // SAFETY: chunk c owns partial result c.
         let acc = unsafe { std::slice::from_raw_parts_mut(ptr.get().add(c * wn), wn) };
         let (gt, xp) = buf.split_at_mut(gt_len);
-        // Padding and unused columns stay zero; only the interiors are rewritten per image.
+        // Unused columns of gᵀ stay zero; only the valid ones are rewritten per image.
         gt.fill(T::ZERO);
-        xp[..xp_len].fill(T::ZERO);
         for n in c * geo.batch / chunks..(c + 1) * geo.batch / chunks {
             for gi in 0..g {
                 // gᵀ at the padded width: row l = oh·wp + ow holds the og channels.
