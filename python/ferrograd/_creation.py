@@ -58,8 +58,10 @@ def tensor(
         if dtype is not None:
             t = t.to(dtype)
         return _finish(t, requires_grad)
-    if is_numpy(data, "ndarray"):
-        arr = data
+    if is_numpy(data, "ndarray") or isinstance(data, np.generic):
+        # A NumPy scalar keeps its dtype as an array does (np.float64(1.5) is float64, as in
+        # torch), where a Python float takes the default dtype.
+        arr = np.asarray(data)
         target = check_dtype(dtype) if dtype is not None else from_numpy_dtype(arr.dtype)
     else:
         try:

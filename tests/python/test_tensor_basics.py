@@ -63,6 +63,18 @@ def test_tensor_from_numpy_array_keeps_dtype(np_dtype, dtype):
     npt.assert_array_equal(t.numpy(), arr)
 
 
+@pytest.mark.parametrize(
+    ("np_dtype", "dtype"),
+    [(np.float32, fg.float32), (np.float64, fg.float64), (np.int64, fg.int64), (np.bool_, fg.bool)],
+)
+def test_tensor_from_numpy_scalar_keeps_dtype(np_dtype, dtype):
+    # torch.tensor(np.float64(2.5)) is float64: a NumPy scalar is typed, unlike a Python float
+    t = fg.tensor(np_dtype(2.5) if np_dtype != np.bool_ else np.bool_(True))
+    assert t.dtype == dtype
+    assert t.shape == ()
+    assert t.item() == (np_dtype(2.5).item() if np_dtype != np.bool_ else True)
+
+
 def test_tensor_copies_numpy_data():
     arr = np.array([1.0, 2.0, 3.0])
     t = fg.tensor(arr)
