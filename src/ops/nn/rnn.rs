@@ -8,6 +8,7 @@
 //! front. The pointwise backward is written with differentiable ops when a graph of the backward
 //! is being built, so second derivatives work.
 
+use multiversion::multiversion;
 use num_traits::Float;
 
 use crate::autograd::node::{needs_grad, record};
@@ -553,6 +554,7 @@ macro_rules! by_dtype {
     };
 }
 
+#[inline(always)]
 fn dsig<T: Float>(s: T) -> T {
     s * (T::one() - s)
 }
@@ -565,18 +567,38 @@ fn lstm_fwd<T: StepFloat>(g: &[T], cx: &[T], h: usize) -> [Vec<T>; 3] {
         T::tanh_into(&row[2 * h..3 * h], &mut a[2 * h..3 * h]);
         T::sigmoid_into(&row[3 * h..], &mut a[3 * h..]);
     }
-    let mut cy = Vec::with_capacity(cx.len());
-    for (a, c) in act.chunks_exact(4 * h).zip(cx.chunks_exact(h)) {
-        cy.extend((0..h).map(|j| a[h + j] * c[j] + a[j] * a[2 * h + j]));
-    }
+    let mut cy = vec![T::zero(); cx.len()];
+    lstm_cell_rows(&act, cx, h, &mut cy);
     let mut hy = vec![T::zero(); cy.len()];
     T::tanh_into(&cy, &mut hy);
-    for (hr, a) in hy.chunks_exact_mut(h).zip(act.chunks_exact(4 * h)) {
-        hr.iter_mut()
-            .zip(&a[3 * h..])
-            .for_each(|(v, &o)| *v = o * *v);
-    }
+    lstm_out_rows(&act, h, &mut hy);
     [act, hy, cy]
+}
+
+/// `cy = f ∘ cx + i ∘ g` row by row. Named and multiversioned so the lanes are the machine's
+/// (a closure or a generic helper without it compiles for the baseline target).
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+avx+fma", "x86_64+avx2+avx+fma"))]
+fn lstm_cell_rows<T: Float>(act: &[T], cx: &[T], h: usize, cy: &mut [T]) {
+    for ((a, c), out) in act
+        .chunks_exact(4 * h)
+        .zip(cx.chunks_exact(h))
+        .zip(cy.chunks_exact_mut(h))
+    {
+        let (i, f, g) = (&a[..h], &a[h..2 * h], &a[2 * h..3 * h]);
+        for ((((o, &c), &i), &f), &g) in out.iter_mut().zip(c).zip(i).zip(f).zip(g) {
+            *o = f * c + i * g;
+        }
+    }
+}
+
+/// `hy = o ∘ hy` (hy holding `tanh(cy)`) row by row (targets as [`lstm_cell_rows`]).
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+avx+fma", "x86_64+avx2+avx+fma"))]
+fn lstm_out_rows<T: Float>(act: &[T], h: usize, hy: &mut [T]) {
+    for (hr, a) in hy.chunks_exact_mut(h).zip(act.chunks_exact(4 * h)) {
+        for (v, &o) in hr.iter_mut().zip(&a[3 * h..]) {
+            *v = o * *v;
+        }
+    }
 }
 
 /// LSTM backward in one sweep from the workspace: `(d gates, d cx)` from `d hy`, `d cy`.
@@ -588,28 +610,45 @@ fn lstm_bwd<T: StepFloat>(
     dcy: &[T],
     h: usize,
 ) -> [Vec<T>; 2] {
-    let one = T::one();
     let mut tc = vec![T::zero(); cy.len()];
     T::tanh_into(cy, &mut tc);
     let mut dg = vec![T::zero(); act.len()];
-    let mut dcx = Vec::with_capacity(cx.len());
-    for (b, (a, d)) in act
+    let mut dcx = vec![T::zero(); cx.len()];
+    lstm_bwd_rows(act, (cx, &tc, dhy, dcy), h, &mut dg, &mut dcx);
+    [dg, dcx]
+}
+
+/// The gate and cell gradients of [`lstm_bwd`] row by row (targets as [`lstm_cell_rows`]).
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+avx+fma", "x86_64+avx2+avx+fma"))]
+fn lstm_bwd_rows<T: Float>(
+    act: &[T],
+    (cx, tc, dhy, dcy): (&[T], &[T], &[T], &[T]),
+    h: usize,
+    dg: &mut [T],
+    dcx: &mut [T],
+) {
+    let one = T::one();
+    let rows = act
         .chunks_exact(4 * h)
         .zip(dg.chunks_exact_mut(4 * h))
-        .enumerate()
-    {
+        .zip(dcx.chunks_exact_mut(h))
+        .zip(cx.chunks_exact(h).zip(tc.chunks_exact(h)))
+        .zip(dhy.chunks_exact(h).zip(dcy.chunks_exact(h)));
+    for ((((a, d), dcx), (cx, tc)), (dhy, dcy)) in rows {
+        let (di, d) = d.split_at_mut(h);
+        let (df, d) = d.split_at_mut(h);
+        let (dgg, d_o) = d.split_at_mut(h);
+        let (ai, af, ag, ao) = (&a[..h], &a[h..2 * h], &a[2 * h..3 * h], &a[3 * h..4 * h]);
         for j in 0..h {
-            let k = b * h + j;
-            let (i, f, gg, o) = (a[j], a[h + j], a[2 * h + j], a[3 * h + j]);
-            let dc = dcy[k] + dhy[k] * o * (one - tc[k] * tc[k]);
-            d[j] = dc * gg * dsig(i);
-            d[h + j] = dc * cx[k] * dsig(f);
-            d[2 * h + j] = dc * i * (one - gg * gg);
-            d[3 * h + j] = dhy[k] * tc[k] * dsig(o);
-            dcx.push(dc * f);
+            let (i, f, gg, o) = (ai[j], af[j], ag[j], ao[j]);
+            let dc = dcy[j] + dhy[j] * o * (one - tc[j] * tc[j]);
+            di[j] = dc * gg * dsig(i);
+            df[j] = dc * cx[j] * dsig(f);
+            dgg[j] = dc * i * (one - gg * gg);
+            d_o[j] = dhy[j] * tc[j] * dsig(o);
+            dcx[j] = dc * f;
         }
     }
-    [dg, dcx]
 }
 
 /// The same backward with differentiable ops on the raw gates, for `create_graph`.
