@@ -13,6 +13,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use criterion::{criterion_group, criterion_main, Criterion};
 use ferrograd::ops::nn::attention::{scaled_dot_product_attention, SdpaOptions};
 use ferrograd::ops::nn::conv::ConvPadding;
+use ferrograd::ops::nn::linear::linear;
 use ferrograd::ops::nn::loss::{cross_entropy, Reduction};
 use ferrograd::ops::nn::{activation, norm};
 use ferrograd::{DType, Tensor};
@@ -149,6 +150,20 @@ fn ops(c: &mut Criterion) {
         })
     });
 
+    // The transformer block's qkv projection: (8, 64, 128) -> (8, 64, 384) with a bias.
+    let (x, w, b) = (
+        leaf(&[8, 64, 128], 1.0),
+        leaf(&[384, 128], 0.1),
+        leaf(&[384], 0.1),
+    );
+    let up = randn(&[8, 64, 384], 1.0);
+    g.bench_function("linear_8x64x128_to_384", |bch| {
+        bch.iter(|| {
+            backward_with(&linear(&x, &w, Some(&b)).unwrap(), &up);
+            clear(&[&x, &w, &b]);
+        })
+    });
+
     let (q, k, v) = (
         leaf(&[1, 8, 1024, 64], 1.0),
         leaf(&[1, 8, 1024, 64], 1.0),
@@ -209,13 +224,7 @@ fn models(c: &mut Criterion) {
                 .unwrap()
                 .max_pool2d(&[2], &[], &[0], &[1], false)
                 .unwrap();
-            let logits = h
-                .reshape(&[32, 256])
-                .unwrap()
-                .matmul(&w3.t().unwrap())
-                .unwrap()
-                .add(&b3)
-                .unwrap();
+            let logits = linear(&h.reshape(&[32, 256]).unwrap(), &w3, Some(&b3)).unwrap();
             let l = cross_entropy(&logits, &t, None, -100, Reduction::Mean, 0.0).unwrap();
             l.backward().unwrap();
             sgd(&[&w1, &b1, &w2, &b2, &w3, &b3], 0.01);
@@ -279,8 +288,7 @@ fn models(c: &mut Criterion) {
     let (ow, ob) = (leaf(&[d, d], 0.05), leaf(&[d], 0.05));
     let (f1w, f1b) = (leaf(&[4 * d, d], 0.05), leaf(&[4 * d], 0.05));
     let (f2w, f2b) = (leaf(&[d, 4 * d], 0.05), leaf(&[d], 0.05));
-    let linear =
-        |a: &Tensor, w: &Tensor, b: &Tensor| a.matmul(&w.t().unwrap()).unwrap().add(b).unwrap();
+    let linear = |a: &Tensor, w: &Tensor, b: &Tensor| linear(a, w, Some(b)).unwrap();
     let opts = SdpaOptions::default();
     g.bench_function("transformer_block_b8_s64_d128", |bch| {
         bch.iter(|| {
