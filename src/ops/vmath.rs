@@ -802,3 +802,221 @@ pub(crate) fn gelu_grad_slice<const F: bool>(
         }
     }
 }
+
+// ----- float32 lanes: e^-|x| and silu ----------------------------------------------------------
+//
+// silu(x) = x / (1 + e^-x) and its gradient on float32 lanes. e^-|x| comes as 2^(n+64) (1 + q)
+// with q = e^r - 1 unrounded, so x e^x for x < 0 is formed as x + x q (one rounding, its error
+// kept) and scaled at the end; the denominator 1 + E is split exactly into two floats and one
+// Newton step corrects the quotient, so the result is within about one ulp (a plain division
+// chain costs 2.4).
+
+/// |x| beyond which silu(x) for x < 0 rounds to -0 (112 e^-112 is below half the smallest
+/// denormal); e^-|x| is evaluated at this clamp there, so its scale stays a normal float.
+const SILU_CLAMP: f32 = 112.0;
+/// Above it, e^-|x| is below 2^-57 and vanishes beside 1 (0 is used, avoiding an underflow).
+const EXP_NEG_NEGLIGIBLE: f32 = 40.0;
+
+/// e^-a for a = min(|x|, [`SILU_CLAMP`]) as `(2^(n + 64), q)` with e^-a = 2^n (1 + q),
+/// q = e^r - 1 for the reduced |r| <= ln2/2 (relative error near 2^-26; NaN propagates).
+#[inline(always)]
+fn exp_neg_parts<const F: bool>(ac: f32) -> (f32, f32) {
+    let y = -ac;
+    let t = fma32::<F>(y, std::f32::consts::LOG2_E, ROUND_MAGIC_F32);
+    let n = t - ROUND_MAGIC_F32;
+    // y - n ln2_hi is exact (n has at most 8 bits); the low part's rounding is below 2^-26 r.
+    let r = fma32::<F>(n, -LN2_HI_F32, y);
+    let r = fma32::<F>(n, -LN2_LO_F32, r);
+    let q = fma32::<F>(r * r, horner32::<F, 6>(r, &EXPM1_R2), r);
+    // n + 64 + 127 in [19, 191] sits in t's low bits; shifted into the exponent field.
+    let scale = f32::from_bits(t.to_bits().wrapping_add(191) << 23);
+    (scale, q)
+}
+
+/// The shared part of silu and its gradient: `(a, ac, scale, q, e)` with a = |x|, ac its clamp,
+/// e^-ac = scale 2^-64 (1 + q) and e = e^-|x| itself where it matters beside 1 (else 0).
+#[inline(always)]
+fn silu_common<const F: bool>(x: f32) -> (f32, f32, f32, f32, f32) {
+    let a = x.abs();
+    // NaN passes (the comparison is false).
+    let ac = if a > SILU_CLAMP { SILU_CLAMP } else { a };
+    let (scale, q) = exp_neg_parts::<F>(ac);
+    let unscale = if a < EXP_NEG_NEGLIGIBLE { TWO_M64 } else { 0.0 };
+    let e = scale * (1.0 + q) * unscale;
+    (a, ac, scale, q, e)
+}
+
+/// 2^-64 where the result of an x < 0 lane is a float, 0 where it rounds to zero.
+#[inline(always)]
+fn silu_unscale(a: f32) -> f32 {
+    if a < SILU_CLAMP {
+        TWO_M64
+    } else {
+        0.0
+    }
+}
+
+/// silu(x) = x sigmoid(x) in float32, within about one ulp of the exact value (denormals
+/// included). NaN and -inf give NaN (x · 0, as float64 computes it), +inf gives inf, -0 gives
+/// -0.
+#[inline(always)]
+fn silu_f32<const F: bool>(x: f32) -> f32 {
+    let (a, ac, scale, q, e) = silu_common::<F>(x);
+    // 1 + e = h + l exactly (1 >= e).
+    let h = 1.0 + e;
+    let l = (1.0 - h) + e;
+    let inv = 1.0 / h;
+    // Numerator: x for x >= 0; x e^x 2^64 / 2^n = x (1 + q) = ph + pl for x < 0 (x clamped:
+    // beyond the clamp the result is -0 anyway).
+    let neg = x < 0.0;
+    let xn = -ac;
+    let ph = fma32::<F>(xn, q, xn);
+    let pl = fma32::<F>(xn, q, xn - ph);
+    let (nh, nl) = if neg { (ph, pl) } else { (x, 0.0) };
+    // One Newton step on nh + nl = y (h + l).
+    let y0 = nh * inv;
+    let res = fma32::<F>(-y0, h, nh) + (nl - y0 * l);
+    let y = fma32::<F>(res, inv, y0);
+    let v = if neg {
+        (y * scale) * silu_unscale(a)
+    } else {
+        y
+    };
+    // Beyond 20, e^-x is below a quarter ulp of x (and +inf would give inf - inf above).
+    let v = if x > 20.0 { x } else { v };
+    // Below 2^-25, x/2 is the correctly rounded value (and keeps -0's sign).
+    let v = if a < 2.980_232_2e-8 { 0.5 * x } else { v };
+    if x == f32::NEG_INFINITY {
+        f32::NAN
+    } else {
+        v
+    }
+}
+
+/// silu'(x) = s (1 + x (1 - s)), s = sigmoid(x), in float32: 1/(1 + e) + x e/(1 + e)² for
+/// x >= 0, e/(1 + e) (1 + x/(1 + e)) below (e = e^-|x|). NaN at ±inf and NaN, as float64
+/// computes it (inf · 0).
+#[inline(always)]
+fn silu_grad_f32<const F: bool>(x: f32) -> f32 {
+    let (a, _, scale, q, e) = silu_common::<F>(x);
+    let inv = 1.0 / (1.0 + e);
+    let neg = (scale * (1.0 + q)) * inv * fma32::<F>(x, inv, 1.0) * silu_unscale(a);
+    let pos = fma32::<F>(x * e * inv, inv, inv);
+    if x < 0.0 {
+        neg
+    } else {
+        pos
+    }
+}
+
+/// |x| below which [`silu_near_f32`] and [`silu_grad_near_f32`] apply: e^-x and e^x are then
+/// normal floats.
+const SILU_NEAR: f32 = 86.0;
+
+/// e^-x for |x| < [`SILU_NEAR`] as `(2^n, q, n)` with e^-x = 2^n (1 + q) (no clamps, no
+/// scaling: the common case's short path).
+#[inline(always)]
+fn exp_neg_near<const F: bool>(x: f32) -> (f32, f32, f32) {
+    let y = -x;
+    let t = fma32::<F>(y, std::f32::consts::LOG2_E, ROUND_MAGIC_F32);
+    let n = t - ROUND_MAGIC_F32;
+    let r = fma32::<F>(n, -LN2_HI_F32, y);
+    let r = fma32::<F>(n, -LN2_LO_F32, r);
+    let q = fma32::<F>(r * r, horner32::<F, 6>(r, &EXPM1_R2), r);
+    (f32::from_bits(t.to_bits().wrapping_add(127) << 23), q, n)
+}
+
+/// silu(x) = x / (1 + e^-x) for |x| < [`SILU_NEAR`], within 1.7 ulp: the denominator
+/// 1 + 2^n (1 + q) is formed with one rounding (as 2^n q + (1 + 2^n), exact for n <= 23, or
+/// 2^n (q + 2^-n) + 2^n, whose inner sum rounds below 2^-26 of the total, for n >= 1), then
+/// one division. -0 gives -0.
+#[inline(always)]
+fn silu_near_f32<const F: bool>(x: f32) -> f32 {
+    let (p, q, n) = exp_neg_near::<F>(x);
+    // 2^-n from n's bits, as 2^n is (only used where n >= 1).
+    let t = n + ROUND_MAGIC_F32;
+    let pinv = f32::from_bits(127u32.wrapping_sub(t.to_bits()) << 23);
+    let (c, b) = if n >= 1.0 {
+        (q + pinv, p)
+    } else {
+        (q, 1.0 + p)
+    };
+    x / fma32::<F>(p, c, b)
+}
+
+/// silu'(x) = s (1 + x (1 - s)) with s = 1/(1 + e^-x) and 1 - s = e^-x s, for
+/// |x| < [`SILU_NEAR`].
+#[inline(always)]
+fn silu_grad_near_f32<const F: bool>(x: f32) -> f32 {
+    let (p, q, _) = exp_neg_near::<F>(x);
+    let e = fma32::<F>(p, q, p);
+    let s = 1.0 / (1.0 + e);
+    s * fma32::<F>(x, e * s, 1.0)
+}
+
+/// Elements per block of the silu drivers: a block whose |x| are all below [`SILU_NEAR`]
+/// (every block of ordinary activations) takes the short path.
+const SILU_BLOCK: usize = 64;
+
+#[inline(always)]
+fn all_silu_near(x: &[f32]) -> bool {
+    // NaN compares false, so it takes the full path.
+    x.iter().fold(true, |acc, &v| acc & (v.abs() < SILU_NEAR))
+}
+
+/// `out = silu(x)` on float32 lanes (`x` and `out` of one length); `F`: the target has FMA.
+#[inline(always)]
+pub(crate) fn silu_slice<const F: bool>(x: &[f32], out: &mut [MaybeUninit<f32>]) {
+    for (xc, oc) in x.chunks(SILU_BLOCK).zip(out.chunks_mut(SILU_BLOCK)) {
+        if all_silu_near(xc) {
+            for (o, &v) in oc.iter_mut().zip(xc) {
+                o.write(silu_near_f32::<F>(v));
+            }
+        } else {
+            for (o, &v) in oc.iter_mut().zip(xc) {
+                o.write(silu_f32::<F>(v));
+            }
+        }
+    }
+}
+
+/// `out = g · silu'(x)` on float32 lanes, `g` a slice as long as `x` or one broadcast value.
+#[inline(always)]
+pub(crate) fn silu_grad_slice<const F: bool>(
+    g: Result<&[f32], f32>,
+    x: &[f32],
+    out: &mut [MaybeUninit<f32>],
+) {
+    for (k, (xc, oc)) in x
+        .chunks(SILU_BLOCK)
+        .zip(out.chunks_mut(SILU_BLOCK))
+        .enumerate()
+    {
+        let near = all_silu_near(xc);
+        match g {
+            Ok(g) => {
+                let gc = &g[k * SILU_BLOCK..k * SILU_BLOCK + xc.len()];
+                if near {
+                    for ((o, &v), &gv) in oc.iter_mut().zip(xc).zip(gc) {
+                        o.write(gv * silu_grad_near_f32::<F>(v));
+                    }
+                } else {
+                    for ((o, &v), &gv) in oc.iter_mut().zip(xc).zip(gc) {
+                        o.write(gv * silu_grad_f32::<F>(v));
+                    }
+                }
+            }
+            Err(gv) => {
+                if near {
+                    for (o, &v) in oc.iter_mut().zip(xc) {
+                        o.write(gv * silu_grad_near_f32::<F>(v));
+                    }
+                } else {
+                    for (o, &v) in oc.iter_mut().zip(xc) {
+                        o.write(gv * silu_grad_f32::<F>(v));
+                    }
+                }
+            }
+        }
+    }
+}

@@ -4,7 +4,7 @@
 //! Each activation is one elementwise kernel and one node named as torch's. The formulas are
 //! written once over f64 and generic in [`Math`]: float32 tensors run them on f64 lanes with
 //! the branch-free vectorisable exp/erfc of `vmath` (then round once), float64 tensors with
-//! std/libm. Exact gelu on float32 runs on float32 lanes instead (`vmath::gelu_slice`). The
+//! std/libm. Exact gelu and silu on float32 run on float32 lanes instead (`vmath`). The
 //! backward is one fused pass `g * f'(x)` unless a graph of the backward is being built; then
 //! `f'(x)` is written with differentiable ops, so double backward works.
 
@@ -17,7 +17,9 @@ use multiversion::multiversion;
 
 use crate::ops::elementwise::{collect_chunks, map_with, zip_with, PAR_MIN_VMATH};
 use crate::ops::unary::fusable;
-use crate::ops::vmath::{erfc_pos, exp_f64, fma, gelu_grad_slice, gelu_slice};
+use crate::ops::vmath::{
+    erfc_pos, exp_f64, fma, gelu_grad_slice, gelu_slice, silu_grad_slice, silu_slice,
+};
 use crate::tensor::{DType, Tensor};
 
 /// The scalar functions the activation formulas need.
@@ -529,21 +531,30 @@ impl<const V: u8> Monomorphic<V> {
     }
 }
 
-/// `out = f(x)` over one chunk of float32 (f64 lanes; gelu on float32 lanes).
+/// `out = f(x)` over one chunk of float32 (f64 lanes; gelu and silu on float32 lanes).
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma", "x86_64+avx2+avx+fma"))]
 fn fwd_chunk<const V: u8>(k: Monomorphic<V>, x: &[f32], out: &mut [MaybeUninit<f32>]) {
     if multiversion::target::target_cfg_f!(target_feature = "fma") {
-        if V == V_GELU {
-            return gelu_slice::<true>(x, out);
-        }
-        for (o, &v) in out.iter_mut().zip(x) {
-            o.write(k.act().f::<Fast<true>>(v as f64) as f32);
-        }
-    } else if V == V_GELU {
-        gelu_slice::<false>(x, out)
+        fwd_loop::<V, true>(k, x, out)
     } else {
-        for (o, &v) in out.iter_mut().zip(x) {
-            o.write(k.act().f::<Fast<false>>(v as f64) as f32);
+        fwd_loop::<V, false>(k, x, out)
+    }
+}
+
+#[inline(always)]
+fn fwd_loop<const V: u8, const F: bool>(
+    k: Monomorphic<V>,
+    x: &[f32],
+    out: &mut [MaybeUninit<f32>],
+) {
+    // float32 lanes where written (twice the width of the f64 formulas below).
+    match V {
+        V_GELU => gelu_slice::<F>(x, out),
+        V_SILU => silu_slice::<F>(x, out),
+        _ => {
+            for (o, &v) in out.iter_mut().zip(x) {
+                o.write(k.act().f::<Fast<F>>(v as f64) as f32);
+            }
         }
     }
 }
@@ -570,9 +581,11 @@ fn bwd_loop<const V: u8, const F: bool>(
     x: &[f32],
     out: &mut [MaybeUninit<f32>],
 ) {
-    if V == V_GELU {
-        // float32 lanes throughout (the f64 formulas below run at half the width).
-        return gelu_grad_slice::<F>(g, x, out);
+    // float32 lanes where written (the f64 formulas below run at half the width).
+    match V {
+        V_GELU => return gelu_grad_slice::<F>(g, x, out),
+        V_SILU => return silu_grad_slice::<F>(g, x, out),
+        _ => {}
     }
     match g {
         Ok(g) => {

@@ -1,0 +1,217 @@
+//! The float32 silu-family kernels (forward and fused backward on float32 lanes) against
+//! float64 closed forms: every 1/64 on [-20, 20], every float near the kernels' splits, a few
+//! million random floats (uniform and random bit patterns) and the special values.
+
+use ferrograd::autograd::{self, GradOptions};
+use ferrograd::ops::nn::activation as act;
+use ferrograd::Tensor;
+
+/// Distance in float32 ulps at the exact value (denormal spacing below the normal range).
+fn ulps(got: f32, want: f64) -> f64 {
+    if got as f64 == want || (got.is_nan() && want.is_nan()) {
+        return 0.0;
+    }
+    let a = want.abs().max(f32::MIN_POSITIVE as f64);
+    let ulp = 2f64.powi(a.log2().floor() as i32 - 23).max(2f64.powi(-149));
+    ((got as f64) - want).abs() / ulp
+}
+
+/// xorshift64*: a fixed stream of bits, no dependency.
+struct Bits(u64);
+impl Bits {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// Every 1/64 on [-20, 20], every float within 2^15 steps of `splits`, 2M uniform draws on
+/// [-20, 20], 500k on [-120, 120], 1M random bit patterns (every magnitude, NaNs too) and the
+/// special values.
+fn sweep(splits: &[f32]) -> Vec<f32> {
+    let mut xs: Vec<f32> = (-1280..=1280).map(|i| i as f32 / 64.0).collect();
+    for &c in splits {
+        let b = c.to_bits();
+        xs.extend((b - 32_768..b + 32_768).map(f32::from_bits));
+    }
+    let mut r = Bits(0x9e37_79b9_7f4a_7c15);
+    let unit = |r: &mut Bits| (r.next() >> 40) as f32 / (1u64 << 24) as f32;
+    xs.extend((0..2_000_000).map(|_| unit(&mut r) * 40.0 - 20.0));
+    xs.extend((0..500_000).map(|_| unit(&mut r) * 240.0 - 120.0));
+    xs.extend((0..1_000_000).map(|_| f32::from_bits((r.next() >> 32) as u32)));
+    xs.extend([
+        0.0,
+        -0.0,
+        1e-45,
+        -1e-45,
+        1e-38,
+        -1e-38,
+        1e-30,
+        -1e-30,
+        1e-10,
+        -1e-10,
+        f32::MAX,
+        f32::MIN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+    ]);
+    xs
+}
+
+/// The worst ulp distance of `f` (float32 kernel) from `want` (float64 truth) over `xs`.
+fn worst_ulps(
+    f: fn(&Tensor) -> ferrograd::Result<Tensor>,
+    want: fn(f64) -> f64,
+    xs: &[f32],
+) -> (f64, f32) {
+    let y = f(&Tensor::from_vec(xs.to_vec(), &[xs.len()]).unwrap())
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    let mut worst = (0.0, 0.0f32);
+    for (&x, &v) in xs.iter().zip(&y) {
+        let e = ulps(v, want(x as f64));
+        if e > worst.0 || e.is_nan() {
+            worst = (e, x);
+        }
+    }
+    worst
+}
+
+/// The gradient of `f` at `xs` for a uniform (the sum's) and a per-element upstream gradient,
+/// against `want(x) = (f'(x), scale)`: within 4 ulp of f' plus 2^-22 of `scale` (the size of
+/// the terms that cancel where f' crosses zero).
+fn check_grad(
+    f: fn(&Tensor) -> ferrograd::Result<Tensor>,
+    want: fn(f64) -> (f64, f64),
+    xs: &[f32],
+    name: &str,
+) {
+    let n = xs.len();
+    let x = Tensor::from_vec(xs.to_vec(), &[n])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let w: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).cos()).collect();
+    let wt = Tensor::from_vec(w.clone(), &[n]).unwrap();
+    for weighted in [false, true] {
+        let y = f(&x).unwrap();
+        let l = if weighted { y.mul(&wt).unwrap() } else { y }
+            .sum()
+            .unwrap();
+        let g = autograd::grad(&[l], std::slice::from_ref(&x), GradOptions::default()).unwrap()[0]
+            .clone()
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        let mut worst = (0.0, 0.0f32);
+        for i in 0..n {
+            let c = if weighted { w[i] as f64 } else { 1.0 };
+            let (d, scale) = want(xs[i] as f64);
+            let err = (g[i] as f64 - c * d).abs();
+            let tol = 4.0 * (c * d).abs() * 2f64.powi(-24) + c.abs() * scale * 2f64.powi(-22);
+            // A denormal derivative and its product with g round twice on the 2^-149 grid.
+            let r = err / tol.max(2f64.powi(-148));
+            if r > worst.0 || r.is_nan() {
+                worst = (r, xs[i]);
+            }
+        }
+        assert!(
+            worst.0 <= 1.0,
+            "{name} weighted {weighted}: {} at {:e}",
+            worst.0,
+            worst.1
+        );
+    }
+}
+
+/// sigmoid(x) in float64 without overflow.
+fn sigmoid64(x: f64) -> f64 {
+    if x >= 0.0 {
+        1.0 / (1.0 + (-x).exp())
+    } else {
+        x.exp() / (1.0 + x.exp())
+    }
+}
+
+fn silu64(x: f64) -> f64 {
+    x * sigmoid64(x)
+}
+
+fn silu_grad64(x: f64) -> (f64, f64) {
+    let s = sigmoid64(x);
+    let t = x * s * (1.0 - s);
+    (s + t, s.abs() + t.abs())
+}
+
+/// The splits of the silu kernels: the short path's end (±86) and its denominator's two forms
+/// (n = 0 | 1 near x = -1/2 ln2 ... -3/2 ln2), the long path's clamps (±20, ±40, ±112).
+const SILU_SPLITS: [f32; 9] = [
+    86.0,
+    -86.0,
+    -0.346_573_6,
+    -1.039_720_8,
+    20.0,
+    40.0,
+    -40.0,
+    112.0,
+    -112.0,
+];
+
+#[test]
+fn float32_silu_is_within_two_ulps_of_float64_everywhere() {
+    let (e, at) = worst_ulps(act::silu, silu64, &sweep(&SILU_SPLITS));
+    assert!(e <= 2.0, "{e} ulp at {at:e}");
+    // Specials as float64 computes them: -inf · 0 is NaN, -0 keeps its sign, far below -0.
+    let s = act::silu(
+        &Tensor::from_vec(
+            vec![
+                f32::NEG_INFINITY,
+                f32::INFINITY,
+                f32::NAN,
+                -0.0,
+                -200.0,
+                0.0,
+            ],
+            &[6],
+        )
+        .unwrap(),
+    )
+    .unwrap()
+    .to_vec::<f32>()
+    .unwrap();
+    assert!(s[0].is_nan() && s[2].is_nan());
+    assert_eq!(s[1], f32::INFINITY);
+    assert!(s[3] == 0.0 && s[3].is_sign_negative());
+    assert!(s[4] == 0.0 && s[4].is_sign_negative());
+    assert!(s[5] == 0.0 && s[5].is_sign_positive());
+}
+
+#[test]
+fn float32_silu_gradient_matches_float64() {
+    let xs: Vec<f32> = sweep(&SILU_SPLITS)
+        .into_iter()
+        .filter(|x| x.is_finite())
+        .step_by(5)
+        .collect();
+    check_grad(act::silu, silu_grad64, &xs, "silu");
+    // ±inf and NaN give NaN (inf · 0 in s (1 + x (1 - s))); ±0 gives 1/2.
+    let x = Tensor::from_vec(
+        vec![f32::NEG_INFINITY, f32::INFINITY, f32::NAN, -0.0, 0.0],
+        &[5],
+    )
+    .unwrap()
+    .requires_grad_(true)
+    .unwrap();
+    let l = act::silu(&x).unwrap().sum().unwrap();
+    let g = autograd::grad(&[l], std::slice::from_ref(&x), GradOptions::default()).unwrap()[0]
+        .clone()
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    assert!(g[..3].iter().all(|v| v.is_nan()));
+    assert_eq!(&g[3..], &[0.5, 0.5]);
+}
