@@ -215,3 +215,87 @@ fn float32_silu_gradient_matches_float64() {
     assert!(g[..3].iter().all(|v| v.is_nan()));
     assert_eq!(&g[3..], &[0.5, 0.5]);
 }
+
+/// Softmax rows `[0, x_1, ..., x_999]` with every x <= -45 sum to exactly 1 in f64, so each
+/// output is the float32 kernel's e^x itself: within 1.5 ulp of f64's exp on a dense sweep of
+/// [-110, -45] (denormal results and underflow to 0 included). Rows `[0, x]` cover [-45, 0]
+/// through e^x / (1 + e^x), within 3 ulp (e^x, a reciprocal, a product).
+#[test]
+fn float32_softmax_exp_matches_float64() {
+    let mut r = Bits(0x1234_5678_9abc_def1);
+    let unit = |r: &mut Bits| (r.next() >> 40) as f64 / (1u64 << 24) as f64;
+    let far: Vec<f32> = (0..999_000)
+        .map(|i| {
+            if i % 2 == 0 {
+                (-45.0 - 65.0 * i as f64 / 999_000.0) as f32
+            } else {
+                (-45.0 - 65.0 * unit(&mut r)) as f32
+            }
+        })
+        .collect();
+    let mut rows = Vec::with_capacity(1_000_000);
+    for c in far.chunks(999) {
+        rows.push(0.0f32);
+        rows.extend_from_slice(c);
+    }
+    let y = Tensor::from_vec(rows.clone(), &[1000, 1000])
+        .unwrap()
+        .softmax(-1)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    for (&x, &v) in rows.iter().zip(&y) {
+        let e = ulps(v, (x as f64).exp());
+        assert!(e <= 1.5, "e^{x:e}: {e} ulp");
+    }
+    let near: Vec<f32> = (0..=45 * 1024)
+        .map(|i| -(i as f32) / 1024.0)
+        .chain((0..200_000).map(|_| (-45.0 * unit(&mut r)) as f32))
+        .collect();
+    let pairs: Vec<f32> = near.iter().flat_map(|&x| [0.0, x]).collect();
+    let y = Tensor::from_vec(pairs, &[near.len(), 2])
+        .unwrap()
+        .softmax(-1)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    for (i, &x) in near.iter().enumerate() {
+        let e = (x as f64).exp();
+        let (a, b) = (
+            ulps(y[2 * i], 1.0 / (1.0 + e)),
+            ulps(y[2 * i + 1], e / (1.0 + e)),
+        );
+        assert!(a <= 3.0 && b <= 3.0, "[0, {x:e}]: {a}, {b} ulp");
+    }
+}
+
+/// Long float32 rows (the f64 lane sums) against float64 softmax and log-softmax of the same
+/// float32 `x - max`.
+#[test]
+fn float32_softmax_long_rows_match_float64() {
+    let mut r = Bits(0x0bad_cafe_f00d_d00d);
+    let n = 300_001;
+    let x: Vec<f32> = (0..2 * n)
+        .map(|_| ((r.next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 20.0)
+        .collect();
+    let t = Tensor::from_vec(x.clone(), &[2, n]).unwrap();
+    let y = t.softmax(-1).unwrap().to_vec::<f32>().unwrap();
+    let ly = t.log_softmax(-1).unwrap().to_vec::<f32>().unwrap();
+    for row in 0..2 {
+        let xs = &x[row * n..(row + 1) * n];
+        let m = xs.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+        let z: Vec<f64> = xs.iter().map(|&v| (v - m) as f64).collect();
+        let s: f64 = z.iter().map(|v| v.exp()).sum();
+        for (k, &zv) in z.iter().enumerate() {
+            let e = ulps(y[row * n + k], zv.exp() / s);
+            assert!(e <= 3.0, "softmax {e} ulp at {}", xs[k]);
+            let want = zv - s.ln();
+            let tol = 2.0 * (want.abs() * 2f64.powi(-23)) + (zv.abs() + s.ln()) * 2f64.powi(-24);
+            assert!(
+                (ly[row * n + k] as f64 - want).abs() <= tol,
+                "log_softmax at {}",
+                xs[k]
+            );
+        }
+    }
+}

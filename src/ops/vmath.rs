@@ -1020,3 +1020,28 @@ pub(crate) fn silu_grad_slice<const F: bool>(
         }
     }
 }
+
+// ----- float32 lanes: e^y for the softmax rows -------------------------------------------------
+
+/// y below which e^y rounds to 0 in float32 (e^-104 is under half the smallest denormal).
+const EXP_ROW_CLAMP: f32 = -104.0;
+
+/// e^y in float32 for y <= 40 (softmax's `x - max`, log-softmax's output), within about one
+/// ulp (measured: 1.004), denormal results included; -inf gives 0 and NaN passes.
+/// 2^(n + 64) (1 + q) is formed with one rounding and scaled by 2^-64 at the end, so only a
+/// result that is itself denormal takes a denormal step.
+#[inline(always)]
+pub(crate) fn exp_row_f32<const F: bool>(y: f32) -> f32 {
+    // NaN passes the clamp (the comparison is false).
+    let yc = if y < EXP_ROW_CLAMP { EXP_ROW_CLAMP } else { y };
+    let t = fma32::<F>(yc, std::f32::consts::LOG2_E, ROUND_MAGIC_F32);
+    let n = t - ROUND_MAGIC_F32;
+    let r = fma32::<F>(n, -LN2_HI_F32, yc);
+    let r = fma32::<F>(n, -LN2_LO_F32, r);
+    let q = fma32::<F>(r * r, horner32::<F, 6>(r, &EXPM1_R2), r);
+    // n + 64 + 127 in [41, 249] sits in t's low bits; shifted into the exponent field.
+    let scale = f32::from_bits(t.to_bits().wrapping_add(191) << 23);
+    // Below the clamp the result is 0; NaN gives NaN · 0.
+    let unscale = if y >= EXP_ROW_CLAMP { TWO_M64 } else { 0.0 };
+    fma32::<F>(scale, q, scale) * unscale
+}

@@ -118,3 +118,115 @@ def test_float32_same_at_any_thread_count(name):
         fg.set_num_threads(before)
     for a, b in zip(out[0], out[1]):
         np.testing.assert_array_equal(a, b)
+
+
+# ----- softmax and log_softmax rows (float32 lanes) ---------------------------------------------
+
+
+def _rows_truth(x: np.ndarray, dim: int):
+    """float64 softmax and log-softmax of float32 `x`, from z = x - max rounded to float32 as
+    every float32 kernel (torch's too) forms it, so only the kernel's own error is measured."""
+    z = (x - x.max(dim, keepdims=True)).astype(np.float64)
+    e = np.exp(z)
+    s = e.sum(dim, keepdims=True)
+    return e / s, z - np.log(s), np.abs(z) + np.abs(np.log(s))
+
+
+@pytest.mark.parametrize(
+    "shape,scale,dim",
+    [
+        ((256, 1024), 3.0, -1),
+        ((64, 1000), 30.0, -1),
+        ((3, 300_001), 2.0, -1),
+        ((1000, 7), 50.0, -1),
+        ((8, 33, 16), 5.0, 1),
+    ],
+)
+def test_float32_softmax_rows_match_float64(shape, scale, dim):
+    x = (np.random.default_rng(21).standard_normal(shape) * scale).astype(np.float32)
+    sm, lsm, size = _rows_truth(x, dim)
+    got = fg.tensor(x).softmax(dim).numpy()
+    # e^z within an ulp, then one reciprocal and one product: 3 ulp (torch's kernel: 7.5 here)
+    assert _ulps(got, sm).max() <= 3.0
+    got = fg.tensor(x).log_softmax(dim).numpy().astype(np.float64)
+    # z - ln Σ in float32: 2 ulp of the result plus the rounding of its two terms, plus
+    # 2^-50 for Σ (>= 1) rounded in float64 before its logarithm (the truth's Σ is too)
+    tol = 2 * np.spacing(np.abs(lsm).astype(np.float32)) + size * 2.0**-24 + 2.0**-50
+    assert (np.abs(got - lsm) <= tol).all()
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_float32_softmax_rows_gradient_matches_float64(log, weighted):
+    x = (np.random.default_rng(22).standard_normal((64, 1000)) * 4).astype(np.float32)
+    w = np.random.default_rng(23).standard_normal(x.shape).astype(np.float32)
+    t = fg.tensor(x, requires_grad=True)
+    y = t.log_softmax(-1) if log else t.softmax(-1)
+    (y * fg.tensor(w)).sum().backward() if weighted else y.sum().backward()
+    g = w.astype(np.float64) if weighted else np.ones(x.shape)
+    sm, _, _ = _rows_truth(x, -1)
+    if log:
+        want = g - sm * g.sum(-1, keepdims=True)
+        size = np.abs(g) + sm * np.abs(g).sum(-1, keepdims=True)
+    else:
+        dot = (g * sm).sum(-1, keepdims=True)
+        want = sm * (g - dot)
+        # Σ |g y| bounds the dot product's rounding (float32 partial sums)
+        size = sm * (np.abs(g) + (np.abs(g) * sm).sum(-1, keepdims=True))
+    # a few float32 roundings of the terms' size (they cancel: the sum's gradient is 0)
+    assert (np.abs(t.grad.numpy() - want) <= 8 * size * 2.0**-24 + 2.0**-140).all()
+
+
+def test_float32_softmax_rows_special_values():
+    inf, nan = np.inf, np.nan
+    x = np.array(
+        [
+            [-inf, 0.0, 1.0, 0.5],
+            [-inf] * 4,
+            [inf, 0.0, 1.0, 2.0],
+            [nan, 0.0, 1.0, 2.0],
+            [0.0, -100.0, -104.5, -200.0],
+        ],
+        dtype=np.float32,
+    )
+    y = fg.tensor(x).softmax(-1).numpy()
+    e = np.exp(np.array([-np.inf, -1.0, 0.0, -0.5]))
+    np.testing.assert_allclose(y[0], e / e.sum(), rtol=3e-7)
+    assert np.isnan(y[1:4]).all()  # all -inf, +inf (inf - inf), NaN: as torch
+    # e^-100 is a denormal, e^-104.5 rounds to 0
+    assert y[4, 0] == 1 and y[4, 1] == np.float32(np.exp(-100.0)) and y[4, 2] == 0 and y[4, 3] == 0
+    ly = fg.tensor(x).log_softmax(-1).numpy()
+    assert ly[0, 0] == -inf and np.isnan(ly[1:4]).all() and ly[4, 3] == -200
+
+
+def test_float32_softmax_rows_match_torch():
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(24).normal(scale=5.0, size=(32, 777)).astype(np.float32)
+    x[0, :5] = -np.inf
+    g = np.random.default_rng(25).normal(size=x.shape).astype(np.float32)
+    for name in ("softmax", "log_softmax"):
+        a = fg.tensor(x, requires_grad=True)
+        b = torch.tensor(x, requires_grad=True)
+        ya, yb = getattr(a, name)(-1), getattr(b, name)(-1)
+        np.testing.assert_allclose(ya.detach().numpy(), yb.detach().numpy(), rtol=2e-6, atol=1e-7)
+        ya.backward(fg.tensor(g))
+        yb.backward(torch.tensor(g))
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_float32_softmax_rows_same_at_any_thread_count():
+    x = np.random.default_rng(26).normal(scale=3.0, size=(300, 1024)).astype(np.float32)
+    w = np.random.default_rng(27).normal(size=x.shape).astype(np.float32)
+    before = fg.get_num_threads()
+    out = []
+    try:
+        for n in (1, 2):
+            fg.set_num_threads(n)
+            t = fg.tensor(x, requires_grad=True)
+            y = t.softmax(-1)
+            (y * fg.tensor(w) + t.log_softmax(-1) * fg.tensor(w)).sum().backward()
+            out.append((y.detach().numpy(), t.grad.numpy()))
+    finally:
+        fg.set_num_threads(before)
+    for a, b in zip(out[0], out[1]):
+        np.testing.assert_array_equal(a, b)
