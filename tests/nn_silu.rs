@@ -299,3 +299,53 @@ fn float32_softmax_long_rows_match_float64() {
         }
     }
 }
+
+fn softplus64(x: f64) -> f64 {
+    if x > 20.0 {
+        x
+    } else {
+        x.max(0.0) + (-x.abs()).exp().ln_1p()
+    }
+}
+
+fn softplus_grad64(x: f64) -> (f64, f64) {
+    let d = if x > 20.0 { 1.0 } else { sigmoid64(x) };
+    (d, d)
+}
+
+fn logsigmoid64(x: f64) -> f64 {
+    x.min(0.0) - (-x.abs()).exp().ln_1p()
+}
+
+fn logsigmoid_grad64(x: f64) -> (f64, f64) {
+    let d = sigmoid64(-x);
+    (d, d)
+}
+
+/// softplus's threshold (20) and the clamps of e^-|x| (±104).
+const LOG1P_SPLITS: [f32; 4] = [20.0, -20.0, 104.0, -104.0];
+
+#[test]
+fn float32_softplus_and_logsigmoid_are_within_two_ulps_of_float64_everywhere() {
+    let xs = sweep(&LOG1P_SPLITS);
+    let (e, at) = worst_ulps(|x| act::softplus(x, 1.0, 20.0), softplus64, &xs);
+    assert!(e <= 2.0, "softplus: {e} ulp at {at:e}");
+    let (e, at) = worst_ulps(act::logsigmoid, logsigmoid64, &xs);
+    assert!(e <= 2.0, "logsigmoid: {e} ulp at {at:e}");
+}
+
+#[test]
+fn float32_softplus_and_logsigmoid_gradients_match_float64() {
+    let xs: Vec<f32> = sweep(&LOG1P_SPLITS)
+        .into_iter()
+        .filter(|x| x.is_finite())
+        .step_by(5)
+        .collect();
+    check_grad(
+        |x| act::softplus(x, 1.0, 20.0),
+        softplus_grad64,
+        &xs,
+        "softplus",
+    );
+    check_grad(act::logsigmoid, logsigmoid_grad64, &xs, "logsigmoid");
+}

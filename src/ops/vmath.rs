@@ -1032,6 +1032,14 @@ const EXP_ROW_CLAMP: f32 = -104.0;
 /// result that is itself denormal takes a denormal step.
 #[inline(always)]
 pub(crate) fn exp_row_f32<const F: bool>(y: f32) -> f32 {
+    let (scale, q, unscale) = exp_scaled::<F>(y);
+    fma32::<F>(scale, q, scale) * unscale
+}
+
+/// e^y for y <= 40 as `(2^(n + 64), q, u)` with e^y = 2^(n + 64) (1 + q) u: u is 2^-64, or 0
+/// below [`EXP_ROW_CLAMP`] (NaN: 0, and NaN stays in q).
+#[inline(always)]
+fn exp_scaled<const F: bool>(y: f32) -> (f32, f32, f32) {
     // NaN passes the clamp (the comparison is false).
     let yc = if y < EXP_ROW_CLAMP { EXP_ROW_CLAMP } else { y };
     let t = fma32::<F>(yc, std::f32::consts::LOG2_E, ROUND_MAGIC_F32);
@@ -1043,5 +1051,153 @@ pub(crate) fn exp_row_f32<const F: bool>(y: f32) -> f32 {
     let scale = f32::from_bits(t.to_bits().wrapping_add(191) << 23);
     // Below the clamp the result is 0; NaN gives NaN · 0.
     let unscale = if y >= EXP_ROW_CLAMP { TWO_M64 } else { 0.0 };
-    fma32::<F>(scale, q, scale) * unscale
+    (scale, q, unscale)
+}
+
+// ----- float32 lanes: softplus and logsigmoid ----------------------------------------------------
+//
+// Both are ln(1 + u) with u = e^-|x| in (0, 1], plus max(x, 0) or from min(x, 0). u is kept as
+// two floats (its rounding error too), ln(1 + u) = 2 atanh(s) with s = u / (2 + u) from an
+// exact 2 + u and one Newton step, then 2s plus a series in s² (s <= 1/3). Within 1.7 ulp.
+
+/// 2/(2k + 3) for k = 6 down to 0: (2 atanh(s) - 2s) / s³ in s², Horner order.
+const ATANH_S2: [f32; 7] = [
+    2.0 / 15.0,
+    2.0 / 13.0,
+    2.0 / 11.0,
+    2.0 / 9.0,
+    2.0 / 7.0,
+    2.0 / 5.0,
+    2.0 / 3.0,
+];
+
+/// e^-a for a >= 0 as `(h, l)`: h rounded, l its rounding error (0 beyond 104; NaN passes).
+#[inline(always)]
+fn exp_neg_split<const F: bool>(a: f32) -> (f32, f32) {
+    let (scale, q, unscale) = exp_scaled::<F>(-a);
+    let h = fma32::<F>(scale, q, scale);
+    // scale - h is exact (h / scale is in [0.7, 1.5]).
+    let l = fma32::<F>(scale, q, scale - h);
+    (h * unscale, l * unscale)
+}
+
+/// ln(1 + u) for u = h + l in [0, 1].
+#[inline(always)]
+fn ln1p_unit_f32<const F: bool>(h: f32, l: f32) -> f32 {
+    // 2 + u = den + dl exactly (2 >= u); s = u / (2 + u) by one Newton step on s0.
+    let den = 2.0 + h;
+    let dl = ((2.0 - den) + h) + l;
+    let r = 1.0 / den;
+    let s0 = h * r;
+    let e = (fma32::<F>(-s0, den, h) + l) - s0 * dl;
+    let s = fma32::<F>(e, r, s0);
+    let z = s * s;
+    fma32::<F>(s * z, horner32::<F, 7>(z, &ATANH_S2), 2.0 * s)
+}
+
+/// softplus(x) = ln(1 + e^x) (beta 1), or x above `threshold`. -inf gives 0, +inf inf, NaN NaN.
+#[inline(always)]
+fn softplus_f32<const F: bool>(x: f32, threshold: f32) -> f32 {
+    let (h, l) = exp_neg_split::<F>(x.abs());
+    let v = x.max(0.0) + ln1p_unit_f32::<F>(h, l);
+    if x > threshold {
+        x
+    } else {
+        v
+    }
+}
+
+/// softplus'(x) = sigmoid(x) (beta 1), or 1 above `threshold`.
+#[inline(always)]
+fn softplus_grad_f32<const F: bool>(x: f32, threshold: f32) -> f32 {
+    let (h, _) = exp_neg_split::<F>(x.abs());
+    let inv = 1.0 / (1.0 + h);
+    let d = if x < 0.0 { h * inv } else { inv };
+    if x > threshold {
+        1.0
+    } else {
+        d
+    }
+}
+
+/// logsigmoid(x) = min(x, 0) - ln(1 + e^-|x|). -inf gives -inf, +inf 0, NaN NaN.
+#[inline(always)]
+fn logsigmoid_f32<const F: bool>(x: f32) -> f32 {
+    let (h, l) = exp_neg_split::<F>(x.abs());
+    x.min(0.0) - ln1p_unit_f32::<F>(h, l)
+}
+
+/// logsigmoid'(x) = sigmoid(-x).
+#[inline(always)]
+fn logsigmoid_grad_f32<const F: bool>(x: f32) -> f32 {
+    let (h, _) = exp_neg_split::<F>(x.abs());
+    let inv = 1.0 / (1.0 + h);
+    if x < 0.0 {
+        inv
+    } else {
+        h * inv
+    }
+}
+
+/// `out = softplus(x)` (beta 1) on float32 lanes.
+#[inline(always)]
+pub(crate) fn softplus_slice<const F: bool>(
+    x: &[f32],
+    threshold: f32,
+    out: &mut [MaybeUninit<f32>],
+) {
+    for (o, &v) in out.iter_mut().zip(x) {
+        o.write(softplus_f32::<F>(v, threshold));
+    }
+}
+
+/// `out = logsigmoid(x)` on float32 lanes.
+#[inline(always)]
+pub(crate) fn logsigmoid_slice<const F: bool>(x: &[f32], out: &mut [MaybeUninit<f32>]) {
+    for (o, &v) in out.iter_mut().zip(x) {
+        o.write(logsigmoid_f32::<F>(v));
+    }
+}
+
+/// `out = g · softplus'(x)` (beta 1), `g` a slice as long as `x` or one broadcast value.
+#[inline(always)]
+pub(crate) fn softplus_grad_slice<const F: bool>(
+    g: Result<&[f32], f32>,
+    x: &[f32],
+    threshold: f32,
+    out: &mut [MaybeUninit<f32>],
+) {
+    grad_slice(g, x, out, |v| softplus_grad_f32::<F>(v, threshold))
+}
+
+/// `out = g · logsigmoid'(x)`, `g` a slice as long as `x` or one broadcast value.
+#[inline(always)]
+pub(crate) fn logsigmoid_grad_slice<const F: bool>(
+    g: Result<&[f32], f32>,
+    x: &[f32],
+    out: &mut [MaybeUninit<f32>],
+) {
+    grad_slice(g, x, out, logsigmoid_grad_f32::<F>)
+}
+
+/// `out = g · d(x)`, `g` a slice or one broadcast value.
+#[inline(always)]
+fn grad_slice(
+    g: Result<&[f32], f32>,
+    x: &[f32],
+    out: &mut [MaybeUninit<f32>],
+    d: impl Fn(f32) -> f32,
+) {
+    match g {
+        Ok(g) => {
+            for ((o, &v), &gv) in out.iter_mut().zip(x).zip(g) {
+                o.write(gv * d(v));
+            }
+        }
+        Err(gv) => {
+            for (o, &v) in out.iter_mut().zip(x) {
+                o.write(gv * d(v));
+            }
+        }
+    }
 }

@@ -43,7 +43,23 @@ def _silu(x):
     return x * s, s + t, np.abs(s) + np.abs(t)
 
 
-CASES = {"silu": (F.silu, _silu)}
+def _softplus(x):
+    # torch's default threshold: x itself above 20
+    v = np.where(x > 20, x, np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x))))
+    d = np.where(x > 20, 1.0, _sigmoid64(x))
+    return v, d, np.abs(d)
+
+
+def _logsigmoid(x):
+    d = _sigmoid64(-x)
+    return np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x))), d, np.abs(d)
+
+
+CASES = {
+    "silu": (F.silu, _silu),
+    "softplus": (F.softplus, _softplus),
+    "logsigmoid": (F.logsigmoid, _logsigmoid),
+}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -85,6 +101,39 @@ def test_float32_silu_special_values():
     g = t.grad.numpy()
     assert np.isnan(g[:3]).all()  # inf · 0 in s (1 + x (1 - s))
     assert g[3] == 0.5 and g[4] == 0.5 and g[5] == 0
+
+
+def test_float32_softplus_logsigmoid_special_values():
+    x = np.array([-np.inf, np.inf, np.nan, -0.0, 0.0, -200.0, 200.0, 20.0], dtype=np.float32)
+    sp = F.softplus(fg.tensor(x)).numpy()
+    ls = F.logsigmoid(fg.tensor(x)).numpy()
+    ln2 = np.float32(np.log(2.0))
+    np.testing.assert_array_equal(sp, [0, np.inf, np.nan, ln2, ln2, 0, 200, 20.0])
+    assert sp[5] == 0  # e^-200 underflows
+    np.testing.assert_array_equal(
+        ls, [-np.inf, 0, np.nan, -ln2, -ln2, -200, 0, -np.float32(2.0611537e-09)]
+    )
+    for f, want in (
+        (F.softplus, [0, 1, np.nan, 0.5, 0.5, 0, 1, 1]),
+        (F.logsigmoid, [1, 0, np.nan, 0.5, 0.5, 1, 0, None]),
+    ):
+        t = fg.tensor(x, requires_grad=True)
+        f(t).sum().backward()
+        g = t.grad.numpy()
+        np.testing.assert_array_equal(g[:7], want[:7])
+
+
+def test_float32_softplus_other_beta_and_threshold():
+    # beta != 1 and thresholds float32 cannot hold take the float64-lane formula: same results
+    x = np.random.default_rng(9).normal(scale=6.0, size=4096).astype(np.float32)
+    xd = x.astype(np.float64)
+    for beta, threshold in ((2.0, 20.0), (1.0, 10.0), (0.5, 5.1)):
+        bx = xd * beta
+        want = np.where(
+            bx > threshold, xd, (np.maximum(bx, 0) + np.log1p(np.exp(-np.abs(bx)))) / beta
+        )
+        got = F.softplus(fg.tensor(x), beta=beta, threshold=threshold).numpy()
+        assert _ulps(got, want).max() <= 2.0
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
