@@ -349,3 +349,72 @@ fn float32_softplus_and_logsigmoid_gradients_match_float64() {
     );
     check_grad(act::logsigmoid, logsigmoid_grad64, &xs, "logsigmoid");
 }
+
+const SELU_ALPHA: f64 = 1.673_263_242_354_377_284_817_042_991_671_7;
+const SELU_SCALE: f64 = 1.050_700_987_355_480_493_419_334_985_294_6;
+
+/// scale x above 0, scale alpha (e^x - 1) below, in float64.
+fn elu64(x: f64, alpha: f64, scale: f64) -> f64 {
+    scale * if x > 0.0 { x } else { alpha * x.exp_m1() }
+}
+
+fn elu_grad64(x: f64, alpha: f64, scale: f64) -> (f64, f64) {
+    let d = scale * if x > 0.0 { 1.0 } else { alpha * x.exp() };
+    (d, d.abs())
+}
+
+/// e^x - 1's clamp (-30), where it rounds to -1 (-17.3) and the exponent's denormal range.
+const ELU_SPLITS: [f32; 4] = [-30.0, -17.33, -87.3, -103.9];
+
+#[test]
+fn float32_elu_family_is_within_two_ulps_of_float64_everywhere() {
+    let xs = sweep(&ELU_SPLITS);
+    type Case = (
+        &'static str,
+        fn(&Tensor) -> ferrograd::Result<Tensor>,
+        fn(f64) -> f64,
+    );
+    let cases: [Case; 4] = [
+        ("elu", |x| act::elu(x, 1.0), |x| elu64(x, 1.0, 1.0)),
+        ("elu 0.37", |x| act::elu(x, 0.37), |x| elu64(x, 0.37, 1.0)),
+        ("selu", act::selu, |x| elu64(x, SELU_ALPHA, SELU_SCALE)),
+        ("celu", |x| act::celu(x, 1.0), |x| elu64(x, 1.0, 1.0)),
+    ];
+    for (name, f, want) in cases {
+        // selu's scale takes f32::MAX beyond float32's range: inf there, as float64 rounds it.
+        let finite: Vec<f32> = xs
+            .iter()
+            .copied()
+            .filter(|x| (want(*x as f64) as f32).is_finite() || !x.is_finite())
+            .collect();
+        let (e, at) = worst_ulps(f, want, &finite);
+        assert!(e <= 2.0, "{name}: {e} ulp at {at:e}");
+    }
+}
+
+#[test]
+fn float32_elu_family_gradients_match_float64() {
+    let xs: Vec<f32> = sweep(&ELU_SPLITS)
+        .into_iter()
+        .filter(|x| x.is_finite())
+        .step_by(5)
+        .collect();
+    check_grad(
+        |x| act::elu(x, 1.0),
+        |x| elu_grad64(x, 1.0, 1.0),
+        &xs,
+        "elu",
+    );
+    check_grad(
+        act::selu,
+        |x| elu_grad64(x, SELU_ALPHA, SELU_SCALE),
+        &xs,
+        "selu",
+    );
+    check_grad(
+        |x| act::elu(x, 0.37),
+        |x| elu_grad64(x, 0.37, 1.0),
+        &xs,
+        "elu 0.37",
+    );
+}

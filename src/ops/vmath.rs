@@ -1201,3 +1201,98 @@ fn grad_slice(
         }
     }
 }
+
+// ----- float32 lanes: the elu family -------------------------------------------------------------
+//
+// elu, selu and celu with input scale 1: scale x above 0, scale alpha (e^x - 1) below. e^x - 1
+// = 2^n q + (2^n - 1) is kept as two floats and multiplied by scale alpha held as two floats,
+// so the result rounds once after the polynomial (within 1.7 ulp for selu's constants).
+
+/// e^y - 1 is -1 in float32 below this (and 2^n stays a normal float).
+const EXPM1_CLAMP: f32 = -30.0;
+
+/// e^y for y <= 0 as `(2^n, q)`, e^y = 2^n (1 + q), y clamped at [`EXPM1_CLAMP`] (NaN passes).
+#[inline(always)]
+fn exp_nonpos_parts<const F: bool>(y: f32) -> (f32, f32) {
+    let yc = if y < EXPM1_CLAMP { EXPM1_CLAMP } else { y };
+    let t = fma32::<F>(yc, std::f32::consts::LOG2_E, ROUND_MAGIC_F32);
+    let n = t - ROUND_MAGIC_F32;
+    let r = fma32::<F>(n, -LN2_HI_F32, yc);
+    let r = fma32::<F>(n, -LN2_LO_F32, r);
+    let q = fma32::<F>(r * r, horner32::<F, 6>(r, &EXPM1_R2), r);
+    (f32::from_bits(t.to_bits().wrapping_add(127) << 23), q)
+}
+
+/// The elu family's constants in float32: `scale`, and `scale · alpha` as `hi + lo`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct EluF32 {
+    scale: f32,
+    sa_hi: f32,
+    sa_lo: f32,
+}
+
+impl EluF32 {
+    /// From the float64 parameters (input scale 1).
+    pub(crate) fn new(alpha: f64, scale: f64) -> EluF32 {
+        let sa = scale * alpha;
+        let sa_hi = sa as f32;
+        EluF32 {
+            scale: scale as f32,
+            sa_hi,
+            sa_lo: (sa - sa_hi as f64) as f32,
+        }
+    }
+}
+
+/// `scale x` for x > 0, `scale alpha (e^x - 1)` otherwise; NaN gives NaN, -inf -scale alpha.
+#[inline(always)]
+fn elu_f32<const F: bool>(x: f32, c: EluF32) -> f32 {
+    let pos = x > 0.0;
+    // NaN stays (the comparison is false).
+    let y = if pos { 0.0 } else { x };
+    let (p, q) = exp_nonpos_parts::<F>(y);
+    // 2^n - 1 is exact for n >= -24 and within 2^-25 of -1 below.
+    let m = p - 1.0;
+    let h = fma32::<F>(p, q, m);
+    let l = fma32::<F>(p, q, m - h);
+    let neg = fma32::<F>(c.sa_hi, h, fma32::<F>(c.sa_lo, h, c.sa_hi * l));
+    if pos {
+        c.scale * x
+    } else {
+        neg
+    }
+}
+
+/// The derivative: `scale` for x > 0, `scale alpha e^x` otherwise.
+#[inline(always)]
+fn elu_grad_f32<const F: bool>(x: f32, c: EluF32) -> f32 {
+    let pos = x > 0.0;
+    let y = if pos { 0.0 } else { x };
+    // Not clamped at -30 as e^x - 1 is: e^x itself runs down to the denormals.
+    let e = exp_row_f32::<F>(y);
+    let neg = fma32::<F>(c.sa_hi, e, c.sa_lo * e);
+    if pos {
+        c.scale
+    } else {
+        neg
+    }
+}
+
+/// `out = elu(x)` (input scale 1) on float32 lanes.
+#[inline(always)]
+pub(crate) fn elu_slice<const F: bool>(x: &[f32], c: EluF32, out: &mut [MaybeUninit<f32>]) {
+    for (o, &v) in out.iter_mut().zip(x) {
+        o.write(elu_f32::<F>(v, c));
+    }
+}
+
+/// `out = g · elu'(x)` (input scale 1), `g` a slice as long as `x` or one broadcast value.
+#[inline(always)]
+pub(crate) fn elu_grad_slice<const F: bool>(
+    g: Result<&[f32], f32>,
+    x: &[f32],
+    c: EluF32,
+    out: &mut [MaybeUninit<f32>],
+) {
+    grad_slice(g, x, out, |v| elu_grad_f32::<F>(v, c))
+}

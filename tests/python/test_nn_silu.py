@@ -31,9 +31,14 @@ def _sweep() -> np.ndarray:
 
 
 def _ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
-    # ulp of the exact value in float32, denormal spacing below the normal range
-    ulp = np.maximum(np.spacing(np.abs(want).astype(np.float32)).astype(np.float64), 2.0**-149)
-    return np.abs(got.astype(np.float64) - want) / ulp
+    # ulp of the exact value in float32, denormal spacing below the normal range; a value
+    # beyond float32's range is right as the infinity it rounds to
+    with np.errstate(over="ignore"):
+        w32 = want.astype(np.float32)
+    over = np.isinf(w32) & np.isfinite(want)
+    ulp = np.maximum(np.spacing(np.abs(np.where(over, 1.0, want)).astype(np.float32)), 2.0**-149)
+    err = np.abs(got.astype(np.float64) - want) / ulp.astype(np.float64)
+    return np.where(over, np.where(got == w32, 0.0, np.inf), err)
 
 
 # name -> (float64 value, float64 derivative and the size of its cancelling terms)
@@ -55,7 +60,25 @@ def _logsigmoid(x):
     return np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x))), d, np.abs(d)
 
 
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _elu_family(alpha, scale):
+    def truth(x):
+        neg = x <= 0
+        v = scale * np.where(neg, alpha * np.expm1(np.minimum(x, 0)), x)
+        d = scale * np.where(neg, alpha * np.exp(np.minimum(x, 0)), 1.0)
+        return v, d, np.abs(d)
+
+    return truth
+
+
 CASES = {
+    "elu": (F.elu, _elu_family(1.0, 1.0)),
+    "elu_alpha": (lambda t: F.elu(t, alpha=0.37), _elu_family(0.37, 1.0)),
+    "selu": (F.selu, _elu_family(_SELU_ALPHA, _SELU_SCALE)),
+    "celu": (F.celu, _elu_family(1.0, 1.0)),
     "silu": (F.silu, _silu),
     "softplus": (F.softplus, _softplus),
     "logsigmoid": (F.logsigmoid, _logsigmoid),
@@ -123,6 +146,27 @@ def test_float32_softplus_logsigmoid_special_values():
         np.testing.assert_array_equal(g[:7], want[:7])
 
 
+def test_float32_elu_family_special_values():
+    x = np.array([-np.inf, np.inf, np.nan, -0.0, 0.0, -200.0, 200.0], dtype=np.float32)
+    for f, a, s in ((F.elu, 1.0, 1.0), (F.selu, _SELU_ALPHA, _SELU_SCALE), (F.celu, 1.0, 1.0)):
+        y = f(fg.tensor(x)).numpy()
+        sa = np.float32(a * s)
+        np.testing.assert_array_equal(y, [-sa, np.inf, np.nan, 0, 0, -sa, np.float32(200 * s)])
+        t = fg.tensor(x, requires_grad=True)
+        f(t).sum().backward()
+        np.testing.assert_array_equal(
+            t.grad.numpy(), [0, np.float32(s), np.nan, sa, sa, 0, np.float32(s)]
+        )
+
+
+def test_float32_celu_other_alpha():
+    # celu's input scale 1/alpha != 1 takes the float64-lane formula
+    x = np.random.default_rng(8).normal(scale=3.0, size=4096).astype(np.float32)
+    xd = x.astype(np.float64)
+    want = np.where(xd > 0, xd, 0.7 * np.expm1(np.minimum(xd, 0) / 0.7))
+    assert _ulps(F.celu(fg.tensor(x), alpha=0.7).numpy(), want).max() <= 2.0
+
+
 def test_float32_softplus_other_beta_and_threshold():
     # beta != 1 and thresholds float32 cannot hold take the float64-lane formula: same results
     x = np.random.default_rng(9).normal(scale=6.0, size=4096).astype(np.float32)
@@ -139,6 +183,8 @@ def test_float32_softplus_other_beta_and_threshold():
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_float32_matches_torch(name):
     torch = pytest.importorskip("torch")
+    if name == "elu_alpha":
+        return
     x = np.random.default_rng(3).normal(scale=4.0, size=(64, 50)).astype(np.float32)
     g = np.random.default_rng(4).normal(size=x.shape).astype(np.float32)
     a = fg.tensor(x, requires_grad=True)

@@ -4,8 +4,8 @@
 //! Each activation is one elementwise kernel and one node named as torch's. The formulas are
 //! written once over f64 and generic in [`Math`]: float32 tensors run them on f64 lanes with
 //! the branch-free vectorisable exp/erfc of `vmath` (then round once), float64 tensors with
-//! std/libm. Exact gelu, silu, logsigmoid and softplus (beta 1) on float32 run on float32 lanes
-//! instead (`vmath`). The backward is one fused pass `g * f'(x)` unless a graph of the backward
+//! std/libm. Exact gelu, silu, logsigmoid, softplus (beta 1) and the elu family (input scale 1)
+//! on float32 run on float32 lanes instead (`vmath`). The backward is one fused pass `g * f'(x)` unless a graph of the backward
 //! is being built; then `f'(x)` is written with differentiable ops, so double backward works.
 
 use crate::autograd::grad_mode::GradModeGuard;
@@ -18,8 +18,9 @@ use multiversion::multiversion;
 use crate::ops::elementwise::{collect_chunks, map_with, zip_with, PAR_MIN_VMATH};
 use crate::ops::unary::fusable;
 use crate::ops::vmath::{
-    erfc_pos, exp_f64, fma, gelu_grad_slice, gelu_slice, logsigmoid_grad_slice, logsigmoid_slice,
-    silu_grad_slice, silu_slice, softplus_grad_slice, softplus_slice,
+    elu_grad_slice, elu_slice, erfc_pos, exp_f64, fma, gelu_grad_slice, gelu_slice,
+    logsigmoid_grad_slice, logsigmoid_slice, silu_grad_slice, silu_slice, softplus_grad_slice,
+    softplus_slice, EluF32,
 };
 use crate::tensor::{DType, Tensor};
 
@@ -560,6 +561,14 @@ fn fwd_loop<const V: u8, const F: bool>(
         (V_GELU, _) => gelu_slice::<F>(x, out),
         (V_SILU, _) => silu_slice::<F>(x, out),
         (V_LOGSIGMOID, _) => logsigmoid_slice::<F>(x, out),
+        (
+            V_ELU,
+            Act::Elu {
+                alpha,
+                scale,
+                input_scale: 1.0,
+            },
+        ) => elu_slice::<F>(x, EluF32::new(alpha, scale), out),
         (V_SOFTPLUS, Act::Softplus { beta, threshold }) if f32_lanes_softplus(beta, threshold) => {
             softplus_slice::<F>(x, threshold as f32, out)
         }
@@ -598,6 +607,14 @@ fn bwd_loop<const V: u8, const F: bool>(
         (V_GELU, _) => return gelu_grad_slice::<F>(g, x, out),
         (V_SILU, _) => return silu_grad_slice::<F>(g, x, out),
         (V_LOGSIGMOID, _) => return logsigmoid_grad_slice::<F>(g, x, out),
+        (
+            V_ELU,
+            Act::Elu {
+                alpha,
+                scale,
+                input_scale: 1.0,
+            },
+        ) => return elu_grad_slice::<F>(g, x, EluF32::new(alpha, scale), out),
         (V_SOFTPLUS, Act::Softplus { beta, threshold }) if f32_lanes_softplus(beta, threshold) => {
             return softplus_grad_slice::<F>(g, x, threshold as f32, out)
         }
