@@ -6,8 +6,10 @@
 //! reduce (sin/cos beyond 2^28·π/2, inf, NaN; log of non-positive, inf, NaN) are recomputed with
 //! std's scalar functions, chunk by chunk, so the common case pays only a vectorised range check.
 //!
-//! gelu and its gradient (for the activation kernels) run on float32 lanes instead, with error
-//! terms carried in extra floats where a rounding would cost an ulp (see that section).
+//! gelu, silu, softplus, logsigmoid, the elu family and their gradients (for the activation
+//! kernels) and the softmax rows' e^y run on float32 lanes instead (twice the lanes per vector),
+//! with error terms carried in extra floats where a rounding would cost an ulp (see those
+//! sections).
 //!
 //! Each kernel is compiled for AVX-512, AVX2+FMA and the baseline target by `multiversion`,
 //! which picks one at first call from the running CPU (a wheel cannot assume AVX2).
