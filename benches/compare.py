@@ -456,6 +456,38 @@ def silu() -> Dict[str, Any]:
     return {"make": make, "unit": "ms/step", "scale": 1e3}
 
 
+def log_softmax() -> Dict[str, Any]:
+    x0 = _rand(256, 1024, scale=3.0)
+    w0 = _rand(256, 1024)
+
+    def make(lib: Any) -> Callable[[], None]:
+        x = _leaf(lib, x0)
+        w = lib.tensor(w0)
+
+        def step() -> None:
+            (lib.nn.functional.log_softmax(x, dim=-1) * w).sum().backward()
+            x.grad = None
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
+def softplus() -> Dict[str, Any]:
+    x0 = _rand(512, 512)
+
+    def make(lib: Any) -> Callable[[], None]:
+        x = _leaf(lib, x0)
+
+        def step() -> None:
+            lib.nn.functional.softplus(x).sum().backward()
+            x.grad = None
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
 def softmax() -> Dict[str, Any]:
     x0 = _rand(256, 1024, scale=3.0)
     w0 = _rand(256, 1024)
@@ -683,6 +715,8 @@ WORKLOADS = {
     "gelu": (gelu, 1.00),
     "silu": (silu, 1.00),
     "softmax": (softmax, 1.00),
+    "log_softmax": (log_softmax, 1.00),
+    "softplus": (softplus, 1.00),
     "cross_entropy": (cross_entropy, 1.00),
     "conv2d": (conv2d, 1.00),
     "max_pool2d": (max_pool2d, 1.00),

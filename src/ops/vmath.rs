@@ -6,8 +6,10 @@
 //! reduce (sin/cos beyond 2^28·π/2, inf, NaN; log of non-positive, inf, NaN) are recomputed with
 //! std's scalar functions, chunk by chunk, so the common case pays only a vectorised range check.
 //!
-//! gelu and its gradient (for the activation kernels) run on float32 lanes instead, with error
-//! terms carried in extra floats where a rounding would cost an ulp (see that section).
+//! gelu, silu, softplus, logsigmoid, the elu family and their gradients (for the activation
+//! kernels) and the softmax rows' e^y run on float32 lanes instead (twice the lanes per vector),
+//! with error terms carried in extra floats where a rounding would cost an ulp (see those
+//! sections).
 //!
 //! Each kernel is compiled for AVX-512, AVX2+FMA and the baseline target by `multiversion`,
 //! which picks one at first call from the running CPU (a wheel cannot assume AVX2).
@@ -801,4 +803,498 @@ pub(crate) fn gelu_grad_slice<const F: bool>(
             }
         }
     }
+}
+
+// ----- float32 lanes: e^-|x| and silu ----------------------------------------------------------
+//
+// silu(x) = x / (1 + e^-x) and its gradient on float32 lanes. e^-|x| comes as 2^(n+64) (1 + q)
+// with q = e^r - 1 unrounded, so x e^x for x < 0 is formed as x + x q (one rounding, its error
+// kept) and scaled at the end; the denominator 1 + E is split exactly into two floats and one
+// Newton step corrects the quotient, so the result is within about one ulp (a plain division
+// chain costs 2.4).
+
+/// |x| beyond which silu(x) for x < 0 rounds to -0 (112 e^-112 is below half the smallest
+/// denormal); e^-|x| is evaluated at this clamp there, so its scale stays a normal float.
+const SILU_CLAMP: f32 = 112.0;
+/// Above it, e^-|x| is below 2^-57 and vanishes beside 1 (0 is used, avoiding an underflow).
+const EXP_NEG_NEGLIGIBLE: f32 = 40.0;
+
+/// e^-a for a = min(|x|, [`SILU_CLAMP`]) as `(2^(n + 64), q)` with e^-a = 2^n (1 + q),
+/// q = e^r - 1 for the reduced |r| <= ln2/2 (relative error near 2^-26; NaN propagates).
+#[inline(always)]
+fn exp_neg_parts<const F: bool>(ac: f32) -> (f32, f32) {
+    let y = -ac;
+    let t = fma32::<F>(y, std::f32::consts::LOG2_E, ROUND_MAGIC_F32);
+    let n = t - ROUND_MAGIC_F32;
+    // y - n ln2_hi is exact (n has at most 8 bits); the low part's rounding is below 2^-26 r.
+    let r = fma32::<F>(n, -LN2_HI_F32, y);
+    let r = fma32::<F>(n, -LN2_LO_F32, r);
+    let q = fma32::<F>(r * r, horner32::<F, 6>(r, &EXPM1_R2), r);
+    // n + 64 + 127 in [19, 191] sits in t's low bits; shifted into the exponent field.
+    let scale = f32::from_bits(t.to_bits().wrapping_add(191) << 23);
+    (scale, q)
+}
+
+/// The shared part of silu and its gradient: `(a, ac, scale, q, e)` with a = |x|, ac its clamp,
+/// e^-ac = scale 2^-64 (1 + q) and e = e^-|x| itself where it matters beside 1 (else 0).
+#[inline(always)]
+fn silu_common<const F: bool>(x: f32) -> (f32, f32, f32, f32, f32) {
+    let a = x.abs();
+    // NaN passes (the comparison is false).
+    let ac = if a > SILU_CLAMP { SILU_CLAMP } else { a };
+    let (scale, q) = exp_neg_parts::<F>(ac);
+    let unscale = if a < EXP_NEG_NEGLIGIBLE { TWO_M64 } else { 0.0 };
+    let e = scale * (1.0 + q) * unscale;
+    (a, ac, scale, q, e)
+}
+
+/// 2^-64 where the result of an x < 0 lane is a float, 0 where it rounds to zero.
+#[inline(always)]
+fn silu_unscale(a: f32) -> f32 {
+    if a < SILU_CLAMP {
+        TWO_M64
+    } else {
+        0.0
+    }
+}
+
+/// silu(x) = x sigmoid(x) in float32, within about one ulp of the exact value (denormals
+/// included). NaN and -inf give NaN (x · 0, as float64 computes it), +inf gives inf, -0 gives
+/// -0.
+#[inline(always)]
+fn silu_f32<const F: bool>(x: f32) -> f32 {
+    let (a, ac, scale, q, e) = silu_common::<F>(x);
+    // 1 + e = h + l exactly (1 >= e).
+    let h = 1.0 + e;
+    let l = (1.0 - h) + e;
+    let inv = 1.0 / h;
+    // Numerator: x for x >= 0; x e^x 2^64 / 2^n = x (1 + q) = ph + pl for x < 0 (x clamped:
+    // beyond the clamp the result is -0 anyway).
+    let neg = x < 0.0;
+    let xn = -ac;
+    let ph = fma32::<F>(xn, q, xn);
+    let pl = fma32::<F>(xn, q, xn - ph);
+    let (nh, nl) = if neg { (ph, pl) } else { (x, 0.0) };
+    // One Newton step on nh + nl = y (h + l).
+    let y0 = nh * inv;
+    let res = fma32::<F>(-y0, h, nh) + (nl - y0 * l);
+    let y = fma32::<F>(res, inv, y0);
+    let v = if neg {
+        (y * scale) * silu_unscale(a)
+    } else {
+        y
+    };
+    // Beyond 20, e^-x is below a quarter ulp of x (and +inf would give inf - inf above).
+    let v = if x > 20.0 { x } else { v };
+    // Below 2^-25, x/2 is the correctly rounded value (and keeps -0's sign).
+    let v = if a < 2.980_232_2e-8 { 0.5 * x } else { v };
+    if x == f32::NEG_INFINITY {
+        f32::NAN
+    } else {
+        v
+    }
+}
+
+/// silu'(x) = s (1 + x (1 - s)), s = sigmoid(x), in float32: 1/(1 + e) + x e/(1 + e)² for
+/// x >= 0, e/(1 + e) (1 + x/(1 + e)) below (e = e^-|x|). NaN at ±inf and NaN, as float64
+/// computes it (inf · 0).
+#[inline(always)]
+fn silu_grad_f32<const F: bool>(x: f32) -> f32 {
+    let (a, _, scale, q, e) = silu_common::<F>(x);
+    let inv = 1.0 / (1.0 + e);
+    let neg = (scale * (1.0 + q)) * inv * fma32::<F>(x, inv, 1.0) * silu_unscale(a);
+    let pos = fma32::<F>(x * e * inv, inv, inv);
+    if x < 0.0 {
+        neg
+    } else {
+        pos
+    }
+}
+
+/// |x| below which [`silu_near_f32`] and [`silu_grad_near_f32`] apply: e^-x and e^x are then
+/// normal floats.
+const SILU_NEAR: f32 = 86.0;
+
+/// e^-x for |x| < [`SILU_NEAR`] as `(2^n, q, n)` with e^-x = 2^n (1 + q) (no clamps, no
+/// scaling: the common case's short path).
+#[inline(always)]
+fn exp_neg_near<const F: bool>(x: f32) -> (f32, f32, f32) {
+    let y = -x;
+    let t = fma32::<F>(y, std::f32::consts::LOG2_E, ROUND_MAGIC_F32);
+    let n = t - ROUND_MAGIC_F32;
+    let r = fma32::<F>(n, -LN2_HI_F32, y);
+    let r = fma32::<F>(n, -LN2_LO_F32, r);
+    let q = fma32::<F>(r * r, horner32::<F, 6>(r, &EXPM1_R2), r);
+    (f32::from_bits(t.to_bits().wrapping_add(127) << 23), q, n)
+}
+
+/// silu(x) = x / (1 + e^-x) for |x| < [`SILU_NEAR`], within 1.7 ulp: the denominator
+/// 1 + 2^n (1 + q) is formed with one rounding (as 2^n q + (1 + 2^n), exact for n <= 23, or
+/// 2^n (q + 2^-n) + 2^n, whose inner sum rounds below 2^-26 of the total, for n >= 1), then
+/// one division. -0 gives -0.
+#[inline(always)]
+fn silu_near_f32<const F: bool>(x: f32) -> f32 {
+    let (p, q, n) = exp_neg_near::<F>(x);
+    // 2^-n from n's bits, as 2^n is (only used where n >= 1).
+    let t = n + ROUND_MAGIC_F32;
+    let pinv = f32::from_bits(127u32.wrapping_sub(t.to_bits()) << 23);
+    let (c, b) = if n >= 1.0 {
+        (q + pinv, p)
+    } else {
+        (q, 1.0 + p)
+    };
+    x / fma32::<F>(p, c, b)
+}
+
+/// silu'(x) = s (1 + x (1 - s)) with s = 1/(1 + e^-x) and 1 - s = e^-x s, for
+/// |x| < [`SILU_NEAR`].
+#[inline(always)]
+fn silu_grad_near_f32<const F: bool>(x: f32) -> f32 {
+    let (p, q, _) = exp_neg_near::<F>(x);
+    let e = fma32::<F>(p, q, p);
+    let s = 1.0 / (1.0 + e);
+    s * fma32::<F>(x, e * s, 1.0)
+}
+
+/// Elements per block of the silu drivers: a block whose |x| are all below [`SILU_NEAR`]
+/// (every block of ordinary activations) takes the short path.
+const SILU_BLOCK: usize = 64;
+
+#[inline(always)]
+fn all_silu_near(x: &[f32]) -> bool {
+    // NaN compares false, so it takes the full path.
+    x.iter().fold(true, |acc, &v| acc & (v.abs() < SILU_NEAR))
+}
+
+/// `out = silu(x)` on float32 lanes (`x` and `out` of one length); `F`: the target has FMA.
+#[inline(always)]
+pub(crate) fn silu_slice<const F: bool>(x: &[f32], out: &mut [MaybeUninit<f32>]) {
+    for (xc, oc) in x.chunks(SILU_BLOCK).zip(out.chunks_mut(SILU_BLOCK)) {
+        if all_silu_near(xc) {
+            for (o, &v) in oc.iter_mut().zip(xc) {
+                o.write(silu_near_f32::<F>(v));
+            }
+        } else {
+            for (o, &v) in oc.iter_mut().zip(xc) {
+                o.write(silu_f32::<F>(v));
+            }
+        }
+    }
+}
+
+/// `out = g · silu'(x)` on float32 lanes, `g` a slice as long as `x` or one broadcast value.
+#[inline(always)]
+pub(crate) fn silu_grad_slice<const F: bool>(
+    g: Result<&[f32], f32>,
+    x: &[f32],
+    out: &mut [MaybeUninit<f32>],
+) {
+    for (k, (xc, oc)) in x
+        .chunks(SILU_BLOCK)
+        .zip(out.chunks_mut(SILU_BLOCK))
+        .enumerate()
+    {
+        let near = all_silu_near(xc);
+        match g {
+            Ok(g) => {
+                let gc = &g[k * SILU_BLOCK..k * SILU_BLOCK + xc.len()];
+                if near {
+                    for ((o, &v), &gv) in oc.iter_mut().zip(xc).zip(gc) {
+                        o.write(gv * silu_grad_near_f32::<F>(v));
+                    }
+                } else {
+                    for ((o, &v), &gv) in oc.iter_mut().zip(xc).zip(gc) {
+                        o.write(gv * silu_grad_f32::<F>(v));
+                    }
+                }
+            }
+            Err(gv) => {
+                if near {
+                    for (o, &v) in oc.iter_mut().zip(xc) {
+                        o.write(gv * silu_grad_near_f32::<F>(v));
+                    }
+                } else {
+                    for (o, &v) in oc.iter_mut().zip(xc) {
+                        o.write(gv * silu_grad_f32::<F>(v));
+                    }
+                }
+            }
+        }
+    }
+}
+
+// ----- float32 lanes: e^y for the softmax rows -------------------------------------------------
+
+/// y below which e^y rounds to 0 in float32 (e^-104 is under half the smallest denormal).
+const EXP_ROW_CLAMP: f32 = -104.0;
+
+/// e^y in float32 for y <= 40 (softmax's `x - max`, log-softmax's output), within about one
+/// ulp (measured: 1.004), denormal results included; -inf gives 0 and NaN passes.
+/// 2^(n + 64) (1 + q) is formed with one rounding and scaled by 2^-64 at the end, so only a
+/// result that is itself denormal takes a denormal step.
+#[inline(always)]
+pub(crate) fn exp_row_f32<const F: bool>(y: f32) -> f32 {
+    let (scale, q, unscale) = exp_scaled::<F>(y);
+    fma32::<F>(scale, q, scale) * unscale
+}
+
+/// e^y for y <= 40 as `(2^(n + 64), q, u)` with e^y = 2^(n + 64) (1 + q) u: u is 2^-64, or 0
+/// below [`EXP_ROW_CLAMP`] (NaN: 0, and NaN stays in q).
+#[inline(always)]
+fn exp_scaled<const F: bool>(y: f32) -> (f32, f32, f32) {
+    // NaN passes the clamp (the comparison is false).
+    let yc = if y < EXP_ROW_CLAMP { EXP_ROW_CLAMP } else { y };
+    let t = fma32::<F>(yc, std::f32::consts::LOG2_E, ROUND_MAGIC_F32);
+    let n = t - ROUND_MAGIC_F32;
+    let r = fma32::<F>(n, -LN2_HI_F32, yc);
+    let r = fma32::<F>(n, -LN2_LO_F32, r);
+    let q = fma32::<F>(r * r, horner32::<F, 6>(r, &EXPM1_R2), r);
+    // n + 64 + 127 in [41, 249] sits in t's low bits; shifted into the exponent field.
+    let scale = f32::from_bits(t.to_bits().wrapping_add(191) << 23);
+    // Below the clamp the result is 0; NaN gives NaN · 0.
+    let unscale = if y >= EXP_ROW_CLAMP { TWO_M64 } else { 0.0 };
+    (scale, q, unscale)
+}
+
+// ----- float32 lanes: softplus and logsigmoid ----------------------------------------------------
+//
+// Both are ln(1 + u) with u = e^-|x| in (0, 1], plus max(x, 0) or from min(x, 0). u is kept as
+// two floats (its rounding error too), ln(1 + u) = 2 atanh(s) with s = u / (2 + u) from an
+// exact 2 + u and one Newton step, then 2s plus a series in s² (s <= 1/3). Within 1.7 ulp.
+
+/// 2/(2k + 3) for k = 6 down to 0: (2 atanh(s) - 2s) / s³ in s², Horner order.
+const ATANH_S2: [f32; 7] = [
+    2.0 / 15.0,
+    2.0 / 13.0,
+    2.0 / 11.0,
+    2.0 / 9.0,
+    2.0 / 7.0,
+    2.0 / 5.0,
+    2.0 / 3.0,
+];
+
+/// e^-a for a >= 0 as `(h, l)`: h rounded, l its rounding error (0 beyond 104; NaN passes).
+#[inline(always)]
+fn exp_neg_split<const F: bool>(a: f32) -> (f32, f32) {
+    let (scale, q, unscale) = exp_scaled::<F>(-a);
+    let h = fma32::<F>(scale, q, scale);
+    // scale - h is exact (h / scale is in [0.7, 1.5]).
+    let l = fma32::<F>(scale, q, scale - h);
+    (h * unscale, l * unscale)
+}
+
+/// ln(1 + u) for u = h + l in [0, 1].
+#[inline(always)]
+fn ln1p_unit_f32<const F: bool>(h: f32, l: f32) -> f32 {
+    // 2 + u = den + dl exactly (2 >= u); s = u / (2 + u) by one Newton step on s0.
+    let den = 2.0 + h;
+    let dl = ((2.0 - den) + h) + l;
+    let r = 1.0 / den;
+    let s0 = h * r;
+    let e = (fma32::<F>(-s0, den, h) + l) - s0 * dl;
+    let s = fma32::<F>(e, r, s0);
+    let z = s * s;
+    fma32::<F>(s * z, horner32::<F, 7>(z, &ATANH_S2), 2.0 * s)
+}
+
+/// softplus(x) = ln(1 + e^x) (beta 1), or x above `threshold`. -inf gives 0, +inf inf, NaN NaN.
+#[inline(always)]
+fn softplus_f32<const F: bool>(x: f32, threshold: f32) -> f32 {
+    let (h, l) = exp_neg_split::<F>(x.abs());
+    let v = x.max(0.0) + ln1p_unit_f32::<F>(h, l);
+    if x > threshold {
+        x
+    } else {
+        v
+    }
+}
+
+/// softplus'(x) = sigmoid(x) (beta 1), or 1 above `threshold`.
+#[inline(always)]
+fn softplus_grad_f32<const F: bool>(x: f32, threshold: f32) -> f32 {
+    let (h, _) = exp_neg_split::<F>(x.abs());
+    let inv = 1.0 / (1.0 + h);
+    let d = if x < 0.0 { h * inv } else { inv };
+    if x > threshold {
+        1.0
+    } else {
+        d
+    }
+}
+
+/// logsigmoid(x) = min(x, 0) - ln(1 + e^-|x|). -inf gives -inf, +inf 0, NaN NaN.
+#[inline(always)]
+fn logsigmoid_f32<const F: bool>(x: f32) -> f32 {
+    let (h, l) = exp_neg_split::<F>(x.abs());
+    x.min(0.0) - ln1p_unit_f32::<F>(h, l)
+}
+
+/// logsigmoid'(x) = sigmoid(-x).
+#[inline(always)]
+fn logsigmoid_grad_f32<const F: bool>(x: f32) -> f32 {
+    let (h, _) = exp_neg_split::<F>(x.abs());
+    let inv = 1.0 / (1.0 + h);
+    if x < 0.0 {
+        inv
+    } else {
+        h * inv
+    }
+}
+
+/// `out = softplus(x)` (beta 1) on float32 lanes.
+#[inline(always)]
+pub(crate) fn softplus_slice<const F: bool>(
+    x: &[f32],
+    threshold: f32,
+    out: &mut [MaybeUninit<f32>],
+) {
+    for (o, &v) in out.iter_mut().zip(x) {
+        o.write(softplus_f32::<F>(v, threshold));
+    }
+}
+
+/// `out = logsigmoid(x)` on float32 lanes.
+#[inline(always)]
+pub(crate) fn logsigmoid_slice<const F: bool>(x: &[f32], out: &mut [MaybeUninit<f32>]) {
+    for (o, &v) in out.iter_mut().zip(x) {
+        o.write(logsigmoid_f32::<F>(v));
+    }
+}
+
+/// `out = g · softplus'(x)` (beta 1), `g` a slice as long as `x` or one broadcast value.
+#[inline(always)]
+pub(crate) fn softplus_grad_slice<const F: bool>(
+    g: Result<&[f32], f32>,
+    x: &[f32],
+    threshold: f32,
+    out: &mut [MaybeUninit<f32>],
+) {
+    grad_slice(g, x, out, |v| softplus_grad_f32::<F>(v, threshold))
+}
+
+/// `out = g · logsigmoid'(x)`, `g` a slice as long as `x` or one broadcast value.
+#[inline(always)]
+pub(crate) fn logsigmoid_grad_slice<const F: bool>(
+    g: Result<&[f32], f32>,
+    x: &[f32],
+    out: &mut [MaybeUninit<f32>],
+) {
+    grad_slice(g, x, out, logsigmoid_grad_f32::<F>)
+}
+
+/// `out = g · d(x)`, `g` a slice or one broadcast value.
+#[inline(always)]
+fn grad_slice(
+    g: Result<&[f32], f32>,
+    x: &[f32],
+    out: &mut [MaybeUninit<f32>],
+    d: impl Fn(f32) -> f32,
+) {
+    match g {
+        Ok(g) => {
+            for ((o, &v), &gv) in out.iter_mut().zip(x).zip(g) {
+                o.write(gv * d(v));
+            }
+        }
+        Err(gv) => {
+            for (o, &v) in out.iter_mut().zip(x) {
+                o.write(gv * d(v));
+            }
+        }
+    }
+}
+
+// ----- float32 lanes: the elu family -------------------------------------------------------------
+//
+// elu, selu and celu with input scale 1: scale x above 0, scale alpha (e^x - 1) below. e^x - 1
+// = 2^n q + (2^n - 1) is kept as two floats and multiplied by scale alpha held as two floats,
+// so the result rounds once after the polynomial (within 1.7 ulp for selu's constants).
+
+/// e^y - 1 is -1 in float32 below this (and 2^n stays a normal float).
+const EXPM1_CLAMP: f32 = -30.0;
+
+/// e^y for y <= 0 as `(2^n, q)`, e^y = 2^n (1 + q), y clamped at [`EXPM1_CLAMP`] (NaN passes).
+#[inline(always)]
+fn exp_nonpos_parts<const F: bool>(y: f32) -> (f32, f32) {
+    let yc = if y < EXPM1_CLAMP { EXPM1_CLAMP } else { y };
+    let t = fma32::<F>(yc, std::f32::consts::LOG2_E, ROUND_MAGIC_F32);
+    let n = t - ROUND_MAGIC_F32;
+    let r = fma32::<F>(n, -LN2_HI_F32, yc);
+    let r = fma32::<F>(n, -LN2_LO_F32, r);
+    let q = fma32::<F>(r * r, horner32::<F, 6>(r, &EXPM1_R2), r);
+    (f32::from_bits(t.to_bits().wrapping_add(127) << 23), q)
+}
+
+/// The elu family's constants in float32: `scale`, and `scale · alpha` as `hi + lo`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct EluF32 {
+    scale: f32,
+    sa_hi: f32,
+    sa_lo: f32,
+}
+
+impl EluF32 {
+    /// From the float64 parameters (input scale 1).
+    pub(crate) fn new(alpha: f64, scale: f64) -> EluF32 {
+        let sa = scale * alpha;
+        let sa_hi = sa as f32;
+        EluF32 {
+            scale: scale as f32,
+            sa_hi,
+            sa_lo: (sa - sa_hi as f64) as f32,
+        }
+    }
+}
+
+/// `scale x` for x > 0, `scale alpha (e^x - 1)` otherwise; NaN gives NaN, -inf -scale alpha.
+#[inline(always)]
+fn elu_f32<const F: bool>(x: f32, c: EluF32) -> f32 {
+    let pos = x > 0.0;
+    // NaN stays (the comparison is false).
+    let y = if pos { 0.0 } else { x };
+    let (p, q) = exp_nonpos_parts::<F>(y);
+    // 2^n - 1 is exact for n >= -24 and within 2^-25 of -1 below.
+    let m = p - 1.0;
+    let h = fma32::<F>(p, q, m);
+    let l = fma32::<F>(p, q, m - h);
+    let neg = fma32::<F>(c.sa_hi, h, fma32::<F>(c.sa_lo, h, c.sa_hi * l));
+    if pos {
+        c.scale * x
+    } else {
+        neg
+    }
+}
+
+/// The derivative: `scale` for x > 0, `scale alpha e^x` otherwise.
+#[inline(always)]
+fn elu_grad_f32<const F: bool>(x: f32, c: EluF32) -> f32 {
+    let pos = x > 0.0;
+    let y = if pos { 0.0 } else { x };
+    // Not clamped at -30 as e^x - 1 is: e^x itself runs down to the denormals.
+    let e = exp_row_f32::<F>(y);
+    let neg = fma32::<F>(c.sa_hi, e, c.sa_lo * e);
+    if pos {
+        c.scale
+    } else {
+        neg
+    }
+}
+
+/// `out = elu(x)` (input scale 1) on float32 lanes.
+#[inline(always)]
+pub(crate) fn elu_slice<const F: bool>(x: &[f32], c: EluF32, out: &mut [MaybeUninit<f32>]) {
+    for (o, &v) in out.iter_mut().zip(x) {
+        o.write(elu_f32::<F>(v, c));
+    }
+}
+
+/// `out = g · elu'(x)` (input scale 1), `g` a slice as long as `x` or one broadcast value.
+#[inline(always)]
+pub(crate) fn elu_grad_slice<const F: bool>(
+    g: Result<&[f32], f32>,
+    x: &[f32],
+    c: EluF32,
+    out: &mut [MaybeUninit<f32>],
+) {
+    grad_slice(g, x, out, |v| elu_grad_f32::<F>(v, c))
 }

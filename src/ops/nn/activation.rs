@@ -4,9 +4,9 @@
 //! Each activation is one elementwise kernel and one node named as torch's. The formulas are
 //! written once over f64 and generic in [`Math`]: float32 tensors run them on f64 lanes with
 //! the branch-free vectorisable exp/erfc of `vmath` (then round once), float64 tensors with
-//! std/libm. Exact gelu on float32 runs on float32 lanes instead (`vmath::gelu_slice`). The
-//! backward is one fused pass `g * f'(x)` unless a graph of the backward is being built; then
-//! `f'(x)` is written with differentiable ops, so double backward works.
+//! std/libm. Exact gelu, silu, logsigmoid, softplus (beta 1) and the elu family (input scale 1)
+//! on float32 run on float32 lanes instead (`vmath`). The backward is one fused pass `g * f'(x)` unless a graph of the backward
+//! is being built; then `f'(x)` is written with differentiable ops, so double backward works.
 
 use crate::autograd::grad_mode::GradModeGuard;
 use crate::autograd::node::{needs_grad, record};
@@ -17,7 +17,11 @@ use multiversion::multiversion;
 
 use crate::ops::elementwise::{collect_chunks, map_with, zip_with, PAR_MIN_VMATH};
 use crate::ops::unary::fusable;
-use crate::ops::vmath::{erfc_pos, exp_f64, fma, gelu_grad_slice, gelu_slice};
+use crate::ops::vmath::{
+    elu_grad_slice, elu_slice, erfc_pos, exp_f64, fma, gelu_grad_slice, gelu_slice,
+    logsigmoid_grad_slice, logsigmoid_slice, silu_grad_slice, silu_slice, softplus_grad_slice,
+    softplus_slice, EluF32,
+};
 use crate::tensor::{DType, Tensor};
 
 /// The scalar functions the activation formulas need.
@@ -529,21 +533,49 @@ impl<const V: u8> Monomorphic<V> {
     }
 }
 
-/// `out = f(x)` over one chunk of float32 (f64 lanes; gelu on float32 lanes).
+/// softplus on float32 lanes: beta 1 (else beta x would round before the formula) and a
+/// threshold a float32 holds (so `x > threshold` decides as in float64).
+#[inline(always)]
+fn f32_lanes_softplus(beta: f64, threshold: f64) -> bool {
+    beta == 1.0 && threshold as f32 as f64 == threshold
+}
+
+/// `out = f(x)` over one chunk of float32 (f64 lanes, or float32 lanes where `vmath` has them).
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma", "x86_64+avx2+avx+fma"))]
 fn fwd_chunk<const V: u8>(k: Monomorphic<V>, x: &[f32], out: &mut [MaybeUninit<f32>]) {
     if multiversion::target::target_cfg_f!(target_feature = "fma") {
-        if V == V_GELU {
-            return gelu_slice::<true>(x, out);
-        }
-        for (o, &v) in out.iter_mut().zip(x) {
-            o.write(k.act().f::<Fast<true>>(v as f64) as f32);
-        }
-    } else if V == V_GELU {
-        gelu_slice::<false>(x, out)
+        fwd_loop::<V, true>(k, x, out)
     } else {
-        for (o, &v) in out.iter_mut().zip(x) {
-            o.write(k.act().f::<Fast<false>>(v as f64) as f32);
+        fwd_loop::<V, false>(k, x, out)
+    }
+}
+
+#[inline(always)]
+fn fwd_loop<const V: u8, const F: bool>(
+    k: Monomorphic<V>,
+    x: &[f32],
+    out: &mut [MaybeUninit<f32>],
+) {
+    // float32 lanes where written (twice the width of the f64 formulas below).
+    match (V, k.act()) {
+        (V_GELU, _) => gelu_slice::<F>(x, out),
+        (V_SILU, _) => silu_slice::<F>(x, out),
+        (V_LOGSIGMOID, _) => logsigmoid_slice::<F>(x, out),
+        (
+            V_ELU,
+            Act::Elu {
+                alpha,
+                scale,
+                input_scale: 1.0,
+            },
+        ) => elu_slice::<F>(x, EluF32::new(alpha, scale), out),
+        (V_SOFTPLUS, Act::Softplus { beta, threshold }) if f32_lanes_softplus(beta, threshold) => {
+            softplus_slice::<F>(x, threshold as f32, out)
+        }
+        _ => {
+            for (o, &v) in out.iter_mut().zip(x) {
+                o.write(k.act().f::<Fast<F>>(v as f64) as f32);
+            }
         }
     }
 }
@@ -570,9 +602,23 @@ fn bwd_loop<const V: u8, const F: bool>(
     x: &[f32],
     out: &mut [MaybeUninit<f32>],
 ) {
-    if V == V_GELU {
-        // float32 lanes throughout (the f64 formulas below run at half the width).
-        return gelu_grad_slice::<F>(g, x, out);
+    // float32 lanes where written (the f64 formulas below run at half the width).
+    match (V, k.act()) {
+        (V_GELU, _) => return gelu_grad_slice::<F>(g, x, out),
+        (V_SILU, _) => return silu_grad_slice::<F>(g, x, out),
+        (V_LOGSIGMOID, _) => return logsigmoid_grad_slice::<F>(g, x, out),
+        (
+            V_ELU,
+            Act::Elu {
+                alpha,
+                scale,
+                input_scale: 1.0,
+            },
+        ) => return elu_grad_slice::<F>(g, x, EluF32::new(alpha, scale), out),
+        (V_SOFTPLUS, Act::Softplus { beta, threshold }) if f32_lanes_softplus(beta, threshold) => {
+            return softplus_grad_slice::<F>(g, x, threshold as f32, out)
+        }
+        _ => {}
     }
     match g {
         Ok(g) => {
