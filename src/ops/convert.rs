@@ -22,8 +22,16 @@ fn convert_vec<S: Element, D: Element>(src: &[S]) -> Vec<D> {
 
 fn convert_to<D: Element>(t: &Tensor) -> Result<Vec<D>> {
     if t.dtype() == D::DTYPE {
-        // A plain copy (strided gather when not contiguous), no per-element conversion.
-        return t.to_vec::<D>();
+        // A plain copy, no per-element conversion; a strided view through the tiled copy
+        // kernel (a permute's or a transpose's `contiguous()`).
+        if t.is_contiguous() {
+            return t.to_vec::<D>();
+        }
+        let guard = t.storage().read();
+        let data = D::data(&guard).ok_or_else(|| {
+            Error::runtime(format!("internal error: storage is not {:?}", D::DTYPE))
+        })?;
+        return crate::ops::permute_copy::permuted_copy(t.layout(), data.as_slice());
     }
     Ok(match t.dtype() {
         DType::Float32 => t.with_contiguous_slice::<f32, _>(convert_vec::<f32, D>)?,
