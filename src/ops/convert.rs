@@ -27,11 +27,7 @@ fn convert_to<D: Element>(t: &Tensor) -> Result<Vec<D>> {
         if t.is_contiguous() {
             return t.to_vec::<D>();
         }
-        let guard = t.storage().read();
-        let data = D::data(&guard).ok_or_else(|| {
-            Error::runtime(format!("internal error: storage is not {:?}", D::DTYPE))
-        })?;
-        return crate::ops::permute_copy::permuted_copy(t.layout(), data.as_slice());
+        return crate::ops::permute_copy::copy_layout(t, t.layout());
     }
     Ok(match t.dtype() {
         DType::Float32 => t.with_contiguous_slice::<f32, _>(convert_vec::<f32, D>)?,

@@ -11,7 +11,8 @@
 
 use crate::error::{Error, Result};
 use crate::parallel::SendPtr;
-use crate::tensor::Layout;
+use crate::tensor::storage::{contiguous_strides, Data};
+use crate::tensor::{Buffer, DType, Element, Layout, Tensor};
 
 /// One dimension of the copy: size, stride in the source, stride in the destination.
 #[derive(Clone, Copy, Debug)]
@@ -89,6 +90,47 @@ pub(crate) fn permuted_copy<T: Copy + Send + Sync>(layout: &Layout, data: &[T]) 
     // SAFETY: the tasks above wrote all `numel` elements.
     unsafe { out.set_len(numel) };
     Ok(out)
+}
+
+/// The elements of `t`'s storage that `layout` addresses, in row-major order.
+///
+/// Errors: `t` not holding `T`, or those of [`permuted_copy`].
+pub(crate) fn copy_layout<T: Element>(t: &Tensor, layout: &Layout) -> Result<Vec<T>> {
+    let guard = t.storage().read();
+    let data = T::data(&guard)
+        .ok_or_else(|| Error::runtime(format!("internal error: storage is not {:?}", T::DTYPE)))?;
+    permuted_copy(layout, data.as_slice())
+}
+
+/// `x` read as the row-major shape `view`, permuted by `perm` and copied into a new row-major
+/// tensor of shape `shape` (as many elements), without recording: pixel_shuffle's
+/// `reshape(view).permute(perm).contiguous().reshape(shape)` in one copy, the result owning its
+/// storage alone (a reshaped view keeps its base alive, so the engine could not take it as
+/// `.grad` without another copy).
+pub(crate) fn permute_reshape_copy(
+    x: &Tensor,
+    view: &[usize],
+    perm: &[usize],
+    shape: &[usize],
+) -> Result<Tensor> {
+    let x = if x.is_contiguous() {
+        x.clone()
+    } else {
+        crate::ops::convert::copy_raw(x)?
+    };
+    let strides = contiguous_strides(view);
+    let layout = Layout {
+        shape: perm.iter().map(|&p| view[p]).collect(),
+        strides: perm.iter().map(|&p| strides[p]).collect(),
+        offset: x.layout().offset,
+    };
+    let buf = match x.dtype() {
+        DType::Float32 => Buffer::F32(Data::Own(copy_layout::<f32>(&x, &layout)?)),
+        DType::Float64 => Buffer::F64(Data::Own(copy_layout::<f64>(&x, &layout)?)),
+        DType::Int64 => Buffer::I64(Data::Own(copy_layout::<i64>(&x, &layout)?)),
+        DType::Bool => Buffer::Bool(Data::Own(copy_layout::<bool>(&x, &layout)?)),
+    };
+    Tensor::from_buffer(buf, shape)
 }
 
 /// The outer dimensions (outermost first) and the inner kernel for a copy of `layout`.
