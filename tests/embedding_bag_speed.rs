@@ -136,7 +136,7 @@ fn parallel_bags_and_row_split_gradient_match_closed_forms_at_any_thread_count()
                     .to_dtype(dtype)
                     .unwrap();
                 let grads = autograd::grad(
-                    &[out.clone()],
+                    std::slice::from_ref(&out),
                     std::slice::from_ref(&w),
                     GradOptions {
                         grad_outputs: vec![Some(g)],
