@@ -74,11 +74,23 @@ pub(crate) fn permuted_copy<T: Copy + Send + Sync>(layout: &Layout, data: &[T]) 
         0
     };
     // A few blocks per thread so one slow thread does not hold the others up.
-    let tasks = if helpers == 0 {
-        1
-    } else {
-        count.min((helpers + 1) * 4)
-    };
+    let want = (helpers + 1) * 4;
+    if let Inner::Tile(k, l) = inner {
+        if helpers > 0 && count < want && k.n >= 2 * BLOCK {
+            // Too few outer indices to share (a plain 2-D transpose has one): split each
+            // plane's `k` rows too, in whole blocks.
+            let chunk = BLOCK * (k.n.div_ceil(BLOCK)).div_ceil(want.div_ceil(count)).max(1);
+            let units = count * k.n.div_ceil(chunk);
+            crate::parallel::share_work(helpers, units, &|u| {
+                // SAFETY: as below; each unit writes the rows `chunk · c ..` of one plane.
+                unsafe { copy_tile_chunk(&outer, k, l, chunk, u, src.get(), dst.get()) };
+            });
+            // SAFETY: the units above wrote all `numel` elements.
+            unsafe { out.set_len(numel) };
+            return Ok(out);
+        }
+    }
+    let tasks = if helpers == 0 { 1 } else { count.min(want) };
     let per = count.div_ceil(tasks);
     crate::parallel::share_work(helpers, tasks, &|t| {
         let range = t * per..((t + 1) * per).min(count);
@@ -227,6 +239,37 @@ unsafe fn copy_outer<T: Copy>(
             *i = 0;
         }
     }
+}
+
+/// Unit `u` of a tiled copy whose `k` rows are cut into chunks of `chunk`: outer index
+/// `u / chunks`, rows `chunk · (u % chunks)..` of that index's `k × l` plane.
+///
+/// # Safety
+/// As [`copy_outer`].
+unsafe fn copy_tile_chunk<T: Copy>(
+    outer: &[Dim],
+    k: Dim,
+    l: Dim,
+    chunk: usize,
+    u: usize,
+    src: *const T,
+    dst: *mut T,
+) {
+    let chunks = k.n.div_ceil(chunk);
+    let (mut rem, c) = (u / chunks, u % chunks);
+    let (mut so, mut dof) = (0usize, 0usize);
+    for d in outer.iter().rev() {
+        let i = rem % d.n;
+        rem /= d.n;
+        so += i * d.src;
+        dof += i * d.dst;
+    }
+    let k0 = c * chunk;
+    let part = Dim {
+        n: chunk.min(k.n - k0),
+        ..k
+    };
+    unsafe { tile(src.add(so + k0 * k.src), dst.add(dof + k0 * k.dst), part, l) };
 }
 
 /// `dst[i·k.dst + j] = src[i·k.src + j·l.src]` for `i < k.n`, `j < l.n`: a transpose of one
