@@ -460,9 +460,7 @@ fn bag_forward<T: RowFloat>(
             0
         };
         crate::parallel::share_work(helpers, nb.div_ceil(per_task), &|t| {
-            let bag_end = ((t + 1) * per_task).min(nb);
-            let task_end = start[bag_end];
-            for bag in t * per_task..bag_end {
+            for bag in t * per_task..((t + 1) * per_task).min(nb) {
                 // SAFETY: bag's output row (and argmax row) is written by this task only.
                 let dst = unsafe { std::slice::from_raw_parts_mut(o.get().add(bag * d), d) };
                 let span = start[bag]..start[bag + 1];
@@ -472,7 +470,6 @@ fn bag_forward<T: RowFloat>(
                         dst,
                         ws,
                         &b.rows[span.clone()],
-                        &b.rows[span.end..task_end],
                         pv.as_ref().map(|p| &p[span.clone()]),
                     );
                 } else {
@@ -502,51 +499,19 @@ fn bag_forward<T: RowFloat>(
 }
 
 /// `dst = Σ s_i · weight[row_i]` over one bag's positions (padding skipped; `s_i` = 1 without
-/// sample weights), summed in position order; `next` are the rows summed after these (asked of
-/// the cache ahead). The sums stay in registers over blocks of 64
+/// sample weights), summed in position order. The sums stay in registers over blocks of 64
 /// (f32) or 32 (f64) columns instead of a load and store of `dst` per row. Compiled for AVX2
 /// and AVX-512 too.
 #[multiversion::multiversion(targets(
     "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
     "x86_64+avx2+avx+fma"
 ))]
-fn bag_sum<T: RowFloat>(
-    dst: &mut [T],
-    ws: &[T],
-    rows: &[Option<usize>],
-    next: &[Option<usize>],
-    scales: Option<&[T]>,
-) {
+fn bag_sum<T: RowFloat>(dst: &mut [T], ws: &[T], rows: &[Option<usize>], scales: Option<&[T]>) {
     if std::mem::size_of::<T>() == 4 {
-        bag_sum_blocks::<T, 64>(dst, ws, rows, next, scales);
+        bag_sum_blocks::<T, 64>(dst, ws, rows, scales);
     } else {
-        bag_sum_blocks::<T, 32>(dst, ws, rows, next, scales);
+        bag_sum_blocks::<T, 32>(dst, ws, rows, scales);
     }
-}
-
-/// How many rows ahead [`bag_sum_blocks`] asks for: the rows are random lines of a table
-/// bigger than the cache, and the sums wait on each one in turn otherwise.
-const PREFETCH_AHEAD: usize = 6;
-
-/// Asks the cache for columns `c0..c0 + B` of `row` of the `d`-wide table `ws` (no effect on
-/// results; nothing when `row` is absent or padding).
-#[inline(always)]
-fn prefetch_block<T, const B: usize>(ws: &[T], row: Option<&Option<usize>>, d: usize, c0: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(&Some(r)) = row {
-        let start = ws.as_ptr().wrapping_add(r * d + c0) as *const i8;
-        let bytes = B * std::mem::size_of::<T>();
-        for line in (0..bytes).step_by(64) {
-            // SAFETY: a prefetch is a hint that never faults, whatever the address.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    start.wrapping_add(line),
-                )
-            };
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (ws, row, d, c0);
 }
 
 /// [`bag_sum`] in blocks of `B` columns: a full block has a constant trip count, so the
@@ -557,14 +522,9 @@ fn bag_sum_blocks<T: RowFloat, const B: usize>(
     dst: &mut [T],
     ws: &[T],
     rows: &[Option<usize>],
-    next: &[Option<usize>],
     scales: Option<&[T]>,
 ) {
     let d = dst.len();
-    let ahead = |k: usize| {
-        let k = k + PREFETCH_AHEAD;
-        rows.get(k).or_else(|| next.get(k - rows.len()))
-    };
     let mut c0 = 0;
     while c0 + B <= d {
         let mut acc = [T::zero(); B];
@@ -574,8 +534,7 @@ fn bag_sum_blocks<T: RowFloat, const B: usize>(
         };
         match scales {
             Some(sc) => {
-                for (k, (r, &s)) in rows.iter().zip(sc).enumerate() {
-                    prefetch_block::<T, B>(ws, ahead(k), d, c0);
+                for (r, &s) in rows.iter().zip(sc) {
                     let Some(src) = r.and_then(block) else {
                         continue;
                     };
@@ -585,8 +544,7 @@ fn bag_sum_blocks<T: RowFloat, const B: usize>(
                 }
             }
             None => {
-                for (k, r) in rows.iter().enumerate() {
-                    prefetch_block::<T, B>(ws, ahead(k), d, c0);
+                for r in rows {
                     let Some(src) = r.and_then(block) else {
                         continue;
                     };
@@ -676,21 +634,13 @@ fn bag_backward_weight<T: RowFloat>(
         };
         let per_task = num.div_ceil(tasks.max(1));
         crate::parallel::share_work(helpers, tasks, &|t| {
-            let row_end = ((t + 1) * per_task).min(num);
-            let task_end = start[row_end];
-            for r in t * per_task..row_end {
+            for r in t * per_task..((t + 1) * per_task).min(num) {
                 // SAFETY: row r of the gradient is written by this task only, and `gw` has room
                 // for all `num · d` elements.
                 let dst = unsafe { std::slice::from_raw_parts_mut(o.get().add(r * d), d) };
                 let span = start[r]..start[r + 1];
                 let sc = (!unit).then(|| &scales[span.clone()]);
-                bag_sum(
-                    dst,
-                    gs,
-                    &src_rows[span.clone()],
-                    &src_rows[span.end..task_end],
-                    sc,
-                );
+                bag_sum(dst, gs, &src_rows[span.clone()], sc);
             }
         });
     })?;
