@@ -586,6 +586,23 @@ def pixel_shuffle() -> Dict[str, Any]:
     return {"make": make, "unit": "ms/step", "scale": 1e3}
 
 
+def transpose_copy() -> Dict[str, Any]:
+    """w.t().contiguous() of a 512 x 784 leaf and its backward: a transposed copy each way, the
+    second being the one a linear layer's weight gradient needs to land in .grad."""
+    w0, g0 = _rand(512, 784), _rand(784, 512)
+
+    def make(lib: Any) -> Callable[[], None]:
+        w, g = _leaf(lib, w0), lib.tensor(g0)
+
+        def step() -> None:
+            w.t().contiguous().backward(g)
+            w.grad = None
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
 def cnn_train() -> Dict[str, Any]:
     """LeNet-style step: two conv2d 5x5 + relu + max_pool2d 2x2, linear, cross_entropy, SGD."""
     x0 = _rand(32, 1, 28, 28)
@@ -724,6 +741,7 @@ WORKLOADS = {
     "resnet_block": (resnet_block, 0.90),
     "interpolate_bilinear": (interpolate_bilinear, 1.00),
     "pixel_shuffle": (pixel_shuffle, 1.00),
+    "transpose_copy": (transpose_copy, 1.00),
     "cosine_similarity": (cosine_similarity, 1.00),
     "embedding_bag": (embedding_bag, 1.00),
 }

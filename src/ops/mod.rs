@@ -11,6 +11,7 @@ pub mod inplace;
 pub mod linalg;
 pub mod matmul;
 pub mod nn;
+pub(crate) mod permute_copy;
 pub mod reduce;
 pub mod shape_more;
 pub mod shape_ops;

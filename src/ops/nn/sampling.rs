@@ -985,13 +985,8 @@ const PIXEL_UNSHUFFLE: &str = "PixelUnshuffleBackward0";
 const CHANNEL_SHUFFLE: &str = "ChannelShuffleBackward0";
 
 /// `x` viewed as `view`, permuted by `perm`, copied once and shaped `shape`, without recording.
-fn permuted_copy(x: &Tensor, view: &[usize], perm: &[i64], shape: &[usize]) -> Result<Tensor> {
-    x.detach()
-        .contiguous()?
-        .reshape(view)?
-        .permute(perm)?
-        .contiguous()?
-        .reshape(shape)
+fn permuted_copy(x: &Tensor, view: &[usize], perm: &[usize], shape: &[usize]) -> Result<Tensor> {
+    crate::ops::permute_copy::permute_reshape_copy(x, view, perm, shape)
 }
 
 /// torch's first checks of pixel_shuffle / pixel_unshuffle: three or more dims, a positive

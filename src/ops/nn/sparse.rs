@@ -432,7 +432,12 @@ fn bag_forward<T: RowFloat>(
 ) -> Result<(Tensor, Vec<i64>)> {
     let (nb, d) = (b.count.len(), weight.shape()[1]);
     let pv: Option<Vec<T>> = psw.map(|p| p.to_vec::<T>()).transpose()?;
-    let mut out = crate::tensor::creation::try_filled_vec(nb * d, T::zero())?;
+    // Sum and mean write every element of every bag's row (zeros for an empty bag) below;
+    // only max needs the zeros first.
+    let mut out = crate::tensor::creation::try_vec(nb * d)?;
+    if mode == BagMode::Max {
+        out.resize(nb * d, T::zero());
+    }
     let mut argmax = if mode == BagMode::Max {
         crate::tensor::creation::try_filled_vec(nb * d, -1i64)?
     } else {
@@ -458,32 +463,28 @@ fn bag_forward<T: RowFloat>(
             for bag in t * per_task..((t + 1) * per_task).min(nb) {
                 // SAFETY: bag's output row (and argmax row) is written by this task only.
                 let dst = unsafe { std::slice::from_raw_parts_mut(o.get().add(bag * d), d) };
-                let mut first = true;
-                for i in start[bag]..start[bag + 1] {
-                    let Some(r) = b.rows[i] else { continue };
-                    let src = &ws[r * d..(r + 1) * d];
-                    match mode {
-                        BagMode::Max => {
-                            let arg =
-                                unsafe { std::slice::from_raw_parts_mut(am.get().add(bag * d), d) };
-                            for ((o, a), &v) in dst.iter_mut().zip(arg.iter_mut()).zip(src) {
-                                if first || v > *o || v.is_nan() {
-                                    *o = v;
-                                    *a = r as i64;
-                                }
+                let span = start[bag]..start[bag + 1];
+                if mode != BagMode::Max {
+                    // Writes the whole row, zeros for an empty bag.
+                    bag_sum(
+                        dst,
+                        ws,
+                        &b.rows[span.clone()],
+                        pv.as_ref().map(|p| &p[span.clone()]),
+                    );
+                } else {
+                    let arg = unsafe { std::slice::from_raw_parts_mut(am.get().add(bag * d), d) };
+                    let mut first = true;
+                    for r in b.rows[span].iter().flatten() {
+                        let src = &ws[r * d..(r + 1) * d];
+                        for ((o, a), &v) in dst.iter_mut().zip(arg.iter_mut()).zip(src) {
+                            if first || v > *o || v.is_nan() {
+                                *o = v;
+                                *a = *r as i64;
                             }
                         }
-                        _ => {
-                            bag_sum(
-                                dst,
-                                ws,
-                                &b.rows[start[bag]..start[bag + 1]],
-                                pv.as_ref().map(|p| &p[start[bag]..start[bag + 1]]),
-                            );
-                            break;
-                        }
+                        first = false;
                     }
-                    first = false;
                 }
                 if mode == BagMode::Mean && b.count[bag] > 0 {
                     let inv = T::of(1.0 / b.count[bag] as f64);
@@ -492,47 +493,90 @@ fn bag_forward<T: RowFloat>(
             }
         });
     })?;
+    // SAFETY: every bag's row was written above (or zero-filled for max).
+    unsafe { out.set_len(nb * d) };
     Ok((Tensor::from_vec(out, &[nb, d])?, argmax))
 }
 
 /// `dst = Σ s_i · weight[row_i]` over one bag's positions (padding skipped; `s_i` = 1 without
-/// sample weights), summed in position order. The sums stay in registers over blocks of 32
-/// columns instead of a load and store of `dst` per row. Compiled for AVX2 and AVX-512 too.
+/// sample weights), summed in position order. The sums stay in registers over blocks of 64
+/// (f32) or 32 (f64) columns instead of a load and store of `dst` per row. Compiled for AVX2
+/// and AVX-512 too.
 #[multiversion::multiversion(targets(
     "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
     "x86_64+avx2+avx+fma"
 ))]
 fn bag_sum<T: RowFloat>(dst: &mut [T], ws: &[T], rows: &[Option<usize>], scales: Option<&[T]>) {
-    const B: usize = 32;
+    if std::mem::size_of::<T>() == 4 {
+        bag_sum_blocks::<T, 64>(dst, ws, rows, scales);
+    } else {
+        bag_sum_blocks::<T, 32>(dst, ws, rows, scales);
+    }
+}
+
+/// [`bag_sum`] in blocks of `B` columns: a full block has a constant trip count, so the
+/// compiler unrolls it and keeps `acc` in vector registers across the rows (a block of
+/// run-time width lived on the stack: a load and a store per element and row).
+#[inline(always)]
+fn bag_sum_blocks<T: RowFloat, const B: usize>(
+    dst: &mut [T],
+    ws: &[T],
+    rows: &[Option<usize>],
+    scales: Option<&[T]>,
+) {
     let d = dst.len();
     let mut c0 = 0;
-    while c0 < d {
-        let w = B.min(d - c0);
+    while c0 + B <= d {
         let mut acc = [T::zero(); B];
-        for (k, r) in rows.iter().enumerate() {
-            let Some(r) = *r else { continue };
-            let src = &ws[r * d + c0..r * d + c0 + w];
-            match scales {
-                Some(s) => {
-                    let s = s[k];
-                    for (a, &v) in acc.iter_mut().zip(src) {
-                        *a = *a + s * v;
+        let block = |r: usize| -> Option<&[T; B]> {
+            ws.get(r * d + c0..r * d + c0 + B)
+                .and_then(|s| <&[T; B]>::try_from(s).ok())
+        };
+        match scales {
+            Some(sc) => {
+                for (r, &s) in rows.iter().zip(sc) {
+                    let Some(src) = r.and_then(block) else {
+                        continue;
+                    };
+                    for j in 0..B {
+                        acc[j] = acc[j] + s * src[j];
                     }
                 }
-                None => {
-                    for (a, &v) in acc.iter_mut().zip(src) {
-                        *a = *a + v;
+            }
+            None => {
+                for r in rows {
+                    let Some(src) = r.and_then(block) else {
+                        continue;
+                    };
+                    for j in 0..B {
+                        acc[j] = acc[j] + src[j];
                     }
                 }
             }
         }
-        dst[c0..c0 + w].copy_from_slice(&acc[..w]);
-        c0 += w;
+        dst[c0..c0 + B].copy_from_slice(&acc);
+        c0 += B;
     }
+    if c0 == d {
+        return;
+    }
+    let w = d - c0;
+    let mut acc = [T::zero(); B];
+    for (k, r) in rows.iter().enumerate() {
+        let Some(r) = *r else { continue };
+        let src = &ws[r * d + c0..r * d + d];
+        let s = scales.map_or(T::of(1.0), |sc| sc[k]);
+        for (a, &v) in acc.iter_mut().zip(src) {
+            *a = *a + s * v;
+        }
+    }
+    dst[c0..].copy_from_slice(&acc[..w]);
 }
 
-/// The dense `(num, D)` weight gradient. Columns are split among threads, so every element is
-/// summed in position order whatever the thread count.
+/// The dense `(num, D)` weight gradient. Max mode splits the columns among threads; the other
+/// modes sort the positions by row once (a stable counting sort) and split the table's rows:
+/// each row is summed in registers over its positions in position order and written once, so
+/// the result is the same at any thread count and no row is read back or zero-filled twice.
 fn bag_backward_weight<T: RowFloat>(
     g: &Tensor,
     wshape: &[usize; 2],
@@ -543,51 +587,100 @@ fn bag_backward_weight<T: RowFloat>(
     freq: Option<&[f64]>,
 ) -> Result<Tensor> {
     let [num, d] = *wshape;
+    let helpers = if b.rows.len() * d >= crate::ops::elementwise::PAR_MIN_VMATH {
+        crate::parallel::helpers()
+    } else {
+        0
+    };
+    if mode == BagMode::Max {
+        return bag_backward_max::<T>(g, wshape, b, argmax, freq, helpers);
+    }
     let pv: Option<Vec<f64>> = psw.map(|p| p.to_vec::<f64>()).transpose()?;
+    // Positions grouped by row, in position order within a row.
+    let mut start = vec![0usize; num + 1];
+    for r in b.rows.iter().flatten() {
+        start[r + 1] += 1;
+    }
+    for r in 0..num {
+        start[r + 1] += start[r];
+    }
+    let live = start[num];
+    let mut src_rows: Vec<Option<usize>> = crate::tensor::creation::try_filled_vec(live, None)?;
+    let unit = mode == BagMode::Sum && pv.is_none() && freq.is_none();
+    let mut scales: Vec<T> = if unit {
+        Vec::new()
+    } else {
+        crate::tensor::creation::try_filled_vec(live, T::zero())?
+    };
+    let mut next = start.clone();
+    for (i, r) in b.rows.iter().enumerate() {
+        let Some(r) = *r else { continue };
+        let k = next[r];
+        next[r] += 1;
+        src_rows[k] = Some(b.bag_of[i]);
+        if !unit {
+            scales[k] = T::of(position_scale(b, mode, pv.as_deref(), freq, i));
+        }
+    }
+    let mut gw = crate::tensor::creation::try_vec::<T>(num * d)?;
+    let o = SendPtr(gw.as_mut_ptr());
+    g.with_contiguous_slice::<T, _>(|gs| {
+        // Blocks of about 64k multiply-adds.
+        let per_task = (65536 / (d * (1 + live / num.max(1))).max(1)).max(1);
+        let tasks = if helpers == 0 {
+            1
+        } else {
+            num.div_ceil(per_task)
+        };
+        let per_task = num.div_ceil(tasks.max(1));
+        crate::parallel::share_work(helpers, tasks, &|t| {
+            for r in t * per_task..((t + 1) * per_task).min(num) {
+                // SAFETY: row r of the gradient is written by this task only, and `gw` has room
+                // for all `num · d` elements.
+                let dst = unsafe { std::slice::from_raw_parts_mut(o.get().add(r * d), d) };
+                let span = start[r]..start[r + 1];
+                let sc = (!unit).then(|| &scales[span.clone()]);
+                bag_sum(dst, gs, &src_rows[span.clone()], sc);
+            }
+        });
+    })?;
+    // SAFETY: every row was written above (rows without positions get zeros from bag_sum).
+    unsafe { gw.set_len(num * d) };
+    Tensor::from_vec(gw, wshape)
+}
+
+/// Max mode's weight gradient: each bag's gradient element goes to the row that gave the
+/// maximum. Columns are split among threads, so every element is summed in bag order.
+fn bag_backward_max<T: RowFloat>(
+    g: &Tensor,
+    wshape: &[usize; 2],
+    b: &Bags,
+    argmax: &[i64],
+    freq: Option<&[f64]>,
+    helpers: usize,
+) -> Result<Tensor> {
+    let [num, d] = *wshape;
     let mut gw = crate::tensor::creation::try_filled_vec(num * d, T::zero())?;
     let o = SendPtr(gw.as_mut_ptr());
     g.with_contiguous_slice::<T, _>(|gs| {
-        let helpers = if b.rows.len() * d >= crate::ops::elementwise::PAR_MIN_VMATH {
-            crate::parallel::helpers()
-        } else {
-            0
-        };
         let tasks = (helpers + 1).min(d.div_ceil(16)).max(1);
         let width = d.div_ceil(tasks);
         crate::parallel::share_work(helpers, tasks, &|t| {
             let cols = t * width..((t + 1) * width).min(d);
-            if cols.is_empty() {
-                return;
-            }
-            if mode == BagMode::Max {
-                for bag in 0..b.count.len() {
-                    for c in cols.clone() {
-                        let r = argmax[bag * d + c];
-                        if r >= 0 {
-                            let mut v = gs[bag * d + c].f();
-                            if let Some(f) = freq {
-                                v /= f[r as usize];
-                            }
-                            // SAFETY: column c belongs to this task only.
-                            unsafe {
-                                let p = o.get().add(r as usize * d + c);
-                                *p = *p + T::of(v);
-                            }
+            for bag in 0..b.count.len() {
+                for c in cols.clone() {
+                    let r = argmax[bag * d + c];
+                    if r >= 0 {
+                        let mut v = gs[bag * d + c].f();
+                        if let Some(f) = freq {
+                            v /= f[r as usize];
+                        }
+                        // SAFETY: column c belongs to this task only.
+                        unsafe {
+                            let p = o.get().add(r as usize * d + c);
+                            *p = *p + T::of(v);
                         }
                     }
-                }
-                return;
-            }
-            for (i, r) in b.rows.iter().enumerate() {
-                let Some(r) = *r else { continue };
-                let s = T::of(position_scale(b, mode, pv.as_deref(), freq, i));
-                let src = &gs[b.bag_of[i] * d + cols.start..b.bag_of[i] * d + cols.end];
-                // SAFETY: these columns of row r belong to this task only.
-                let dst = unsafe {
-                    std::slice::from_raw_parts_mut(o.get().add(r * d + cols.start), cols.len())
-                };
-                for (o, &v) in dst.iter_mut().zip(src) {
-                    *o = *o + s * v;
                 }
             }
         });
