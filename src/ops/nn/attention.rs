@@ -399,21 +399,40 @@ fn mask_tile<T: AttnFloat>(
 /// read `Kᵀ` and `Vᵀ` by contiguous rows (done once per call, not once per tile). Rows of the
 /// result are `ld` apart, padded past a multiple of 4 KiB: a tile product walks down a column
 /// of rows, and rows exactly 4 KiB apart would all land in one L1 set.
-fn transposed<T: Copy + Default>(
+fn transposed<T: Copy + Default + Send + Sync>(
     src: &Rows<'_, T>,
     nb: usize,
     rows: usize,
     cols: usize,
 ) -> Result<(Vec<T>, usize)> {
     let ld = rows.next_multiple_of(16) + 16;
-    let mut dst = crate::tensor::creation::try_filled_vec(nb * cols * ld, T::default())?;
-    for (b, d) in dst.chunks_exact_mut(cols * ld).enumerate() {
-        for r in 0..rows {
-            for (c, &x) in src.at(b, r)[..cols].iter().enumerate() {
-                d[c * ld + r] = x;
+    let per = cols * ld;
+    let mut dst = crate::tensor::creation::try_vec::<T>(nb * per)?;
+    // SAFETY: every element, the padding past `rows` included, is written below before the
+    // vector is read; `T` is a plain float.
+    unsafe { dst.set_len(nb * per) };
+    let base = SendPtr(dst.as_mut_ptr());
+    let one = |b: usize| {
+        // SAFETY: problem b owns its `cols` rows of `ld` in `dst`.
+        let d = unsafe { std::slice::from_raw_parts_mut(base.get().add(b * per), per) };
+        // Blocks of 16 source rows: their `cols` values stay in L1 while written across.
+        for r0 in (0..rows).step_by(16) {
+            for r in r0..(r0 + 16).min(rows) {
+                for (c, &x) in src.at(b, r)[..cols].iter().enumerate() {
+                    d[c * ld + r] = x;
+                }
             }
         }
-    }
+        for row in d.chunks_exact_mut(ld) {
+            row[rows..].fill(T::default());
+        }
+    };
+    let helpers = if nb * rows * cols < 1 << 16 {
+        0
+    } else {
+        crate::parallel::helpers()
+    };
+    crate::parallel::share_work(helpers, nb, &one);
     Ok((dst, ld))
 }
 
@@ -518,6 +537,8 @@ fn forward_kernel<T: AttnFloat>(
             std::slice::from_raw_parts_mut(po.get().add((b * d.l + i0) * d.ev), br * d.ev)
         };
         let lse = unsafe { std::slice::from_raw_parts_mut(pl.get().add(b * d.l + i0), br) };
+        // Zeroed here, by the thread that fills them, rather than by the allocation.
+        acc.fill(T::ZERO);
         let mut j0 = 0;
         while j0 < d.s && !tile_masked(d, i0, br, j0) {
             let bc = COLS.min(d.s - j0);
@@ -602,7 +623,7 @@ fn share_ranges(helpers: usize, units: usize, job: &(dyn Fn(std::ops::Range<usiz
     });
 }
 
-/// Fused backward: `dq`, `dk`, `dv` (zeroed, shaped like q, k, v) from `dout` and the saved
+/// Fused backward: `dq`, `dk`, `dv` (shaped like q, k, v; zeroed here) from `dout` and the saved
 /// `out` and `lse`. Work is split by whole problems when there are enough of them for the
 /// threads (one FlashAttention-2 loop each); otherwise into a pass over key blocks for `dk`,
 /// `dv` and one over query blocks for `dq`. Both orders add every term in the same sequence, so
@@ -617,16 +638,25 @@ fn backward_kernel<T: AttnFloat>(
     dk: &mut [T],
     dv: &mut [T],
 ) {
-    // D_i = rowsum(dO ∘ O), the softmax backward's per-row term.
-    let dsum: Vec<T> = (0..d.nb * d.l)
-        .map(|r| {
-            let (o, g) = (
-                &out[r * d.ev..(r + 1) * d.ev],
-                &dout.at(r / d.l, r % d.l)[..d.ev],
-            );
-            o.iter().zip(g).fold(T::ZERO, |a, (&x, &y)| a + x * y)
-        })
-        .collect();
+    let work = d.nb * d.l * d.s * (d.e + d.ev);
+    let helpers = if work < PARALLEL_MIN_WORK {
+        0
+    } else {
+        crate::parallel::helpers()
+    };
+    // D_i = rowsum(dO ∘ O), the softmax backward's per-row term, problem by problem.
+    let mut dsum = vec![T::ZERO; d.nb * d.l];
+    let pds = SendPtr(dsum.as_mut_ptr());
+    let row_terms = |b: usize| {
+        // SAFETY: problem b owns its `l` entries of `dsum`.
+        let ds = unsafe { std::slice::from_raw_parts_mut(pds.get().add(b * d.l), d.l) };
+        for (i, v) in ds.iter_mut().enumerate() {
+            let o = &out[(b * d.l + i) * d.ev..][..d.ev];
+            let g = &dout.at(b, i)[..d.ev];
+            *v = o.iter().zip(g).fold(T::ZERO, |a, (&x, &y)| a + x * y);
+        }
+    };
+    crate::parallel::share_work(helpers, d.nb, &row_terms);
     let qblocks = d.l.div_ceil(BWD_ROWS);
     let kblocks = d.s.div_ceil(BWD_COLS);
     let (pdq, pdk, pdv) = (
@@ -653,6 +683,37 @@ fn backward_kernel<T: AttnFloat>(
                  ibs: std::ops::Range<usize>,
                  want_dq: bool,
                  want_dkv: bool| {
+        // Zero the rows this call owns (by the thread that fills them, not the allocation).
+        // SAFETY: the caller hands each (problem, key block) for dk/dv and (problem, query
+        // block) for dq to exactly one call.
+        let rows = |blocks: &std::ops::Range<usize>, size: usize, len: usize| {
+            (blocks.start * size).min(len)..(blocks.end * size).min(len)
+        };
+        if want_dkv {
+            let r = rows(&kbs, BWD_COLS, d.s);
+            unsafe {
+                std::slice::from_raw_parts_mut(
+                    pdk.get().add((b * d.s + r.start) * d.e),
+                    r.len() * d.e,
+                )
+                .fill(T::ZERO);
+                std::slice::from_raw_parts_mut(
+                    pdv.get().add((b * d.s + r.start) * d.ev),
+                    r.len() * d.ev,
+                )
+                .fill(T::ZERO);
+            }
+        }
+        if want_dq {
+            let r = rows(&ibs, BWD_ROWS, d.l);
+            unsafe {
+                std::slice::from_raw_parts_mut(
+                    pdq.get().add((b * d.l + r.start) * d.e),
+                    r.len() * d.e,
+                )
+                .fill(T::ZERO);
+            }
+        }
         for kb in kbs {
             let j0 = kb * BWD_COLS;
             let bc = BWD_COLS.min(d.s - j0);
@@ -766,12 +827,6 @@ fn backward_kernel<T: AttnFloat>(
                 }
             }
         }
-    };
-    let work = d.nb * d.l * d.s * (d.e + d.ev);
-    let helpers = if work < PARALLEL_MIN_WORK {
-        0
-    } else {
-        crate::parallel::helpers()
     };
     if helpers == 0 || d.nb > helpers {
         let job = |range: std::ops::Range<usize>| {
@@ -906,8 +961,14 @@ fn fused_forward<T: AttnFloat>(
     bias: Option<&Tensor>,
 ) -> Result<(Tensor, Tensor)> {
     let d = &sv.dims;
-    let mut out = crate::tensor::creation::try_filled_vec(d.nb * d.l * d.ev, T::ZERO)?;
-    let mut lse = crate::tensor::creation::try_filled_vec(d.nb * d.l, T::ZERO)?;
+    let mut out = crate::tensor::creation::try_vec::<T>(d.nb * d.l * d.ev)?;
+    let mut lse = crate::tensor::creation::try_vec::<T>(d.nb * d.l)?;
+    // SAFETY: the forward kernel's units cover every row of every problem, zeroing its output
+    // row before accumulating into it and setting its lse; `T` is a plain float.
+    unsafe {
+        out.set_len(d.nb * d.l * d.ev);
+        lse.set_len(d.nb * d.l);
+    }
     {
         let (gq, gk, gv) = (q.storage().read(), k.storage().read(), v.storage().read());
         let gm = bias.map(|m| m.storage().read());
@@ -950,9 +1011,16 @@ fn fused_backward<T: AttnFloat>(
     } else {
         dout.clone()
     };
-    let mut dq = crate::tensor::creation::try_filled_vec(q.numel(), T::ZERO)?;
-    let mut dk = crate::tensor::creation::try_filled_vec(k.numel(), T::ZERO)?;
-    let mut dv = crate::tensor::creation::try_filled_vec(v.numel(), T::ZERO)?;
+    let mut dq = crate::tensor::creation::try_vec::<T>(q.numel())?;
+    let mut dk = crate::tensor::creation::try_vec::<T>(k.numel())?;
+    let mut dv = crate::tensor::creation::try_vec::<T>(v.numel())?;
+    // SAFETY: the backward kernel's work units zero every row they own before adding into it,
+    // and together own every row; `T` is a plain float.
+    unsafe {
+        dq.set_len(q.numel());
+        dk.set_len(k.numel());
+        dv.set_len(v.numel());
+    }
     {
         let g: Vec<_> = [q, k, v, out, lse, &dout]
             .iter()
