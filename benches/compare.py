@@ -715,7 +715,7 @@ def embedding_bag() -> Dict[str, Any]:
 
 
 WORKLOADS = {
-    "tiny_chain": (tiny_chain, 0.10),
+    "tiny_chain": (tiny_chain, 0.07),
     "scalar_mlp": (scalar_mlp, 0.30),
     "mlp_train": (mlp_train, 1.00),
     "wide_graph": (wide_graph, 0.70),
