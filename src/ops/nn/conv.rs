@@ -598,6 +598,15 @@ trait ConvScalar:
     ) -> Option<Result<Vec<Self>>> {
         None
     }
+
+    /// The weight gradient by F(2x2, 3x3) where it applies to this type and geometry.
+    fn winograd_grad_weight(
+        _geo: &ConvGeometry,
+        _gy: &[Self],
+        _x: &[Self],
+    ) -> Option<Result<Vec<Self>>> {
+        None
+    }
 }
 
 /// Scratch buffers up to this many elements stay with their thread between calls: zeroing a
@@ -621,6 +630,10 @@ impl ConvScalar for f32 {
         bias: Option<&[f32]>,
     ) -> Option<Result<Vec<f32>>> {
         winograd::applies(geo).then(|| winograd::forward(geo, x, w, bias))
+    }
+
+    fn winograd_grad_weight(geo: &ConvGeometry, gy: &[f32], x: &[f32]) -> Option<Result<Vec<f32>>> {
+        winograd::applies(geo).then(|| winograd::grad_weight(geo, gy, x))
     }
 }
 impl ConvScalar for f64 {
@@ -1241,6 +1254,9 @@ fn conv_grad_weight_implicit<T: ConvScalar>(
 /// The adjoint of [`conv_forward`] in `w`: `(out_channels, in_channels / groups, *kernel)`
 /// from `g` `(N, out_channels, *output)` and `x`.
 fn conv_grad_weight<T: ConvScalar>(geo: &ConvGeometry, gy: &[T], x: &[T]) -> Result<Vec<T>> {
+    if let Some(gw) = T::winograd_grad_weight(geo, gy, x) {
+        return gw;
+    }
     if let Some(pp) = PaddedPlanes::of(geo).filter(|pp| dims(geo).og >= 16 && pp.lp >= 256) {
         return conv_grad_weight_implicit(geo, &pp, gy, x);
     }

@@ -5,11 +5,14 @@
 //! im2col's one product). The transform constants are 0, ±1 and ±1/2, so the result stays within
 //! a few ulp of the direct sum (float32; float64 keeps im2col, which is exact to its rounding).
 //!
+//! The weight gradient is the adjoint in the filter: per point, the output gradient's tiles
+//! transformed by `A g Aᵀ` times the same input transform, summed over tiles, then `Gᵀ Z G`.
+//!
 //! Work is cut into (image, band of tile rows) units, the bands sized so the transformed input
 //! and the products stay in the core's L2 cache; every unit writes its own output rows, so the
 //! result is the same at any thread count.
 
-use super::{dims, for_units, ConvGeometry, Dims3};
+use super::{dims, for_units, ConvGeometry, Dims3, WEIGHT_CHUNKS};
 use crate::error::Result;
 use crate::ops::gemm::gemm_block;
 use crate::parallel::SendPtr;
@@ -83,6 +86,36 @@ struct Grid {
     tw: usize,
 }
 
+impl Grid {
+    fn of(geo: &ConvGeometry) -> Grid {
+        let (oh, ow) = (geo.output[0], geo.output[1]);
+        Grid {
+            h: geo.input[0],
+            w: geo.input[1],
+            oh,
+            ow,
+            ph: geo.padding[0],
+            pw: geo.padding[1],
+            th: oh.div_ceil(2),
+            tw: ow.div_ceil(2),
+        }
+    }
+
+    /// The images in the batch's global tile rows `band`, each with its local tile rows and
+    /// the first column of those in the band's layout (tile rows `tw + 1` apart).
+    fn segments(
+        &self,
+        band: std::ops::Range<usize>,
+    ) -> impl Iterator<Item = (usize, std::ops::Range<usize>, usize)> + '_ {
+        let (first, th, pitch) = (band.start, self.th, self.tw + 1);
+        (band.start / th..band.end.div_ceil(th)).map(move |n| {
+            let lo = band.start.max(n * th) - n * th;
+            let hi = band.end.min((n + 1) * th) - n * th;
+            (n, lo..hi, (n * th + lo - first) * pitch)
+        })
+    }
+}
+
 /// `y = conv(x, w) (+ bias)` by F(2x2, 3x3); the caller checked [`applies`].
 pub(super) fn forward(
     geo: &ConvGeometry,
@@ -92,16 +125,7 @@ pub(super) fn forward(
 ) -> Result<Vec<f32>> {
     let Dims3 { cg, og, .. } = dims(geo);
     let (oh, ow) = (geo.output[0], geo.output[1]);
-    let grid = Grid {
-        h: geo.input[0],
-        w: geo.input[1],
-        oh,
-        ow,
-        ph: geo.padding[0],
-        pw: geo.padding[1],
-        th: oh.div_ceil(2),
-        tw: ow.div_ceil(2),
-    };
+    let grid = Grid::of(geo);
     let v = transform_weights(geo, w)?;
     let mut y =
         crate::tensor::creation::try_filled_vec(geo.batch * geo.out_channels * oh * ow, 0.0)?;
@@ -118,22 +142,13 @@ pub(super) fn forward(
     // Transformed input, products, then the workspace of the transforms.
     let scratch = POINTS * (cg + og) * tiles + 26 * tiles;
     let flops = geo.batch * geo.out_channels * oh * ow * cg * 4;
-    // The images in global tile rows `band`, with their local tile rows and first column.
-    let segments = |band: std::ops::Range<usize>| {
-        let first = band.start;
-        (band.start / grid.th..band.end.div_ceil(grid.th)).map(move |n| {
-            let lo = band.start.max(n * grid.th) - n * grid.th;
-            let hi = band.end.min((n + 1) * grid.th) - n * grid.th;
-            (n, lo..hi, (n * grid.th + lo - first) * pitch)
-        })
-    };
     for_units::<f32>(total.div_ceil(band), flops, scratch, &|unit, buf| {
         let rows = unit * band..((unit + 1) * band).min(total);
         let t = rows.len() * pitch;
         let (u, rest) = buf.split_at_mut(POINTS * cg * tiles);
         let (m, work) = rest.split_at_mut(POINTS * og * tiles);
         for gi in 0..geo.groups {
-            for (n, local, col) in segments(rows.clone()) {
+            for (n, local, col) in grid.segments(rows.clone()) {
                 for c in 0..cg {
                     let plane = &x[(n * geo.in_channels + gi * cg + c) * grid.h * grid.w..]
                         [..grid.h * grid.w];
@@ -156,7 +171,7 @@ pub(super) fn forward(
                     );
                 }
             }
-            for (n, local, col) in segments(rows.clone()) {
+            for (n, local, col) in grid.segments(rows.clone()) {
                 for o in 0..og {
                     let ch = n * geo.out_channels + gi * og + o;
                     // SAFETY: this unit alone writes output rows `2 * local` of image n.
@@ -171,6 +186,183 @@ pub(super) fn forward(
         }
     })?;
     Ok(y)
+}
+
+/// The weight gradient by F(2x2, 3x3), the forward's adjoint in the filter: per point p of the
+/// 4x4 transform, `Z_p (out x in) = Σ over tiles of (A g Aᵀ)_p (B^T d B)_p`, then
+/// `gw = Gᵀ Z G` per filter. The input transform is the forward's; the output gradient's
+/// 2x2 tiles get `A g Aᵀ` (zero past the output's edge and in the junk column). 16 products
+/// over the tiles instead of one over 9x the positions: 2.25x fewer multiplies than im2col.
+/// Partial sums per fixed chunk of bands, added in order: the same at any thread count.
+pub(super) fn grad_weight(geo: &ConvGeometry, gy: &[f32], x: &[f32]) -> Result<Vec<f32>> {
+    let Dims3 { cg, og, .. } = dims(geo);
+    let grid = Grid::of(geo);
+    let pitch = grid.tw + 1;
+    let total = geo.batch * grid.th;
+    let band = (TILES / pitch).clamp(1, total);
+    let tiles = band * pitch;
+    let units = total.div_ceil(band);
+    let chunks = units.clamp(1, WEIGHT_CHUNKS);
+    let zlen = geo.groups * POINTS * og * cg;
+    let mut partial = crate::tensor::creation::try_filled_vec(chunks * zlen, 0.0f32)?;
+    let zp = SendPtr(partial.as_mut_ptr());
+    let scratch = POINTS * (cg + og) * tiles + 26 * tiles;
+    let flops = geo.batch * geo.out_channels * grid.oh * grid.ow * cg * 4;
+    let (oplane, iplane) = (grid.oh * grid.ow, grid.h * grid.w);
+    for_units::<f32>(chunks, flops, scratch, &|chunk, buf| {
+        // SAFETY: chunk `chunk` alone owns its partial sums.
+        let z = unsafe { std::slice::from_raw_parts_mut(zp.get().add(chunk * zlen), zlen) };
+        let (u, rest) = buf.split_at_mut(POINTS * cg * tiles);
+        let (m, work) = rest.split_at_mut(POINTS * og * tiles);
+        for unit in chunk * units / chunks..(chunk + 1) * units / chunks {
+            let rows = unit * band..((unit + 1) * band).min(total);
+            let t = rows.len() * pitch;
+            for gi in 0..geo.groups {
+                for (n, local, col) in grid.segments(rows.clone()) {
+                    for c in 0..cg {
+                        let plane = &x[(n * geo.in_channels + gi * cg + c) * iplane..][..iplane];
+                        let dst = &mut u[c * tiles + col..];
+                        transform_input(plane, &grid, local.clone(), dst, cg * tiles, work);
+                    }
+                    for o in 0..og {
+                        let plane = &gy[(n * geo.out_channels + gi * og + o) * oplane..][..oplane];
+                        let dst = &mut m[o * tiles + col..];
+                        transform_grad(plane, &grid, local.clone(), dst, og * tiles, work);
+                    }
+                }
+                for p in 0..POINTS {
+                    // Z_p (og x cg, column-major) += M_p (og x t) @ U_pᵀ (t x cg).
+                    // SAFETY: `m` holds og rows of `tiles` for point p, `u` cg rows of `tiles`;
+                    // the destination block lies in this chunk's sums.
+                    unsafe {
+                        gemm_block(
+                            (og, cg, t),
+                            (z[(gi * POINTS + p) * og * cg..].as_mut_ptr(), 1, og),
+                            true,
+                            (m[p * og * tiles..].as_ptr(), tiles as isize, 1),
+                            (u[p * cg * tiles..].as_ptr(), 1, tiles as isize),
+                        );
+                    }
+                }
+            }
+        }
+    })?;
+    let (first, rest) = partial.split_at_mut(zlen);
+    for part in rest.chunks_exact(zlen) {
+        for (a, &b) in first.iter_mut().zip(part) {
+            *a += b;
+        }
+    }
+    // gw[o, c, i, j] = Σ_{p,q} G[p][i] G[q][j] Z_{4p+q}[o, c].
+    const G: [[f32; 3]; 4] = [
+        [1.0, 0.0, 0.0],
+        [0.5, 0.5, 0.5],
+        [0.5, -0.5, 0.5],
+        [0.0, 0.0, 1.0],
+    ];
+    let mut gw = crate::tensor::creation::try_filled_vec(geo.out_channels * cg * 9, 0.0f32)?;
+    for gi in 0..geo.groups {
+        for o in 0..og {
+            for c in 0..cg {
+                let zs: [f32; POINTS] =
+                    std::array::from_fn(|p| first[((gi * POINTS + p) * cg + c) * og + o]);
+                let dst = &mut gw[((gi * og + o) * cg + c) * 9..][..9];
+                for i in 0..3 {
+                    for j in 0..3 {
+                        let mut acc = 0.0f32;
+                        for (p, gp) in G.iter().enumerate() {
+                            for (q, gq) in G.iter().enumerate() {
+                                acc += gp[i] * gq[j] * zs[p * 4 + q];
+                            }
+                        }
+                        dst[i * 3 + j] = acc;
+                    }
+                }
+            }
+        }
+    }
+    Ok(gw)
+}
+
+/// `A g Aᵀ` of the 2x2 tiles in tile rows `rows` of one output-gradient plane, written like
+/// [`transform_input`]'s result: 16 rows (one per point, `stride` apart) of
+/// `rows.len() * (tw + 1)` values, zero where a tile lies past the output and in each tile
+/// row's junk column, so those add nothing to the weight gradient.
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn transform_grad(
+    plane: &[f32],
+    grid: &Grid,
+    rows: std::ops::Range<usize>,
+    dst: &mut [f32],
+    stride: usize,
+    work: &mut [f32],
+) {
+    let pitch = grid.tw + 1;
+    let len = rows.len() * pitch;
+    // Even and odd columns of each tile row's two output rows, over the band, zero past the
+    // plane (the junk column included): each step below is then one loop over the band.
+    let (e0, rest) = work.split_at_mut(len);
+    let (o0, rest) = rest.split_at_mut(len);
+    let (e1, rest) = rest.split_at_mut(len);
+    let (o1, rest) = rest.split_at_mut(len);
+    let padded = &mut rest[..2 * pitch];
+    for (ti, tr) in rows.enumerate() {
+        let at = ti * pitch..(ti + 1) * pitch;
+        for (r, (e, od)) in [(&mut *e0, &mut *o0), (&mut *e1, &mut *o1)]
+            .into_iter()
+            .enumerate()
+        {
+            let gr = 2 * tr + r;
+            if gr >= grid.oh {
+                e[at.clone()].fill(0.0);
+                od[at.clone()].fill(0.0);
+                continue;
+            }
+            padded[..grid.ow].copy_from_slice(&plane[gr * grid.ow..][..grid.ow]);
+            padded[grid.ow..].fill(0.0);
+            deinterleave(padded, &mut e[at.clone()], &mut od[at.clone()]);
+        }
+    }
+    // Rows of A g: (g0, g0 + g1, g0 - g1, -g1) of the even and odd columns, then the same
+    // across columns, (x, x + y, x - y, -y): point 4a + b.
+    let (e0, o0, e1, o1) = (&*e0, &*o0, &*e1, &*o1);
+    let rows_of = |a: usize| {
+        [
+            4 * a * stride,
+            (4 * a + 1) * stride,
+            (4 * a + 2) * stride,
+            (4 * a + 3) * stride,
+        ]
+    };
+    grad_columns::<0>([e0, o0, e1, o1], four_rows(dst, rows_of(0), len));
+    grad_columns::<1>([e0, o0, e1, o1], four_rows(dst, rows_of(1), len));
+    grad_columns::<2>([e0, o0, e1, o1], four_rows(dst, rows_of(2), len));
+    grad_columns::<3>([e0, o0, e1, o1], four_rows(dst, rows_of(3), len));
+}
+
+/// One row combination `A` of [`transform_grad`] and the four column combinations of it. A
+/// function of its own so the slices arrive as distinct arguments (it vectorises).
+#[inline(always)]
+fn grad_columns<const A: usize>([e0, o0, e1, o1]: [&[f32]; 4], [d0, d1, d2, d3]: [&mut [f32]; 4]) {
+    let n = d0.len();
+    let (e0, o0, e1, o1) = (&e0[..n], &o0[..n], &e1[..n], &o1[..n]);
+    let (d1, d2, d3) = (&mut d1[..n], &mut d2[..n], &mut d3[..n]);
+    for j in 0..n {
+        let (x, y) = match A {
+            0 => (e0[j], o0[j]),
+            1 => (e0[j] + e1[j], o0[j] + o1[j]),
+            2 => (e0[j] - e1[j], o0[j] - o1[j]),
+            _ => (-e1[j], -o1[j]),
+        };
+        d0[j] = x;
+        d1[j] = x + y;
+        d2[j] = x - y;
+        d3[j] = -y;
+    }
 }
 
 /// `B^T d B` of the tiles in tile rows `rows` of one input plane, written as 16 rows (one per
