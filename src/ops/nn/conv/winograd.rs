@@ -139,8 +139,9 @@ pub(super) fn forward(
     let total = geo.batch * grid.th;
     let band = (TILES / pitch).clamp(1, total);
     let tiles = band * pitch;
-    // Transformed input, products, then the workspace of the transforms.
-    let scratch = POINTS * (cg + og) * tiles + 26 * tiles;
+    // Transformed input, products, then the transforms' workspace (even and odd columns of four
+    // input rows and one padded row: at most 10 rows of `tiles`).
+    let scratch = POINTS * (cg + og) * tiles + 10 * tiles;
     let flops = geo.batch * geo.out_channels * oh * ow * cg * 4;
     for_units::<f32>(total.div_ceil(band), flops, scratch, &|unit, buf| {
         let rows = unit * band..((unit + 1) * band).min(total);
@@ -206,7 +207,7 @@ pub(super) fn grad_weight(geo: &ConvGeometry, gy: &[f32], x: &[f32]) -> Result<V
     let zlen = geo.groups * POINTS * og * cg;
     let mut partial = crate::tensor::creation::try_filled_vec(chunks * zlen, 0.0f32)?;
     let zp = SendPtr(partial.as_mut_ptr());
-    let scratch = POINTS * (cg + og) * tiles + 26 * tiles;
+    let scratch = POINTS * (cg + og) * tiles + 10 * tiles;
     let flops = geo.batch * geo.out_channels * grid.oh * grid.ow * cg * 4;
     let (oplane, iplane) = (grid.oh * grid.ow, grid.h * grid.w);
     for_units::<f32>(chunks, flops, scratch, &|chunk, buf| {
@@ -387,7 +388,6 @@ fn transform_input(
     // even/odd: [r][tile row][pitch]; padded: one input row with its zero padding.
     let (even, rest) = work.split_at_mut(4 * len);
     let (odd, rest) = rest.split_at_mut(4 * len);
-    let (h, rest) = rest.split_at_mut(16 * len);
     let padded = &mut rest[..2 * pitch];
     for (ti, tr) in rows.enumerate() {
         for r in 0..4 {
@@ -408,39 +408,69 @@ fn transform_input(
             deinterleave(padded, e, od);
         }
     }
-    // Row transform of every input row, over the band at once: d0 = E[j], d1 = O[j],
-    // d2 = E[j+1], d3 = O[j+1]; h is [b][r][band]. The last entry of each run has no right
-    // neighbour: it only feeds the junk column.
-    for r in 0..4 {
-        let (e, od) = (&even[r * len..][..len], &odd[r * len..][..len]);
-        let hb = |b: usize| (b * 4 + r) * len;
-        let [h0, h1, h2, h3] = four_rows(h, [hb(0), hb(1), hb(2), hb(3)], len);
-        h0[len - 1] = 0.0;
-        h1[len - 1] = 0.0;
-        h2[len - 1] = 0.0;
-        h3[len - 1] = 0.0;
-        combine(
-            [&e[..len - 1], &od[..len - 1], &e[1..], &od[1..]],
-            [
-                &mut h0[..len - 1],
-                &mut h1[..len - 1],
-                &mut h2[..len - 1],
-                &mut h3[..len - 1],
-            ],
-        );
-    }
-    // Column transform: the same combination across the four rows, per b.
-    for b in 0..4 {
-        let hr = |r: usize| &h[(b * 4 + r) * len..][..len];
-        let offsets = [
+    // Both transforms fused, over the band at once, per column combination b (d0 = E[j],
+    // d1 = O[j], d2 = E[j+1], d3 = O[j+1] of each input row, then the same combination
+    // across the four rows): no intermediate rows are written and read back. The last entry
+    // of each run has no right neighbour: it only feeds the junk column.
+    let ev: [&[f32]; 4] = std::array::from_fn(|r| &even[r * len..][..len]);
+    let od: [&[f32]; 4] = std::array::from_fn(|r| &odd[r * len..][..len]);
+    let at = |b: usize| {
+        [
             b * stride,
             (4 + b) * stride,
             (8 + b) * stride,
             (12 + b) * stride,
-        ];
-        let [d0, d1, d2, d3] = four_rows(dst, offsets, len);
-        combine([hr(0), hr(1), hr(2), hr(3)], [d0, d1, d2, d3]);
+        ]
+    };
+    input_points::<0>(ev, od, four_rows(dst, at(0), len));
+    input_points::<1>(ev, od, four_rows(dst, at(1), len));
+    input_points::<2>(ev, od, four_rows(dst, at(2), len));
+    input_points::<3>(ev, od, four_rows(dst, at(3), len));
+}
+
+/// Points `4a + B` (a = 0..4) of [`transform_input`]: the row combination `B` of each of the
+/// four input rows, `(d0 - d2, d1 + d2, d2 - d1, d1 - d3)[B]`, then the four combinations of
+/// those across the rows. A function of its own so the slices arrive as distinct arguments.
+#[inline(always)]
+fn input_points<const B: usize>(
+    [e0, e1, e2, e3]: [&[f32]; 4],
+    [o0, o1, o2, o3]: [&[f32]; 4],
+    [p0, p1, p2, p3]: [&mut [f32]; 4],
+) {
+    let n = p0.len();
+    if n == 0 {
+        return;
     }
+    let m = n - 1;
+    let (e0, e1, e2, e3) = (&e0[..n], &e1[..n], &e2[..n], &e3[..n]);
+    let (o0, o1, o2, o3) = (&o0[..n], &o1[..n], &o2[..n], &o3[..n]);
+    let (p1, p2, p3) = (&mut p1[..n], &mut p2[..n], &mut p3[..n]);
+    // The row combination B of input row r at entry j.
+    #[inline(always)]
+    fn row<const B: usize>(e: &[f32], o: &[f32], j: usize) -> f32 {
+        match B {
+            0 => e[j] - e[j + 1],
+            1 => o[j] + e[j + 1],
+            2 => e[j + 1] - o[j],
+            _ => o[j] - o[j + 1],
+        }
+    }
+    for j in 0..m {
+        let (h0, h1, h2, h3) = (
+            row::<B>(e0, o0, j),
+            row::<B>(e1, o1, j),
+            row::<B>(e2, o2, j),
+            row::<B>(e3, o3, j),
+        );
+        p0[j] = h0 - h2;
+        p1[j] = h1 + h2;
+        p2[j] = h2 - h1;
+        p3[j] = h1 - h3;
+    }
+    p0[m] = 0.0;
+    p1[m] = 0.0;
+    p2[m] = 0.0;
+    p3[m] = 0.0;
 }
 
 /// Disjoint mutable runs of `len` at increasing `offsets` of `buf`.
@@ -457,21 +487,6 @@ fn deinterleave(src: &[f32], even: &mut [f32], odd: &mut [f32]) {
     for ((pair, e), o) in src.chunks_exact(2).zip(even.iter_mut()).zip(odd.iter_mut()) {
         *e = pair[0];
         *o = pair[1];
-    }
-}
-
-/// One step of `B^T d B` over a run of tiles: `(d0 - d2, d1 + d2, d2 - d1, d1 - d3)`. A
-/// function of its own so the slices arrive as distinct arguments (no aliasing: it vectorises).
-#[inline(always)]
-fn combine([d0, d1, d2, d3]: [&[f32]; 4], [o0, o1, o2, o3]: [&mut [f32]; 4]) {
-    let n = o0.len();
-    let (d0, d1, d2, d3) = (&d0[..n], &d1[..n], &d2[..n], &d3[..n]);
-    let (o1, o2, o3) = (&mut o1[..n], &mut o2[..n], &mut o3[..n]);
-    for j in 0..n {
-        o0[j] = d0[j] - d2[j];
-        o1[j] = d1[j] + d2[j];
-        o2[j] = d2[j] - d1[j];
-        o3[j] = d1[j] - d3[j];
     }
 }
 
