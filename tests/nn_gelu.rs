@@ -2,7 +2,9 @@
 //! truth from libm's erfc, over a dense sweep, every float near the range splits, a few million
 //! random floats and the special values.
 
-use ferrograd::autograd::{self, GradOptions};
+mod common;
+
+use common::check_grad_f32;
 use ferrograd::ops::nn::activation as act;
 use ferrograd::Tensor;
 
@@ -112,55 +114,7 @@ fn float32_gelu_gradient_matches_float64() {
         .filter(|x| x.is_finite())
         .step_by(7)
         .collect();
-    let n = xs.len();
-    let x = Tensor::from_vec(xs.clone(), &[n])
-        .unwrap()
-        .requires_grad_(true)
-        .unwrap();
-    let w: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).cos()).collect();
-    let wt = Tensor::from_vec(w.clone(), &[n]).unwrap();
-    for weighted in [false, true] {
-        let y = act::gelu(&x, false).unwrap();
-        let l = if weighted { y.mul(&wt).unwrap() } else { y }
-            .sum()
-            .unwrap();
-        let g = autograd::grad(&[l], std::slice::from_ref(&x), GradOptions::default()).unwrap()[0]
-            .clone()
-            .unwrap()
-            .to_vec::<f32>()
-            .unwrap();
-        let mut worst = (0.0, 0.0f32);
-        for i in 0..n {
-            let c = if weighted { w[i] as f64 } else { 1.0 };
-            let (d, scale) = gelu_grad64(xs[i] as f64);
-            let err = (g[i] as f64 - c * d).abs();
-            let tol = 4.0 * (c * d).abs() * 2f64.powi(-24) + c.abs() * scale * 2f64.powi(-22);
-            // A denormal derivative and its product with g round twice on the 2^-149 grid.
-            let r = err / tol.max(2f64.powi(-148));
-            if r > worst.0 || r.is_nan() {
-                worst = (r, xs[i]);
-            }
-        }
-        assert!(
-            worst.0 <= 1.0,
-            "weighted {weighted}: {} at {:e}",
-            worst.0,
-            worst.1
-        );
-    }
-    // ±inf and NaN give NaN (x φ(x) is inf · 0 there); -0 gives 1/2.
-    let x = Tensor::from_vec(vec![f32::NEG_INFINITY, f32::INFINITY, f32::NAN, -0.0], &[4])
-        .unwrap()
-        .requires_grad_(true)
-        .unwrap();
-    let l = act::gelu(&x, false).unwrap().sum().unwrap();
-    let g = autograd::grad(&[l], std::slice::from_ref(&x), GradOptions::default()).unwrap()[0]
-        .clone()
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap();
-    assert!(g[..3].iter().all(|v| v.is_nan()));
-    assert_eq!(g[3], 0.5);
+    check_grad_f32(|x| act::gelu(x, false), gelu_grad64, &xs, "gelu");
 }
 
 /// The other float32 activations on f64 lanes (exp to 2^-27 relative): within 2 ulp of their

@@ -2,6 +2,9 @@
 //! float64 closed forms: every 1/64 on [-20, 20], every float near the kernels' splits, a few
 //! million random floats (uniform and random bit patterns) and the special values.
 
+mod common;
+
+use common::check_grad_f32 as check_grad;
 use ferrograd::autograd::{self, GradOptions};
 use ferrograd::ops::nn::activation as act;
 use ferrograd::Tensor;
@@ -79,53 +82,6 @@ fn worst_ulps(
         }
     }
     worst
-}
-
-/// The gradient of `f` at `xs` for a uniform (the sum's) and a per-element upstream gradient,
-/// against `want(x) = (f'(x), scale)`: within 4 ulp of f' plus 2^-22 of `scale` (the size of
-/// the terms that cancel where f' crosses zero).
-fn check_grad(
-    f: fn(&Tensor) -> ferrograd::Result<Tensor>,
-    want: fn(f64) -> (f64, f64),
-    xs: &[f32],
-    name: &str,
-) {
-    let n = xs.len();
-    let x = Tensor::from_vec(xs.to_vec(), &[n])
-        .unwrap()
-        .requires_grad_(true)
-        .unwrap();
-    let w: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).cos()).collect();
-    let wt = Tensor::from_vec(w.clone(), &[n]).unwrap();
-    for weighted in [false, true] {
-        let y = f(&x).unwrap();
-        let l = if weighted { y.mul(&wt).unwrap() } else { y }
-            .sum()
-            .unwrap();
-        let g = autograd::grad(&[l], std::slice::from_ref(&x), GradOptions::default()).unwrap()[0]
-            .clone()
-            .unwrap()
-            .to_vec::<f32>()
-            .unwrap();
-        let mut worst = (0.0, 0.0f32);
-        for i in 0..n {
-            let c = if weighted { w[i] as f64 } else { 1.0 };
-            let (d, scale) = want(xs[i] as f64);
-            let err = (g[i] as f64 - c * d).abs();
-            let tol = 4.0 * (c * d).abs() * 2f64.powi(-24) + c.abs() * scale * 2f64.powi(-22);
-            // A denormal derivative and its product with g round twice on the 2^-149 grid.
-            let r = err / tol.max(2f64.powi(-148));
-            if r > worst.0 || r.is_nan() {
-                worst = (r, xs[i]);
-            }
-        }
-        assert!(
-            worst.0 <= 1.0,
-            "{name} weighted {weighted}: {} at {:e}",
-            worst.0,
-            worst.1
-        );
-    }
 }
 
 /// sigmoid(x) in float64 without overflow.

@@ -1096,6 +1096,20 @@ fn conv_grad_input<T: ConvScalar>(
     Ok(x)
 }
 
+/// The partial results (consecutive runs of `n` in `partial`) added into the first, in order,
+/// so the sum is the same at any thread count; returns that first run.
+fn sum_partials<T: ConvScalar>(partial: &mut [T], n: usize) -> &mut [T] {
+    let (first, rest) = partial.split_at_mut(n.min(partial.len()));
+    if n > 0 {
+        for part in rest.chunks_exact(n) {
+            for (o, &v) in first.iter_mut().zip(part) {
+                *o += v;
+            }
+        }
+    }
+    first
+}
+
 /// Images summed per partial result in [`conv_grad_weight`]: a fixed split (not one per thread)
 /// so the sum's order, and so the result, is the same at any thread count.
 const WEIGHT_CHUNKS: usize = 8;
@@ -1231,12 +1245,7 @@ fn conv_grad_weight_implicit<T: ConvScalar>(
             }
         }
     })?;
-    let (first, rest) = partial.split_at_mut(wn);
-    for part in rest.chunks_exact(wn) {
-        for (o, &v) in first.iter_mut().zip(part) {
-            *o += v;
-        }
-    }
+    let first = sum_partials(&mut partial, wn);
     let mut out = crate::tensor::creation::try_filled_vec(wn, T::ZERO)?;
     for gi in 0..g {
         for k in 0..kn {
@@ -1330,12 +1339,7 @@ fn conv_grad_weight<T: ConvScalar>(geo: &ConvGeometry, gy: &[T], x: &[T]) -> Res
             }
         }
     })?;
-    let (first, rest) = partial.split_at_mut(wn);
-    for part in rest.chunks_exact(wn) {
-        for (o, &v) in first.iter_mut().zip(part) {
-            *o += v;
-        }
-    }
+    let first = sum_partials(&mut partial, wn);
     if !col_major {
         partial.truncate(wn);
         return Ok(partial);

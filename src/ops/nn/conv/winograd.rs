@@ -12,7 +12,7 @@
 //! and the products stay in the core's L2 cache; every unit writes its own output rows, so the
 //! result is the same at any thread count.
 
-use super::{dims, for_units, ConvGeometry, Dims3, WEIGHT_CHUNKS};
+use super::{dims, for_units, sum_partials, ConvGeometry, Dims3, WEIGHT_CHUNKS};
 use crate::error::Result;
 use crate::ops::gemm::gemm_block;
 use crate::parallel::SendPtr;
@@ -248,12 +248,7 @@ pub(super) fn grad_weight(geo: &ConvGeometry, gy: &[f32], x: &[f32]) -> Result<V
             }
         }
     })?;
-    let (first, rest) = partial.split_at_mut(zlen);
-    for part in rest.chunks_exact(zlen) {
-        for (a, &b) in first.iter_mut().zip(part) {
-            *a += b;
-        }
-    }
+    let first = sum_partials(&mut partial, zlen);
     // gw[o, c, i, j] = Σ_{p,q} G[p][i] G[q][j] Z_{4p+q}[o, c].
     const G: [[f32; 3]; 4] = [
         [1.0, 0.0, 0.0],
