@@ -51,23 +51,7 @@ fn sweep() -> Vec<f32> {
     let mut r = Bits(0x9e37_79b9_7f4a_7c15);
     xs.extend((0..2_000_000).map(|_| (r.next() >> 40) as f32 / (1u64 << 24) as f32 * 32.0 - 16.0));
     xs.extend((0..1_000_000).map(|_| f32::from_bits((r.next() >> 32) as u32)));
-    xs.extend([
-        0.0,
-        -0.0,
-        1e-45,
-        -1e-45,
-        1e-38,
-        -1e-38,
-        1e-30,
-        -1e-30,
-        1e-10,
-        -1e-10,
-        f32::MAX,
-        f32::MIN,
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        f32::NAN,
-    ]);
+    xs.extend(common::SPECIAL_F32);
     xs
 }
 

@@ -44,23 +44,7 @@ fn sweep(splits: &[f32]) -> Vec<f32> {
     xs.extend((0..2_000_000).map(|_| unit(&mut r) * 40.0 - 20.0));
     xs.extend((0..500_000).map(|_| unit(&mut r) * 240.0 - 120.0));
     xs.extend((0..1_000_000).map(|_| f32::from_bits((r.next() >> 32) as u32)));
-    xs.extend([
-        0.0,
-        -0.0,
-        1e-45,
-        -1e-45,
-        1e-38,
-        -1e-38,
-        1e-30,
-        -1e-30,
-        1e-10,
-        -1e-10,
-        f32::MAX,
-        f32::MIN,
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        f32::NAN,
-    ]);
+    xs.extend(common::SPECIAL_F32);
     xs
 }
 

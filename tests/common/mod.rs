@@ -84,3 +84,23 @@ pub fn check_grad_f32(
         );
     }
 }
+
+/// The float32 values every elementwise sweep includes: signed zeros, denormals, tiny and
+/// huge magnitudes, the infinities and NaN.
+pub const SPECIAL_F32: [f32; 15] = [
+    0.0,
+    -0.0,
+    1e-45,
+    -1e-45,
+    1e-38,
+    -1e-38,
+    1e-30,
+    -1e-30,
+    1e-10,
+    -1e-10,
+    f32::MAX,
+    f32::MIN,
+    f32::INFINITY,
+    f32::NEG_INFINITY,
+    f32::NAN,
+];
