@@ -4,19 +4,9 @@
 
 mod common;
 
-use common::check_grad_f32;
+use common::{check_grad_f32, ulps, worst_ulps, Bits};
 use ferrograd::ops::nn::activation as act;
 use ferrograd::Tensor;
-
-/// Distance in float32 ulps at the exact value (denormal spacing below the normal range).
-fn ulps(got: f32, want: f64) -> f64 {
-    if got as f64 == want || (got.is_nan() && want.is_nan()) {
-        return 0.0;
-    }
-    let a = want.abs().max(f32::MIN_POSITIVE as f64);
-    let ulp = 2f64.powi(a.log2().floor() as i32 - 23).max(2f64.powi(-149));
-    ((got as f64) - want).abs() / ulp
-}
 
 /// gelu(x) = x Φ(x) and gelu'(x) = Φ(x) + x φ(x) in float64.
 fn gelu64(x: f64) -> f64 {
@@ -26,17 +16,6 @@ fn gelu_grad64(x: f64) -> (f64, f64) {
     let cdf = 0.5 * libm::erfc(-x * std::f64::consts::FRAC_1_SQRT_2);
     let xpdf = x * (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt();
     (cdf + xpdf, cdf.abs() + xpdf.abs())
-}
-
-/// xorshift64*: a fixed stream of bits, no dependency.
-struct Bits(u64);
-impl Bits {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
 }
 
 /// Every 1/64 on [-16, 16], every float within 2^16 steps of the splits (±1/2, ±3), the
@@ -57,18 +36,7 @@ fn sweep() -> Vec<f32> {
 
 #[test]
 fn float32_gelu_is_within_two_ulps_of_float64_everywhere() {
-    let xs = sweep();
-    let y = act::gelu(&Tensor::from_vec(xs.clone(), &[xs.len()]).unwrap(), false)
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap();
-    let mut worst = (0.0, 0.0f32);
-    for (&x, &v) in xs.iter().zip(&y) {
-        let e = ulps(v, gelu64(x as f64));
-        if e > worst.0 || e.is_nan() {
-            worst = (e, x);
-        }
-    }
+    let worst = worst_ulps(|x| act::gelu(x, false), gelu64, &sweep());
     assert!(worst.0 <= 2.0, "{} ulp at {:e}", worst.0, worst.1);
     // The specials as float64 computes them: -inf · 0 is NaN, -0 keeps its sign.
     let s = act::gelu(

@@ -5,30 +5,10 @@
 mod common;
 
 use common::check_grad_f32 as check_grad;
+use common::{ulps, worst_ulps, Bits};
 use ferrograd::autograd::{self, GradOptions};
 use ferrograd::ops::nn::activation as act;
 use ferrograd::Tensor;
-
-/// Distance in float32 ulps at the exact value (denormal spacing below the normal range).
-fn ulps(got: f32, want: f64) -> f64 {
-    if got as f64 == want || (got.is_nan() && want.is_nan()) {
-        return 0.0;
-    }
-    let a = want.abs().max(f32::MIN_POSITIVE as f64);
-    let ulp = 2f64.powi(a.log2().floor() as i32 - 23).max(2f64.powi(-149));
-    ((got as f64) - want).abs() / ulp
-}
-
-/// xorshift64*: a fixed stream of bits, no dependency.
-struct Bits(u64);
-impl Bits {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
 
 /// Every 1/64 on [-20, 20], every float within 2^15 steps of `splits`, 2M uniform draws on
 /// [-20, 20], 500k on [-120, 120], 1M random bit patterns (every magnitude, NaNs too) and the
@@ -46,26 +26,6 @@ fn sweep(splits: &[f32]) -> Vec<f32> {
     xs.extend((0..1_000_000).map(|_| f32::from_bits((r.next() >> 32) as u32)));
     xs.extend(common::SPECIAL_F32);
     xs
-}
-
-/// The worst ulp distance of `f` (float32 kernel) from `want` (float64 truth) over `xs`.
-fn worst_ulps(
-    f: fn(&Tensor) -> ferrograd::Result<Tensor>,
-    want: fn(f64) -> f64,
-    xs: &[f32],
-) -> (f64, f32) {
-    let y = f(&Tensor::from_vec(xs.to_vec(), &[xs.len()]).unwrap())
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap();
-    let mut worst = (0.0, 0.0f32);
-    for (&x, &v) in xs.iter().zip(&y) {
-        let e = ulps(v, want(x as f64));
-        if e > worst.0 || e.is_nan() {
-            worst = (e, x);
-        }
-    }
-    worst
 }
 
 /// sigmoid(x) in float64 without overflow.

@@ -104,3 +104,44 @@ pub const SPECIAL_F32: [f32; 15] = [
     f32::NEG_INFINITY,
     f32::NAN,
 ];
+
+/// Distance in float32 ulps at the exact value (denormal spacing below the normal range).
+pub fn ulps(got: f32, want: f64) -> f64 {
+    if got as f64 == want || (got.is_nan() && want.is_nan()) {
+        return 0.0;
+    }
+    let a = want.abs().max(f32::MIN_POSITIVE as f64);
+    let ulp = 2f64.powi(a.log2().floor() as i32 - 23).max(2f64.powi(-149));
+    ((got as f64) - want).abs() / ulp
+}
+
+/// xorshift64*: a fixed stream of bits, no dependency.
+pub struct Bits(pub u64);
+impl Bits {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// The worst ulp distance of `f` (float32 kernel) from `want` (float64 truth) over `xs`.
+pub fn worst_ulps(
+    f: fn(&Tensor) -> ferrograd::Result<Tensor>,
+    want: fn(f64) -> f64,
+    xs: &[f32],
+) -> (f64, f32) {
+    let y = f(&Tensor::from_vec(xs.to_vec(), &[xs.len()]).unwrap())
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    let mut worst = (0.0, 0.0f32);
+    for (&x, &v) in xs.iter().zip(&y) {
+        let e = ulps(v, want(x as f64));
+        if e > worst.0 || e.is_nan() {
+            worst = (e, x);
+        }
+    }
+    worst
+}
