@@ -14,7 +14,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use ferrograd::ops::vmath::UnaryF32;
+use ferrograd::kernels::vmath::UnaryF32;
 use ferrograd::Tensor;
 
 fn inputs(n: usize) -> Vec<f32> {

@@ -15,11 +15,13 @@
 
 pub mod autograd;
 pub mod error;
+pub mod graph;
 pub mod interrupt;
+pub mod kernels;
 pub mod memory;
 pub mod ops;
 pub mod optim;
-mod parallel;
+pub mod parallel;
 pub mod safetensors;
 pub mod tensor;
 

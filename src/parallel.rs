@@ -1,3 +1,6 @@
+//! The thread pool, the thread count and fork handling, below everything that runs in
+//! parallel (kernels and the backward engine alike), as `at::parallel_for` sits below autograd.
+//!
 //! Fork-join for one kernel: the calling thread and helpers from ferrograd's pool claim the
 //! blocks of one operation from a shared counter.
 //!
@@ -21,6 +24,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use std::time::{Duration, Instant};
 
+use crate::error::{Error, Result};
+
 /// How long an idle helper keeps polling for the next operation before its worker sleeps.
 const LINGER: Duration = Duration::from_micros(500);
 
@@ -29,6 +34,114 @@ const SPIN_POLLS: u32 = 64;
 
 /// How long a caller spins for blocks still running elsewhere before it parks.
 const CALLER_SPIN: Duration = Duration::from_micros(200);
+
+// ----- the pool and the thread count -----------------------------------------------------
+// A spin lock, not a parking RwLock: the fork handlers must be able to reset it in the child.
+static POOL: SpinLock<Option<Arc<rayon::ThreadPool>>> = SpinLock::new(None);
+static NUM_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+fn default_threads() -> usize {
+    ["FERROGRAD_NUM_THREADS", "RAYON_NUM_THREADS"]
+        .iter()
+        .find_map(|k| {
+            std::env::var(k)
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .filter(|&n| n > 0)
+                .map(|n| n.min(MAX_THREADS))
+        })
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
+}
+
+/// Threads used by backward and parallel kernels (`FERROGRAD_NUM_THREADS`, then
+/// `RAYON_NUM_THREADS`, then the number of cores).
+pub fn get_num_threads() -> usize {
+    match NUM_THREADS.load(Ordering::Relaxed) {
+        0 => {
+            let n = default_threads();
+            NUM_THREADS.store(n, Ordering::Relaxed);
+            n
+        }
+        n => n,
+    }
+}
+
+/// Most threads ferrograd will start. torch accepts any positive count and OpenMP starts them
+/// lazily; a pool is started at once, and 2^31 threads would never finish starting.
+pub const MAX_THREADS: usize = 1024;
+
+/// Set the number of threads (at most [`MAX_THREADS`]; larger requests are clamped to it);
+/// 0 is an error.
+pub fn set_num_threads(n: usize) -> Result<()> {
+    if n == 0 {
+        return Err(Error::runtime("set_num_threads expects a positive integer"));
+    }
+    NUM_THREADS.store(n.min(MAX_THREADS), Ordering::Relaxed);
+    *POOL.lock() = None;
+    Ok(())
+}
+
+/// A process forked from this one (multiprocessing, DataLoader workers) inherits the pool but
+/// none of its threads: work queued there would wait forever. The child starts a new pool.
+#[cfg(unix)]
+fn register_fork_handlers() {
+    extern "C" fn prepare() {
+        // Held across fork, so the child cannot inherit either lock mid-update.
+        POOL.lock_for_fork();
+        before_fork();
+    }
+    extern "C" fn parent() {
+        after_fork_in_parent();
+        POOL.unlock_after_fork();
+    }
+    extern "C" fn child() {
+        after_fork_in_child();
+        POOL.unlock_after_fork();
+        // Dropping the old pool would signal threads that are not here; it is leaked instead.
+        std::mem::forget(POOL.lock().take());
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: the handlers only touch this crate's statics. A failure (ENOMEM) leaves forked
+        // children as they were before, which is not worth failing pool creation for.
+        unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+    });
+}
+
+/// The pool of helpers for `get_num_threads()` threads, built on first use: one worker fewer
+/// than the threads (at least one), because the calling thread always works too (backward's
+/// drain, a kernel's first blocks). A worker per thread put three busy threads on two cores.
+pub fn pool() -> Result<Arc<rayon::ThreadPool>> {
+    let n = get_num_threads().saturating_sub(1).max(1);
+    if let Some(p) = POOL.lock().as_ref() {
+        if p.current_num_threads() == n {
+            return Ok(p.clone());
+        }
+    }
+    #[cfg(unix)]
+    register_fork_handlers();
+    let mut w = POOL.lock();
+    if let Some(p) = w.as_ref() {
+        if p.current_num_threads() == n {
+            return Ok(p.clone());
+        }
+    }
+    let p = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .thread_name(|i| format!("ferrograd-{i}"))
+            .build()
+            .map_err(|e| Error::runtime(format!("could not start {n} threads: {e}")))?,
+    );
+    *w = Some(p.clone());
+    Ok(p)
+}
+
+// ----- fork-join for one kernel -------------------------------------------------------------
 
 /// State shared by the caller and the helpers of one [`share_work`] call.
 struct Shared {
@@ -241,7 +354,7 @@ pub(crate) fn share_work(helpers: usize, count: usize, job: &(dyn Fn(usize) + Sy
     let wanted = helpers.min(count - 1);
     let lingering = BOARD.lingering.load(Ordering::Acquire);
     if lingering < wanted {
-        if let Ok(pool) = crate::autograd::engine::pool() {
+        if let Ok(pool) = pool() {
             for _ in lingering..wanted {
                 BOARD.lingering.fetch_add(1, Ordering::AcqRel);
                 pool.spawn(help);
@@ -278,7 +391,7 @@ pub(crate) fn share_work(helpers: usize, count: usize, job: &(dyn Fn(usize) + Sy
     }
 }
 
-/// Fork handling (see `engine::pool`): hold the board's lock across `fork` so the child never
+/// Fork handling (see [`pool`]): hold the board's lock across `fork` so the child never
 /// inherits it locked.
 #[cfg(unix)]
 pub(crate) fn before_fork() {
@@ -319,5 +432,5 @@ impl<T: Copy> SendPtr<T> {
 
 /// Helpers worth asking for: the configured thread count minus the caller.
 pub(crate) fn helpers() -> usize {
-    crate::autograd::get_num_threads().saturating_sub(1)
+    get_num_threads().saturating_sub(1)
 }

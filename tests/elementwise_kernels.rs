@@ -6,7 +6,7 @@ mod common;
 
 use common::{assert_close, fd_grad, leaf};
 use ferrograd::autograd::{self, GradOptions};
-use ferrograd::ops::vmath::UnaryF32;
+use ferrograd::kernels::vmath::UnaryF32;
 use ferrograd::{DType, Tensor};
 
 /// Distance from `got` to the exact value `want` in float32 ulps at `want` (denormal spacing

@@ -5,7 +5,7 @@
 //! outputs too big for memory.
 
 use ferrograd::autograd::{self, set_num_threads, GradOptions};
-use ferrograd::ops::gemm::{matmul_strided, MatRef, PARALLEL_MIN_WORK};
+use ferrograd::kernels::gemm::{matmul_strided, MatRef, PARALLEL_MIN_WORK};
 use ferrograd::{DType, Tensor};
 
 /// Deterministic values in [-1, 1).
@@ -274,7 +274,7 @@ fn int64_products_stay_exact() {
 
 /// The kernel entry point with explicit thread counts; every layout of the same logical
 /// operands must give bitwise the same result for any thread count.
-fn strided_product<T: ferrograd::ops::gemm::GemmScalar>(
+fn strided_product<T: ferrograd::kernels::gemm::GemmScalar>(
     conv: impl Fn(f64) -> T,
     (nb, n, k, m): (usize, usize, usize, usize),
     (a_t, b_t): (bool, bool),

@@ -7,9 +7,9 @@ mod common;
 
 use common::{assert_close, fd_grad, leaf};
 use ferrograd::autograd::{self, GradOptions};
+use ferrograd::kernels::vmath::UnaryF32;
 use ferrograd::ops::nn::activation as act;
 use ferrograd::ops::nn::loss::{self, Reduction};
-use ferrograd::ops::vmath::UnaryF32;
 use ferrograd::{DType, ErrorKind, Tensor};
 
 /// A scalar function of one tensor, boxed so a test can list several.

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{assert_close, fd_grad, leaf};
-use ferrograd::autograd::{self, engine, GradOptions};
+use ferrograd::autograd::{self, GradOptions};
 use ferrograd::ops::nn::loss::{self, Reduction};
 use ferrograd::ops::nn::norm::layer_norm;
 use ferrograd::{DType, Tensor};
@@ -187,11 +187,11 @@ fn row_kernels_are_bitwise_equal_at_any_thread_count() {
         );
         out
     };
-    engine::set_num_threads(1).unwrap();
+    autograd::set_num_threads(1).unwrap();
     let one = run();
-    engine::set_num_threads(2).unwrap();
+    autograd::set_num_threads(2).unwrap();
     let two = run();
-    engine::set_num_threads(3).unwrap();
+    autograd::set_num_threads(3).unwrap();
     let three = run();
     assert!(one == two && two == three);
 }

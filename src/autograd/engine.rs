@@ -11,10 +11,11 @@ use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
-use super::grad_mode::{self, GradModeGuard};
-use super::node::{Edge, Node, NodeKind};
+use super::accumulate_grad;
 use crate::error::{Error, Result};
-use crate::parallel::SpinLock;
+use crate::graph::node::{run_hook, Edge, Node, NodeKind};
+use crate::parallel::{get_num_threads, pool};
+use crate::tensor::grad_mode::{self, GradModeGuard};
 use crate::tensor::shape::{fmt_shape, is_expandable_to};
 use crate::tensor::Tensor;
 
@@ -73,113 +74,6 @@ pub(crate) enum Targets {
     Only(Vec<Edge>),
     /// Capture the gradients arriving at these edges and return them (`grad()`).
     Capture(Vec<Option<Edge>>),
-}
-
-// ----- thread pool ----------------------------------------------------------------------------
-
-// A spin lock, not a parking RwLock: the fork handlers must be able to reset it in the child.
-static POOL: SpinLock<Option<Arc<rayon::ThreadPool>>> = SpinLock::new(None);
-static NUM_THREADS: AtomicUsize = AtomicUsize::new(0);
-
-fn default_threads() -> usize {
-    ["FERROGRAD_NUM_THREADS", "RAYON_NUM_THREADS"]
-        .iter()
-        .find_map(|k| {
-            std::env::var(k)
-                .ok()
-                .and_then(|v| v.trim().parse::<usize>().ok())
-                .filter(|&n| n > 0)
-                .map(|n| n.min(MAX_THREADS))
-        })
-        .unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        })
-}
-
-/// Threads used by backward and parallel kernels (`FERROGRAD_NUM_THREADS`, then
-/// `RAYON_NUM_THREADS`, then the number of cores).
-pub fn get_num_threads() -> usize {
-    match NUM_THREADS.load(Ordering::Relaxed) {
-        0 => {
-            let n = default_threads();
-            NUM_THREADS.store(n, Ordering::Relaxed);
-            n
-        }
-        n => n,
-    }
-}
-
-/// Most threads ferrograd will start. torch accepts any positive count and OpenMP starts them
-/// lazily; a pool is started at once, and 2^31 threads would never finish starting.
-pub const MAX_THREADS: usize = 1024;
-
-/// Set the number of threads (at most [`MAX_THREADS`]; larger requests are clamped to it);
-/// 0 is an error.
-pub fn set_num_threads(n: usize) -> Result<()> {
-    if n == 0 {
-        return Err(Error::runtime("set_num_threads expects a positive integer"));
-    }
-    NUM_THREADS.store(n.min(MAX_THREADS), Ordering::Relaxed);
-    *POOL.lock() = None;
-    Ok(())
-}
-
-/// A process forked from this one (multiprocessing, DataLoader workers) inherits the pool but
-/// none of its threads: work queued there would wait forever. The child starts a new pool.
-#[cfg(unix)]
-fn register_fork_handlers() {
-    extern "C" fn prepare() {
-        // Held across fork, so the child cannot inherit either lock mid-update.
-        POOL.lock_for_fork();
-        crate::parallel::before_fork();
-    }
-    extern "C" fn parent() {
-        crate::parallel::after_fork_in_parent();
-        POOL.unlock_after_fork();
-    }
-    extern "C" fn child() {
-        crate::parallel::after_fork_in_child();
-        POOL.unlock_after_fork();
-        // Dropping the old pool would signal threads that are not here; it is leaked instead.
-        std::mem::forget(POOL.lock().take());
-    }
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // SAFETY: the handlers only touch this crate's statics. A failure (ENOMEM) leaves forked
-        // children as they were before, which is not worth failing pool creation for.
-        unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
-    });
-}
-
-/// The pool of helpers for `get_num_threads()` threads, built on first use: one worker fewer
-/// than the threads (at least one), because the calling thread always works too (backward's
-/// drain, a kernel's first blocks). A worker per thread put three busy threads on two cores.
-pub fn pool() -> Result<Arc<rayon::ThreadPool>> {
-    let n = get_num_threads().saturating_sub(1).max(1);
-    if let Some(p) = POOL.lock().as_ref() {
-        if p.current_num_threads() == n {
-            return Ok(p.clone());
-        }
-    }
-    #[cfg(unix)]
-    register_fork_handlers();
-    let mut w = POOL.lock();
-    if let Some(p) = w.as_ref() {
-        if p.current_num_threads() == n {
-            return Ok(p.clone());
-        }
-    }
-    let p = Arc::new(
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .thread_name(|i| format!("ferrograd-{i}"))
-            .build()
-            .map_err(|e| Error::runtime(format!("could not start {n} threads: {e}")))?,
-    );
-    *w = Some(p.clone());
-    Ok(p)
 }
 
 // ----- graph discovery ------------------------------------------------------------------------
@@ -600,21 +494,7 @@ fn evaluate(task: &GraphTask, i: usize) -> Result<Ready> {
 
 fn run_tensor_pre_hooks(node: &Arc<Node>, grads: &mut [Option<Tensor>]) -> Result<()> {
     if let NodeKind::Accumulate { .. } = &node.kind {
-        let Some(variable) = node.variable() else {
-            return Ok(());
-        };
-        let hooks: Vec<_> = variable
-            .meta()
-            .hooks
-            .iter()
-            .map(|(_, h)| h.clone())
-            .collect();
-        if let Some(g) = grads.get_mut(0) {
-            for h in hooks {
-                apply_hook(&h, g)?;
-            }
-        }
-        return Ok(());
+        return accumulate_grad::run_leaf_hooks(node, grads);
     }
     if !node.may_have_hooks() {
         return Ok(());
@@ -634,7 +514,7 @@ fn run_tensor_pre_hooks(node: &Arc<Node>, grads: &mut [Option<Tensor>]) -> Resul
     };
     for (nr, h) in pre {
         if let Some(g) = grads.get_mut(nr) {
-            apply_hook(&h, g)?;
+            run_hook(&h, g)?;
         }
     }
     // retains_grad runs after every other tensor hook (torch's documented order).
@@ -652,19 +532,6 @@ fn run_tensor_pre_hooks(node: &Arc<Node>, grads: &mut [Option<Tensor>]) -> Resul
     Ok(())
 }
 
-fn apply_hook(hook: &super::TensorHook, grad: &mut Option<Tensor>) -> Result<()> {
-    let Some(g) = grad.as_ref() else {
-        return Ok(());
-    };
-    if let Some(new) = hook(g)? {
-        if new.shape() != g.shape() {
-            return Err(Error::runtime("hook has changed the size of value"));
-        }
-        *grad = Some(new);
-    }
-    Ok(())
-}
-
 fn apply_node(
     task: &GraphTask,
     node: &Arc<Node>,
@@ -673,10 +540,12 @@ fn apply_node(
 ) -> Result<Vec<Option<Tensor>>> {
     let raw = match &node.kind {
         NodeKind::Accumulate { .. } => {
-            if let (true, Some(variable)) = (task.accumulate, node.variable()) {
-                if let Some(g) = grads.into_iter().next().flatten() {
-                    accumulate_grad(&variable, g, task.create_graph)?;
-                }
+            if task.accumulate {
+                accumulate_grad::apply(
+                    node,
+                    grads.into_iter().next().flatten(),
+                    task.create_graph,
+                )?;
             }
             return Ok(Vec::new());
         }
@@ -694,7 +563,7 @@ fn apply_node(
                     m
                 }
             });
-            let _wanted = super::node::WantedGuard::new(wanted);
+            let _wanted = crate::graph::node::WantedGuard::new(wanted);
             backward(&grads, &saved)?
         }
         NodeKind::Custom(c) => {
@@ -757,39 +626,4 @@ fn validate_outputs(node: &Node, mut grads: Vec<Option<Tensor>>) -> Result<Vec<O
         *slot = Some(g);
     }
     Ok(grads)
-}
-
-/// Add `g` into `variable.grad` (torch's AccumulateGrad): the first gradient is stored (stolen
-/// when nothing else holds it), later ones are added in place, or out of place under
-/// `create_graph` so the sum stays differentiable.
-fn accumulate_grad(variable: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
-    let mut m = variable.meta();
-    let new = match m.grad.take() {
-        None => {
-            if create_graph {
-                g
-            } else {
-                g.steal_or_copy()?
-            }
-        }
-        Some(old) => {
-            if create_graph || old.requires_grad() && grad_mode::is_grad_enabled() {
-                old.add(&g)?
-            } else {
-                let restore = old.clone();
-                if let Err(e) = crate::ops::inplace::add_into_nograd(&old, &g) {
-                    m.grad = Some(restore);
-                    return Err(e);
-                }
-                old
-            }
-        }
-    };
-    m.grad = Some(new);
-    let hooks: Vec<_> = m.post_acc_hooks.iter().map(|(_, h)| h.clone()).collect();
-    drop(m);
-    for h in hooks {
-        h(variable)?;
-    }
-    Ok(())
 }

@@ -1,15 +1,15 @@
 //! Reverse-mode automatic differentiation: `backward`, `grad`, hooks, grad modes and custom
 //! functions, with the semantics of `torch::autograd`.
 
+mod accumulate_grad;
 pub mod engine;
-pub mod function;
-pub mod grad_mode;
-pub mod node;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+pub use crate::graph::{function, node};
+pub use crate::tensor::grad_mode;
+
 use std::sync::{Arc, Weak};
 
-pub use engine::{get_num_threads, set_num_threads};
+pub use crate::parallel::{get_num_threads, set_num_threads};
 pub use function::{CustomFunction, FunctionCtx};
 pub use grad_mode::{
     is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled, GradModeGuard,
@@ -21,14 +21,8 @@ use crate::tensor::shape::fmt_shape;
 use crate::tensor::{Tensor, TensorImpl};
 use engine::Targets;
 
-/// A hook on a tensor's gradient: returns a replacement, or `None` to keep it.
-pub type TensorHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
-
-static NEXT_HOOK: AtomicU64 = AtomicU64::new(1);
-
-pub(crate) fn next_hook_id() -> u64 {
-    NEXT_HOOK.fetch_add(1, Ordering::Relaxed)
-}
+use crate::graph::{next_hook_id, node_of};
+pub use crate::tensor::TensorHook;
 
 /// Options of [`backward`], the parameters of C++ `torch::autograd::backward` after `tensors`.
 #[derive(Clone, Default)]
@@ -298,7 +292,7 @@ impl Tensor {
         let m = self.meta();
         match &m.grad_fn {
             Some(f) => {
-                let f = f.clone();
+                let f = node_of(f);
                 let nr = m.output_nr;
                 drop(m);
                 let id = f.add_pre_hook(nr, hook);
@@ -340,5 +334,54 @@ impl Tensor {
             id,
             target: HookTarget::PostAccumulate(self.downgrade()),
         })
+    }
+}
+
+#[cfg(test)]
+mod lifetime_tests {
+    use super::{backward, BackwardOptions};
+    use crate::tensor::Tensor;
+    use std::sync::Arc;
+
+    fn leaf() -> Tensor {
+        Tensor::from_vec(vec![1.0f64, 2.0, 3.0], &[3])
+            .and_then(|t| t.requires_grad_(true))
+            .expect("a small leaf")
+    }
+
+    #[test]
+    fn create_graph_backward_leaves_no_cycle_through_the_leaf() {
+        let x = leaf();
+        let y = x
+            .mul(&x)
+            .and_then(|t| t.mul(&x))
+            .and_then(|t| t.sum())
+            .unwrap();
+        let opts = BackwardOptions {
+            create_graph: true,
+            ..Default::default()
+        };
+        backward(&[y], opts).unwrap();
+        // x.grad = 3x^2 has a graph that saved x and leads to x's accumulator.
+        let g = x.grad().unwrap();
+        assert!(g.grad_fn().is_some());
+        assert_eq!(g.to_vec::<f64>().unwrap(), vec![3.0, 12.0, 27.0]);
+        let w = Arc::downgrade(&x.0);
+        drop(g);
+        drop(x);
+        assert!(w.upgrade().is_none(), "the leaf outlived its last handle");
+    }
+
+    #[test]
+    fn a_graph_whose_leaf_is_gone_still_runs_for_the_other_leaves() {
+        let (x, w) = (leaf(), leaf());
+        let y = x.mul(&w).and_then(|t| t.sum()).unwrap();
+        drop(x);
+        y.backward().unwrap();
+        // dy/dw = x, read from the saved elements of the dropped leaf.
+        assert_eq!(
+            w.grad().unwrap().to_vec::<f64>().unwrap(),
+            vec![1.0, 2.0, 3.0]
+        );
     }
 }

@@ -1,10 +1,8 @@
 //! Broadcasting binary ops with torch's type promotion: arithmetic and comparisons.
 
-use crate::autograd::node::{
-    grad_if_wanted, needs_grad, record, record_with_scalar, ScalarOperand,
-};
 use crate::error::{Error, Result};
-use crate::ops::convert::{as_dtype, cast};
+use crate::graph::node::{grad_if_wanted, needs_grad, record, record_with_scalar, ScalarOperand};
+use crate::kernels::copy::{as_dtype, cast};
 use crate::ops::elementwise::zip;
 use crate::tensor::dtype::result_type;
 use crate::tensor::{DType, Tensor};

@@ -1,68 +1,9 @@
 //! dtype conversion, copies and contiguity.
 
-use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
-use crate::tensor::storage::Data;
-use crate::tensor::{Buffer, DType, Element, Tensor};
-
-fn convert_vec<S: Element, D: Element>(src: &[S]) -> Vec<D> {
-    match D::DTYPE {
-        DType::Bool => src
-            .iter()
-            .map(|&x| D::from_i64((x.to_f64() != 0.0) as i64))
-            .collect(),
-        DType::Int64 if S::DTYPE.is_float() => src
-            .iter()
-            .map(|&x| D::from_i64(x.to_f64() as i64))
-            .collect(),
-        DType::Int64 => src.iter().map(|&x| D::from_i64(x.to_i64())).collect(),
-        _ => src.iter().map(|&x| D::from_f64(x.to_f64())).collect(),
-    }
-}
-
-fn convert_to<D: Element>(t: &Tensor) -> Result<Vec<D>> {
-    if t.dtype() == D::DTYPE {
-        // A plain copy, no per-element conversion; a strided view through the tiled copy
-        // kernel (a permute's or a transpose's `contiguous()`), except tiny ones, where the
-        // kernel's planning costs more than gather's walk (~20 ns a call on a 6x8 transpose).
-        if t.is_contiguous() || t.numel() <= 64 {
-            return t.to_vec::<D>();
-        }
-        return crate::ops::permute_copy::copy_layout(t, t.layout());
-    }
-    Ok(match t.dtype() {
-        DType::Float32 => t.with_contiguous_slice::<f32, _>(convert_vec::<f32, D>)?,
-        DType::Float64 => t.with_contiguous_slice::<f64, _>(convert_vec::<f64, D>)?,
-        DType::Int64 => t.with_contiguous_slice::<i64, _>(convert_vec::<i64, D>)?,
-        DType::Bool => t.with_contiguous_slice::<bool, _>(convert_vec::<bool, D>)?,
-    })
-}
-
-/// A contiguous copy of `t` converted to `dtype`, without recording.
-pub(crate) fn cast(t: &Tensor, dtype: DType) -> Result<Tensor> {
-    crate::tensor::creation::ensure_allocatable(t.numel(), dtype)?;
-    let buf = match dtype {
-        DType::Float32 => Buffer::F32(Data::Own(convert_to::<f32>(t)?)),
-        DType::Float64 => Buffer::F64(Data::Own(convert_to::<f64>(t)?)),
-        DType::Int64 => Buffer::I64(Data::Own(convert_to::<i64>(t)?)),
-        DType::Bool => Buffer::Bool(Data::Own(convert_to::<bool>(t)?)),
-    };
-    Tensor::from_buffer(buf, t.shape())
-}
-
-/// `t` itself when it already has dtype `d`, else a converted copy (no recording).
-pub(crate) fn as_dtype(t: &Tensor, d: DType) -> Result<Tensor> {
-    if t.dtype() == d {
-        Ok(t.clone())
-    } else {
-        cast(t, d)
-    }
-}
-
-/// A contiguous copy with the same dtype, without recording.
-pub(crate) fn copy_raw(t: &Tensor) -> Result<Tensor> {
-    cast(t, t.dtype())
-}
+use crate::graph::node::{needs_grad, record};
+use crate::kernels::copy::{cast, copy_raw};
+use crate::tensor::{DType, Tensor};
 
 impl Tensor {
     /// This tensor converted to `dtype` (itself when it already has it). Differentiable

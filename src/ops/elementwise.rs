@@ -13,7 +13,7 @@ use ndarray::{IxDyn, Zip};
 use parking_lot::RwLockReadGuard;
 
 use crate::error::{Error, Result};
-use crate::ops::vmath::UnaryF32;
+use crate::kernels::vmath::UnaryF32;
 use crate::parallel::{self, SendPtr};
 use crate::tensor::creation::{checked_numel, ensure_allocatable};
 use crate::tensor::shape::broadcast_shapes;
@@ -399,7 +399,7 @@ pub(crate) fn keep_uniform(
     f: impl FnOnce(&Tensor) -> Result<Tensor>,
 ) -> Result<Tensor> {
     let uniform = g.numel() > 1
-        && !crate::autograd::node::needs_grad(&[g])
+        && !crate::graph::node::needs_grad(&[g])
         && cover(g, g.shape()) == Some(Cover::Uniform);
     if !uniform {
         return f(g);
@@ -435,7 +435,7 @@ pub(crate) fn map_with<T: Element, U: Element>(
     let (t, c) = match cover(t, t.shape()) {
         Some(c) => (t, c),
         None => {
-            dense = crate::ops::convert::copy_raw(t)?;
+            dense = crate::kernels::copy::copy_raw(t)?;
             (&dense, Cover::Slice)
         }
     };
@@ -469,13 +469,13 @@ pub(crate) fn zip_with<T: Element, U: Element>(
     let (da, db);
     let gathered = |t: &Tensor| t.shape() == shape.as_slice() && cover(t, &shape).is_none();
     let a = if gathered(a) {
-        da = crate::ops::convert::copy_raw(a)?;
+        da = crate::kernels::copy::copy_raw(a)?;
         &da
     } else {
         a
     };
     let b = if gathered(b) {
-        db = crate::ops::convert::copy_raw(b)?;
+        db = crate::kernels::copy::copy_raw(b)?;
         &db
     } else {
         b
@@ -572,7 +572,7 @@ pub(crate) fn map_float_fn(
     match t.dtype() {
         DType::Float32 => map::<f32, f32>(t, f32f),
         DType::Float64 => map::<f64, f64>(t, f64f),
-        _ => map::<f32, f32>(&crate::ops::convert::cast(t, DType::Float32)?, f32f),
+        _ => map::<f32, f32>(&crate::kernels::copy::cast(t, DType::Float32)?, f32f),
     }
 }
 
@@ -621,7 +621,7 @@ pub(crate) fn map_vmath(t: &Tensor, f: UnaryF32) -> Result<Tensor> {
         DType::Float64 => return map::<f64, f64>(t, move |x| f.f64(x)),
         DType::Float32 if t.is_contiguous() => t.clone(),
         // Strided and integer inputs: one contiguous float32 copy, then the slice kernel.
-        _ => crate::ops::convert::cast(t, DType::Float32)?,
+        _ => crate::kernels::copy::cast(t, DType::Float32)?,
     };
     let n = t.numel();
     let out = t.with_contiguous_slice::<f32, _>(|x| {
@@ -648,11 +648,11 @@ pub(crate) fn zip_vmath(
     let x = if x.is_contiguous() {
         x.clone()
     } else {
-        crate::ops::convert::copy_raw(x)?
+        crate::kernels::copy::copy_raw(x)?
     };
     let (g, cg) = match cover(g, x.shape()) {
         Some(c) => (g.clone(), c),
-        None => (crate::ops::convert::copy_raw(g)?, Cover::Slice),
+        None => (crate::kernels::copy::copy_raw(g)?, Cover::Slice),
     };
     let n = x.numel();
     let out = with_src::<f32, _>(&g, cg, |sg| {

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
+use crate::graph::node::{needs_grad, record};
 use crate::tensor::{DType, Dims, Element, Tensor};
 
 fn gather<T: Element>(src: &[T], idx: &[usize]) -> Result<Vec<T>> {

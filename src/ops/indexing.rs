@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
-use crate::autograd::grad_mode::GradModeGuard;
-use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
+use crate::graph::node::{needs_grad, record};
 use crate::tensor::creation::{checked_numel, try_filled_vec, try_vec};
+use crate::tensor::grad_mode::GradModeGuard;
 use crate::tensor::shape::{broadcast_shapes, fmt_shape, wrap_dim};
 use crate::tensor::{DType, Dims, Tensor};
 

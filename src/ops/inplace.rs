@@ -5,10 +5,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::autograd::grad_mode::{self, GradModeGuard};
-use crate::autograd::node::{needs_grad, record, record_node};
 use crate::error::{Error, Result};
-use crate::ops::convert::{cast, check_can_cast, copy_raw};
+use crate::graph::node::{needs_grad, record, record_node};
+use crate::kernels::copy::{cast, copy_raw};
+use crate::ops::convert::check_can_cast;
+use crate::tensor::grad_mode::{self, GradModeGuard};
 use crate::tensor::shape::fmt_shape;
 use crate::tensor::{DType, Dims, Element, Tensor};
 
@@ -163,22 +164,7 @@ impl Tensor {
         match base {
             Some(base) if !base.same(self) => self.rebase_view(&base, &result),
             _ => {
-                let (f, nr) = (result.grad_fn(), result.output_nr());
-                let mut m = self.meta();
-                let old = m.grad_fn.take();
-                m.grad_fn = f.clone();
-                m.output_nr = nr;
-                let retains = m.retains_grad;
-                drop(m);
-                if retains {
-                    // retains_grad follows the tensor to its new history (torch PR #79996).
-                    if let Some(old) = old {
-                        old.remove_retain_grad(&self.downgrade());
-                    }
-                    if let Some(f) = f {
-                        f.add_retain_grad(nr, self.downgrade());
-                    }
-                }
+                self.set_history(result.grad_fn(), result.output_nr());
                 Ok(())
             }
         }

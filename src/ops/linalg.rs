@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use crate::autograd::grad_mode::GradModeGuard;
-use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
+use crate::graph::node::{needs_grad, record};
 use crate::ops::indexing::{flat, positions, rm_strides};
+use crate::tensor::grad_mode::GradModeGuard;
 use crate::tensor::shape::wrap_dim;
 use crate::tensor::{Dims, Layout, Tensor};
 

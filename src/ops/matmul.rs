@@ -3,12 +3,12 @@
 use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
 
-use crate::autograd::engine::get_num_threads;
-use crate::autograd::node::{grad_if_wanted, needs_grad, record};
 use crate::error::{Error, Result};
+use crate::graph::node::{grad_if_wanted, needs_grad, record};
+use crate::kernels::copy::as_dtype;
+use crate::kernels::gemm::{batch_offset, matmul_strided, GemmScalar, MatRef};
 use crate::ops::binary::result_dtype;
-use crate::ops::convert::as_dtype;
-use crate::ops::gemm::{batch_offset, matmul_strided, GemmScalar, MatRef};
+use crate::parallel::get_num_threads;
 use crate::tensor::creation::{checked_numel, ensure_allocatable};
 use crate::tensor::shape::{broadcast_shapes, fmt_shape};
 use crate::tensor::{DType, Dims, Element, Layout, Tensor};
@@ -195,7 +195,7 @@ impl Tensor {
             )));
         }
         let out = {
-            let _g = crate::autograd::grad_mode::GradModeGuard::new(false);
+            let _g = crate::tensor::grad_mode::GradModeGuard::new(false);
             self.unsqueeze(0)?
                 .mm_batched(&other.unsqueeze(1)?)?
                 .reshape(&[])?
@@ -228,7 +228,7 @@ impl Tensor {
             )));
         }
         let out = {
-            let _g = crate::autograd::grad_mode::GradModeGuard::new(false);
+            let _g = crate::tensor::grad_mode::GradModeGuard::new(false);
             self.mm_batched(&vec.unsqueeze(1)?)?.squeeze(Some(-1))?
         };
         if needs_grad(&[self, vec]) {

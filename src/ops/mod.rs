@@ -4,16 +4,13 @@
 pub mod binary;
 pub mod convert;
 pub(crate) mod elementwise;
-pub mod gemm;
 pub mod index;
 pub mod indexing;
 pub mod inplace;
 pub mod linalg;
 pub mod matmul;
 pub mod nn;
-pub(crate) mod permute_copy;
 pub mod reduce;
 pub mod shape_more;
 pub mod shape_ops;
 pub mod unary;
-pub mod vmath;

@@ -4,9 +4,9 @@ use std::sync::{Arc, OnceLock};
 
 use ndarray::{ArrayD, Axis, IxDyn};
 
-use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
-use crate::ops::convert::cast;
+use crate::graph::node::{needs_grad, record};
+use crate::kernels::copy::cast;
 use crate::tensor::creation::{ensure_allocatable, try_filled};
 use crate::tensor::shape::wrap_dim;
 use crate::tensor::{DType, Dims, Element, Tensor};
@@ -245,7 +245,7 @@ impl Tensor {
         let rd = reduce_dims(dims, self.dim())?;
         let n: usize = rd.iter().map(|&d| self.shape()[d]).product();
         let s = {
-            let _g = crate::autograd::grad_mode::GradModeGuard::new(false);
+            let _g = crate::tensor::grad_mode::GradModeGuard::new(false);
             self.sum_dims(dims, keepdim)?
         };
         let out = crate::ops::elementwise::map_float_fn(
@@ -322,7 +322,7 @@ fn grouped<T: Element>(t: &Tensor, dims: &[usize]) -> Result<(Vec<T>, usize)> {
         .collect();
     order.extend(dims.iter().map(|&d| d as i64));
     let p = {
-        let _g = crate::autograd::grad_mode::GradModeGuard::new(false);
+        let _g = crate::tensor::grad_mode::GradModeGuard::new(false);
         t.detach().permute(&order)?
     };
     Ok((p.to_vec::<T>()?, n))
@@ -625,7 +625,7 @@ impl Tensor {
         };
         let pos = Arc::new(pos);
         let values = {
-            let _g = crate::autograd::grad_mode::GradModeGuard::new(false);
+            let _g = crate::tensor::grad_mode::GradModeGuard::new(false);
             self.detach().take_flat(&pos, idx.shape())?
         };
         if needs_grad(&[self]) {
@@ -672,7 +672,7 @@ impl Tensor {
         let n: usize = rd.iter().map(|&d| self.shape()[d]).product();
         let denom = (n as f64 - correction).max(0.0);
         let out = {
-            let _g = crate::autograd::grad_mode::GradModeGuard::new(false);
+            let _g = crate::tensor::grad_mode::GradModeGuard::new(false);
             let x = self.detach();
             let dev = x.sub(&x.mean_dims(dims, true)?)?;
             dev.mul(&dev)?.sum_dims(dims, keepdim)?.div_scalar(denom)?
@@ -705,7 +705,7 @@ impl Tensor {
     /// ((N - correction) std), so a zero std gives NaN/inf gradients as in torch.
     pub fn std_dims(&self, dims: &[i64], correction: f64, keepdim: bool) -> Result<Tensor> {
         let out = {
-            let _g = crate::autograd::grad_mode::GradModeGuard::new(false);
+            let _g = crate::tensor::grad_mode::GradModeGuard::new(false);
             self.detach().var_dims(dims, correction, keepdim)?.sqrt()?
         };
         if needs_grad(&[self]) {
@@ -768,7 +768,7 @@ impl Tensor {
             return self.abs()?.sum_dims(dims, keepdim);
         }
         let out = {
-            let _g = crate::autograd::grad_mode::GradModeGuard::new(false);
+            let _g = crate::tensor::grad_mode::GradModeGuard::new(false);
             let s = self.abs()?.pow_scalar(ord)?.sum_dims(dims, keepdim)?;
             if ord == 2.0 {
                 s.sqrt()?

@@ -3,10 +3,10 @@
 //! storage with their input; the others copy through the differentiable gather
 //! (`gather_named`), whose backward scatters the gradient back.
 
-use crate::autograd::grad_mode::GradModeGuard;
-use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
+use crate::graph::node::{needs_grad, record};
 use crate::ops::indexing::{flat, positions, rm_strides};
+use crate::tensor::grad_mode::GradModeGuard;
 use crate::tensor::shape::{fmt_shape, wrap_dim};
 use crate::tensor::{DType, Dims, Layout, Tensor};
 

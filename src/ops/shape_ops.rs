@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use crate::autograd::grad_mode;
-use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
+use crate::graph::node::{needs_grad, record};
+use crate::tensor::grad_mode;
 use crate::tensor::shape::{fmt_shape, wrap_dim};
 use crate::tensor::storage::contiguous_strides;
 use crate::tensor::{Dims, Layout, Tensor};

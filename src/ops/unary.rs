@@ -2,10 +2,10 @@
 //! where the derivative is a function of it (exp, tanh, sigmoid, sqrt). The common ones run
 //! their rule as one fused pass when no graph of the backward is being built.
 
-use crate::autograd::node::{needs_grad, record};
 use crate::error::Result;
+use crate::graph::node::{needs_grad, record};
+use crate::kernels::vmath::UnaryF32;
 use crate::ops::elementwise::{map, map_float, map_vmath, zip_float, zip_vmath};
-use crate::ops::vmath::UnaryF32;
 use crate::tensor::{DType, Tensor};
 
 /// Whether a backward rule may run its fused kernel on the incoming gradient `g` and the saved
@@ -335,7 +335,7 @@ impl Tensor {
     /// x² (integers stay integers, bools become int64, like torch's `pow(x, 2)`).
     pub fn square(&self) -> Result<Tensor> {
         if self.dtype() == DType::Bool {
-            return crate::ops::convert::cast(self, DType::Int64)?.pow_scalar(2.0);
+            return crate::kernels::copy::cast(self, DType::Int64)?.pow_scalar(2.0);
         }
         self.pow_scalar(2.0)
     }
@@ -521,7 +521,7 @@ impl Tensor {
         let out = match self.dtype() {
             DType::Float32 => map::<f32, f32>(self, f32f)?,
             DType::Float64 => map::<f64, f64>(self, f64f)?,
-            _ => crate::ops::convert::copy_raw(self)?,
+            _ => crate::kernels::copy::copy_raw(self)?,
         };
         if needs_grad(&[self]) {
             record(name, &[self], &[&out], &[], false, |g, _| {
@@ -596,14 +596,14 @@ impl Tensor {
             ));
         }
         let out = {
-            let _ng = crate::autograd::grad_mode::GradModeGuard::new(false);
+            let _ng = crate::tensor::grad_mode::GradModeGuard::new(false);
             let mut r = self.clone();
             let mut rt = self.dtype();
             for b in [min, max].into_iter().flatten() {
                 rt = crate::ops::binary::result_dtype(&Tensor::with_dtype_probe(rt), b);
             }
             if r.dtype() != rt {
-                r = crate::ops::convert::cast(&r, rt)?;
+                r = crate::kernels::copy::cast(&r, rt)?;
             }
             if let Some(lo) = min {
                 r = Tensor::where_cond(&r.lt_t(lo)?, lo, &r)?;
@@ -612,10 +612,10 @@ impl Tensor {
                 r = Tensor::where_cond(&r.gt_t(hi)?, hi, &r)?;
             }
             if r.dtype() != rt {
-                r = crate::ops::convert::cast(&r, rt)?;
+                r = crate::kernels::copy::cast(&r, rt)?;
             }
             if r.same(self) {
-                crate::ops::convert::copy_raw(&r)?
+                crate::kernels::copy::copy_raw(&r)?
             } else {
                 r.detach()
             }
@@ -688,7 +688,7 @@ impl Tensor {
                 let (n, p, q) = (nan, posinf.unwrap_or(f64::MAX), neginf.unwrap_or(f64::MIN));
                 map::<f64, f64>(self, move |x| fix_nonfinite(x, n, p, q))?
             }
-            _ => crate::ops::convert::copy_raw(self)?,
+            _ => crate::kernels::copy::copy_raw(self)?,
         };
         if needs_grad(&[self]) {
             record(
@@ -715,7 +715,7 @@ impl Tensor {
         match self.dtype() {
             DType::Float32 => map::<f32, bool>(self, |x| x.is_nan()),
             DType::Float64 => map::<f64, bool>(self, |x| x.is_nan()),
-            _ => map::<bool, bool>(&crate::ops::convert::cast(self, DType::Bool)?, |_| false),
+            _ => map::<bool, bool>(&crate::kernels::copy::cast(self, DType::Bool)?, |_| false),
         }
     }
 
@@ -724,7 +724,7 @@ impl Tensor {
         match self.dtype() {
             DType::Float32 => map::<f32, bool>(self, |x| x.is_infinite()),
             DType::Float64 => map::<f64, bool>(self, |x| x.is_infinite()),
-            _ => map::<bool, bool>(&crate::ops::convert::cast(self, DType::Bool)?, |_| false),
+            _ => map::<bool, bool>(&crate::kernels::copy::cast(self, DType::Bool)?, |_| false),
         }
     }
 
@@ -733,7 +733,7 @@ impl Tensor {
         match self.dtype() {
             DType::Float32 => map::<f32, bool>(self, |x| x.is_finite()),
             DType::Float64 => map::<f64, bool>(self, |x| x.is_finite()),
-            _ => map::<bool, bool>(&crate::ops::convert::cast(self, DType::Bool)?, |_| true),
+            _ => map::<bool, bool>(&crate::kernels::copy::cast(self, DType::Bool)?, |_| true),
         }
     }
 

@@ -3,9 +3,11 @@
 mod alloc;
 pub mod creation;
 pub mod dtype;
+pub mod grad_mode;
 pub mod shape;
 pub mod storage;
 
+use std::any::Any;
 use std::sync::{Arc, Weak};
 
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
@@ -14,12 +16,22 @@ use parking_lot::Mutex;
 pub use dtype::DType;
 pub use storage::{Buffer, Dims, Element, Layout, Storage};
 
-use crate::autograd::node::{self, Edge, Node};
-use crate::autograd::{grad_mode, TensorHook};
 use crate::error::{Error, Result};
+
+/// A hook on a tensor's gradient: returns a replacement, or `None` to keep it.
+pub type TensorHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
 
 /// A user hook run after a leaf's `.grad` has been accumulated.
 pub type PostAccumulateHook = Arc<dyn Fn(&Tensor) -> Result<()> + Send + Sync>;
+
+/// A graph node as tensors hold it (`grad_fn`, a leaf's accumulator). The graph layer's
+/// `Node` is the one implementation; tensors see it through this trait so that they sit below
+/// the graph, as `c10::TensorImpl` holds autograd metadata behind an interface.
+pub(crate) trait GraphNode: Any + Send + Sync {
+    /// Give up this hold on a node; the last hold on a long chain frees it without recursing
+    /// once per node.
+    fn release_chain(self: Arc<Self>);
+}
 
 /// Autograd state of one tensor. Behind a lock so in-place ops can rebase history.
 #[derive(Default)]
@@ -27,13 +39,13 @@ pub(crate) struct AutogradMeta {
     /// For leaves: whether gradients are accumulated into this tensor.
     pub requires_grad: bool,
     /// The node that produced this tensor (non-leaves only).
-    pub grad_fn: Option<Arc<Node>>,
+    pub grad_fn: Option<Arc<dyn GraphNode>>,
     /// Which output of `grad_fn` this tensor is.
     pub output_nr: usize,
     /// The accumulated gradient.
     pub grad: Option<Tensor>,
     /// The leaf's accumulator node, held weakly: the graph owns it (PyTorch's arrangement).
-    pub grad_accumulator: Weak<Node>,
+    pub grad_accumulator: Option<Weak<dyn GraphNode>>,
     /// Whether a non-leaf keeps its `.grad`.
     pub retains_grad: bool,
     /// Hooks on a leaf, run on its summed gradient before accumulation.
@@ -69,7 +81,7 @@ impl Drop for TensorImpl {
     fn drop(&mut self) {
         // Dropping a long chain must not recurse once per node.
         if let Some(f) = self.meta.get_mut().grad_fn.take() {
-            node::drop_iteratively(f);
+            f.release_chain();
         }
     }
 }
@@ -258,10 +270,6 @@ impl Tensor {
     pub fn is_leaf(&self) -> bool {
         self.meta().grad_fn.is_none()
     }
-    /// The node that produced this tensor, if any.
-    pub fn grad_fn(&self) -> Option<Arc<Node>> {
-        self.meta().grad_fn.clone()
-    }
     /// Which output of its `grad_fn` this tensor is.
     pub fn output_nr(&self) -> usize {
         self.meta().output_nr
@@ -331,89 +339,9 @@ impl Tensor {
         Ok(self)
     }
 
-    /// Keep `.grad` on a non-leaf after backward; a no-op on leaves.
-    pub fn retain_grad(&self) -> Result<()> {
-        let mut m = self.meta();
-        if m.grad_fn.is_none() {
-            if !m.requires_grad {
-                return Err(Error::runtime(
-                    "can't retain_grad on Tensor that has requires_grad=False",
-                ));
-            }
-            return Ok(());
-        }
-        if m.retains_grad {
-            return Ok(());
-        }
-        m.retains_grad = true;
-        let f = m.grad_fn.clone().expect("checked above");
-        let nr = m.output_nr;
-        drop(m);
-        f.add_retain_grad(nr, self.downgrade());
-        Ok(())
-    }
-
     /// A tensor sharing storage and version counter, cut from the graph.
     pub fn detach(&self) -> Tensor {
         self.alias_with_layout(self.0.layout.clone())
-    }
-
-    /// Cut this tensor from the graph in place: it becomes a leaf that does not require grad.
-    pub fn detach_(&self) -> Result<()> {
-        let mut m = self.meta();
-        if m.view_base.is_some() {
-            return Err(Error::runtime("Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and hence detach_() cannot be called on these gradients. To fix this error, please refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution."));
-        }
-        let f = m.grad_fn.take();
-        m.requires_grad = false;
-        m.output_nr = 0;
-        m.detached_in_place = true;
-        drop(m);
-        if let Some(f) = f {
-            node::drop_iteratively(f);
-        }
-        Ok(())
-    }
-
-    /// Where gradients for this tensor enter the graph: its grad_fn slot, or its leaf
-    /// accumulator (created on first use). `None` when it does not require grad.
-    pub(crate) fn gradient_edge(&self) -> Option<Edge> {
-        let m = self.meta();
-        if let Some(f) = &m.grad_fn {
-            return Some(Edge {
-                node: f.clone(),
-                input_nr: m.output_nr,
-            });
-        }
-        if !m.requires_grad {
-            return None;
-        }
-        if let Some(acc) = m.grad_accumulator.upgrade() {
-            return Some(Edge {
-                node: acc,
-                input_nr: 0,
-            });
-        }
-        drop(m);
-        let acc = Node::accumulate_grad(self.clone());
-        let mut m = self.meta();
-        // Another thread may have raced us; keep the first accumulator.
-        if let Some(existing) = m.grad_accumulator.upgrade() {
-            return Some(Edge {
-                node: existing,
-                input_nr: 0,
-            });
-        }
-        m.grad_accumulator = Arc::downgrade(&acc);
-        Some(Edge {
-            node: acc,
-            input_nr: 0,
-        })
-    }
-
-    /// The leaf's accumulator if the graph still holds it.
-    pub(crate) fn existing_grad_accumulator(&self) -> Option<Arc<Node>> {
-        self.meta().grad_accumulator.upgrade()
     }
 
     // ----- element access -----------------------------------------------------------------
@@ -461,8 +389,12 @@ impl Tensor {
             let data = T::data(&guard).ok_or_else(|| dtype_mismatch(T::DTYPE, self.dtype()))?;
             return self.0.layout.gather(data.as_slice());
         }
-        let c = crate::ops::convert::cast(self, T::DTYPE)?;
-        c.to_vec::<T>()
+        match self.dtype() {
+            DType::Float32 => self.with_contiguous_slice::<f32, _>(storage::convert_vec::<f32, T>),
+            DType::Float64 => self.with_contiguous_slice::<f64, _>(storage::convert_vec::<f64, T>),
+            DType::Int64 => self.with_contiguous_slice::<i64, _>(storage::convert_vec::<i64, T>),
+            DType::Bool => self.with_contiguous_slice::<bool, _>(storage::convert_vec::<bool, T>),
+        }
     }
 
     /// The elements as an owned ndarray of type `T` (converted if needed).

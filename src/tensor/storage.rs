@@ -508,6 +508,23 @@ impl Layout {
     }
 }
 
+/// `src`'s elements converted to `D` with torch's rules (float to integer truncates; any
+/// nonzero is `true`).
+pub(crate) fn convert_vec<S: Element, D: Element>(src: &[S]) -> Vec<D> {
+    match D::DTYPE {
+        DType::Bool => src
+            .iter()
+            .map(|&x| D::from_i64((x.to_f64() != 0.0) as i64))
+            .collect(),
+        DType::Int64 if S::DTYPE.is_float() => src
+            .iter()
+            .map(|&x| D::from_i64(x.to_f64() as i64))
+            .collect(),
+        DType::Int64 => src.iter().map(|&x| D::from_i64(x.to_i64())).collect(),
+        _ => src.iter().map(|&x| D::from_f64(x.to_f64())).collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,20 +8,20 @@
 //! on float32 run on float32 lanes instead (`vmath`). The backward is one fused pass `g * f'(x)` unless a graph of the backward
 //! is being built; then `f'(x)` is written with differentiable ops, so double backward works.
 
-use crate::autograd::grad_mode::GradModeGuard;
-use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
+use crate::graph::node::{needs_grad, record};
+use crate::tensor::grad_mode::GradModeGuard;
 use std::mem::MaybeUninit;
 
 use multiversion::multiversion;
 
-use crate::ops::elementwise::{collect_chunks, map_with, zip_with, PAR_MIN_VMATH};
-use crate::ops::unary::fusable;
-use crate::ops::vmath::{
+use crate::kernels::vmath::{
     elu_grad_slice, elu_slice, erfc_pos, exp_f64, fma, gelu_grad_slice, gelu_slice,
     logsigmoid_grad_slice, logsigmoid_slice, silu_grad_slice, silu_slice, softplus_grad_slice,
     softplus_slice, EluF32,
 };
+use crate::ops::elementwise::{collect_chunks, map_with, zip_with, PAR_MIN_VMATH};
+use crate::ops::unary::fusable;
 use crate::tensor::{DType, Tensor};
 
 /// The scalar functions the activation formulas need.
@@ -639,7 +639,7 @@ fn dense(x: &Tensor) -> Result<Tensor> {
     if x.is_contiguous() {
         Ok(x.clone())
     } else {
-        crate::ops::convert::copy_raw(x)
+        crate::kernels::copy::copy_raw(x)
     }
 }
 
@@ -669,7 +669,7 @@ fn backward_k<const V: u8>(g: &Tensor, x: &Tensor, k: Monomorphic<V>) -> Result<
     let g = if uniform || g.is_contiguous() {
         g.clone()
     } else {
-        crate::ops::convert::copy_raw(g)?
+        crate::kernels::copy::copy_raw(g)?
     };
     let v = x.with_contiguous_slice::<f32, _>(|xs| -> Result<Vec<f32>> {
         if uniform {

@@ -9,12 +9,12 @@
 //! (`create_graph`), the backward is written in differentiable ops instead, so second
 //! derivatives are exact.
 
-use crate::autograd::grad_mode::GradModeGuard;
-use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
-use crate::ops::gemm::{batch_offset, GemmScalar};
-use crate::ops::vmath::UnaryF32;
+use crate::graph::node::{needs_grad, record};
+use crate::kernels::gemm::{batch_offset, GemmScalar};
+use crate::kernels::vmath::UnaryF32;
 use crate::parallel::SendPtr;
+use crate::tensor::grad_mode::GradModeGuard;
 use crate::tensor::shape::broadcast_shapes;
 use crate::tensor::{DType, Element, Tensor};
 use multiversion::multiversion;
@@ -1066,7 +1066,7 @@ fn dropout_tensor(d: &Dims, dr: &Dropout, batch: &[usize], dtype: DType) -> Resu
     let vals: Vec<f64> = (0..n as u64).map(|i| dr.scale(i)).collect();
     let mut shape = batch.to_vec();
     shape.extend([d.l, d.s]);
-    crate::ops::convert::cast(&Tensor::from_vec(vals, &shape)?, dtype)
+    crate::kernels::copy::cast(&Tensor::from_vec(vals, &shape)?, dtype)
 }
 
 /// The causal cut as a bool tensor `[l, s]`, true where a key is masked out.

@@ -7,9 +7,9 @@ mod winograd;
 
 use std::sync::Arc;
 
-use crate::autograd::node::{grad_if_wanted, needs_grad, record};
 use crate::error::{Error, Result};
-use crate::ops::gemm::gemm_block;
+use crate::graph::node::{grad_if_wanted, needs_grad, record};
+use crate::kernels::gemm::gemm_block;
 use crate::parallel::SendPtr;
 use crate::tensor::shape::fmt_shape;
 use crate::tensor::{DType, Dims, Element, Tensor};
@@ -584,7 +584,7 @@ impl ConvGeometry {
 
 /// Element types of the convolution kernels.
 trait ConvScalar:
-    crate::ops::gemm::GemmScalar + Element + std::ops::Add<Output = Self> + std::ops::AddAssign
+    crate::kernels::gemm::GemmScalar + Element + std::ops::Add<Output = Self> + std::ops::AddAssign
 {
     /// This thread's scratch buffer of this type.
     fn scratch() -> &'static std::thread::LocalKey<std::cell::RefCell<Vec<Self>>>;
@@ -787,7 +787,7 @@ fn for_units<T: ConvScalar>(
     unit: &(dyn Fn(usize, &mut Vec<T>) + Sync),
 ) -> Result<()> {
     let helpers = crate::parallel::helpers();
-    let blocks = if helpers == 0 || flops < crate::ops::gemm::PARALLEL_MIN_WORK {
+    let blocks = if helpers == 0 || flops < crate::kernels::gemm::PARALLEL_MIN_WORK {
         1
     } else {
         units.min(4 * (helpers + 1))

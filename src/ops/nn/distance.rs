@@ -7,9 +7,9 @@
 //! being built, the backward is written with differentiable ops instead (recomputing the norms
 //! from the saved inputs), so second derivatives are exact.
 
-use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
-use crate::ops::convert::as_dtype;
+use crate::graph::node::{needs_grad, record};
+use crate::kernels::copy::as_dtype;
 use crate::ops::elementwise::PAR_MIN_VMATH;
 use crate::ops::nn::softmax::{geometry, RowFloat};
 use crate::ops::reduce::reduced_shape;

@@ -2,10 +2,10 @@
 //! the rows of one product. Its backward is three products of the output gradient — no
 //! transposed weight gradient to copy back and no batch of weight gradients to sum.
 
-use crate::autograd::grad_mode::GradModeGuard;
-use crate::autograd::node::{grad_if_wanted, needs_grad, record};
 use crate::error::{Error, Result};
+use crate::graph::node::{grad_if_wanted, needs_grad, record};
 use crate::ops::elementwise::add_rows_assign;
+use crate::tensor::grad_mode::GradModeGuard;
 use crate::tensor::{DType, Dims, Element, Layout, Tensor};
 
 /// `x @ weight.T + bias` over the last dim of `x` (`(*, in)` with `weight` `(out, in)` and

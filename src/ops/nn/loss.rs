@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use crate::autograd::grad_mode::GradModeGuard;
-use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
+use crate::graph::node::{needs_grad, record};
+use crate::tensor::grad_mode::GradModeGuard;
 use std::mem::MaybeUninit;
 
 use crate::ops::elementwise::PAR_MIN_VMATH;
@@ -239,7 +239,7 @@ fn class_loss(
             Tensor::from_vec(vec![per.iter().sum::<f64>() / denom], &[])?
         }
     };
-    let out = crate::ops::convert::cast(&out, x.dtype())?;
+    let out = crate::kernels::copy::cast(&out, x.dtype())?;
     if needs_grad(&[x]) {
         let parts = Arc::new(parts);
         let name = if x.dim() > 2 {
@@ -600,13 +600,13 @@ fn class_grad_graph(
     if !kshape.is_empty() {
         kshape[cd] = 1;
     }
-    let k = crate::ops::convert::cast(&Tensor::from_vec(k, x.shape())?, dt)?;
+    let k = crate::kernels::copy::cast(&Tensor::from_vec(k, x.shape())?, dt)?;
     let gi = match reduction {
         Reduction::None => g.reshape(&kshape)?,
         _ => g.mul_scalar(p.scale)?,
     };
     let inner_term = if p.logits {
-        let coef = crate::ops::convert::cast(&Tensor::from_vec(coef, &kshape)?, dt)?;
+        let coef = crate::kernels::copy::cast(&Tensor::from_vec(coef, &kshape)?, dt)?;
         coef.mul(&x.softmax(cd as i64)?)?.sub(&k)?
     } else {
         k.neg()?
@@ -843,8 +843,8 @@ fn pointwise_loss(
     let loss = {
         let _g = GradModeGuard::new(false);
         let (a, b) = (
-            crate::ops::convert::cast(&xe.detach(), dt)?,
-            crate::ops::convert::cast(&ye.detach(), dt)?,
+            crate::kernels::copy::cast(&xe.detach(), dt)?,
+            crate::kernels::copy::cast(&ye.detach(), dt)?,
         );
         let l = match dt {
             DType::Float32 => crate::ops::elementwise::zip::<f32, f32>(&a, &b, move |p, q| {

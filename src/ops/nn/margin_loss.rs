@@ -136,7 +136,7 @@ pub fn hinge_embedding_loss(
 /// `log(1 + exp(-target x))`. Like torch's, it has no gradient for `target`: a `target` that
 /// requires grad (while grad mode records) is a `RuntimeError`.
 pub fn soft_margin_loss(x: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
-    if crate::autograd::grad_mode::is_grad_enabled() && target.requires_grad() {
+    if crate::tensor::grad_mode::is_grad_enabled() && target.requires_grad() {
         return Err(Error::runtime(
             "The function 'soft_margin_loss' is not differentiable with respect to argument 'target'. This input cannot have requires_grad True.",
         ));

@@ -14,12 +14,12 @@
 //! differentiable tensor ops instead, the statistics recomputed from the input, so second
 //! derivatives are exact.
 
-use crate::autograd::grad_mode::GradModeGuard;
-use crate::autograd::node::{needs_grad, record, wants_grad};
 use crate::error::{Error, Result};
+use crate::graph::node::{needs_grad, record, wants_grad};
 use crate::ops::nn::softmax::{lane_sum, lane_sums2};
 use crate::parallel::{helpers, share_work, SendPtr};
 use crate::tensor::creation::try_vec;
+use crate::tensor::grad_mode::GradModeGuard;
 use crate::tensor::shape::fmt_shape;
 use crate::tensor::{DType, Element, Tensor};
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::ops::convert::cast;
+use crate::kernels::copy::cast;
 use crate::ops::nn::conv::{GatherNames, PAD_INDEX};
 use crate::tensor::shape::fmt_shape;
 use crate::tensor::Tensor;

@@ -8,11 +8,11 @@
 
 use std::sync::Arc;
 
-use crate::autograd::grad_mode::GradModeGuard;
-use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
+use crate::graph::node::{needs_grad, record};
 use crate::ops::nn::conv::with_dense;
 use crate::parallel::SendPtr;
+use crate::tensor::grad_mode::GradModeGuard;
 use crate::tensor::shape::fmt_shape;
 use crate::tensor::{DType, Element, Tensor};
 

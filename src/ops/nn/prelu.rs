@@ -2,8 +2,8 @@
 //! (dim 1). One elementwise node; its backward gives the input gradient and the per-channel sum
 //! of `g · x` over the negative part in one pass.
 
-use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
+use crate::graph::node::{needs_grad, record};
 use crate::ops::elementwise::PAR_MIN_VMATH;
 use crate::ops::nn::softmax::RowFloat;
 use crate::parallel::{self, SendPtr};

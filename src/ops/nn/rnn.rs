@@ -11,11 +11,11 @@
 use multiversion::multiversion;
 use num_traits::Float;
 
-use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
-use crate::ops::convert::cast;
+use crate::graph::node::{needs_grad, record};
+use crate::kernels::copy::cast;
+use crate::kernels::vmath::{sigmoid_scalar, UnaryF32};
 use crate::ops::nn::linear::linear;
-use crate::ops::vmath::{sigmoid_scalar, UnaryF32};
 use crate::tensor::shape::fmt_shape;
 use crate::tensor::{DType, Element, Tensor};
 

@@ -11,8 +11,8 @@
 use std::mem::MaybeUninit;
 use std::sync::Arc;
 
-use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
+use crate::graph::node::{needs_grad, record};
 use crate::ops::nn::softmax::{fill_blocks, RowFloat};
 use crate::tensor::shape::fmt_shape;
 use crate::tensor::{DType, Tensor};
@@ -986,7 +986,7 @@ const CHANNEL_SHUFFLE: &str = "ChannelShuffleBackward0";
 
 /// `x` viewed as `view`, permuted by `perm`, copied once and shaped `shape`, without recording.
 fn permuted_copy(x: &Tensor, view: &[usize], perm: &[usize], shape: &[usize]) -> Result<Tensor> {
-    crate::ops::permute_copy::permute_reshape_copy(x, view, perm, shape)
+    crate::kernels::copy::permute_reshape_copy(x, view, perm, shape)
 }
 
 /// torch's first checks of pixel_shuffle / pixel_unshuffle: three or more dims, a positive

@@ -10,14 +10,14 @@ use std::mem::MaybeUninit;
 
 use multiversion::multiversion;
 
-use crate::autograd::grad_mode::GradModeGuard;
-use crate::autograd::node::{needs_grad, record};
 use crate::error::Result;
-use crate::ops::convert::cast;
+use crate::graph::node::{needs_grad, record};
+use crate::kernels::copy::cast;
+use crate::kernels::vmath::{exp_row_f32, UnaryF32};
 use crate::ops::elementwise::PAR_MIN_VMATH;
 use crate::ops::reduce::reduce_dims;
-use crate::ops::vmath::{exp_row_f32, UnaryF32};
 use crate::parallel::{self, SendPtr};
+use crate::tensor::grad_mode::GradModeGuard;
 use crate::tensor::shape::wrap_dim;
 use crate::tensor::{DType, Element, Tensor};
 

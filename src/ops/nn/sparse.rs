@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use crate::autograd::node::{needs_grad, record};
 use crate::error::{Error, Result};
+use crate::graph::node::{needs_grad, record};
 use crate::ops::nn::conv::{GatherNames, PAD_INDEX};
 use crate::ops::nn::softmax::RowFloat;
 use crate::parallel::SendPtr;
@@ -82,7 +82,7 @@ pub fn embedding(
             let per: Vec<f64> = idx.iter().map(|&i| 1.0 / f64::from(counts[i])).collect();
             let mut s_shape = indices.shape().to_vec();
             s_shape.push(1);
-            Some(crate::ops::convert::cast(
+            Some(crate::kernels::copy::cast(
                 &Tensor::from_vec(per, &s_shape)?,
                 out.dtype(),
             )?)
@@ -298,7 +298,7 @@ pub fn embedding_bag(
                     fmt_shape(indices.shape())
                 )));
             }
-            Some(crate::ops::convert::as_dtype(p, weight.dtype())?.reshape(&[p.numel()])?)
+            Some(crate::kernels::copy::as_dtype(p, weight.dtype())?.reshape(&[p.numel()])?)
         }
         Some(_) => {
             return Err(Error::not_implemented(
@@ -394,7 +394,7 @@ pub fn embedding_bag(
                     let rows = w.index_select(0, &Tensor::from_vec(pos, &[n])?)?;
                     let gs = g[0].index_select(0, &Tensor::from_vec(bag, &[n])?)?;
                     let live =
-                        crate::ops::convert::cast(&Tensor::from_vec(live, &[n])?, w.dtype())?;
+                        crate::kernels::copy::cast(&Tensor::from_vec(live, &[n])?, w.dtype())?;
                     v.push(Some(rows.mul(&gs)?.sum_dims(&[1], false)?.mul(&live)?));
                 }
                 Ok(v)
@@ -738,7 +738,7 @@ fn bag_backward_ops(
         let vals = g
             .reshape(&[g.numel()])?
             .index_select(0, &Tensor::from_vec(src, &[n])?)?
-            .mul(&crate::ops::convert::cast(
+            .mul(&crate::kernels::copy::cast(
                 &Tensor::from_vec(scale, &[n])?,
                 g.dtype(),
             )?)?;
@@ -757,7 +757,7 @@ fn bag_backward_ops(
         .iter()
         .map(|&i| position_scale(b, mode, None, freq, i))
         .collect();
-    let mut scale = crate::ops::convert::cast(&Tensor::from_vec(consts, &[n])?, g.dtype())?;
+    let mut scale = crate::kernels::copy::cast(&Tensor::from_vec(consts, &[n])?, g.dtype())?;
     if let Some(p) = psw {
         let idx = Tensor::from_vec(live.iter().map(|&i| i as i64).collect::<Vec<_>>(), &[n])?;
         scale = scale.mul(&p.index_select(0, &idx)?)?;
@@ -788,7 +788,7 @@ pub fn embedding_renorm_(
             .ok_or_else(|| Error::index("index out of range in self"))?;
         used[r] = true;
     }
-    let _g = crate::autograd::grad_mode::GradModeGuard::new(false);
+    let _g = crate::tensor::grad_mode::GradModeGuard::new(false);
     let w = weight.detach();
     // Norms of the used rows only; the weight is touched only if one of them is too long.
     let rows: Vec<i64> = (0..num).filter(|&r| used[r]).map(|r| r as i64).collect();
@@ -804,7 +804,7 @@ pub fn embedding_renorm_(
         }
     }
     if any {
-        let s = crate::ops::convert::cast(&Tensor::from_vec(scale, &[num, 1])?, w.dtype())?;
+        let s = crate::kernels::copy::cast(&Tensor::from_vec(scale, &[num, 1])?, w.dtype())?;
         w.mul_(&s)?;
     }
     Ok(())

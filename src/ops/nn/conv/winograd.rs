@@ -14,7 +14,7 @@
 
 use super::{dims, for_units, sum_partials, ConvGeometry, Dims3, WEIGHT_CHUNKS};
 use crate::error::Result;
-use crate::ops::gemm::gemm_block;
+use crate::kernels::gemm::gemm_block;
 use crate::parallel::SendPtr;
 
 /// Transform points per tile (4x4).

@@ -6,9 +6,9 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::Mutex;
 
-use super::grad_mode::{self, GradModeGuard};
 use super::node::{CustomBackward, Node, NodeKind, SavedTensor, TensorMeta, ERR_TWICE};
 use crate::error::{Error, Result};
+use crate::tensor::grad_mode::{self, GradModeGuard};
 use crate::tensor::Tensor;
 
 /// Tensors a custom function saved for backward: version-checked when read, freed with the

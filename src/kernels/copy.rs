@@ -1,4 +1,5 @@
-//! Row-major copies of permuted and strided views (`contiguous()` of a `permute`, a `.t()`, a
+//! Copies that record nothing: dtype conversion ([`cast`]) and row-major copies of permuted and
+//! strided views (`contiguous()` of a `permute`, a `.t()`, a
 //! sliced tensor), kept apart from `Layout::gather` on purpose: a tiled branch inside gather's
 //! hot loop made pixel_shuffle's gathers 30% slower even when switched off (commit fddc2d6).
 //!
@@ -11,7 +12,7 @@
 
 use crate::error::{Error, Result};
 use crate::parallel::SendPtr;
-use crate::tensor::storage::{contiguous_strides, Data};
+use crate::tensor::storage::{contiguous_strides, convert_vec, Data};
 use crate::tensor::{Buffer, DType, Element, Layout, Tensor};
 
 /// One dimension of the copy: size, stride in the source, stride in the destination.
@@ -128,7 +129,7 @@ pub(crate) fn permute_reshape_copy(
     let x = if x.is_contiguous() {
         x.clone()
     } else {
-        crate::ops::convert::copy_raw(x)?
+        copy_raw(x)?
     };
     let strides = contiguous_strides(view);
     let layout = Layout {
@@ -302,4 +303,50 @@ unsafe fn tile<T: Copy>(src: *const T, dst: *mut T, k: Dim, l: Dim) {
             }
         }
     }
+}
+
+// ----- dtype conversion ----------------------------------------------------------------------
+
+fn convert_to<D: Element>(t: &Tensor) -> Result<Vec<D>> {
+    if t.dtype() == D::DTYPE {
+        // A plain copy, no per-element conversion; a strided view through the tiled copy
+        // kernel (a permute's or a transpose's `contiguous()`), except tiny ones, where the
+        // kernel's planning costs more than gather's walk (~20 ns a call on a 6x8 transpose).
+        if t.is_contiguous() || t.numel() <= 64 {
+            return t.to_vec::<D>();
+        }
+        return copy_layout(t, t.layout());
+    }
+    Ok(match t.dtype() {
+        DType::Float32 => t.with_contiguous_slice::<f32, _>(convert_vec::<f32, D>)?,
+        DType::Float64 => t.with_contiguous_slice::<f64, _>(convert_vec::<f64, D>)?,
+        DType::Int64 => t.with_contiguous_slice::<i64, _>(convert_vec::<i64, D>)?,
+        DType::Bool => t.with_contiguous_slice::<bool, _>(convert_vec::<bool, D>)?,
+    })
+}
+
+/// A contiguous copy of `t` converted to `dtype`, without recording.
+pub(crate) fn cast(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    crate::tensor::creation::ensure_allocatable(t.numel(), dtype)?;
+    let buf = match dtype {
+        DType::Float32 => Buffer::F32(Data::Own(convert_to::<f32>(t)?)),
+        DType::Float64 => Buffer::F64(Data::Own(convert_to::<f64>(t)?)),
+        DType::Int64 => Buffer::I64(Data::Own(convert_to::<i64>(t)?)),
+        DType::Bool => Buffer::Bool(Data::Own(convert_to::<bool>(t)?)),
+    };
+    Tensor::from_buffer(buf, t.shape())
+}
+
+/// `t` itself when it already has dtype `d`, else a converted copy (no recording).
+pub(crate) fn as_dtype(t: &Tensor, d: DType) -> Result<Tensor> {
+    if t.dtype() == d {
+        Ok(t.clone())
+    } else {
+        cast(t, d)
+    }
+}
+
+/// A contiguous copy with the same dtype, without recording.
+pub(crate) fn copy_raw(t: &Tensor) -> Result<Tensor> {
+    cast(t, t.dtype())
 }
