@@ -1,5 +1,4 @@
-//! Linear algebra on top of `matmul` and the shape ops: `mm`, `bmm`, `outer`, `einsum`,
-//! `trace`, `diag`, `diagonal`, `tril`, `triu`. All are compositions of differentiable ops or
+//! Linear algebra on top of `matmul` and the shape ops: `einsum`, `trace`, `diag`, `diagonal`, `tril`, `triu`. All are compositions of differentiable ops or
 //! have backward rules written with them.
 
 use std::sync::Arc;
@@ -12,65 +11,6 @@ use crate::tensor::shape::wrap_dim;
 use crate::tensor::{Dims, Layout, Tensor};
 
 impl Tensor {
-    /// Matrix product of two 2-D tensors (strict: no broadcasting, no 1-D promotion).
-    pub fn mm(&self, mat2: &Tensor) -> Result<Tensor> {
-        if self.dim() != 2 {
-            return Err(Error::runtime(format!(
-                "mm: self must be a matrix, got {}-D tensor",
-                self.dim()
-            )));
-        }
-        if mat2.dim() != 2 {
-            return Err(Error::runtime(format!(
-                "mm: mat2 must be a matrix, got {}-D tensor",
-                mat2.dim()
-            )));
-        }
-        let (a, b) = (self.shape(), mat2.shape());
-        if a[1] != b[0] {
-            return Err(Error::runtime(format!(
-                "mm: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
-                a[0], a[1], b[0], b[1]
-            )));
-        }
-        self.matmul(mat2)
-    }
-
-    /// Batched matrix product of two 3-D tensors with equal batch sizes.
-    pub fn bmm(&self, mat2: &Tensor) -> Result<Tensor> {
-        if self.dim() != 3 {
-            return Err(Error::runtime("batch1 must be a 3D tensor"));
-        }
-        if mat2.dim() != 3 {
-            return Err(Error::runtime("batch2 must be a 3D tensor"));
-        }
-        let (a, b) = (self.shape(), mat2.shape());
-        if a[0] != b[0] || a[2] != b[1] {
-            return Err(Error::runtime(format!(
-                "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].",
-                a[0], a[2], b[0], b[1]
-            )));
-        }
-        self.matmul(mat2)
-    }
-
-    /// Outer product of two vectors.
-    pub fn outer(&self, vec2: &Tensor) -> Result<Tensor> {
-        if self.dim() != 1 {
-            return Err(Error::runtime(format!(
-                "outer: Expected 1-D argument self, but got {}-D",
-                self.dim()
-            )));
-        }
-        if vec2.dim() != 1 {
-            return Err(Error::runtime(format!(
-                "outer: Expected 1-D argument vec2, but got {}-D",
-                vec2.dim()
-            )));
-        }
-        self.unsqueeze(1)?.mul(&vec2.unsqueeze(0)?)
-    }
-
     /// The diagonal `offset` of the planes spanned by `dim1` and `dim2`, as the last dim
     /// (a view).
     pub fn diagonal(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {

@@ -1,4 +1,5 @@
-//! Matrix products for every `matmul` case: 1-D·1-D, matrix, batched with broadcast batch dims.
+//! Matrix products: `matmul` in every case (1-D·1-D, matrix, batched with broadcast batch
+//! dims), and the strict forms `mm`, `bmm`, `mv`, `dot` and `outer`.
 
 use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
@@ -311,5 +312,64 @@ impl Tensor {
             )?;
         }
         Ok(out)
+    }
+
+    /// Matrix product of two 2-D tensors (strict: no broadcasting, no 1-D promotion).
+    pub fn mm(&self, mat2: &Tensor) -> Result<Tensor> {
+        if self.dim() != 2 {
+            return Err(Error::runtime(format!(
+                "mm: self must be a matrix, got {}-D tensor",
+                self.dim()
+            )));
+        }
+        if mat2.dim() != 2 {
+            return Err(Error::runtime(format!(
+                "mm: mat2 must be a matrix, got {}-D tensor",
+                mat2.dim()
+            )));
+        }
+        let (a, b) = (self.shape(), mat2.shape());
+        if a[1] != b[0] {
+            return Err(Error::runtime(format!(
+                "mm: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+                a[0], a[1], b[0], b[1]
+            )));
+        }
+        self.matmul(mat2)
+    }
+
+    /// Batched matrix product of two 3-D tensors with equal batch sizes.
+    pub fn bmm(&self, mat2: &Tensor) -> Result<Tensor> {
+        if self.dim() != 3 {
+            return Err(Error::runtime("batch1 must be a 3D tensor"));
+        }
+        if mat2.dim() != 3 {
+            return Err(Error::runtime("batch2 must be a 3D tensor"));
+        }
+        let (a, b) = (self.shape(), mat2.shape());
+        if a[0] != b[0] || a[2] != b[1] {
+            return Err(Error::runtime(format!(
+                "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].",
+                a[0], a[2], b[0], b[1]
+            )));
+        }
+        self.matmul(mat2)
+    }
+
+    /// Outer product of two vectors.
+    pub fn outer(&self, vec2: &Tensor) -> Result<Tensor> {
+        if self.dim() != 1 {
+            return Err(Error::runtime(format!(
+                "outer: Expected 1-D argument self, but got {}-D",
+                self.dim()
+            )));
+        }
+        if vec2.dim() != 1 {
+            return Err(Error::runtime(format!(
+                "outer: Expected 1-D argument vec2, but got {}-D",
+                vec2.dim()
+            )));
+        }
+        self.unsqueeze(1)?.mul(&vec2.unsqueeze(0)?)
     }
 }

@@ -4,13 +4,11 @@
 pub mod binary;
 pub mod convert;
 pub(crate) mod elementwise;
-pub mod index;
 pub mod indexing;
 pub mod inplace;
 pub mod linalg;
 pub mod matmul;
 pub mod nn;
 pub mod reduce;
-pub mod shape_more;
-pub mod shape_ops;
+pub mod shape;
 pub mod unary;

@@ -1,4 +1,4 @@
-//! More shape ops: `unflatten`, `movedim`, `cat`, `stack`, `split`, `chunk`, `unbind`, `flip`,
+//! Shape ops over several tensors or pieces, and rearranging copies: `unflatten`, `movedim`, `cat`, `stack`, `split`, `chunk`, `unbind`, `flip`,
 //! `roll`, `repeat`, `tile`. Views (`unflatten`, `movedim`, `split`/`chunk`/`unbind`) share
 //! storage with their input; the others copy through the differentiable gather
 //! (`gather_named`), whose backward scatters the gradient back.
@@ -23,7 +23,7 @@ impl Tensor {
             return Err(Error::runtime("unflatten: sizes must be non-empty"));
         }
         let n = self.shape()[d];
-        let inferred = crate::ops::shape_ops::infer_shape(sizes, n).map_err(|_| {
+        let inferred = super::view::infer_shape(sizes, n).map_err(|_| {
             let parts: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
             Error::runtime(format!(
                 "unflatten: Provided sizes [{}] don't multiply up to the size of dim {d} ({n}) in the input tensor",
