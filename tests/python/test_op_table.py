@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover - depends on the machine
 def _collect() -> List[OpSpec]:
     specs: List[OpSpec] = []
     for mod in pkgutil.iter_modules(optables.__path__):
-        if mod.name == "spec":
+        if mod.name == "spec" or mod.name.startswith("_"):
             continue
         specs.extend(importlib.import_module(f"{optables.__name__}.{mod.name}").OPS)
     return specs

@@ -1,15 +1,10 @@
-"""``scaled_dot_product_attention`` (its fused kernel; the composed backward under
-gradgradcheck) and ``multi_head_attention_forward`` on small shapes."""
+"""``scaled_dot_product_attention`` (``src/ops/nn/attention.rs``: its fused kernel; the
+composed backward under gradgradcheck) and ``multi_head_attention_forward`` on small shapes."""
 
 from __future__ import annotations
 
-import ferrograd.nn.functional  # noqa: F401  (makes ``ferrograd.nn`` an attribute)
-
+from ._shared import F
 from .spec import Arg, OpSpec
-
-
-def F(L):  # noqa: N802 - torch's conventional name
-    return L.nn.functional
 
 
 def _sdpa(**kw):
@@ -21,7 +16,6 @@ def _sdpa_mask(**kw):
 
 
 Q, K, V = Arg((2, 3, 4)), Arg((2, 5, 4)), Arg((2, 5, 3))
-
 OPS = [
     OpSpec(
         "nn_sdpa",

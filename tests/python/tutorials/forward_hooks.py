@@ -15,6 +15,7 @@ activations = {}
 def save_output(name):
     def hook(module, inputs, output):
         activations[name] = output.detach()
+
     return hook
 
 

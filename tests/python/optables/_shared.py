@@ -1,0 +1,42 @@
+"""Arguments and helpers used by entries of several op-table files (a file's own ones stay in
+that file)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import ferrograd.nn.functional  # noqa: F401  (makes ``ferrograd.nn`` an attribute)
+import numpy as np
+
+from .spec import Arg
+
+A = Arg((2, 3))
+A35 = Arg((3, 5))
+A3 = Arg((2, 3, 4))
+B3 = Arg((3,))
+C3 = Arg((2, 3, 4))
+X4 = Arg((2, 3, 4))
+POS = Arg((2, 3), low=0.2, high=2.0)
+BIG = Arg((2, 3), low=-60.0, high=60.0)
+INT = Arg((2, 3), kind="int", int_high=7)
+BOOL = Arg((2, 3), kind="bool")
+INF = math.inf
+
+STEP_NOTE = "a step function: zero gradient everywhere (torch's choice too)"
+KINK_NOTE = "piecewise linear: the second derivative is 0 a.e.; FD across kinks is unstable"
+BOOL_NOTE = "bool/int output: compared by value only"
+_KINK = "piecewise linear: the second derivative is 0 almost everywhere"
+
+
+def F(L):  # noqa: N802 - torch's conventional name
+    return L.nn.functional
+
+
+def _mask(L, x, values):  # type: ignore[no-untyped-def]
+    """A constant tensor like ``x``'s dtype (to plant zeros or ties)."""
+    return L.tensor(values, dtype=x.dtype)
+
+
+def _long(L: Any, v: Any) -> Any:
+    return L.tensor(np.array(v, dtype=np.int64))

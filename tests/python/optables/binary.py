@@ -1,0 +1,164 @@
+"""Elementwise binary ops (``src/ops/binary.rs``): arithmetic with broadcasting and
+scalars, pow, where, maximum/minimum, fmod/remainder, atan2, rounding division, comparisons,
+logical and bitwise operators."""
+
+from __future__ import annotations
+
+from ._shared import B3, BOOL, BOOL_NOTE, INT, KINK_NOTE, POS, STEP_NOTE, A
+from .spec import Arg, OpSpec
+
+DIVISOR = Arg((3,), low=0.5, high=2.0)
+NEG_DIVISOR = Arg((3,), low=-2.0, high=-0.5)
+INT3 = Arg((3,), kind="int", int_high=4)
+BOOL3 = Arg((3,), kind="bool")
+OPS = [
+    OpSpec(
+        "add",
+        lambda L, x, y: x + y,
+        [A, Arg((3,))],
+        shape_sets=[
+            [Arg((2, 1, 3)), Arg((4, 1))],
+            [Arg(()), Arg((2, 3))],
+            [Arg((0, 3)), Arg((3,))],
+        ],
+    ),
+    OpSpec("sub", lambda L, x, y: x - y, [A, Arg((3,))], shape_sets=[[Arg((1,)), Arg((2, 3))]]),
+    OpSpec(
+        "mul",
+        lambda L, x, y: x * y,
+        [A, Arg((3,))],
+        shape_sets=[[Arg((2, 1, 3)), Arg((4, 1))], [Arg(()), Arg(())]],
+    ),
+    OpSpec("div", lambda L, x, y: x / y, [A, Arg((3,), low=0.5, high=2.0)]),
+    OpSpec("pow", lambda L, x, y: x**y, [POS, Arg((3,))]),
+    OpSpec("pow_scalar", lambda L, x: x**3, [A]),
+    OpSpec("rpow_scalar", lambda L, x: 2.0**x, [A]),
+    OpSpec("scalar_ops", lambda L, x: (2.0 - x) * 3.0 / 1.5 + 1.0, [A]),
+    OpSpec(
+        "where",
+        lambda L, c, x, y: L.where(c, x, y),
+        [Arg((2, 3), kind="bool"), A, Arg((3,))],
+        shape_sets=[[Arg((3,), kind="bool"), Arg((2, 1)), Arg(())]],
+    ),
+    # ----- elementwise binary -------------------------------------------------------------------
+    OpSpec(
+        "maximum",
+        lambda L, x, y: L.maximum(x, y),
+        [A, B3],
+        shape_sets=[[Arg((2, 1, 3)), Arg((4, 1))], [Arg(()), A], [Arg((0, 3)), B3]],
+        note=KINK_NOTE,
+    ),
+    OpSpec("minimum", lambda L, x, y: x.minimum(y), [A, B3], note=KINK_NOTE),
+    OpSpec("maximum_tie", lambda L, x: L.maximum(x, x) * 1.0, [A]),
+    OpSpec("max_binary", lambda L, x, y: L.max(x, y), [A, B3], note=KINK_NOTE),
+    OpSpec("min_binary", lambda L, x, y: x.min(y), [A, B3], note=KINK_NOTE),
+    OpSpec(
+        "fmod",
+        lambda L, x, y: L.fmod(x, y),
+        [A, DIVISOR],
+        shape_sets=[[A, NEG_DIVISOR], [Arg((2, 1, 3)), Arg((4, 1), low=0.5)]],
+    ),
+    OpSpec("fmod_scalar", lambda L, x: x.fmod(0.7), [A]),
+    OpSpec(
+        "remainder",
+        lambda L, x, y: L.remainder(x, y),
+        [A, DIVISOR],
+        shape_sets=[[A, NEG_DIVISOR], [Arg(()), Arg((2, 3), low=0.5)]],
+    ),
+    OpSpec("mod_operator", lambda L, x, y: x % y, [A, NEG_DIVISOR]),
+    OpSpec(
+        "rmod_operator",
+        lambda L, x: 2.5 % x,
+        [POS],
+        torch_fn=lambda L, x: L.remainder(L.full_like(x, 2.5), x),
+        note="torch has no derivative for remainder(Scalar, Tensor); ferrograd gives -floor(a/b)",
+    ),
+    OpSpec("remainder_int", lambda L, a, b: L.remainder(a - 3, b + 1), [INT, INT3]),
+    OpSpec("fmod_int", lambda L, a, b: L.fmod(a - 3, -(b + 1)), [INT, INT3]),
+    OpSpec(
+        "atan2",
+        lambda L, x, y: L.atan2(x, y),
+        [A, B3],
+        shape_sets=[[Arg(()), A], [Arg((2, 1, 3)), Arg((4, 1))]],
+    ),
+    OpSpec("atan2_method", lambda L, x, y: x.atan2(y), [A, A]),
+    OpSpec(
+        "div_floor",
+        lambda L, x, y: L.div(x, y, rounding_mode="floor"),
+        [A, Arg((3,), low=0.2, high=0.7)],
+        shape_sets=[[A, Arg((3,), low=-0.7, high=-0.2)]],
+        note=STEP_NOTE,
+    ),
+    OpSpec(
+        "div_trunc",
+        lambda L, x, y: x.div(y, rounding_mode="trunc"),
+        [A, Arg((3,), low=-0.7, high=-0.2)],
+        note=STEP_NOTE,
+    ),
+    OpSpec("div_none", lambda L, x, y: L.div(x, y, rounding_mode=None), [A, DIVISOR]),
+    OpSpec("divide_floor", lambda L, x, y: L.divide(x, y, rounding_mode="floor"), [A, DIVISOR]),
+    OpSpec(
+        "floordiv_operator",
+        lambda L, x, y: x // y,
+        [A, DIVISOR],
+        torch_fn=lambda L, x, y: L.div(x, y, rounding_mode="floor"),
+        note="torch's floor_divide has no derivative (backward raises); ferrograd's is zero",
+    ),
+    OpSpec(
+        "rfloordiv_operator",
+        lambda L, x: 3.0 // x,
+        [POS],
+        torch_fn=lambda L, x: L.div(L.full_like(x, 3.0), x, rounding_mode="floor"),
+        note="torch's floor_divide has no derivative (backward raises); ferrograd's is zero",
+    ),
+    OpSpec(
+        "div_floor_int",
+        lambda L, a, b: L.div(a - 3, b + 1, rounding_mode="floor"),
+        [INT, INT3],
+    ),
+    OpSpec("div_trunc_int", lambda L, a, b: (a - 3).div(b + 1, rounding_mode="trunc"), [INT, INT3]),
+    OpSpec("floordiv_int_scalar", lambda L, a: (a - 3) // 2, [INT]),
+    OpSpec(
+        "comparisons",
+        lambda L, x, y: (
+            L.eq(x, y),
+            L.ne(x, y),
+            L.lt(x, y),
+            L.le(x, 0.5),
+            L.gt(x, y),
+            L.ge(x, y),
+            x == y,
+            x != 0.0,
+            x < y,
+            x <= y,
+            x > y,
+            x >= y,
+        ),
+        [A, B3],
+        note=BOOL_NOTE,
+    ),
+    OpSpec(
+        "logical",
+        lambda L, x, y: (
+            L.logical_and(x > 0, y),
+            L.logical_or(x > 1, y < 0),
+            L.logical_xor(x > 0, y > 0),
+            L.logical_not(x > 0),
+            (x > 0).logical_and(y > 0),
+        ),
+        [A, B3],
+        note=BOOL_NOTE,
+    ),
+    OpSpec(
+        "bool_operators",
+        lambda L, a, b: (a & b, a | b, a ^ b, ~a, a & True, False | b),
+        [BOOL, BOOL3],
+        note=BOOL_NOTE,
+    ),
+    OpSpec(
+        "int_bitwise",
+        lambda L, a, b: (a & b, a | b, a ^ b, ~a, L.bitwise_and(a, b)),
+        [INT, INT3],
+        note=BOOL_NOTE,
+    ),
+]
