@@ -28,67 +28,8 @@ def _domain(rng, kind, shape):
     return rng.uniform(-2.0, 2.0, shape)
 
 
-# name, numpy forward, closed-form derivative, input domain
-UNARY = [
-    ("neg", np.negative, lambda a: -np.ones_like(a), "any"),
-    ("exp", np.exp, np.exp, "any"),
-    ("log", np.log, lambda a: 1.0 / a, "positive"),
-    ("sin", np.sin, np.cos, "any"),
-    ("cos", np.cos, lambda a: -np.sin(a), "any"),
-    ("tanh", np.tanh, lambda a: 1.0 - np.tanh(a) ** 2, "any"),
-    ("sigmoid", _sigmoid, lambda a: _sigmoid(a) * (1.0 - _sigmoid(a)), "any"),
-    ("relu", lambda a: np.maximum(a, 0.0), lambda a: (a > 0).astype(a.dtype), "nonzero"),
-]
-UNARY_IDS = [u[0] for u in UNARY]
-
-
-def _apply_unary(name, form, t):
-    return getattr(t, name)() if form == "method" else getattr(fg, name)(t)
-
-
-# --------------------------------------------------------------------------------------------
-# unary ops
-# --------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("form", ["method", "function"])
-@pytest.mark.parametrize(("name", "np_fn", "d_fn", "domain"), UNARY, ids=UNARY_IDS)
-def test_unary_forward_matches_numpy_float32(name, np_fn, d_fn, domain, form, rng):
-    a = _domain(rng, domain, (3, 4)).astype(np.float32)
-    out = _apply_unary(name, form, fg.tensor(a))
-    assert out.dtype == fg.float32
-    assert out.shape == (3, 4)
-    npt.assert_allclose(out.numpy(), np_fn(a.astype(np.float64)), rtol=1e-5, atol=1e-6)
-
-
-@pytest.mark.parametrize(("name", "np_fn", "d_fn", "domain"), UNARY, ids=UNARY_IDS)
-def test_unary_forward_matches_numpy_float64(name, np_fn, d_fn, domain, rng):
-    a = _domain(rng, domain, (5,))
-    out = _apply_unary(name, "method", fg.tensor(a))
-    assert out.dtype == fg.float64
-    npt.assert_allclose(out.numpy(), np_fn(a), rtol=1e-12, atol=1e-14)
-
-
-@pytest.mark.parametrize("form", ["method", "function"])
-@pytest.mark.parametrize(("name", "np_fn", "d_fn", "domain"), UNARY, ids=UNARY_IDS)
-def test_unary_grad_matches_finite_differences(
-    name, np_fn, d_fn, domain, form, rng, check_grads_fd
-):
-    x = leaf(_domain(rng, domain, (2, 3)))
-    w = fg.tensor(rng.standard_normal((2, 3)))
-    check_grads_fd(lambda t: (_apply_unary(name, form, t) * w).sum(), [x])
-
-
-@pytest.mark.parametrize(("name", "np_fn", "d_fn", "domain"), UNARY, ids=UNARY_IDS)
-def test_unary_grad_matches_closed_form_float32(name, np_fn, d_fn, domain, rng):
-    a = _domain(rng, domain, (4,)).astype(np.float32)
-    x = fg.tensor(a, requires_grad=True)
-    y = _apply_unary(name, "method", x)
-    assert y.requires_grad
-    assert y.grad_fn is not None
-    y.sum().backward()
-    assert x.grad.dtype == fg.float32
-    npt.assert_allclose(x.grad.numpy(), d_fn(a.astype(np.float64)), rtol=1e-5, atol=1e-6)
+# The unary ops' forward against NumPy and gradients against closed forms and finite
+# differences are table entries: ``optables/unary.py`` (``reference``/``derivative``).
 
 
 # --------------------------------------------------------------------------------------------

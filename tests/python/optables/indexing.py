@@ -26,7 +26,9 @@ def _setitem(t: Any, index: Any, value: Any) -> Any:
 
 
 OPS = [
-    OpSpec("getitem_basic", lambda L, x: x[1:, ::2, None, 0] * 2.0, [Arg((3, 4, 2))]),
+    OpSpec(
+        "getitem_basic", lambda L, x: x[1:, ::2, None, 0] * 2.0, [Arg((3, 4, 2))], op="__getitem__"
+    ),
     # ----- indexing -----
     OpSpec("getitem_int_slice", lambda L, x: x[1, ::2, -1], [C3]),
     OpSpec("getitem_ellipsis_none", lambda L, x: x[..., None, 1:3], [C3]),

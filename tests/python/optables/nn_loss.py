@@ -106,6 +106,7 @@ OPS = [
         ),
         [A, UNIT01, POS_W],
         shape_sets=[[BIG, UNIT01, POS_W]],
+        op="binary_cross_entropy_with_logits",
     ),
     OpSpec(
         "nn_kl_div",

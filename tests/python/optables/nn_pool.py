@@ -136,6 +136,7 @@ OPS = [
             F(L).adaptive_avg_pool1d(x[0], 4),
         ),
         [Arg((2, 3, 7, 9))],
+        op="adaptive_avg_pool1d adaptive_avg_pool2d",
     ),
     OpSpec(
         "nn_adaptive_max_pool",
@@ -144,5 +145,6 @@ OPS = [
             F(L).adaptive_max_pool1d(x[0], 5),
         ),
         [Arg((2, 3, 7, 9))],
+        op="adaptive_max_pool1d adaptive_max_pool2d",
     ),
 ]

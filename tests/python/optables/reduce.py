@@ -86,8 +86,9 @@ OPS = [
         ),
         [A3],
         note=BOOL_NOTE,
+        op="argmax argmin",
     ),
-    OpSpec("argmax_int", lambda L, a: (a.argmax(), a.argmin(1)), [INT]),
+    OpSpec("argmax_int", lambda L, a: (a.argmax(), a.argmin(1)), [INT], op="argmax argmin"),
     OpSpec(
         "var",
         lambda L, x: x.var(),
@@ -168,6 +169,7 @@ OPS = [
         ),
         [A3],
         note=BOOL_NOTE,
+        op="all any",
     ),
-    OpSpec("all_any_empty", lambda L, x: (x.all(), x.any(), x.all(0)), [Arg((0, 3))]),
+    OpSpec("all_any_empty", lambda L, x: (x.all(), x.any(), x.all(0)), [Arg((0, 3))], op="all any"),
 ]

@@ -11,7 +11,12 @@ OPS = [
     OpSpec("reshape", lambda L, x: x.reshape(3, -1) * 2.0, [A]),
     OpSpec("transpose", lambda L, x: x.transpose(0, 1) * 2.0, [A]),
     OpSpec("permute", lambda L, x: x.permute(2, 0, 1) * 2.0, [Arg((2, 3, 4))]),
-    OpSpec("unsqueeze_squeeze", lambda L, x: x.unsqueeze(1).squeeze() * 2.0, [A]),
+    OpSpec(
+        "unsqueeze_squeeze",
+        lambda L, x: x.unsqueeze(1).squeeze() * 2.0,
+        [A],
+        op="unsqueeze squeeze",
+    ),
     OpSpec("expand", lambda L, x: x.expand(4, 2, 3) * 2.0, [A]),
     OpSpec("t", lambda L, x: x.t() * 2.0, [A]),
     OpSpec("flatten", lambda L, x: L.flatten(x, 1) * 2.0, [Arg((2, 3, 4))]),
@@ -90,6 +95,7 @@ OPS = [
         "index_put_accumulate",
         lambda L, x, v: (x * 1.0).index_put_((_long(L, [0, 0, 1]),), v, accumulate=True),
         [A, Arg((3, 3))],
+        op="index_put_",
     ),
     OpSpec(
         "index_add",

@@ -4,7 +4,12 @@ Each entry says how to call an op through a library module (``ferrograd`` or, fo
 ``torch``) and which inputs to feed it; ``test_op_table.py`` then checks, for every shape set:
 float64 gradients against central finite differences, second derivatives the same way, float32
 forward against float64, non-contiguous inputs, and (when torch is installed) values and
-gradients against torch.
+gradients against torch. Entries with a ``reference`` are also checked against NumPy, entries
+with a ``derivative`` against the closed-form gradient, and every entry's public op name goes
+into the coverage list.
+
+To add an op: one entry in the table file of its crate family (``unary.py`` for
+``src/ops/unary.rs``, ``nn_activation.py`` for ``src/ops/nn/activation.rs``, ...).
 """
 
 from __future__ import annotations
@@ -53,6 +58,18 @@ class OpSpec:
     noncontiguous: bool = True
     torch_parity: bool = True
     note: str = ""
+    # NumPy forward on the inputs' float64 arrays (consts passed as they are): float64 outputs
+    # must match it to 1e-12, float32 ones (of float32-rounded inputs) to 1e-5.
+    reference: Optional[Callable[..., Any]] = None
+    # Closed-form gradient of ``out.sum()`` with respect to each differentiable input, from the
+    # same arrays as ``reference``: one array (one such input) or a tuple (several).
+    derivative: Optional[Callable[..., Any]] = None
+    # Other spellings checked against ``reference``/``derivative`` too: "function" calls
+    # ``L.<name>(*inputs)``, "method" calls ``inputs[0].<name>(*inputs[1:])``.
+    forms: Tuple[str, ...] = ()
+    # The public name(s) the entry exercises, space-separated (``linalg.norm``,
+    # ``__getitem__``), when the name does not start with one: they make the coverage list.
+    op: str = ""
 
     def all_arg_sets(self) -> Sequence[List[Arg]]:
         return [self.args, *self.shape_sets]
