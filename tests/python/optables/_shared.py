@@ -4,12 +4,12 @@ that file)."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import ferrograd.nn.functional  # noqa: F401  (makes ``ferrograd.nn`` an attribute)
 import numpy as np
 
-from .spec import Arg
+from .spec import Arg, OpSpec
 
 A = Arg((2, 3))
 A35 = Arg((3, 5))
@@ -40,3 +40,22 @@ def _mask(L, x, values):  # type: ignore[no-untyped-def]
 
 def _long(L: Any, v: Any) -> Any:
     return L.tensor(np.array(v, dtype=np.int64))
+
+
+def _sum_to(g: np.ndarray, shape: tuple) -> np.ndarray:
+    """``g`` summed over the dims that broadcasting added or stretched, back to ``shape``."""
+    g = g.sum(axis=tuple(range(g.ndim - len(shape))))
+    stretched = tuple(i for i, s in enumerate(shape) if s == 1)
+    return g.sum(axis=stretched, keepdims=True).reshape(shape)
+
+
+def _rearranged(name: str, shape: tuple, fn: Callable[..., Any], np_fn: Callable[..., Any], **kw):
+    """An op that only moves ``x``'s elements (a view, a copy, basic indexing): its values
+    must equal ``np_fn``'s exactly, and the gradient of its sum counts how many outputs each
+    element reaches (``np_fn`` applied to the elements' indices)."""
+
+    def grad(a: np.ndarray) -> np.ndarray:
+        index = np.asarray(np_fn(np.arange(a.size).reshape(a.shape)))
+        return np.bincount(index.ravel(), minlength=a.size).reshape(a.shape).astype(float)
+
+    return OpSpec(name, fn, [Arg(shape)], reference=np_fn, derivative=grad, exact=True, **kw)

@@ -4,14 +4,46 @@ logical and bitwise operators."""
 
 from __future__ import annotations
 
-from ._shared import B3, BOOL, BOOL_NOTE, INT, KINK_NOTE, POS, STEP_NOTE, A
+from typing import Any, Callable
+
+import numpy as np
+
+from ._shared import B3, BOOL, BOOL_NOTE, INT, KINK_NOTE, POS, STEP_NOTE, A, _sum_to
 from .spec import Arg, OpSpec
 
 DIVISOR = Arg((3,), low=0.5, high=2.0)
 NEG_DIVISOR = Arg((3,), low=-2.0, high=-0.5)
 INT3 = Arg((3,), kind="int", int_high=4)
 BOOL3 = Arg((3,), kind="bool")
+NEGV = Arg((2, 3), low=-2.0, high=-0.2)
+
+
+def _grads(da: Callable[..., Any], db: Callable[..., Any]) -> Callable[..., Any]:
+    """The gradient of ``(a op b).sum()`` from the partial derivatives ``da``/``db`` (taken
+    elementwise on the broadcast inputs), summed back to each input's shape."""
+
+    def grad(a: np.ndarray, b: np.ndarray) -> tuple:
+        x, y = np.broadcast_arrays(a, b)
+        return _sum_to(da(x, y), np.shape(a)), _sum_to(db(x, y), np.shape(b))
+
+    return grad
+
+
+def _ones(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.ones_like(a)
+
+
+def _scalar(
+    name: str, op: str, fn: Callable[..., Any], d: Callable[..., Any], *args: Arg, **kw: Any
+) -> OpSpec:
+    """``x op 2.5`` (or reflected) with the scalar as a Python number."""
+    return OpSpec(
+        name, lambda L, x: fn(x), list(args) or [A], op=op, reference=fn, derivative=d, **kw
+    )
+
+
 OPS = [
+    # ----- arithmetic: operators, functions and methods, broadcasting --------------------------
     OpSpec(
         "add",
         lambda L, x, y: x + y,
@@ -21,39 +53,112 @@ OPS = [
             [Arg(()), Arg((2, 3))],
             [Arg((0, 3)), Arg((3,))],
         ],
-        op="__add__",
+        op="__add__ add",
+        reference=np.add,
+        derivative=_grads(_ones, _ones),
+        forms=("function", "method"),
     ),
     OpSpec(
         "sub",
         lambda L, x, y: x - y,
         [A, Arg((3,))],
-        shape_sets=[[Arg((1,)), Arg((2, 3))]],
-        op="__sub__",
+        shape_sets=[[Arg((1,)), Arg((2, 3))], [Arg((2, 1, 3)), Arg((4, 1))]],
+        op="__sub__ sub",
+        reference=np.subtract,
+        derivative=_grads(_ones, lambda a, b: -np.ones_like(b)),
+        forms=("function", "method"),
     ),
     OpSpec(
         "mul",
         lambda L, x, y: x * y,
         [A, Arg((3,))],
         shape_sets=[[Arg((2, 1, 3)), Arg((4, 1))], [Arg(()), Arg(())]],
-        op="__mul__",
+        op="__mul__ mul",
+        reference=np.multiply,
+        derivative=_grads(lambda a, b: b, lambda a, b: a),
+        forms=("function", "method"),
     ),
-    OpSpec("div", lambda L, x, y: x / y, [A, Arg((3,), low=0.5, high=2.0)], op="__truediv__"),
-    OpSpec("pow", lambda L, x, y: x**y, [POS, Arg((3,))], op="__pow__"),
-    OpSpec("pow_scalar", lambda L, x: x**3, [A], op="__pow__"),
-    OpSpec("rpow_scalar", lambda L, x: 2.0**x, [A]),
+    OpSpec(
+        "div",
+        lambda L, x, y: x / y,
+        [A, Arg((3,), low=0.5, high=2.0)],
+        shape_sets=[[A, NEGV], [Arg((2, 1, 3)), Arg((4, 1), low=0.5, high=2.0)]],
+        op="__truediv__ div",
+        reference=np.divide,
+        derivative=_grads(lambda a, b: 1.0 / b, lambda a, b: -a / b**2),
+        forms=("function", "method"),
+    ),
+    OpSpec(
+        "pow",
+        lambda L, x, y: x**y,
+        [POS, Arg((3,))],
+        shape_sets=[[Arg((2, 1, 3), low=0.5, high=3.0), Arg((4, 1))]],
+        op="__pow__ pow",
+        reference=np.power,
+        derivative=_grads(lambda a, b: b * a ** (b - 1), lambda a, b: a**b * np.log(a)),
+        forms=("function", "method"),
+    ),
+    OpSpec(
+        "mul_self",
+        lambda L, x: x * x,
+        [A],
+        op="__mul__",
+        reference=np.square,
+        derivative=lambda a: 2.0 * a,
+        derivative2=lambda a: np.full_like(a, 2.0),
+    ),
+    # ----- a Python number on either side --------------------------------------------------------
+    OpSpec(
+        "pow_scalar",
+        lambda L, x: x**3,
+        [A],
+        op="__pow__",
+        reference=lambda a: a**3,
+        derivative=lambda a: 3 * a**2,
+        derivative2=lambda a: 6.0 * a,
+    ),
+    OpSpec(
+        "rpow_scalar",
+        lambda L, x: 2.0**x,
+        [A],
+        reference=lambda a: 2.0**a,
+        derivative=lambda a: 2.0**a * np.log(2.0),
+    ),
     OpSpec(
         "scalar_ops",
         lambda L, x: (2.0 - x) * 3.0 / 1.5 + 1.0,
         [A],
         op="__rsub__ __mul__ __truediv__ __add__",
+        reference=lambda a: (2.0 - a) * 3.0 / 1.5 + 1.0,
+        derivative=lambda a: np.full_like(a, -2.0),
     ),
+    _scalar("add_scalar", "__add__", lambda x: x + 2.5, np.ones_like),
+    _scalar("radd_scalar", "__radd__", lambda x: 2.5 + x, np.ones_like),
+    _scalar("add_int_scalar", "__add__", lambda x: x + 3, np.ones_like),
+    _scalar("sub_scalar", "__sub__", lambda x: x - 2.5, np.ones_like),
+    _scalar("rsub_scalar", "__rsub__", lambda x: 2.5 - x, lambda a: -np.ones_like(a)),
+    _scalar("mul_scalar", "__mul__", lambda x: x * 2.5, lambda a: np.full_like(a, 2.5)),
+    _scalar("rmul_scalar", "__rmul__", lambda x: 2.5 * x, lambda a: np.full_like(a, 2.5)),
+    _scalar("div_scalar", "__truediv__", lambda x: x / 2.5, lambda a: np.full_like(a, 0.4)),
+    _scalar(
+        "rdiv_scalar",
+        "__rtruediv__",
+        lambda x: 2.5 / x,
+        lambda a: -2.5 / a**2,
+        POS,
+        derivative2=lambda a: 5.0 / a**3,
+    ),
+    _scalar("rdiv_scalar_neg", "__rtruediv__", lambda x: 2.5 / x, lambda a: -2.5 / a**2, NEGV),
+    _scalar("pow_scalar_frac", "__pow__", lambda x: x**2.5, lambda a: 2.5 * a**1.5, POS),
+    _scalar("pow_scalar_neg", "__pow__", lambda x: x**-1, lambda a: -(a**-2.0), NEGV),
+    _scalar("rpow_scalar_frac", "__rpow__", lambda x: 2.5**x, lambda a: 2.5**a * np.log(2.5)),
     OpSpec(
         "where",
         lambda L, c, x, y: L.where(c, x, y),
         [Arg((2, 3), kind="bool"), A, Arg((3,))],
         shape_sets=[[Arg((3,), kind="bool"), Arg((2, 1)), Arg(())]],
     ),
-    # ----- elementwise binary -------------------------------------------------------------------
+    # ----- where, maximum/minimum, fmod/remainder, atan2, rounding division, logic -----
     OpSpec(
         "maximum",
         lambda L, x, y: L.maximum(x, y),

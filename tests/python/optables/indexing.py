@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ._shared import C3, A, _long
+from ._shared import C3, A, _long, _rearranged
 from .spec import Arg, OpSpec
 
 
@@ -26,6 +26,25 @@ def _setitem(t: Any, index: Any, value: Any) -> Any:
 
 
 OPS = [
+    # ----- basic indexing against NumPy -----------------------------------------------------------
+    _rearranged("getitem_int", (3, 4), lambda L, x: x[1], lambda a: a[1], op="__getitem__"),
+    _rearranged("getitem_neg_int", (3, 4), lambda L, x: x[-1], lambda a: a[-1], op="__getitem__"),
+    _rearranged("getitem_slice", (5, 2), lambda L, x: x[1:4], lambda a: a[1:4], op="__getitem__"),
+    _rearranged("getitem_step", (6,), lambda L, x: x[::2], lambda a: a[::2], op="__getitem__"),
+    _rearranged(
+        "getitem_tuple", (3, 4), lambda L, x: x[1, 1:], lambda a: a[1, 1:], op="__getitem__"
+    ),
+    _rearranged("getitem_col", (3, 4), lambda L, x: x[:, 2], lambda a: a[:, 2], op="__getitem__"),
+    _rearranged(
+        "getitem_2slices",
+        (4, 5),
+        lambda L, x: x[1:, ::2],
+        lambda a: a[1:, ::2],
+        op="__getitem__",
+    ),
+    _rearranged(
+        "getitem_scalar", (3, 4), lambda L, x: x[2, 3], lambda a: a[2, 3], op="__getitem__"
+    ),
     OpSpec(
         "getitem_basic", lambda L, x: x[1:, ::2, None, 0] * 2.0, [Arg((3, 4, 2))], op="__getitem__"
     ),

@@ -4,15 +4,67 @@ all/any."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from ._shared import A3, B3, BOOL_NOTE, INF, INT, KINK_NOTE, A, _mask
 from .spec import Arg, OpSpec
 
+# (x, dim, keepdim) over every dim spelling: int, negative int, tuple, unordered tuple.
+DIM_SETS = [
+    [A3, Arg(kind="const", value=dim), Arg(kind="const", value=keepdim)]
+    for dim in (0, 1, -1, (0, 2), (-1, 0))
+    for keepdim in (False, True)
+]
+
+
+def _mean_grad(a: np.ndarray, dim: Any = None, keepdim: bool = False) -> np.ndarray:
+    """d mean / d x: one over the number of elements averaged."""
+    return np.full_like(a, np.size(np.mean(a, axis=dim)) / a.size)
+
+
 OPS = [
-    OpSpec("sum", lambda L, x: x.sum(), [A], shape_sets=[[Arg((0, 3))], [Arg(())]]),
-    OpSpec("sum_dim", lambda L, x: x.sum(dim=(0, -1), keepdim=True), [Arg((2, 3, 4))]),
-    OpSpec("mean", lambda L, x: x.mean(), [A]),
-    OpSpec("mean_dim", lambda L, x: x.mean(dim=1), [Arg((2, 3, 4))]),
     # ----- reductions ---------------------------------------------------------------------------
+    OpSpec(
+        "sum",
+        lambda L, x: x.sum(),
+        [A],
+        shape_sets=[[Arg((0, 3))], [Arg(())]],
+        reference=np.sum,
+        derivative=np.ones_like,
+        forms=("function",),
+    ),
+    OpSpec("sum_dim", lambda L, x: x.sum(dim=(0, -1), keepdim=True), [Arg((2, 3, 4))]),
+    OpSpec(
+        "sum_dims",
+        lambda L, x, dim, keepdim: x.sum(dim=dim, keepdim=keepdim),
+        DIM_SETS[0],
+        shape_sets=DIM_SETS[1:],
+        op="sum",
+        reference=lambda a, dim, keepdim: np.sum(a, axis=dim, keepdims=keepdim),
+        derivative=lambda a, dim, keepdim: np.ones_like(a),
+        forms=("function", "method"),
+    ),
+    OpSpec(
+        "mean",
+        lambda L, x: x.mean(),
+        [A],
+        reference=np.mean,
+        derivative=_mean_grad,
+        forms=("function",),
+    ),
+    OpSpec("mean_dim", lambda L, x: x.mean(dim=1), [Arg((2, 3, 4))]),
+    OpSpec(
+        "mean_dims",
+        lambda L, x, dim, keepdim: x.mean(dim=dim, keepdim=keepdim),
+        DIM_SETS[0],
+        shape_sets=DIM_SETS[1:],
+        op="mean",
+        reference=lambda a, dim, keepdim: np.mean(a, axis=dim, keepdims=keepdim),
+        derivative=_mean_grad,
+        forms=("function", "method"),
+    ),
     OpSpec("prod", lambda L, x: x.prod(), [A], shape_sets=[[Arg(())], [Arg((0, 3))], [A3]]),
     OpSpec(
         "prod_dim",

@@ -61,11 +61,17 @@ class OpSpec:
     # NumPy forward on the inputs' float64 arrays (consts passed as they are): float64 outputs
     # must match it to 1e-12, float32 ones (of float32-rounded inputs) to 1e-5.
     reference: Optional[Callable[..., Any]] = None
+    # The outputs are input elements moved around: compared with ``reference`` exactly.
+    exact: bool = False
     # Closed-form gradient of ``out.sum()`` with respect to each differentiable input, from the
     # same arrays as ``reference``: one array (one such input) or a tuple (several).
     derivative: Optional[Callable[..., Any]] = None
+    # Closed-form second derivative of a one-input elementwise op: the gradient of
+    # ``grad(out.sum(), x, create_graph=True).sum()``.
+    derivative2: Optional[Callable[..., Any]] = None
     # Other spellings checked against ``reference``/``derivative`` too: "function" calls
-    # ``L.<name>(*inputs)``, "method" calls ``inputs[0].<name>(*inputs[1:])``.
+    # ``L.<op>(*inputs)``, "method" calls ``inputs[0].<op>(*inputs[1:])``, with ``<op>`` the
+    # last name in ``op`` (else ``name``).
     forms: Tuple[str, ...] = ()
     # The public name(s) the entry exercises, space-separated (``linalg.norm``,
     # ``__getitem__``), when the name does not start with one: they make the coverage list.

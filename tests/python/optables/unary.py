@@ -39,7 +39,13 @@ OPS = [
         forms=("function", "method"),
     ),
     OpSpec(
-        "exp", lambda L, x: L.exp(x), [A], reference=np.exp, derivative=np.exp, forms=("method",)
+        "exp",
+        lambda L, x: L.exp(x),
+        [A],
+        reference=np.exp,
+        derivative=np.exp,
+        forms=("method",),
+        derivative2=np.exp,
     ),
     OpSpec(
         "log",
@@ -48,9 +54,16 @@ OPS = [
         reference=np.log,
         derivative=lambda a: 1.0 / a,
         forms=("method",),
+        derivative2=lambda a: -1.0 / a**2,
     ),
     OpSpec(
-        "sin", lambda L, x: L.sin(x), [A], reference=np.sin, derivative=np.cos, forms=("method",)
+        "sin",
+        lambda L, x: L.sin(x),
+        [A],
+        reference=np.sin,
+        derivative=np.cos,
+        forms=("method",),
+        derivative2=lambda a: -np.sin(a),
     ),
     OpSpec(
         "cos",
@@ -59,6 +72,7 @@ OPS = [
         reference=np.cos,
         derivative=lambda a: -np.sin(a),
         forms=("method",),
+        derivative2=lambda a: -np.cos(a),
     ),
     OpSpec(
         "tanh",
@@ -67,6 +81,7 @@ OPS = [
         reference=np.tanh,
         derivative=lambda a: 1.0 - np.tanh(a) ** 2,
         forms=("method",),
+        derivative2=lambda a: -2.0 * np.tanh(a) * (1.0 - np.tanh(a) ** 2),
     ),
     OpSpec(
         "sigmoid",
@@ -75,6 +90,7 @@ OPS = [
         reference=_sigmoid,
         derivative=lambda a: _sigmoid(a) * (1.0 - _sigmoid(a)),
         forms=("method",),
+        derivative2=lambda a: _sigmoid(a) * (1.0 - _sigmoid(a)) * (1.0 - 2.0 * _sigmoid(a)),
     ),
     OpSpec(
         "relu",
@@ -185,6 +201,7 @@ OPS = [
         shape_sets=[[NEG], *_unary_sets(0.3, 2.0)],
         reference=np.reciprocal,
         derivative=lambda a: -1.0 / a**2,
+        derivative2=lambda a: 2.0 / a**3,
         forms=("method",),
     ),
     OpSpec(
