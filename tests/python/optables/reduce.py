@@ -4,7 +4,7 @@ all/any."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -24,6 +24,20 @@ def _mean_grad(a: np.ndarray, dim: Any = None, keepdim: bool = False) -> np.ndar
     return np.full_like(a, np.size(np.mean(a, axis=dim)) / a.size)
 
 
+def _over_dims(name: str, reference: Callable[..., Any], derivative: Callable[..., Any]):
+    """``x.<name>(dim=, keepdim=)`` over ``DIM_SETS``, in every spelling, against NumPy."""
+    return OpSpec(
+        f"{name}_dims",
+        lambda L, x, dim, keepdim: getattr(x, name)(dim=dim, keepdim=keepdim),
+        DIM_SETS[0],
+        shape_sets=DIM_SETS[1:],
+        op=name,
+        reference=lambda a, dim, keepdim: reference(a, axis=dim, keepdims=keepdim),
+        derivative=derivative,
+        forms=("function", "method"),
+    )
+
+
 OPS = [
     # ----- reductions ---------------------------------------------------------------------------
     OpSpec(
@@ -36,16 +50,7 @@ OPS = [
         forms=("function",),
     ),
     OpSpec("sum_dim", lambda L, x: x.sum(dim=(0, -1), keepdim=True), [Arg((2, 3, 4))]),
-    OpSpec(
-        "sum_dims",
-        lambda L, x, dim, keepdim: x.sum(dim=dim, keepdim=keepdim),
-        DIM_SETS[0],
-        shape_sets=DIM_SETS[1:],
-        op="sum",
-        reference=lambda a, dim, keepdim: np.sum(a, axis=dim, keepdims=keepdim),
-        derivative=lambda a, dim, keepdim: np.ones_like(a),
-        forms=("function", "method"),
-    ),
+    _over_dims("sum", np.sum, lambda a, dim, keepdim: np.ones_like(a)),
     OpSpec(
         "mean",
         lambda L, x: x.mean(),
@@ -55,16 +60,7 @@ OPS = [
         forms=("function",),
     ),
     OpSpec("mean_dim", lambda L, x: x.mean(dim=1), [Arg((2, 3, 4))]),
-    OpSpec(
-        "mean_dims",
-        lambda L, x, dim, keepdim: x.mean(dim=dim, keepdim=keepdim),
-        DIM_SETS[0],
-        shape_sets=DIM_SETS[1:],
-        op="mean",
-        reference=lambda a, dim, keepdim: np.mean(a, axis=dim, keepdims=keepdim),
-        derivative=_mean_grad,
-        forms=("function", "method"),
-    ),
+    _over_dims("mean", np.mean, _mean_grad),
     OpSpec("prod", lambda L, x: x.prod(), [A], shape_sets=[[Arg(())], [Arg((0, 3))], [A3]]),
     OpSpec(
         "prod_dim",

@@ -5,6 +5,7 @@ and ``derivative`` are also checked against NumPy and the closed-form derivative
 from __future__ import annotations
 
 import math
+from typing import Any, Callable, List, Sequence
 
 import numpy as np
 
@@ -27,6 +28,35 @@ def _sigmoid(a):  # type: ignore[no-untyped-def]
 
 _erf = np.vectorize(math.erf, otypes=[float])
 
+
+def _elementwise(
+    name: str,
+    arg: Arg,
+    reference: Callable[..., Any],
+    derivative: Callable[..., Any],
+    method: bool = False,
+    shape_sets: Sequence[List[Arg]] = (),
+    **kw: Any,
+) -> OpSpec:
+    """``L.<name>(x)`` (``x.<name>()`` with ``method``), checked against the NumPy
+    ``reference`` and the closed-form ``derivative`` in the other spelling too."""
+
+    def fn(L: Any, x: Any) -> Any:
+        return getattr(x, name)() if method else getattr(L, name)(x)
+
+    forms = ("function",) if method else ("method",)
+    return OpSpec(
+        name,
+        fn,
+        [arg],
+        list(shape_sets),
+        reference=reference,
+        derivative=derivative,
+        forms=forms,
+        **kw,
+    )
+
+
 OPS = [
     # ----- elementwise unary --------------------------------------------------------------------
     OpSpec(
@@ -38,88 +68,34 @@ OPS = [
         derivative=lambda a: -np.ones_like(a),
         forms=("function", "method"),
     ),
-    OpSpec(
-        "exp",
-        lambda L, x: L.exp(x),
-        [A],
-        reference=np.exp,
-        derivative=np.exp,
-        forms=("method",),
-        derivative2=np.exp,
-    ),
-    OpSpec(
-        "log",
-        lambda L, x: L.log(x),
-        [POS],
-        reference=np.log,
-        derivative=lambda a: 1.0 / a,
-        forms=("method",),
-        derivative2=lambda a: -1.0 / a**2,
-    ),
-    OpSpec(
-        "sin",
-        lambda L, x: L.sin(x),
-        [A],
-        reference=np.sin,
-        derivative=np.cos,
-        forms=("method",),
-        derivative2=lambda a: -np.sin(a),
-    ),
-    OpSpec(
-        "cos",
-        lambda L, x: L.cos(x),
-        [A],
-        reference=np.cos,
-        derivative=lambda a: -np.sin(a),
-        forms=("method",),
-        derivative2=lambda a: -np.cos(a),
-    ),
-    OpSpec(
+    _elementwise("exp", A, np.exp, np.exp, derivative2=np.exp),
+    _elementwise("log", POS, np.log, lambda a: 1.0 / a, derivative2=lambda a: -1.0 / a**2),
+    _elementwise("sin", A, np.sin, np.cos, derivative2=lambda a: -np.sin(a)),
+    _elementwise("cos", A, np.cos, lambda a: -np.sin(a), derivative2=lambda a: -np.cos(a)),
+    _elementwise(
         "tanh",
-        lambda L, x: L.tanh(x),
-        [A],
-        reference=np.tanh,
-        derivative=lambda a: 1.0 - np.tanh(a) ** 2,
-        forms=("method",),
+        A,
+        np.tanh,
+        lambda a: 1.0 - np.tanh(a) ** 2,
         derivative2=lambda a: -2.0 * np.tanh(a) * (1.0 - np.tanh(a) ** 2),
     ),
-    OpSpec(
+    _elementwise(
         "sigmoid",
-        lambda L, x: L.sigmoid(x),
-        [A],
-        reference=_sigmoid,
-        derivative=lambda a: _sigmoid(a) * (1.0 - _sigmoid(a)),
-        forms=("method",),
+        A,
+        _sigmoid,
+        lambda a: _sigmoid(a) * (1.0 - _sigmoid(a)),
         derivative2=lambda a: _sigmoid(a) * (1.0 - _sigmoid(a)) * (1.0 - 2.0 * _sigmoid(a)),
     ),
-    OpSpec(
+    _elementwise(
         "relu",
-        lambda L, x: L.relu(x),
-        [A],
+        A,
+        lambda a: np.maximum(a, 0.0),
+        lambda a: (a > 0).astype(a.dtype),
         gradgrad=False,
         note="relu'' is 0 a.e.; FD across the kink is unstable",
-        reference=lambda a: np.maximum(a, 0.0),
-        derivative=lambda a: (a > 0).astype(a.dtype),
-        forms=("method",),
     ),
-    OpSpec(
-        "sqrt",
-        lambda L, x: L.sqrt(x),
-        [POS],
-        reference=np.sqrt,
-        derivative=lambda a: 0.5 / np.sqrt(a),
-        forms=("method",),
-    ),
-    OpSpec(
-        "abs",
-        lambda L, x: L.abs(x),
-        [A],
-        gradgrad=False,
-        note="|x|'' is 0 a.e.",
-        reference=np.abs,
-        derivative=np.sign,
-        forms=("method",),
-    ),
+    _elementwise("sqrt", POS, np.sqrt, lambda a: 0.5 / np.sqrt(a)),
+    _elementwise("abs", A, np.abs, np.sign, gradgrad=False, note="|x|'' is 0 a.e."),
     OpSpec(
         "sign",
         lambda L, x: L.sign(x) * x,
@@ -129,177 +105,87 @@ OPS = [
         reference=lambda a: np.sign(a) * a,
         derivative=np.sign,
     ),
-    OpSpec(
-        "exp2",
-        lambda L, x: L.exp2(x),
-        [A],
-        shape_sets=UNARY_SETS,
-        reference=np.exp2,
-        derivative=lambda a: np.exp2(a) * np.log(2.0),
-        forms=("method",),
-    ),
+    _elementwise("exp2", A, np.exp2, lambda a: np.exp2(a) * np.log(2.0), shape_sets=UNARY_SETS),
     OpSpec("exp2_method", lambda L, x: x.exp2(), [A]),
-    OpSpec(
-        "log2",
-        lambda L, x: L.log2(x),
-        [POS],
-        shape_sets=_unary_sets(0.2, 2.0),
-        reference=np.log2,
-        derivative=lambda a: 1.0 / (a * np.log(2.0)),
-        forms=("method",),
+    _elementwise(
+        "log2", POS, np.log2, lambda a: 1.0 / (a * np.log(2.0)), shape_sets=_unary_sets(0.2, 2.0)
     ),
-    OpSpec(
+    _elementwise(
         "log10",
-        lambda L, x: x.log10(),
-        [POS],
+        POS,
+        np.log10,
+        lambda a: 1.0 / (a * np.log(10.0)),
+        method=True,
         shape_sets=_unary_sets(0.2, 2.0),
-        reference=np.log10,
-        derivative=lambda a: 1.0 / (a * np.log(10.0)),
-        forms=("function",),
     ),
-    OpSpec(
+    _elementwise(
         "log1p",
-        lambda L, x: L.log1p(x),
-        [Arg((2, 3), low=-0.5)],
+        Arg((2, 3), low=-0.5),
+        np.log1p,
+        lambda a: 1.0 / (1.0 + a),
         shape_sets=_unary_sets(-0.5, 2),
-        reference=np.log1p,
-        derivative=lambda a: 1.0 / (1.0 + a),
-        forms=("method",),
     ),
-    OpSpec(
-        "expm1",
-        lambda L, x: x.expm1(),
-        [A],
-        shape_sets=UNARY_SETS,
-        reference=np.expm1,
-        derivative=np.exp,
-        forms=("function",),
-    ),
-    OpSpec(
+    _elementwise("expm1", A, np.expm1, np.exp, method=True, shape_sets=UNARY_SETS),
+    _elementwise(
         "rsqrt",
-        lambda L, x: L.rsqrt(x),
-        [POS],
+        POS,
+        lambda a: 1.0 / np.sqrt(a),
+        lambda a: -0.5 * a**-1.5,
         shape_sets=_unary_sets(0.2, 2.0),
-        reference=lambda a: 1.0 / np.sqrt(a),
-        derivative=lambda a: -0.5 * a**-1.5,
-        forms=("method",),
     ),
-    OpSpec(
-        "square",
-        lambda L, x: L.square(x),
-        [A],
-        shape_sets=UNARY_SETS,
-        reference=np.square,
-        derivative=lambda a: 2.0 * a,
-        forms=("method",),
-    ),
+    _elementwise("square", A, np.square, lambda a: 2.0 * a, shape_sets=UNARY_SETS),
     OpSpec("square_method", lambda L, x: x.square(), [A]),
-    OpSpec(
+    _elementwise(
         "reciprocal",
-        lambda L, x: L.reciprocal(x),
-        [POS],
+        POS,
+        np.reciprocal,
+        lambda a: -1.0 / a**2,
         shape_sets=[[NEG], *_unary_sets(0.3, 2.0)],
-        reference=np.reciprocal,
-        derivative=lambda a: -1.0 / a**2,
         derivative2=lambda a: 2.0 / a**3,
-        forms=("method",),
     ),
-    OpSpec(
-        "tan",
-        lambda L, x: L.tan(x),
-        [Arg((2, 3), low=-1.2, high=1.2)],
-        reference=np.tan,
-        derivative=lambda a: 1.0 / np.cos(a) ** 2,
-        forms=("method",),
-    ),
-    OpSpec(
+    _elementwise("tan", Arg((2, 3), low=-1.2, high=1.2), np.tan, lambda a: 1.0 / np.cos(a) ** 2),
+    _elementwise(
         "asin",
-        lambda L, x: L.asin(x),
-        [UNIT],
+        UNIT,
+        np.arcsin,
+        lambda a: 1.0 / np.sqrt(1.0 - a**2),
         shape_sets=_unary_sets(-0.9, 0.9),
-        reference=np.arcsin,
-        derivative=lambda a: 1.0 / np.sqrt(1.0 - a**2),
-        forms=("method",),
     ),
-    OpSpec(
+    _elementwise(
         "acos",
-        lambda L, x: x.acos(),
-        [UNIT],
+        UNIT,
+        np.arccos,
+        lambda a: -1.0 / np.sqrt(1.0 - a**2),
+        method=True,
         shape_sets=_unary_sets(-0.9, 0.9),
-        reference=np.arccos,
-        derivative=lambda a: -1.0 / np.sqrt(1.0 - a**2),
-        forms=("function",),
     ),
-    OpSpec(
-        "atan",
-        lambda L, x: L.atan(x),
-        [A],
-        shape_sets=UNARY_SETS,
-        reference=np.arctan,
-        derivative=lambda a: 1.0 / (1.0 + a**2),
-        forms=("method",),
+    _elementwise("atan", A, np.arctan, lambda a: 1.0 / (1.0 + a**2), shape_sets=UNARY_SETS),
+    _elementwise("sinh", A, np.sinh, np.cosh, shape_sets=UNARY_SETS),
+    _elementwise("cosh", A, np.cosh, np.sinh, method=True, shape_sets=UNARY_SETS),
+    _elementwise(
+        "asinh", A, np.arcsinh, lambda a: 1.0 / np.sqrt(a**2 + 1.0), shape_sets=UNARY_SETS
     ),
-    OpSpec(
-        "sinh",
-        lambda L, x: L.sinh(x),
-        [A],
-        shape_sets=UNARY_SETS,
-        reference=np.sinh,
-        derivative=np.cosh,
-        forms=("method",),
+    _elementwise(
+        "acosh", Arg((2, 3), low=1.2, high=3.0), np.arccosh, lambda a: 1.0 / np.sqrt(a**2 - 1.0)
     ),
-    OpSpec(
-        "cosh",
-        lambda L, x: x.cosh(),
-        [A],
-        shape_sets=UNARY_SETS,
-        reference=np.cosh,
-        derivative=np.sinh,
-        forms=("function",),
-    ),
-    OpSpec(
-        "asinh",
-        lambda L, x: L.asinh(x),
-        [A],
-        shape_sets=UNARY_SETS,
-        reference=np.arcsinh,
-        derivative=lambda a: 1.0 / np.sqrt(a**2 + 1.0),
-        forms=("method",),
-    ),
-    OpSpec(
-        "acosh",
-        lambda L, x: L.acosh(x),
-        [Arg((2, 3), low=1.2, high=3.0)],
-        reference=np.arccosh,
-        derivative=lambda a: 1.0 / np.sqrt(a**2 - 1.0),
-        forms=("method",),
-    ),
-    OpSpec(
+    _elementwise(
         "atanh",
-        lambda L, x: x.atanh(),
-        [UNIT],
+        UNIT,
+        np.arctanh,
+        lambda a: 1.0 / (1.0 - a**2),
+        method=True,
         shape_sets=_unary_sets(-0.9, 0.9),
-        reference=np.arctanh,
-        derivative=lambda a: 1.0 / (1.0 - a**2),
-        forms=("function",),
     ),
-    OpSpec(
-        "erf",
-        lambda L, x: L.erf(x),
-        [A],
-        shape_sets=UNARY_SETS,
-        reference=_erf,
-        derivative=lambda a: 2.0 / np.sqrt(np.pi) * np.exp(-(a**2)),
-        forms=("method",),
+    _elementwise(
+        "erf", A, _erf, lambda a: 2.0 / np.sqrt(np.pi) * np.exp(-(a**2)), shape_sets=UNARY_SETS
     ),
-    OpSpec(
+    _elementwise(
         "erfc",
-        lambda L, x: x.erfc(),
-        [A],
+        A,
+        lambda a: 1.0 - _erf(a),
+        lambda a: -2.0 / np.sqrt(np.pi) * np.exp(-(a**2)),
+        method=True,
         shape_sets=UNARY_SETS,
-        reference=lambda a: 1.0 - _erf(a),
-        derivative=lambda a: -2.0 / np.sqrt(np.pi) * np.exp(-(a**2)),
-        forms=("function",),
     ),
     OpSpec("floor", lambda L, x: L.floor(x * 3.0), [A], shape_sets=UNARY_SETS, note=STEP_NOTE),
     OpSpec("ceil", lambda L, x: (x * 3.0).ceil(), [A], shape_sets=UNARY_SETS, note=STEP_NOTE),
