@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import types
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import ferrograd as fg
 import numpy as np
@@ -267,7 +267,7 @@ def test_matches_torch(spec: OpSpec, case: int) -> None:
             f"{spec.name}: shape {tuple(x.shape)} vs torch {tuple(y.shape)}"
         )
         np.testing.assert_allclose(
-            x.detach().numpy(), y.detach().numpy(), rtol=1e-10, atol=1e-12, err_msg=spec.name
+            x.detach().numpy(), y.detach().numpy(), rtol=1e-12, atol=1e-14, err_msg=spec.name
         )
     fo, ft = _float_outputs(ro), _float_outputs(rt)
     if grad and fo:
@@ -285,8 +285,83 @@ def test_matches_torch(spec: OpSpec, case: int) -> None:
                 assert x is None or not x.numpy().any(), spec.name
                 continue
             np.testing.assert_allclose(
-                x.numpy(), y.numpy(), rtol=1e-9, atol=1e-12, err_msg=spec.name
+                x.numpy(), y.numpy(), rtol=1e-10, atol=1e-12, err_msg=spec.name
             )
+
+
+def _hvp(lib: Any, spec: OpSpec, case: int) -> Optional[List[Any]]:
+    """Hessian-vector product of the weighted sum of ``spec``'s squared outputs with a fixed
+    random vector, through ``lib``'s double backward, one array per differentiable input (None where
+    the gradient does not depend on it); None without such inputs or float outputs."""
+    args = spec.all_arg_sets()[case]
+    arrays = _make_arrays(args, seed=case)
+    vals = _to_lib(lib, arrays, args, lib.float64, grad=True)
+    fn = spec.fn if lib is fg else (spec.torch_fn or spec.fn)
+    outs = _float_outputs(fn(lib, *vals))
+    ins = [vals[i] for i in _grad_inputs(args)]
+    if not outs or not ins:
+        return None
+    # squared, so that linear ops get a second derivative too (their backward's backward)
+    squares = [o * o for o in outs]
+    grads = lib.autograd.grad(
+        _scalar_loss(lib, squares, _weights(outs, case)), ins, create_graph=True, allow_unused=True
+    )
+    rng = np.random.default_rng(case + 7)
+    total = None
+    for g, x in zip(grads, ins):
+        v = rng.uniform(-1, 1, size=tuple(x.shape))
+        if g is not None and g.requires_grad:
+            term = (g * lib.tensor(v, dtype=g.dtype)).sum()
+            total = term if total is None else total + term
+    if total is None:
+        return [None] * len(ins)
+    hs = lib.autograd.grad(total, ins, allow_unused=True)
+    return [None if h is None else (h + 0).detach().numpy() for h in hs]
+
+
+@pytest.mark.parametrize("spec,case", CASES)
+def test_second_derivative_matches_torch(spec: OpSpec, case: int) -> None:
+    if torch is None:
+        pytest.skip("torch is not installed")
+    # gradgrad=False entries too: both sides are exact where finite differences are not
+    if not (spec.grad and spec.torch_parity and spec.torch_gradgrad):
+        pytest.skip(spec.note or "no second derivative to compare")
+    if not _grad_inputs(spec.all_arg_sets()[case]) or not _float_outputs(
+        spec.fn(
+            fg,
+            *_to_lib(
+                fg,
+                _make_arrays(spec.all_arg_sets()[case], case),
+                spec.all_arg_sets()[case],
+                fg.float64,
+                grad=False,
+            ),
+        )
+    ):
+        pytest.skip("no differentiable input or float output")
+    ours = _hvp(fg, spec, case)
+    try:
+        theirs = _hvp(torch, spec, case)
+    except RuntimeError as e:  # torch lacks some double backwards (flash attention, ...)
+        pytest.skip(f"torch {torch.__version__} raised in double backward: {e}")
+    for k, (x, y) in enumerate(zip(ours, theirs)):
+        if x is None or y is None:
+            z = y if x is None else x
+            assert z is None or not z.any(), f"{spec.name} input {k}: one side has no term"
+            continue
+        np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-11, err_msg=f"{spec.name} {k}")
+
+
+@pytest.mark.parametrize("spec,case", [c for c in CASES if c.values[0].torch_grad_fn])
+def test_grad_fn_name_matches_torch(spec: OpSpec, case: int) -> None:
+    if torch is None:
+        pytest.skip("torch is not installed")
+    args = spec.all_arg_sets()[case]
+    arrays = _make_arrays(args, seed=case)
+    ours = spec.fn(fg, *_to_lib(fg, arrays, args, fg.float64, grad=True))
+    tfn = spec.torch_fn or spec.fn
+    theirs = tfn(torch, *_to_lib(torch, arrays, args, torch.float64, grad=True))
+    assert ours.grad_fn.name() == theirs.grad_fn.name(), spec.name
 
 
 def test_every_table_entry_is_checked() -> None:

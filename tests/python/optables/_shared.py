@@ -27,6 +27,9 @@ STEP_NOTE = "a step function: zero gradient everywhere (torch's choice too)"
 KINK_NOTE = "piecewise linear: the second derivative is 0 a.e.; FD across kinks is unstable"
 BOOL_NOTE = "bool/int output: compared by value only"
 _KINK = "piecewise linear: the second derivative is 0 almost everywhere"
+ZERO_ROW_NOTE = (
+    "torch's double backward is NaN at the zero row; ferrograd's is 0, the finite-difference value"
+)
 
 
 def F(L):  # noqa: N802 - torch's conventional name

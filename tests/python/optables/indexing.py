@@ -27,10 +27,31 @@ def _setitem(t: Any, index: Any, value: Any) -> Any:
 
 OPS = [
     # ----- basic indexing against NumPy -----------------------------------------------------------
-    _rearranged("getitem_int", (3, 4), lambda L, x: x[1], lambda a: a[1], op="__getitem__"),
+    _rearranged(
+        "getitem_int",
+        (3, 4),
+        lambda L, x: x[1],
+        lambda a: a[1],
+        op="__getitem__",
+        torch_grad_fn=True,
+    ),
     _rearranged("getitem_neg_int", (3, 4), lambda L, x: x[-1], lambda a: a[-1], op="__getitem__"),
-    _rearranged("getitem_slice", (5, 2), lambda L, x: x[1:4], lambda a: a[1:4], op="__getitem__"),
-    _rearranged("getitem_step", (6,), lambda L, x: x[::2], lambda a: a[::2], op="__getitem__"),
+    _rearranged(
+        "getitem_slice",
+        (5, 2),
+        lambda L, x: x[1:4],
+        lambda a: a[1:4],
+        op="__getitem__",
+        torch_grad_fn=True,
+    ),
+    _rearranged(
+        "getitem_step",
+        (6,),
+        lambda L, x: x[::2],
+        lambda a: a[::2],
+        op="__getitem__",
+        torch_grad_fn=True,
+    ),
     _rearranged(
         "getitem_tuple", (3, 4), lambda L, x: x[1, 1:], lambda a: a[1, 1:], op="__getitem__"
     ),

@@ -44,7 +44,9 @@ OPS = [
         derivative=_matmul_grad,
         forms=("function", "method"),
     ),
-    OpSpec("matmul_2d", lambda L, x, y: x @ y, [A, Arg((3, 4))], op="__matmul__"),
+    OpSpec(
+        "matmul_2d", lambda L, x, y: x @ y, [A, Arg((3, 4))], op="__matmul__", torch_grad_fn=True
+    ),
     OpSpec(
         "matmul_batched",
         lambda L, x, y: x @ y,

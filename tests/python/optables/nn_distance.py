@@ -3,7 +3,7 @@ pairwise_distance, normalize, cdist."""
 
 from __future__ import annotations
 
-from ._shared import _KINK, A35, X4, F
+from ._shared import _KINK, A35, X4, ZERO_ROW_NOTE, F
 from .spec import Arg, OpSpec
 
 # Away from 0, where |x|^(p-1) of a fractional p has an infinite derivative.
@@ -79,6 +79,8 @@ OPS = [
         "nn_normalize_zero_row",
         lambda L, x: F(L).normalize(x * L.tensor([[0.0], [1.0]], dtype=x.dtype)),
         [Arg((2, 3))],
+        torch_gradgrad=False,
+        note=ZERO_ROW_NOTE,
     ),
     # ----- cdist -----
     OpSpec(

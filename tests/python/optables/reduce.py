@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._shared import A3, B3, BOOL_NOTE, INF, INT, KINK_NOTE, A, _mask
+from ._shared import A3, B3, BOOL_NOTE, INF, INT, KINK_NOTE, ZERO_ROW_NOTE, A, _mask
 from .spec import Arg, OpSpec
 
 # (x, dim, keepdim) over every dim spelling: int, negative int, tuple, unordered tuple.
@@ -24,7 +24,9 @@ def _mean_grad(a: np.ndarray, dim: Any = None, keepdim: bool = False) -> np.ndar
     return np.full_like(a, np.size(np.mean(a, axis=dim)) / a.size)
 
 
-def _over_dims(name: str, reference: Callable[..., Any], derivative: Callable[..., Any]):
+def _over_dims(
+    name: str, reference: Callable[..., Any], derivative: Callable[..., Any], **kw: Any
+) -> OpSpec:
     """``x.<name>(dim=, keepdim=)`` over ``DIM_SETS``, in every spelling, against NumPy."""
     return OpSpec(
         f"{name}_dims",
@@ -35,6 +37,7 @@ def _over_dims(name: str, reference: Callable[..., Any], derivative: Callable[..
         reference=lambda a, dim, keepdim: reference(a, axis=dim, keepdims=keepdim),
         derivative=derivative,
         forms=("function", "method"),
+        **kw,
     )
 
 
@@ -48,9 +51,10 @@ OPS = [
         reference=np.sum,
         derivative=np.ones_like,
         forms=("function",),
+        torch_grad_fn=True,
     ),
     OpSpec("sum_dim", lambda L, x: x.sum(dim=(0, -1), keepdim=True), [Arg((2, 3, 4))]),
-    _over_dims("sum", np.sum, lambda a, dim, keepdim: np.ones_like(a)),
+    _over_dims("sum", np.sum, lambda a, dim, keepdim: np.ones_like(a), torch_grad_fn=True),
     OpSpec(
         "mean",
         lambda L, x: x.mean(),
@@ -58,9 +62,10 @@ OPS = [
         reference=np.mean,
         derivative=_mean_grad,
         forms=("function",),
+        torch_grad_fn=True,
     ),
     OpSpec("mean_dim", lambda L, x: x.mean(dim=1), [Arg((2, 3, 4))]),
-    _over_dims("mean", np.mean, _mean_grad),
+    _over_dims("mean", np.mean, _mean_grad, torch_grad_fn=True),
     OpSpec("prod", lambda L, x: x.prod(), [A], shape_sets=[[Arg(())], [Arg((0, 3))], [A3]]),
     OpSpec(
         "prod_dim",
@@ -161,6 +166,8 @@ OPS = [
         "norm_zero_subgradient",
         lambda L, x: (x * _mask(L, x, [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]])).norm(dim=1),
         [A],
+        torch_gradgrad=False,
+        note=ZERO_ROW_NOTE,
     ),
     OpSpec(
         "norm_zero_subgradient_p3",

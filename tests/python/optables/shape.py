@@ -25,10 +25,20 @@ OPS = [
     OpSpec("mT", lambda L, x: x.mT * 2.0, [Arg((2, 3, 4))]),
     OpSpec("narrow", lambda L, x: L.narrow(x, 1, 1, 2) * 2.0, [Arg((2, 4))]),
     # ----- against NumPy, each spelling ----------------------------------------------------------
-    _rearranged("reshape_args", (2, 3), lambda L, x: x.reshape(3, 2), lambda a: a.reshape(3, 2)),
+    _rearranged(
+        "reshape_args",
+        (2, 3),
+        lambda L, x: x.reshape(3, 2),
+        lambda a: a.reshape(3, 2),
+        torch_grad_fn=True,
+    ),
     _rearranged("reshape_tuple", (2, 3), lambda L, x: x.reshape((6,)), lambda a: a.reshape(6)),
     _rearranged(
-        "reshape_infer", (2, 3, 4), lambda L, x: x.reshape(-1, 4), lambda a: a.reshape(-1, 4)
+        "reshape_infer",
+        (2, 3, 4),
+        lambda L, x: x.reshape(-1, 4),
+        lambda a: a.reshape(-1, 4),
+        torch_grad_fn=True,
     ),
     _rearranged("reshape_fn", (2, 3), lambda L, x: L.reshape(x, (3, 2)), lambda a: a.reshape(3, 2)),
     _rearranged(
@@ -38,6 +48,7 @@ OPS = [
         lambda a: a.reshape(6),
         noncontiguous=False,
         note="view needs compatible strides",
+        torch_grad_fn=True,
     ),
     _rearranged(
         "view_infer",
@@ -46,6 +57,7 @@ OPS = [
         lambda a: a.reshape(2, -1),
         noncontiguous=False,
         note="view needs compatible strides",
+        torch_grad_fn=True,
     ),
     _rearranged(
         "transpose_outer",
@@ -53,6 +65,7 @@ OPS = [
         lambda L, x: x.transpose(0, 2),
         lambda a: a.transpose(2, 1, 0),
         op="transpose",
+        torch_grad_fn=True,
     ),
     _rearranged(
         "transpose_neg",
@@ -61,17 +74,36 @@ OPS = [
         lambda a: a.swapaxes(-1, -2),
     ),
     _rearranged("transpose_fn", (2, 3), lambda L, x: L.transpose(x, 0, 1), lambda a: a.T),
-    _rearranged("t_alone", (2, 3), lambda L, x: x.t(), lambda a: a.T, op="t"),
-    _rearranged("unsqueeze_front", (2, 3), lambda L, x: x.unsqueeze(0), lambda a: a[None]),
+    _rearranged("t_alone", (2, 3), lambda L, x: x.t(), lambda a: a.T, op="t", torch_grad_fn=True),
+    _rearranged(
+        "unsqueeze_front",
+        (2, 3),
+        lambda L, x: x.unsqueeze(0),
+        lambda a: a[None],
+        torch_grad_fn=True,
+    ),
     _rearranged("unsqueeze_neg", (2, 3), lambda L, x: x.unsqueeze(-1), lambda a: a[..., None]),
-    _rearranged("squeeze_all", (2, 1, 3, 1), lambda L, x: x.squeeze(), lambda a: a.squeeze()),
-    _rearranged("squeeze_dim", (2, 1, 3, 1), lambda L, x: x.squeeze(1), lambda a: a.squeeze(1)),
+    _rearranged(
+        "squeeze_all",
+        (2, 1, 3, 1),
+        lambda L, x: x.squeeze(),
+        lambda a: a.squeeze(),
+        torch_grad_fn=True,
+    ),
+    _rearranged(
+        "squeeze_dim",
+        (2, 1, 3, 1),
+        lambda L, x: x.squeeze(1),
+        lambda a: a.squeeze(1),
+        torch_grad_fn=True,
+    ),
     _rearranged("squeeze_noop", (2, 3), lambda L, x: x.squeeze(0), lambda a: a),
     _rearranged(
         "expand_args",
         (3, 1),
         lambda L, x: x.expand(3, 4),
         lambda a: np.broadcast_to(a, (3, 4)),
+        torch_grad_fn=True,
     ),
     _rearranged(
         "expand_new_dim",

@@ -57,6 +57,10 @@ class OpSpec:
     f32_rtol: float = 1e-4
     noncontiguous: bool = True
     torch_parity: bool = True
+    # With torch parity: also the Hessian-vector product against torch's (off where the two
+    # pick different values at a kink), and the output's grad_fn name against torch's.
+    torch_gradgrad: bool = True
+    torch_grad_fn: bool = False
     note: str = ""
     # NumPy forward on the inputs' float64 arrays (consts passed as they are): float64 outputs
     # must match it to 1e-12, float32 ones (of float32-rounded inputs) to 1e-5.

@@ -67,17 +67,23 @@ OPS = [
         reference=np.negative,
         derivative=lambda a: -np.ones_like(a),
         forms=("function", "method"),
+        torch_grad_fn=True,
     ),
-    _elementwise("exp", A, np.exp, np.exp, derivative2=np.exp),
-    _elementwise("log", POS, np.log, lambda a: 1.0 / a, derivative2=lambda a: -1.0 / a**2),
-    _elementwise("sin", A, np.sin, np.cos, derivative2=lambda a: -np.sin(a)),
-    _elementwise("cos", A, np.cos, lambda a: -np.sin(a), derivative2=lambda a: -np.cos(a)),
+    _elementwise("exp", A, np.exp, np.exp, derivative2=np.exp, torch_grad_fn=True),
+    _elementwise(
+        "log", POS, np.log, lambda a: 1.0 / a, derivative2=lambda a: -1.0 / a**2, torch_grad_fn=True
+    ),
+    _elementwise("sin", A, np.sin, np.cos, derivative2=lambda a: -np.sin(a), torch_grad_fn=True),
+    _elementwise(
+        "cos", A, np.cos, lambda a: -np.sin(a), derivative2=lambda a: -np.cos(a), torch_grad_fn=True
+    ),
     _elementwise(
         "tanh",
         A,
         np.tanh,
         lambda a: 1.0 - np.tanh(a) ** 2,
         derivative2=lambda a: -2.0 * np.tanh(a) * (1.0 - np.tanh(a) ** 2),
+        torch_grad_fn=True,
     ),
     _elementwise(
         "sigmoid",
@@ -85,6 +91,7 @@ OPS = [
         _sigmoid,
         lambda a: _sigmoid(a) * (1.0 - _sigmoid(a)),
         derivative2=lambda a: _sigmoid(a) * (1.0 - _sigmoid(a)) * (1.0 - 2.0 * _sigmoid(a)),
+        torch_grad_fn=True,
     ),
     _elementwise(
         "relu",
@@ -93,6 +100,7 @@ OPS = [
         lambda a: (a > 0).astype(a.dtype),
         gradgrad=False,
         note="relu'' is 0 a.e.; FD across the kink is unstable",
+        torch_grad_fn=True,
     ),
     _elementwise("sqrt", POS, np.sqrt, lambda a: 0.5 / np.sqrt(a)),
     _elementwise("abs", A, np.abs, np.sign, gradgrad=False, note="|x|'' is 0 a.e."),
