@@ -291,8 +291,8 @@ def test_matches_torch(spec: OpSpec, case: int) -> None:
 
 def _hvp(lib: Any, spec: OpSpec, case: int) -> Optional[List[Any]]:
     """Hessian-vector product of the weighted sum of ``spec``'s squared outputs with a fixed
-    random vector, through ``lib``'s double backward, one array per differentiable input (None where
-    the gradient does not depend on it); None without such inputs or float outputs."""
+    random vector, through ``lib``'s double backward: one array per differentiable input (None
+    where the gradient does not depend on it); None without such inputs or float outputs."""
     args = spec.all_arg_sets()[case]
     arrays = _make_arrays(args, seed=case)
     vals = _to_lib(lib, arrays, args, lib.float64, grad=True)
@@ -326,20 +326,9 @@ def test_second_derivative_matches_torch(spec: OpSpec, case: int) -> None:
     # gradgrad=False entries too: both sides are exact where finite differences are not
     if not (spec.grad and spec.torch_parity and spec.torch_gradgrad):
         pytest.skip(spec.note or "no second derivative to compare")
-    if not _grad_inputs(spec.all_arg_sets()[case]) or not _float_outputs(
-        spec.fn(
-            fg,
-            *_to_lib(
-                fg,
-                _make_arrays(spec.all_arg_sets()[case], case),
-                spec.all_arg_sets()[case],
-                fg.float64,
-                grad=False,
-            ),
-        )
-    ):
-        pytest.skip("no differentiable input or float output")
     ours = _hvp(fg, spec, case)
+    if ours is None:
+        pytest.skip("no differentiable input or float output")
     try:
         theirs = _hvp(torch, spec, case)
     except RuntimeError as e:  # torch lacks some double backwards (flash attention, ...)
@@ -532,19 +521,16 @@ def test_coverage_every_table_op_is_public_in_ferrograd_and_torch() -> None:
     where = {name: _lookup(fg, name) for name in by_op}
     missing = sorted(n for n, w in where.items() if w is None)
     assert not missing, f"not public in ferrograd: {missing}"
-    counts: Dict[str, int] = {}
-    for w in where.values():
-        counts[w if w in ("", "Tensor", "nn.functional") else "dotted"] = (
-            counts.get(w if w in ("", "Tensor", "nn.functional") else "dotted", 0) + 1
-        )
+    kinds = [w if w in ("", "Tensor", "nn.functional") else "dotted" for w in where.values()]
+    counts = {k: kinds.count(k) for k in ("", "Tensor", "nn.functional", "dotted")}
     if torch is not None:
         parity = {n for s in SPECS if s.torch_parity for n in _op_names(s)}
         not_torch = sorted(n for n in parity if _lookup(torch, n) is None)
         assert not not_torch, f"not in torch: {not_torch}"
     print(
         f"\nop tables: {len(SPECS)} entries, {len(by_op)} public ops "
-        f"(ferrograd.*: {counts.get('', 0)}, Tensor-only: {counts.get('Tensor', 0)}, "
-        f"nn.functional-only: {counts.get('nn.functional', 0)}, dotted: {counts.get('dotted', 0)})"
+        f"(ferrograd.*: {counts['']}, Tensor-only: {counts['Tensor']}, "
+        f"nn.functional-only: {counts['nn.functional']}, dotted: {counts['dotted']})"
     )
     for name in sorted(by_op):
         print(f"  {name:32} {len(by_op[name]):3}  {', '.join(by_op[name])[:80]}")
