@@ -3,10 +3,10 @@
 Each entry says how to call an op through a library module (``ferrograd`` or, for parity,
 ``torch``) and which inputs to feed it; ``test_op_table.py`` then checks, for every shape set:
 float64 gradients against central finite differences, second derivatives the same way, float32
-forward against float64, non-contiguous inputs, and (when torch is installed) values and
-gradients against torch. Entries with a ``reference`` are also checked against NumPy, entries
-with a ``derivative`` against the closed-form gradient, and every entry's public op name goes
-into the coverage list.
+forward against float64, non-contiguous inputs, and (when torch is installed) values,
+gradients and Hessian-vector products against torch. Entries with a ``reference`` are also
+checked against NumPy, entries with a ``derivative``/``derivative2`` against the closed-form
+first/second derivative, and every entry's public op names go into the coverage list.
 
 To add an op: one entry in the table file of its crate family (``unary.py`` for
 ``src/ops/unary.rs``, ``nn_activation.py`` for ``src/ops/nn/activation.rs``, ...).
