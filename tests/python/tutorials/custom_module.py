@@ -13,7 +13,7 @@ class Polynomial3(torch.nn.Module):
         self.d = torch.nn.Parameter(torch.tensor(-0.05))
 
     def forward(self, x):
-        return self.a + self.b * x + self.c * x**2 + self.d * x**3
+        return self.a + self.b * x + self.c * x ** 2 + self.d * x ** 3
 
     def string(self):
         a, b, c, d = (p.item() for p in (self.a, self.b, self.c, self.d))

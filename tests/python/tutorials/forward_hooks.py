@@ -15,7 +15,6 @@ activations = {}
 def save_output(name):
     def hook(module, inputs, output):
         activations[name] = output.detach()
-
     return hook
 
 

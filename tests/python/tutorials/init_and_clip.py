@@ -18,9 +18,8 @@ with torch.no_grad():  # the same numbers on both libraries, xavier's bounds kep
     for m in model.modules():
         if isinstance(m, nn.Linear):
             bound = (6 / (m.in_features + m.out_features)) ** 0.5
-            m.weight.copy_(
-                torch.tensor(rng.uniform(-bound, bound, tuple(m.weight.shape)), dtype=torch.float32)
-            )
+            m.weight.copy_(torch.tensor(rng.uniform(-bound, bound, tuple(m.weight.shape)),
+                                        dtype=torch.float32))
 
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 for step in range(100):

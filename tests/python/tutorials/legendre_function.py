@@ -8,12 +8,12 @@ class LegendrePolynomial3(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input):
         ctx.save_for_backward(input)
-        return 0.5 * (5 * input**3 - 3 * input)
+        return 0.5 * (5 * input ** 3 - 3 * input)
 
     @staticmethod
     def backward(ctx, grad_output):
-        (input,) = ctx.saved_tensors
-        return grad_output * 1.5 * (5 * input**2 - 1)
+        input, = ctx.saved_tensors
+        return grad_output * 1.5 * (5 * input ** 2 - 1)
 
 
 dtype = torch.float

@@ -16,7 +16,7 @@ d = torch.tensor(-0.05, device=device, dtype=dtype, requires_grad=True)
 
 learning_rate = 1e-6
 for t in range(2000):
-    y_pred = a + b * x + c * x**2 + d * x**3
+    y_pred = a + b * x + c * x ** 2 + d * x ** 3
     loss = (y_pred - y).pow(2).sum()
     if t % 500 == 99:
         print(t, loss.item())
