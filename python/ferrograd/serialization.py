@@ -193,11 +193,8 @@ def _rebuild_tensor(
 
 
 def _rebuild_parameter(data: Tensor, requires_grad: bool, backward_hooks: Any = None) -> Any:
-    try:
-        from .nn import Parameter  # type: ignore[attr-defined]
-    except ImportError:
-        data.requires_grad = requires_grad
-        return data
+    from .nn import Parameter
+
     return Parameter(data, requires_grad)
 
 

@@ -76,7 +76,8 @@ def backward(
     them into the leaves' ``.grad`` (only into ``inputs`` when given).
 
     ``grad_tensors`` is the vector of the vector-Jacobian product, one per tensor (None allowed
-    for one-element tensors); ``retain_graph`` defaults to ``create_graph``.
+    for one-element tensors); ``retain_graph`` defaults to ``create_graph`` (applied by the
+    engine, which takes ``None`` as "not given").
     """
     global _warned_create_graph
     if grad_variables is not None:
@@ -100,8 +101,6 @@ def backward(
             raise TypeError(f"element {i} of tensors is not a Tensor (got {type(t).__name__})")
     input_list = None if inputs is None else list(_as_tuple(inputs))
     grads = _grads_tuple(grad_tensors, len(roots))
-    if retain_graph is None:
-        retain_graph = create_graph
     if create_graph and not _warned_create_graph:
         _warned_create_graph = True
         warnings.warn(
@@ -156,8 +155,6 @@ def grad(
                 f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}"
             )
     grads = _grads_tuple(grad_outputs, len(outs))
-    if retain_graph is None:
-        retain_graph = create_graph
     result = _C._grad(
         list(outs), list(ins), grads, retain_graph, create_graph, allow_unused, materialize_grads
     )

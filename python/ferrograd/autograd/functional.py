@@ -225,23 +225,6 @@ def _fill_in_zeros(
     return tuple(res)
 
 
-def _stack(rows: List[Tensor]) -> Tensor:
-    """``stack(rows, 0)``, differentiable; uses ``ferrograd.stack`` when present."""
-    import ferrograd
-
-    if hasattr(ferrograd, "stack"):
-        return ferrograd.stack(rows, 0)
-    # Without stack: sum_j e_j (x) row_j, where e_j is the j-th unit vector.
-    n = len(rows)
-    total = None
-    for j, r in enumerate(rows):
-        e = ferrograd.zeros(n, dtype=r.dtype)
-        e[j] = 1.0
-        term = e.reshape(n, *([1] * r.dim())) * r.unsqueeze(0)
-        total = term if total is None else total + term
-    return total
-
-
 def _backward_result(
     roots: Any,
     wrt: Any,
@@ -443,7 +426,7 @@ def _jac_block(rows: List[Tensor], out: Tensor, inp: Tensor) -> Tensor:
     shape = tuple(out.shape) + tuple(inp.shape)
     if not rows:
         return zeros(*shape, dtype=inp.dtype) if shape else zeros((), dtype=inp.dtype)
-    return _stack(rows).reshape(shape)
+    return _C._stack(rows, 0).reshape(shape)
 
 
 def hessian(

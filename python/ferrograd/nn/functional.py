@@ -200,15 +200,6 @@ def _legacy_reduction(size_average: Optional[bool], reduce: Optional[bool], redu
     return "none"
 
 
-def _reduce(loss: Tensor, reduction: str) -> Tensor:
-    _check_reduction(reduction)
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    return loss
-
-
 def _tuple(v: _int_or_tuple, n: int, name: str) -> List[int]:
     if isinstance(v, (list, tuple)):
         if len(v) == 1:
@@ -233,15 +224,6 @@ def _softmax_dim(ndim: int, name: str, stacklevel: int) -> int:
 
 def _type_name(t: Tensor) -> str:
     return {_C.float32: "Float", _C.float64: "Double", _C.int64: "Long", _C.bool: "Bool"}[t.dtype]
-
-
-def _wrap_dim(dim: int, ndim: int) -> int:
-    n = max(ndim, 1)
-    if not -n <= dim < n:
-        raise IndexError(
-            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
-        )
-    return dim % n
 
 
 # ----- activations --------------------------------------------------------------------------------

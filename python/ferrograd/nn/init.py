@@ -152,7 +152,7 @@ def eye_(tensor: Tensor) -> Tensor:
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     n, m = tensor.shape
-    return _fill_from(tensor, tensor_(np.eye(n, m), tensor.dtype))
+    return _fill_from(tensor, _C._eye(n, m, tensor.dtype))
 
 
 def _calculate_fan_in_and_fan_out(tensor: Tensor) -> Tuple[int, int]:

@@ -1,15 +1,10 @@
-"""``scaled_dot_product_attention`` (its fused kernel; the composed backward under
-gradgradcheck) and ``multi_head_attention_forward`` on small shapes."""
+"""``scaled_dot_product_attention`` (``src/ops/nn/attention.rs``: its fused kernel; the
+composed backward under gradgradcheck) and ``multi_head_attention_forward`` on small shapes."""
 
 from __future__ import annotations
 
-import ferrograd.nn.functional  # noqa: F401  (makes ``ferrograd.nn`` an attribute)
-
+from ._shared import F
 from .spec import Arg, OpSpec
-
-
-def F(L):  # noqa: N802 - torch's conventional name
-    return L.nn.functional
 
 
 def _sdpa(**kw):
@@ -21,7 +16,6 @@ def _sdpa_mask(**kw):
 
 
 Q, K, V = Arg((2, 3, 4)), Arg((2, 5, 4)), Arg((2, 5, 3))
-
 OPS = [
     OpSpec(
         "nn_sdpa",
@@ -33,22 +27,28 @@ OPS = [
             [Arg((2, 2, 3, 4)), Arg((2, 2, 5, 4)), Arg((2, 2, 5, 3))],
             [Arg((2, 2, 3, 4)), Arg((1, 2, 5, 4)), Arg((2, 1, 5, 3))],
         ],
+        op="scaled_dot_product_attention",
     ),
     OpSpec(
-        "nn_sdpa_causal", _sdpa(is_causal=True), [Arg((2, 5, 4)), Arg((2, 3, 4)), Arg((2, 3, 3))]
+        "nn_sdpa_causal",
+        _sdpa(is_causal=True),
+        [Arg((2, 5, 4)), Arg((2, 3, 4)), Arg((2, 3, 3))],
+        op="scaled_dot_product_attention",
     ),
-    OpSpec("nn_sdpa_scale", _sdpa(scale=0.7), [Q, K, V]),
+    OpSpec("nn_sdpa_scale", _sdpa(scale=0.7), [Q, K, V], op="scaled_dot_product_attention"),
     OpSpec(
         "nn_sdpa_bool_mask",
         _sdpa_mask(),
         [Q, K, V, Arg((3, 5), kind="bool")],
         shape_sets=[[Q, K, V, Arg((2, 1, 5), kind="bool")]],
+        op="scaled_dot_product_attention",
     ),
     OpSpec(
         "nn_sdpa_float_mask",
         _sdpa_mask(),
         [Q, K, V, Arg((3, 5), requires_grad=False)],
         shape_sets=[[Q, K, V, Arg((2, 3, 5))]],
+        op="scaled_dot_product_attention",
     ),
     OpSpec(
         "nn_mha_forward",
@@ -56,6 +56,7 @@ OPS = [
             x, x, x, 4, 2, w, b, None, None, False, 0.0, wo, bo, need_weights=False
         )[0],
         [Arg((3, 2, 4)), Arg((12, 4)), Arg((12,)), Arg((4, 4)), Arg((4,))],
+        op="multi_head_attention_forward",
     ),
     OpSpec(
         "nn_mha_forward_weights",
@@ -63,5 +64,6 @@ OPS = [
             x, x, x, 4, 2, w, b, None, None, False, 0.0, wo, bo, need_weights=True
         ),
         [Arg((3, 2, 4)), Arg((12, 4)), Arg((12,)), Arg((4, 4)), Arg((4,))],
+        op="multi_head_attention_forward",
     ),
 ]

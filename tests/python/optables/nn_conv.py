@@ -1,19 +1,46 @@
-"""Convolution and pooling entries beyond those in ``nn.py``: conv3d, transposed convolutions,
-depthwise and 1x1 convolutions, 1-d and 3-d pooling, adaptive pooling, and max pooling's
-double backward (a gather by the saved indices)."""
+"""Convolutions and unfold/fold (``src/ops/nn/conv.rs``)."""
 
 from __future__ import annotations
 
-import ferrograd.nn.functional  # noqa: F401  (makes ``ferrograd.nn`` an attribute)
-
+from ._shared import F
 from .spec import Arg, OpSpec
 
-
-def F(L):  # noqa: N802 - torch's conventional name
-    return L.nn.functional
-
-
 OPS = [
+    # ----- unfold / fold, convolution, pooling -----
+    OpSpec(
+        "nn_unfold",
+        lambda L, x: F(L).unfold(x, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)),
+        [Arg((2, 3, 4, 5))],
+    ),
+    OpSpec(
+        "nn_fold",
+        lambda L, x: F(L).fold(x, (4, 5), 2, padding=1, stride=2),
+        [Arg((2, 12, 9))],
+    ),
+    OpSpec(
+        "nn_conv1d",
+        lambda L, x, w, b: (
+            F(L).conv1d(x, w, b),
+            F(L).conv1d(x, w, None, stride=2, padding=2, dilation=2),
+        ),
+        [Arg((2, 3, 7)), Arg((4, 3, 3)), Arg((4,))],
+        shape_sets=[[Arg((3, 5)), Arg((2, 3, 1)), Arg((2,))]],
+    ),
+    OpSpec(
+        "nn_conv2d",
+        lambda L, x, w, b: F(L).conv2d(x, w, b, stride=(2, 1), padding=(1, 2), dilation=(1, 2)),
+        [Arg((2, 3, 5, 6)), Arg((4, 3, 3, 2)), Arg((4,))],
+    ),
+    OpSpec(
+        "nn_conv2d_groups",
+        lambda L, x, w: F(L).conv2d(x, w, groups=2, padding=1),
+        [Arg((1, 4, 4, 4)), Arg((6, 2, 3, 3))],
+    ),
+    OpSpec(
+        "nn_conv2d_same",
+        lambda L, x, w: (F(L).conv2d(x, w, padding="same"), F(L).conv2d(x, w, padding="valid")),
+        [Arg((1, 2, 5, 5)), Arg((3, 2, 2, 3))],
+    ),
     OpSpec(
         "nn_conv3d",
         lambda L, x, w, b: F(L).conv3d(x, w, b, stride=(1, 2, 1), padding=1, dilation=(2, 1, 1)),
@@ -53,57 +80,5 @@ OPS = [
         "nn_conv_transpose3d",
         lambda L, x, w: F(L).conv_transpose3d(x, w, stride=2, padding=(0, 1, 0)),
         [Arg((1, 2, 2, 3, 2)), Arg((2, 2, 2, 3, 2))],
-    ),
-    OpSpec(
-        "nn_max_pool2d_double_backward",
-        lambda L, x: F(L).max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True),
-        [Arg((2, 3, 5, 6))],
-    ),
-    OpSpec(
-        "nn_max_pool1d",
-        lambda L, x: F(L).max_pool1d(x, 3, stride=2, padding=1, dilation=2, return_indices=True),
-        [Arg((2, 3, 9))],
-        shape_sets=[[Arg((3, 8))]],
-    ),
-    OpSpec(
-        "nn_max_pool3d",
-        lambda L, x: F(L).max_pool3d(x, 2, stride=(1, 2, 2), padding=1, return_indices=True),
-        [Arg((2, 2, 3, 4, 5))],
-        shape_sets=[[Arg((2, 3, 4, 4))]],
-    ),
-    OpSpec(
-        "nn_avg_pool1d",
-        lambda L, x: (
-            F(L).avg_pool1d(x, 3, stride=2, padding=1),
-            F(L).avg_pool1d(x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
-        ),
-        [Arg((2, 3, 8))],
-        shape_sets=[[Arg((3, 7))]],
-    ),
-    OpSpec(
-        "nn_avg_pool3d",
-        lambda L, x: (
-            F(L).avg_pool3d(x, 2, stride=(1, 2, 1), padding=1),
-            F(L).avg_pool3d(x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
-            F(L).avg_pool3d(x, (1, 2, 2), divisor_override=3),
-        ),
-        [Arg((1, 2, 4, 5, 4))],
-    ),
-    OpSpec(
-        "nn_adaptive_avg_pool",
-        lambda L, x: (
-            F(L).adaptive_avg_pool2d(x, (3, 4)),
-            F(L).adaptive_avg_pool2d(x, (None, 2)),
-            F(L).adaptive_avg_pool1d(x[0], 4),
-        ),
-        [Arg((2, 3, 7, 9))],
-    ),
-    OpSpec(
-        "nn_adaptive_max_pool",
-        lambda L, x: (
-            F(L).adaptive_max_pool2d(x, (3, 4), return_indices=True)[0],
-            F(L).adaptive_max_pool1d(x[0], 5),
-        ),
-        [Arg((2, 3, 7, 9))],
     ),
 ]

@@ -1,25 +1,24 @@
-"""Normalisation ops of ``nn.functional`` (layer_norm, rms_norm, group_norm, batch_norm,
-instance_norm): gradients and second derivatives against finite differences, float32 against
-float64, non-contiguous inputs and torch parity."""
+"""Normalisation layers' functions (``src/ops/nn/norm.rs``): layer_norm, rms_norm,
+group_norm, batch_norm, instance_norm, local_response_norm."""
 
 from __future__ import annotations
 
-import ferrograd.nn.functional  # noqa: F401  (makes ``ferrograd.nn`` an attribute)
-
+from ._shared import X4, F
 from .spec import Arg, OpSpec
-
-
-def F(L):  # noqa: N802 - torch's conventional name
-    return L.nn.functional
-
 
 X = Arg((3, 4, 5))
 C4 = Arg((4,))
 # running statistics: constants (torch gives them no gradient); variances positive
 RM = Arg((4,), requires_grad=False)
 RV = Arg((4,), low=0.5, high=2.0, requires_grad=False)
-
 OPS = [
+    # ----- normalisation, embedding, one_hot -----
+    OpSpec(
+        "nn_layer_norm",
+        lambda L, x, w, b: F(L).layer_norm(x, (3, 4), w, b),
+        [X4, Arg((3, 4)), Arg((3, 4))],
+    ),
+    OpSpec("nn_layer_norm_plain", lambda L, x: F(L).layer_norm(x, [4], eps=1e-3), [X4]),
     OpSpec(
         "nn_norm_layer_norm",
         lambda L, x, w, b: F(L).layer_norm(x, tuple(w.shape), w, b),

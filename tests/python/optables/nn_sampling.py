@@ -1,16 +1,10 @@
-"""Resampling ops of ``nn.functional`` (interpolate in every mode, pixel_shuffle,
-pixel_unshuffle, channel_shuffle): gradients and second derivatives against finite
-differences, float32 against float64, non-contiguous inputs and torch parity."""
+"""Resampling (``src/ops/nn/sampling.rs``): interpolate in every mode,
+pixel_shuffle, pixel_unshuffle, channel_shuffle."""
 
 from __future__ import annotations
 
-import ferrograd.nn.functional  # noqa: F401  (makes ``ferrograd.nn`` an attribute)
-
+from ._shared import F
 from .spec import Arg, OpSpec
-
-
-def F(L):  # noqa: N802 - torch's conventional name
-    return L.nn.functional
 
 
 def _interp(name: str, shape, **kw) -> OpSpec:

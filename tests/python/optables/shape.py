@@ -1,34 +1,122 @@
-"""Shape, indexing and linear-algebra ops (area ``shape``)."""
+"""Views and re-arrangements (``src/ops/shape.rs`` family): reshape, transpose,
+permute, squeeze/unsqueeze, expand, flatten, narrow, movedim, cat/stack, split/chunk/unbind,
+flip, roll, tile."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from ._shared import C3, A, _long, _rearranged
 from .spec import Arg, OpSpec
 
-A = Arg((2, 3))
-B = Arg((3, 4))
-C3 = Arg((2, 3, 4))
-
-
-def _c(v: Any) -> Arg:
-    return Arg(kind="const", value=v)
-
-
-def _long(L: Any, v: Any) -> Any:
-    return L.tensor(np.array(v, dtype=np.int64))
-
-
-def _mask(L: Any, v: Any) -> Any:
-    return L.tensor(np.array(v, dtype=bool))
-
-
-# A fixed mask with both values (random masks could be all-False).
-M23 = [[True, False, True], [False, True, True]]
-
 OPS = [
+    OpSpec("reshape", lambda L, x: x.reshape(3, -1) * 2.0, [A]),
+    OpSpec("transpose", lambda L, x: x.transpose(0, 1) * 2.0, [A]),
+    OpSpec("permute", lambda L, x: x.permute(2, 0, 1) * 2.0, [Arg((2, 3, 4))]),
+    OpSpec(
+        "unsqueeze_squeeze",
+        lambda L, x: x.unsqueeze(1).squeeze() * 2.0,
+        [A],
+        op="unsqueeze squeeze",
+    ),
+    OpSpec("expand", lambda L, x: x.expand(4, 2, 3) * 2.0, [A]),
+    OpSpec("t", lambda L, x: x.t() * 2.0, [A]),
+    OpSpec("flatten", lambda L, x: L.flatten(x, 1) * 2.0, [Arg((2, 3, 4))]),
+    OpSpec("mT", lambda L, x: x.mT * 2.0, [Arg((2, 3, 4))]),
+    OpSpec("narrow", lambda L, x: L.narrow(x, 1, 1, 2) * 2.0, [Arg((2, 4))]),
+    # ----- against NumPy, each spelling ----------------------------------------------------------
+    _rearranged(
+        "reshape_args",
+        (2, 3),
+        lambda L, x: x.reshape(3, 2),
+        lambda a: a.reshape(3, 2),
+        torch_grad_fn=True,
+    ),
+    _rearranged("reshape_tuple", (2, 3), lambda L, x: x.reshape((6,)), lambda a: a.reshape(6)),
+    _rearranged(
+        "reshape_infer",
+        (2, 3, 4),
+        lambda L, x: x.reshape(-1, 4),
+        lambda a: a.reshape(-1, 4),
+        torch_grad_fn=True,
+    ),
+    _rearranged("reshape_fn", (2, 3), lambda L, x: L.reshape(x, (3, 2)), lambda a: a.reshape(3, 2)),
+    _rearranged(
+        "view",
+        (2, 3),
+        lambda L, x: x.view(6),
+        lambda a: a.reshape(6),
+        noncontiguous=False,
+        note="view needs compatible strides",
+        torch_grad_fn=True,
+    ),
+    _rearranged(
+        "view_infer",
+        (4, 3),
+        lambda L, x: x.view(2, -1),
+        lambda a: a.reshape(2, -1),
+        noncontiguous=False,
+        note="view needs compatible strides",
+        torch_grad_fn=True,
+    ),
+    _rearranged(
+        "transpose_outer",
+        (2, 3, 4),
+        lambda L, x: x.transpose(0, 2),
+        lambda a: a.transpose(2, 1, 0),
+        op="transpose",
+        torch_grad_fn=True,
+    ),
+    _rearranged(
+        "transpose_neg",
+        (2, 3, 4),
+        lambda L, x: x.transpose(-1, -2),
+        lambda a: a.swapaxes(-1, -2),
+    ),
+    _rearranged("transpose_fn", (2, 3), lambda L, x: L.transpose(x, 0, 1), lambda a: a.T),
+    _rearranged("t_alone", (2, 3), lambda L, x: x.t(), lambda a: a.T, op="t", torch_grad_fn=True),
+    _rearranged(
+        "unsqueeze_front",
+        (2, 3),
+        lambda L, x: x.unsqueeze(0),
+        lambda a: a[None],
+        torch_grad_fn=True,
+    ),
+    _rearranged("unsqueeze_neg", (2, 3), lambda L, x: x.unsqueeze(-1), lambda a: a[..., None]),
+    _rearranged(
+        "squeeze_all",
+        (2, 1, 3, 1),
+        lambda L, x: x.squeeze(),
+        lambda a: a.squeeze(),
+        torch_grad_fn=True,
+    ),
+    _rearranged(
+        "squeeze_dim",
+        (2, 1, 3, 1),
+        lambda L, x: x.squeeze(1),
+        lambda a: a.squeeze(1),
+        torch_grad_fn=True,
+    ),
+    _rearranged("squeeze_noop", (2, 3), lambda L, x: x.squeeze(0), lambda a: a),
+    _rearranged(
+        "expand_args",
+        (3, 1),
+        lambda L, x: x.expand(3, 4),
+        lambda a: np.broadcast_to(a, (3, 4)),
+        torch_grad_fn=True,
+    ),
+    _rearranged(
+        "expand_new_dim",
+        (3,),
+        lambda L, x: x.expand(2, 3),
+        lambda a: np.broadcast_to(a, (2, 3)),
+    ),
+    _rearranged(
+        "expand_minus1",
+        (3, 1),
+        lambda L, x: x.expand(-1, 2),
+        lambda a: np.broadcast_to(a, (3, 2)),
+    ),
     # ----- shape -----
     OpSpec(
         "view_as",
@@ -98,146 +186,15 @@ OPS = [
     ),
     OpSpec("tile", lambda L, x: x.tile((2,)), [A], shape_sets=[[Arg((3,))]]),
     OpSpec("tile_fn", lambda L, x: L.tile(x, (2, 1, 2)), [A]),
-    # ----- indexing -----
-    OpSpec("getitem_int_slice", lambda L, x: x[1, ::2, -1], [C3]),
-    OpSpec("getitem_ellipsis_none", lambda L, x: x[..., None, 1:3], [C3]),
-    OpSpec("getitem_list", lambda L, x: x[[0, 2, 2]], [Arg((3, 4))]),
-    OpSpec("getitem_neg_list", lambda L, x: x[:, [-1, 0]], [Arg((3, 4))]),
-    OpSpec("getitem_long_tensor", lambda L, x: x[_long(L, [[0, 1], [1, 1]])], [Arg((2, 3))]),
-    OpSpec(
-        "getitem_two_adjacent",
-        lambda L, x: x[:, _long(L, [0, 2]), _long(L, [1, 3])],
-        [C3],
-    ),
-    OpSpec(
-        "getitem_two_separated",
-        lambda L, x: x[_long(L, [0, 1]), :, _long(L, [1, 3])],
-        [C3],
-    ),
-    OpSpec("getitem_int_and_list", lambda L, x: x[0, :, [0, 1]], [C3]),
-    OpSpec("getitem_broadcast_idx", lambda L, x: x[_long(L, [[0], [1]]), [0, 2, 1]], [A]),
-    OpSpec("getitem_bool_mask", lambda L, x: x[_mask(L, M23)], [A]),
-    OpSpec("getitem_bool_row", lambda L, x: x[_mask(L, [True, False]), 1:], [A]),
-    OpSpec("getitem_bool_python", lambda L, x: x[[True, False, True]], [Arg((3, 2))]),
-    OpSpec("getitem_none_adv", lambda L, x: x[None, [0, 1], None], [C3]),
-    OpSpec("getitem_ellipsis_adv", lambda L, x: x[..., [0, 3]], [C3]),
-    OpSpec(
-        "getitem_empty_list",
-        lambda L, x: x[[]],
-        [A],
-        torch_parity=False,
-        note="torch reads [] as a float index tensor and raises; ferrograd returns empty",
-    ),
-    OpSpec(
-        "setitem_scalar_adv",
-        lambda L, x: _setitem(x * 1.0, (_long(L, [0, 1]), _long(L, [2, 0])), 5.0),
-        [A],
-    ),
-    OpSpec(
-        "setitem_tensor_adv",
-        lambda L, x, v: _setitem(x * 1.0, (slice(None), [0, 2]), v),
-        [A, Arg((2, 1))],
-    ),
-    OpSpec("setitem_mask", lambda L, x, v: _setitem(x * 1.0, _mask(L, M23), v), [A, Arg(())]),
-    OpSpec("setitem_basic", lambda L, x, v: _setitem(x * 1.0, (1, slice(0, 2)), v), [A, Arg((2,))]),
     OpSpec(
         "index_put_accumulate",
         lambda L, x, v: (x * 1.0).index_put_((_long(L, [0, 0, 1]),), v, accumulate=True),
         [A, Arg((3, 3))],
-    ),
-    OpSpec(
-        "index_select",
-        lambda L, x: x.index_select(1, _long(L, [2, 0, 2])),
-        [A],
-        shape_sets=[[Arg((1, 4))], [Arg((0, 3))]],
-    ),
-    OpSpec("index_select_fn", lambda L, x: L.index_select(x, 0, _long(L, [1])), [A]),
-    OpSpec("gather", lambda L, x: x.gather(1, _long(L, [[0, 0], [2, 1]])), [A]),
-    OpSpec("gather_dim0", lambda L, x: L.gather(x, 0, _long(L, [[1, 0, 1]])), [A]),
-    OpSpec(
-        "scatter_src",
-        lambda L, x, s: x.scatter(1, _long(L, [[0, 2], [1, 0]]), s),
-        [A, Arg((2, 2))],
-    ),
-    OpSpec("scatter_value", lambda L, x: x.scatter(0, _long(L, [[1, 0, 1]]), 2.5), [A]),
-    OpSpec(
-        "scatter_add",
-        lambda L, x, s: x.scatter_add(0, _long(L, [[1, 1, 0], [1, 0, 0]]), s),
-        [A, Arg((2, 3))],
+        op="index_put_",
     ),
     OpSpec(
         "index_add",
         lambda L, x, s: x.index_add(0, _long(L, [1, 0, 1]), s, alpha=2.0),
         [A, Arg((3, 3))],
     ),
-    OpSpec("masked_fill", lambda L, x: x.masked_fill(_mask(L, M23), -1.0), [A]),
-    OpSpec(
-        "masked_fill_broadcast",
-        lambda L, x: L.masked_fill(x, _mask(L, [True, False, True]), 0.5),
-        [A],
-    ),
-    OpSpec("masked_fill_", lambda L, x: (x * 1.0).masked_fill_(_mask(L, M23), 3.0), [A]),
-    OpSpec("masked_select", lambda L, x: x.masked_select(_mask(L, M23)), [A]),
-    OpSpec(
-        "masked_select_broadcast",
-        lambda L, x: L.masked_select(x, _mask(L, [False, True, True])),
-        [A],
-    ),
-    OpSpec(
-        "take_along_dim",
-        lambda L, x: x.take_along_dim(_long(L, [[0], [2]]), dim=1),
-        [A],
-    ),
-    OpSpec("take_along_dim_flat", lambda L, x: L.take_along_dim(x, _long(L, [5, 0, 3])), [A]),
-    OpSpec(
-        "take_along_dim_bcast",
-        lambda L, x: L.take_along_dim(x, _long(L, [[[1], [0]]]), 2),
-        [Arg((3, 2, 4))],
-    ),
-    OpSpec("nonzero", lambda L, x: x.nonzero(), [Arg((3, 4), kind="int")]),
-    OpSpec("nonzero_tuple", lambda L, x: x.nonzero(as_tuple=True), [Arg((3, 4), kind="bool")]),
-    # ----- linear algebra -----
-    OpSpec("mm", lambda L, x, y: L.mm(x, y), [A, B], shape_sets=[[Arg((0, 3)), B]]),
-    OpSpec("bmm", lambda L, x, y: L.bmm(x, y), [C3, Arg((2, 4, 2))]),
-    OpSpec("outer", lambda L, x, y: L.outer(x, y), [Arg((3,)), Arg((4,))]),
-    OpSpec("trace", lambda L, x: L.trace(x), [Arg((3, 3))], shape_sets=[[Arg((2, 4))]]),
-    OpSpec("diag_vec", lambda L, x: L.diag(x), [Arg((3,))]),
-    OpSpec("diag_vec_offset", lambda L, x: x.diag(-1), [Arg((3,))]),
-    OpSpec("diag_mat", lambda L, x: L.diag(x, 1), [Arg((3, 4))]),
-    OpSpec("diagonal", lambda L, x: x.diagonal(0, 1, 2) * 2.0, [Arg((2, 3, 3))]),
-    OpSpec("diagonal_offset", lambda L, x: L.diagonal(x, -1) * 2.0, [Arg((3, 4))]),
-    OpSpec("tril", lambda L, x: L.tril(x), [Arg((3, 4))], shape_sets=[[Arg((2, 3, 3))]]),
-    OpSpec("tril_offset", lambda L, x: x.tril(-1), [Arg((3, 4))]),
-    OpSpec("triu", lambda L, x: L.triu(x, 1), [Arg((3, 4))]),
-    OpSpec("einsum_matmul", lambda L, x, y: L.einsum("ij,jk->ik", x, y), [A, B]),
-    OpSpec("einsum_transpose", lambda L, x: L.einsum("ij->ji", x) * 2.0, [A]),
-    OpSpec("einsum_trace", lambda L, x: L.einsum("ii", x), [Arg((3, 3))]),
-    OpSpec("einsum_diag", lambda L, x: L.einsum("ii->i", x), [Arg((3, 3))]),
-    OpSpec("einsum_sum", lambda L, x: L.einsum("ijk->j", x), [C3]),
-    OpSpec("einsum_bmm", lambda L, x, y: L.einsum("bij,bjk->bik", x, y), [C3, Arg((2, 4, 2))]),
-    OpSpec("einsum_outer", lambda L, x, y: L.einsum("i,j->ij", x, y), [Arg((3,)), Arg((2,))]),
-    OpSpec(
-        "einsum_bilinear",
-        lambda L, x, w, y: L.einsum("bn,anm,bm->ba", x, w, y),
-        [Arg((2, 3)), Arg((4, 3, 2)), Arg((2, 2))],
-    ),
-    OpSpec(
-        "einsum_ellipsis",
-        lambda L, x, y: L.einsum("...ij,...jk->...ik", x, y),
-        [Arg((2, 2, 3)), Arg((3, 4))],
-    ),
-    OpSpec(
-        "einsum_ellipsis_broadcast",
-        lambda L, x, y: L.einsum("...ij,...jk->...ik", x, y),
-        [Arg((2, 1, 2, 3)), Arg((3, 3, 4))],
-    ),
-    OpSpec("einsum_sum_alone", lambda L, x, y: L.einsum("ij,kj->k", x, y), [A, Arg((4, 3))]),
-    OpSpec("einsum_full_reduce", lambda L, x, y: L.einsum("i,j->", x, y), [Arg((3,)), Arg((2,))]),
-    OpSpec("einsum_implicit", lambda L, x, y: L.einsum("ij,jk", x, y), [A, B]),
-    OpSpec("einsum_list", lambda L, x, y: L.einsum("i,i->", [x, y]), [Arg((3,)), Arg((3,))]),
 ]
-
-
-def _setitem(t: Any, index: Any, value: Any) -> Any:
-    t[index] = value
-    return t

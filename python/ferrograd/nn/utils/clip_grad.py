@@ -38,7 +38,7 @@ def clip_grad_norm_(
         return _creation.tensor(0.0)
     with no_grad():
         norms = [g.detach().norm(norm_type) for g in grads]
-        stacked = _creation.tensor([float(n) for n in norms], dtype=grads[0].dtype)
+        stacked = _C._stack([n.to(grads[0].dtype) for n in norms], 0)
         total_norm = stacked.amax() if math.isinf(norm_type) else stacked.norm(norm_type)
         if error_if_nonfinite and not math.isfinite(float(total_norm)):
             raise RuntimeError(

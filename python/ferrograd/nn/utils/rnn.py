@@ -58,14 +58,12 @@ class PackedSequence(NamedTuple):
 
 
 def invert_permutation(permutation: Optional[Tensor]) -> Optional[Tensor]:
-    """The inverse of a permutation given as a 1-D index tensor."""
+    """The inverse of a permutation given as a 1-D index tensor: ``arange`` scattered to the
+    permutation's positions (as torch does)."""
     if permutation is None:
         return None
-    order = permutation.tolist()
-    inverse = [0] * len(order)
-    for i, p in enumerate(order):
-        inverse[p] = i
-    return _fg().tensor(inverse, dtype=_C.int64)
+    fg = _fg()
+    return fg.zeros_like(permutation).scatter(0, permutation, fg.arange(permutation.numel()))
 
 
 def _lengths_list(lengths: Union[Tensor, Sequence[int]]) -> List[int]:
