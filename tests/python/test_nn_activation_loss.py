@@ -420,3 +420,21 @@ def test_modules_match_torch(torch, name, args):
     _close(x.grad, y.grad, 1e-5, 1e-6)
     for (_, p), (_, q) in zip(m.named_parameters(), t.named_parameters()):
         _close(p.grad, q.grad, 1e-5, 1e-5)
+
+
+@pytest.mark.parametrize(
+    ("name", "kw", "x", "slope"),
+    [
+        ("leaky_relu", {"negative_slope": 0.2}, -1.5, 0.2),
+        ("leaky_relu", {"negative_slope": 0.2}, 2.0, 1.0),
+        ("hardtanh", {"min_val": -0.5, "max_val": 1.0}, 0.3, 1.0),
+        ("hardshrink", {"lambd": 0.3}, 0.7, 1.0),
+    ],
+)
+def test_piecewise_linear_gradient_under_create_graph_keeps_float64(name, kw, x, slope):
+    # With create_graph the derivative is built from ops; its constants must be float64 for a
+    # float64 input (they were float32: where() of two wrapped numbers, 0.2 -> 0.20000000298).
+    t = fg.tensor([x], dtype=fg.float64, requires_grad=True)
+    (g,) = fg.autograd.grad(getattr(F, name)(t, **kw).sum(), t, create_graph=True)
+    assert g.dtype == fg.float64
+    assert g.item() == slope

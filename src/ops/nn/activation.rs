@@ -397,7 +397,8 @@ impl Act {
     /// f'(x) with differentiable ops (the double-backward path).
     fn df_graph(self, x: &Tensor) -> Result<Tensor> {
         let dt = x.dtype();
-        let c = |v: f64| Tensor::wrapped_scalar(v, dt);
+        // 0-d tensors of x's dtype, not wrapped numbers: where() of two wrapped numbers is float32.
+        let c = |v: f64| Tensor::full(&[], v, dt);
         let pick = |cond: Tensor, a: &Tensor, b: &Tensor| -> Result<Tensor> {
             Tensor::where_cond(&cond, a, b)
         };

@@ -24,10 +24,6 @@ OPS = [
         lambda L, x: F(L).leaky_relu(x, 0.2),
         [A],
         gradgrad=False,
-        # A crate bug, off until fixed: with create_graph=True the gradient's slope is rounded
-        # to float32 (df_graph's where(x > 0, 1, slope) of two wrapped scalars is float32), so
-        # the float64 Hessian-vector product is 1.5e-8 off torch's.
-        torch_gradgrad=False,
         note=_KINK,
     ),
     OpSpec(
