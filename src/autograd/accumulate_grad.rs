@@ -14,12 +14,7 @@ pub(super) fn run_leaf_hooks(node: &Arc<Node>, grads: &mut [Option<Tensor>]) -> 
     let Some(variable) = node.variable() else {
         return Ok(());
     };
-    let hooks: Vec<_> = variable
-        .meta()
-        .hooks
-        .iter()
-        .map(|(_, h)| h.clone())
-        .collect();
+    let hooks = variable.meta().pre_hooks();
     if let Some(g) = grads.get_mut(0) {
         for h in hooks {
             run_hook(&h, g)?;
@@ -64,7 +59,7 @@ fn accumulate(variable: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
         }
     };
     m.grad = Some(new);
-    let hooks: Vec<_> = m.post_acc_hooks.iter().map(|(_, h)| h.clone()).collect();
+    let hooks = m.post_accumulate_hooks();
     drop(m);
     for h in hooks {
         h(variable)?;

@@ -243,14 +243,19 @@ impl HookHandle {
             }
             HookTarget::Leaf(w) => {
                 if let Some(t) = w.upgrade() {
-                    Tensor(t).meta().hooks.retain(|(i, _)| *i != self.id);
+                    Tensor(t)
+                        .meta()
+                        .leaf_hooks_mut()
+                        .pre
+                        .retain(|(i, _)| *i != self.id);
                 }
             }
             HookTarget::PostAccumulate(w) => {
                 if let Some(t) = w.upgrade() {
                     Tensor(t)
                         .meta()
-                        .post_acc_hooks
+                        .leaf_hooks_mut()
+                        .post_accumulate
                         .retain(|(i, _)| *i != self.id);
                 }
             }
@@ -304,7 +309,7 @@ impl Tensor {
             None => {
                 drop(m);
                 let id = next_hook_id();
-                self.meta().hooks.push((id, hook));
+                self.meta().leaf_hooks_mut().pre.push((id, hook));
                 Ok(HookHandle {
                     id,
                     target: HookTarget::Leaf(self.downgrade()),
@@ -329,7 +334,10 @@ impl Tensor {
             ));
         }
         let id = next_hook_id();
-        self.meta().post_acc_hooks.push((id, hook));
+        self.meta()
+            .leaf_hooks_mut()
+            .post_accumulate
+            .push((id, hook));
         Ok(HookHandle {
             id,
             target: HookTarget::PostAccumulate(self.downgrade()),

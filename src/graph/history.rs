@@ -16,8 +16,14 @@ impl GraphNode for Node {
 }
 
 /// The graph node behind a tensor's handle (`Node` is the only `GraphNode`).
+#[inline]
 pub(crate) fn node_of(n: &Arc<dyn GraphNode>) -> Arc<Node> {
-    let any: Arc<dyn Any + Send + Sync> = n.clone();
+    into_node(n.clone())
+}
+
+#[inline]
+fn into_node(n: Arc<dyn GraphNode>) -> Arc<Node> {
+    let any: Arc<dyn Any + Send + Sync> = n;
     match any.downcast::<Node>() {
         Ok(node) => node,
         Err(_) => unreachable!("every GraphNode is a graph Node"),
@@ -25,7 +31,7 @@ pub(crate) fn node_of(n: &Arc<dyn GraphNode>) -> Arc<Node> {
 }
 
 fn upgrade(w: &Option<Weak<dyn GraphNode>>) -> Option<Arc<Node>> {
-    w.as_ref()?.upgrade().map(|n| node_of(&n))
+    w.as_ref()?.upgrade().map(into_node)
 }
 
 impl Tensor {
