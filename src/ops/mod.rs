@@ -10,5 +10,6 @@ pub mod linalg;
 pub mod matmul;
 pub mod nn;
 pub mod reduce;
+pub mod registry;
 pub mod shape;
 pub mod unary;
