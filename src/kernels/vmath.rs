@@ -118,8 +118,11 @@ const LOG2_E: f64 = std::f64::consts::LOG2_E;
 const LN2_HI: f64 = 6.931_471_803_691_238_164_90e-01;
 const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
 
-/// 1/k! for k = 11 down to 0: e^r's Taylor coefficients in Horner order.
-const EXP_TAYLOR: [f64; 12] = [
+/// 1/k! for k = 13 down to 0: the Taylor coefficients of e^r in Horner order (e^r - 1 takes
+/// all but the last, divided by r).
+pub(crate) const INV_FACTORIALS: [f64; 14] = [
+    1.0 / 6_227_020_800.0,
+    1.0 / 479_001_600.0,
     1.0 / 39_916_800.0,
     1.0 / 3_628_800.0,
     1.0 / 362_880.0,
@@ -134,6 +137,9 @@ const EXP_TAYLOR: [f64; 12] = [
     1.0,
 ];
 
+/// 1/k! for k = 11 down to 0.
+const EXP_TAYLOR: &[f64] = INV_FACTORIALS.split_at(2).1;
+
 /// e^x for |x| <= 700 (callers clamp), relative error below 2^-27 (`HI`: below 2^-46, for
 /// tanh's cancellation near 0). NaN propagates.
 #[inline(always)]
@@ -144,7 +150,7 @@ pub(crate) fn exp_f64<const F: bool, const HI: bool>(x: f64) -> f64 {
     let r = fma::<F>(n, -LN2_LO, r);
     // Taylor series on |r| <= ln2/2, to r^11 (HI) or r^7: the first omitted term bounds the
     // error.
-    let terms: &[f64] = if HI { &EXP_TAYLOR } else { &EXP_TAYLOR[4..] };
+    let terms: &[f64] = if HI { EXP_TAYLOR } else { &EXP_TAYLOR[4..] };
     let mut p = terms[0];
     for &c in &terms[1..] {
         p = fma::<F>(p, r, c);

@@ -18,7 +18,7 @@ use multiversion::multiversion;
 use crate::kernels::vmath::{
     elu_grad_slice, elu_slice, erfc_pos, exp_f64, fma, gelu_grad_slice, gelu_slice,
     logsigmoid_grad_slice, logsigmoid_slice, silu_grad_slice, silu_slice, softplus_grad_slice,
-    softplus_slice, EluF32,
+    softplus_slice, EluF32, INV_FACTORIALS,
 };
 use crate::ops::elementwise::{collect_chunks, map_with, zip_with, PAR_MIN_VMATH};
 use crate::ops::unary::fusable;
@@ -43,21 +43,7 @@ struct Fast<const F: bool>;
 struct Exact;
 
 /// e^r - 1 = r (1 + r/2 + r²/6 + ...) for |r| <= 1/2: 1/k! for k = 13 down to 1.
-const EXPM1_TAYLOR: [f64; 13] = [
-    1.0 / 6_227_020_800.0,
-    1.0 / 479_001_600.0,
-    1.0 / 39_916_800.0,
-    1.0 / 3_628_800.0,
-    1.0 / 362_880.0,
-    1.0 / 40_320.0,
-    1.0 / 5_040.0,
-    1.0 / 720.0,
-    1.0 / 120.0,
-    1.0 / 24.0,
-    1.0 / 6.0,
-    0.5,
-    1.0,
-];
+const EXPM1_TAYLOR: &[f64] = INV_FACTORIALS.split_at(13).0;
 
 impl<const F: bool> Math for Fast<F> {
     #[inline(always)]
