@@ -259,9 +259,6 @@ class Tensor:
     @property
     def retains_grad(self) -> _bool:
         """Whether a non-leaf keeps its ``.grad``."""
-    @property
-    def _grad_fn(self) -> Node | None:
-        """The raw node that produced this tensor, or None."""
 
     # ----- shape and metadata -----------------------------------------------------------------
 
@@ -298,10 +295,6 @@ class Tensor:
 
     def requires_grad_(self, requires_grad: _bool = True) -> Tensor:
         """Set ``requires_grad`` on a leaf and return it."""
-    def _get_grad(self) -> Tensor | None:
-        """The accumulated gradient, without the non-leaf warning."""
-    def _set_grad(self, value: Tensor | None) -> None:
-        """Set ``.grad`` (None clears it)."""
     def retain_grad(self) -> None:
         """Keep ``.grad`` for this non-leaf after backward."""
     def detach(self) -> Tensor:
@@ -504,7 +497,8 @@ class Tensor:
     def _where(self, cond: _ArrayOperand, other: _ArrayOperand) -> Tensor:
         """``cond ? self : other`` elementwise."""
 
-    # ----- installed from Python at import (python/ferrograd/_tensor.py, ``_install``) ------------
+    # ----- autograd, conversion and Python protocol (``__repr__``, ``__str__``, ``__getitem__``
+    # and ``__setitem__`` are attached from python/ferrograd/_tensor.py, ``_install``) -----------
 
     @property
     def grad(self) -> Tensor | None:

@@ -2,21 +2,12 @@
 //! the engine and map errors; they never compute.
 
 mod args;
+mod bind;
 mod errors;
-mod nn_activation_loss;
-mod nn_attention;
-mod nn_conv;
-mod nn_distance;
-mod nn_linear;
-mod nn_norm;
-mod nn_rnn;
-mod nn_sampling;
-mod nn_sparse;
+mod nn;
 mod node;
 mod numpy_interop;
-mod ops_math;
-mod ops_nn;
-mod ops_shape;
+mod ops;
 mod optim;
 mod safetensors;
 mod tensor;
@@ -417,22 +408,6 @@ fn set_num_threads(n: Int) -> PyResult<()> {
     autograd::set_num_threads(n).py()
 }
 
-/// `cond ? a : b` elementwise, broadcasting.
-#[pyfunction]
-fn _where_tensors(
-    py: Python<'_>,
-    cond: &Bound<'_, PyAny>,
-    a: &Bound<'_, PyAny>,
-    b: &Bound<'_, PyAny>,
-) -> PyResult<Py<PyTensor>> {
-    let (c, x, y) = (
-        tensor::operand(cond)?,
-        tensor::operand(a)?,
-        tensor::operand(b)?,
-    );
-    wrap(py, guarded(|| Tensor::where_cond(&c, &x, &y))?)
-}
-
 fn python_stack() -> Option<String> {
     Python::attach(|py| {
         let tb = py.import("traceback").ok()?;
@@ -512,19 +487,8 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(is_anomaly_check_nan_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
-    m.add_function(wrap_pyfunction!(_where_tensors, m)?)?;
-    ops_nn::register(m)?;
-    nn_rnn::register(m)?;
-    nn_sparse::register(m)?;
-    nn_norm::register(m)?;
-    nn_attention::register(m)?;
-    nn_activation_loss::register(m)?;
-    nn_conv::register(m)?;
-    nn_sampling::register(m)?;
-    nn_distance::register(m)?;
-    nn_linear::register(m)?;
-    ops_math::register(m)?;
-    ops_shape::register(m)?;
+    ops::register(m)?;
+    nn::register(m)?;
     optim::register(m)?;
     safetensors::register(m)?;
     Ok(())

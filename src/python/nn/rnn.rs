@@ -4,9 +4,9 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use super::errors::detached;
-use super::tensor::{opt_tensor_of, tensor_of, wrap, PyTensor};
 use crate::ops::nn::rnn::{self, CellWeights, RnnConfig, RnnMode};
+use crate::python::errors::detached;
+use crate::python::tensor::{opt_tensor_of, tensor_of, wrap, PyTensor};
 
 type Pair = (Py<PyTensor>, Py<PyTensor>);
 
