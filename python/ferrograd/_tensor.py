@@ -90,6 +90,7 @@ def _format_data(arr: np.ndarray, indent: int) -> str:
 
 
 def _repr(self: Tensor) -> str:
+    """torch-style `tensor([...])` formatting."""
     arr = self.detach().numpy()
     prefix = "tensor("
     body = _format_data(arr, len(prefix)) if arr.size or arr.ndim == 0 else "[]"
@@ -208,6 +209,8 @@ def _apply_basic(self: Tensor, index: Any) -> Tuple[Tensor, List[Optional[Tensor
 
 
 def _getitem(self: Tensor, index: Any) -> Tensor:
+    """Indexing: ints, slices, `...` and `None` give a view; int64/bool tensors and lists
+    (advanced indexing, NumPy's placement rule with ints applied first, as torch) copy."""
     result, indices = _apply_basic(self, index)
     if indices:
         return result._index(indices)
@@ -230,6 +233,7 @@ def _value_tensor(value: Any, like: Tensor) -> Tensor:
 
 
 def _setitem(self: Tensor, index: Any, value: Any) -> None:
+    """Assign `value` (broadcast) at the index (`index_put_` for advanced indices)."""
     target, indices = _apply_basic(self, index)
     if indices:
         target.index_put_(indices, _value_tensor(value, self))

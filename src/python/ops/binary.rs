@@ -41,10 +41,11 @@ fn number(obj: &Bound<'_, PyAny>) -> Option<(f64, DType)> {
 
 /// Methods `name(other)` computing `call(self, other)`, one `name => |a, b| ...` each.
 macro_rules! binary_methods {
-    ($($name:ident => $call:expr),* $(,)?) => {
+    ($($(#[$doc:meta])* $name:ident => $call:expr),* $(,)?) => {
         #[pymethods]
         impl PyTensor {
             $(
+                $(#[$doc])*
                 fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
                     binary_call(py, &self.inner, other, $call)
                 }
@@ -56,10 +57,11 @@ macro_rules! binary_methods {
 /// Arithmetic operators: a Python number operand skips the wrapped 0-d tensor (the op with
 /// the most calls per second in scalar-heavy code).
 macro_rules! arith_methods {
-    ($($name:ident => $op:ident, $number_first:expr, $call:expr);* $(;)?) => {
+    ($($(#[$doc:meta])* $name:ident => $op:ident, $number_first:expr, $call:expr);* $(;)?) => {
         #[pymethods]
         impl PyTensor {
             $(
+                $(#[$doc])*
                 fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
                     if let Some((v, dtype)) = number(other) {
                         let op = crate::ops::binary::ArithOp::$op;
@@ -76,8 +78,11 @@ macro_rules! arith_methods {
 }
 
 arith_methods!(
+    /// `self + other`, broadcasting.
     add => Add, false, |a, b| a.add(b);
+    /// `self - other`, broadcasting.
     sub => Sub, false, |a, b| a.sub(b);
+    /// `self * other`, broadcasting.
     mul => Mul, false, |a, b| a.mul(b);
     __add__ => Add, false, |a, b| a.add(b);
     __radd__ => Add, true, |a, b| b.add(a);
@@ -90,12 +95,19 @@ arith_methods!(
 );
 
 binary_methods!(
+    /// `self ** other`, broadcasting.
     pow => |a, b| a.pow(b),
+    /// `self == other` elementwise (a bool tensor).
     eq => |a, b| a.eq_t(b),
+    /// `self != other` elementwise (a bool tensor).
     ne => |a, b| a.ne_t(b),
+    /// `self < other` elementwise (a bool tensor).
     lt => |a, b| a.lt_t(b),
+    /// `self <= other` elementwise (a bool tensor).
     le => |a, b| a.le_t(b),
+    /// `self > other` elementwise (a bool tensor).
     gt => |a, b| a.gt_t(b),
+    /// `self >= other` elementwise (a bool tensor).
     ge => |a, b| a.ge_t(b),
     __eq__ => |a, b| a.eq_t(b),
     __ne__ => |a, b| a.ne_t(b),
@@ -103,17 +115,29 @@ binary_methods!(
     __le__ => |a, b| a.le_t(b),
     __gt__ => |a, b| a.gt_t(b),
     __ge__ => |a, b| a.ge_t(b),
+    /// `maximum(self, other)` elementwise, broadcasting.
     maximum => |a, b| a.maximum(b),
+    /// `minimum(self, other)` elementwise, broadcasting.
     minimum => |a, b| a.minimum(b),
+    /// `fmod(self, other)` elementwise, broadcasting.
     fmod => |a, b| a.fmod(b),
+    /// `remainder(self, other)` elementwise, broadcasting.
     remainder => |a, b| a.remainder(b),
+    /// `atan2(self, other)` elementwise, broadcasting.
     atan2 => |a, b| a.atan2(b),
+    /// `arctan2(self, other)` elementwise, broadcasting.
     arctan2 => |a, b| a.atan2(b),
+    /// `logical_and(self, other)` elementwise, broadcasting.
     logical_and => |a, b| a.logical_and(b),
+    /// `logical_or(self, other)` elementwise, broadcasting.
     logical_or => |a, b| a.logical_or(b),
+    /// `logical_xor(self, other)` elementwise, broadcasting.
     logical_xor => |a, b| a.logical_xor(b),
+    /// `bitwise_and(self, other)` elementwise, broadcasting.
     bitwise_and => |a, b| a.bitwise(b, BitOp::And),
+    /// `bitwise_or(self, other)` elementwise, broadcasting.
     bitwise_or => |a, b| a.bitwise(b, BitOp::Or),
+    /// `bitwise_xor(self, other)` elementwise, broadcasting.
     bitwise_xor => |a, b| a.bitwise(b, BitOp::Xor),
     __and__ => |a, b| a.bitwise(b, BitOp::And),
     __rand__ => |a, b| b.bitwise(a, BitOp::And),

@@ -9,10 +9,11 @@ use crate::python::tensor::{operand, PyTensor};
 /// `name_(other)` returning `self` and the augmented assignment `__iname__`, both calling
 /// `Tensor::call(other)`.
 macro_rules! inplace_methods {
-    ($($name:ident, $dunder:ident => $call:ident),* $(,)?) => {
+    ($($(#[$doc:meta])* $name:ident, $dunder:ident => $call:ident),* $(,)?) => {
         #[pymethods]
         impl PyTensor {
             $(
+                $(#[$doc])*
                 fn $name(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
                     let o = operand(other)?;
                     guarded(|| slf.get().inner.$call(&o))?;
@@ -27,9 +28,13 @@ macro_rules! inplace_methods {
     };
 }
 inplace_methods!(
+    /// `self += other` in place; returns self.
     add_, __iadd__ => add_,
+    /// `self -= other` in place; returns self.
     sub_, __isub__ => sub_,
+    /// `self *= other` in place; returns self.
     mul_, __imul__ => mul_,
+    /// `self /= other` in place; returns self.
     div_, __itruediv__ => div_,
 );
 
