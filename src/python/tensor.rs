@@ -628,26 +628,6 @@ impl PyTensor {
         kwargs.set_item("dtype", self.dtype_or(py, dtype)?)?;
         NEW_TENSOR.get(py)?.call((data,), Some(&kwargs))
     }
-    /// Zeros of shape `size`, with this tensor's dtype by default.
-    #[pyo3(signature = (*size, dtype=None))]
-    fn new_zeros<'py>(
-        &self,
-        py: Python<'py>,
-        size: &Bound<'py, PyTuple>,
-        dtype: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.new_full(py, size, 0.0, dtype)
-    }
-    /// Ones of shape `size`, with this tensor's dtype by default.
-    #[pyo3(signature = (*size, dtype=None))]
-    fn new_ones<'py>(
-        &self,
-        py: Python<'py>,
-        size: &Bound<'py, PyTuple>,
-        dtype: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.new_full(py, size, 1.0, dtype)
-    }
     /// Number of dimensions (`dim()`).
     fn ndimension(&self) -> usize {
         self.inner.dim()
@@ -696,6 +676,33 @@ impl PyTensor {
         kwargs.set_item("dtype", self.dtype_or(py, dtype)?)?;
         NEW_FULL.get(py)?.call((size, value), Some(&kwargs))
     }
+}
+
+/// `new_zeros`/`new_ones`: `ferrograd.full(size, value, dtype=dtype or self.dtype)`, one
+/// `name => value, "doc"` each.
+macro_rules! new_filled_methods {
+    ($($name:ident => $value:expr, $doc:literal;)*) => {
+        #[pymethods]
+        impl PyTensor {
+            $(
+                #[doc = $doc]
+                #[pyo3(signature = (*size, dtype=None))]
+                fn $name<'py>(
+                    &self,
+                    py: Python<'py>,
+                    size: &Bound<'py, PyTuple>,
+                    dtype: Option<&Bound<'py, PyAny>>,
+                ) -> PyResult<Bound<'py, PyAny>> {
+                    self.new_full(py, size, $value, dtype)
+                }
+            )*
+        }
+    };
+}
+
+new_filled_methods! {
+    new_zeros => 0.0, "Zeros of shape `size`, with this tensor's dtype by default.";
+    new_ones => 1.0, "Ones of shape `size`, with this tensor's dtype by default.";
 }
 
 /// The iterator of `iter(tensor)`: `tensor.select(0, i)` for each `i`.

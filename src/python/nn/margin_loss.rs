@@ -6,27 +6,46 @@ use pyo3::prelude::*;
 use crate::ops::nn::loss::Reduction;
 use crate::ops::nn::margin_loss as ml;
 use crate::python::bind::tensor_functions;
+use crate::python::tensor::{tensor_of, wrap, PyTensor};
+
+/// The losses of `(input1, input2, target, margin, reduction)`, `name => kernel, "doc"` each.
+macro_rules! pair_margin_losses {
+    ($($name:ident => $kernel:path, $doc:literal;)*) => {
+        $(
+            #[doc = $doc]
+            #[pyfunction]
+            fn $name(
+                py: Python<'_>,
+                input1: &Bound<'_, PyAny>,
+                input2: &Bound<'_, PyAny>,
+                target: &Bound<'_, PyAny>,
+                margin: f64,
+                reduction: &str,
+            ) -> PyResult<Py<PyTensor>> {
+                let (a, b) = (tensor_of(input1, "input1")?, tensor_of(input2, "input2")?);
+                let t = tensor_of(target, "target")?;
+                let out = crate::python::errors::detached(py, move || {
+                    $kernel(&a, &b, &t, margin, Reduction::parse(reduction)?)
+                })?;
+                wrap(py, out)
+            }
+        )*
+
+        /// Register the margin and embedding losses on `ferrograd._C`.
+        pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+            $(m.add_function(wrap_pyfunction!($name, m)?)?;)*
+            register_generated(m)
+        }
+    };
+}
+
+pair_margin_losses! {
+    _nn_cosine_embedding_loss => ml::cosine_embedding_loss, "`cosine_embedding_loss`.";
+    _nn_margin_ranking_loss => ml::margin_ranking_loss, "`margin_ranking_loss`.";
+}
 
 tensor_functions! {
-    register;
-
-    /// `cosine_embedding_loss`.
-    fn _nn_cosine_embedding_loss(
-        input1: &Bound<'_, PyAny>,
-        input2: &Bound<'_, PyAny>,
-        target: &Bound<'_, PyAny>,
-        margin: f64,
-        reduction: &str,
-    ) => ml::cosine_embedding_loss(&input1, &input2, &target, margin, Reduction::parse(reduction)?);
-
-    /// `margin_ranking_loss`.
-    fn _nn_margin_ranking_loss(
-        input1: &Bound<'_, PyAny>,
-        input2: &Bound<'_, PyAny>,
-        target: &Bound<'_, PyAny>,
-        margin: f64,
-        reduction: &str,
-    ) => ml::margin_ranking_loss(&input1, &input2, &target, margin, Reduction::parse(reduction)?);
+    register_generated;
 
     /// `triplet_margin_loss`.
     #[allow(clippy::too_many_arguments)]

@@ -10,7 +10,7 @@ use crate::python::args::{self, Ints};
 use crate::python::bind::tensor_functions;
 
 tensor_functions! {
-    register;
+    register_norms;
 
     /// `layer_norm(input, normalized_shape, weight, bias, eps)`.
     fn _nn_layer_norm(
@@ -39,55 +39,56 @@ tensor_functions! {
         eps: f64,
     ) heavy(input) => norm::group_norm(&input, num_groups, weight.as_ref(), bias.as_ref(), eps);
 
-    /// `batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)`;
-    /// the running statistics are updated in place when training.
-    #[allow(clippy::too_many_arguments)]
-    fn _nn_batch_norm(
-        input: &Bound<'_, PyAny>,
-        running_mean: Option<&Bound<'_, PyAny>>,
-        running_var: Option<&Bound<'_, PyAny>>,
-        weight: Option<&Bound<'_, PyAny>>,
-        bias: Option<&Bound<'_, PyAny>>,
-        training: bool,
-        momentum: f64,
-        eps: f64,
-    ) heavy(input) => norm::batch_norm(
-        &input,
-        running_mean.as_ref(),
-        running_var.as_ref(),
-        weight.as_ref(),
-        bias.as_ref(),
-        training,
-        momentum,
-        eps,
-    );
-
-    /// `instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum,
-    /// eps)`.
-    #[allow(clippy::too_many_arguments)]
-    fn _nn_instance_norm(
-        input: &Bound<'_, PyAny>,
-        running_mean: Option<&Bound<'_, PyAny>>,
-        running_var: Option<&Bound<'_, PyAny>>,
-        weight: Option<&Bound<'_, PyAny>>,
-        bias: Option<&Bound<'_, PyAny>>,
-        use_input_stats: bool,
-        momentum: f64,
-        eps: f64,
-    ) heavy(input) => norm::instance_norm(
-        &input,
-        running_mean.as_ref(),
-        running_var.as_ref(),
-        weight.as_ref(),
-        bias.as_ref(),
-        use_input_stats,
-        momentum,
-        eps,
-    );
-
     /// `local_response_norm(input, size, alpha, beta, k)`.
     fn _nn_local_response_norm(input: &Bound<'_, PyAny>, size: i64, alpha: f64, beta: f64, k: f64)
         heavy(input) => norm::local_response_norm(&input, size, alpha, beta, k);
+}
+
+/// `batch_norm` and `instance_norm`: `(input, running_mean, running_var, weight, bias, flag,
+/// momentum, eps)`, the optional tensors positional and None when absent; one
+/// `name => kernel, flag, "doc"` each.
+macro_rules! stats_norms {
+    ($($name:ident => $kernel:path, $flag:ident, $doc:literal;)*) => {
+        tensor_functions! {
+            register_stats;
+            $(
+                #[doc = $doc]
+                #[allow(clippy::too_many_arguments)]
+                fn $name(
+                    input: &Bound<'_, PyAny>,
+                    running_mean: Option<&Bound<'_, PyAny>>,
+                    running_var: Option<&Bound<'_, PyAny>>,
+                    weight: Option<&Bound<'_, PyAny>>,
+                    bias: Option<&Bound<'_, PyAny>>,
+                    $flag: bool,
+                    momentum: f64,
+                    eps: f64,
+                ) heavy(input) => $kernel(
+                    &input,
+                    running_mean.as_ref(),
+                    running_var.as_ref(),
+                    weight.as_ref(),
+                    bias.as_ref(),
+                    $flag,
+                    momentum,
+                    eps,
+                );
+            )*
+        }
+    };
+}
+
+stats_norms! {
+    _nn_batch_norm => norm::batch_norm, training,
+        "`batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)`;\nthe running statistics are updated in place when training.";
+    _nn_instance_norm => norm::instance_norm, use_input_stats,
+        "`instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum,\neps)`.";
+}
+
+/// Register the normalisation bindings on `ferrograd._C`.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    register_norms(m)?;
+    register_stats(m)
 }
 
 /// A shape from the user (`normalized_shape`): ints, torch's message for a negative one.

@@ -64,6 +64,36 @@ tensor_methods! {
     fn any(x, dim: Option<Dims<'_>>, keepdim: bool) => x.any_dims(&dim, keepdim);
 }
 
+/// `var` and `std`: torch's `(dim, unbiased, keepdim, *, correction)` arguments (see
+/// [`var_args`]), one `name => Tensor method, "doc"` each.
+macro_rules! variance_methods {
+    ($($name:ident => $call:ident, $doc:literal;)*) => {
+        #[pymethods]
+        impl PyTensor {
+            $(
+                #[doc = $doc]
+                #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
+                fn $name(
+                    &self,
+                    py: Python<'_>,
+                    dim: Option<&Bound<'_, PyAny>>,
+                    unbiased: Option<bool>,
+                    keepdim: bool,
+                    correction: Option<f64>,
+                ) -> PyResult<Py<PyTensor>> {
+                    let (dims, c) = var_args(dim, unbiased, correction)?;
+                    wrap(py, guarded(|| self.inner.$call(&dims, c, keepdim))?)
+                }
+            )*
+        }
+    };
+}
+
+variance_methods! {
+    var => var_dims, "Variance over `dim` with `correction` (default 1) or the legacy `unbiased` flag.";
+    std => std_dims, "Standard deviation over `dim` with `correction` (default 1) or `unbiased`.";
+}
+
 /// The `torch.return_types`-like named tuple `(values, indices)`.
 fn values_indices(
     py: Python<'_>,
@@ -121,34 +151,6 @@ impl PyTensor {
         keepdim: bool,
     ) -> PyResult<Py<PyAny>> {
         self.extreme(py, dim, keepdim, false)
-    }
-
-    /// Variance over `dim` with `correction` (default 1) or the legacy `unbiased` flag.
-    #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
-    fn var(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        unbiased: Option<bool>,
-        keepdim: bool,
-        correction: Option<f64>,
-    ) -> PyResult<Py<PyTensor>> {
-        let (dims, c) = var_args(dim, unbiased, correction)?;
-        wrap(py, guarded(|| self.inner.var_dims(&dims, c, keepdim))?)
-    }
-
-    /// Standard deviation over `dim` with `correction` (default 1) or `unbiased`.
-    #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
-    fn std(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        unbiased: Option<bool>,
-        keepdim: bool,
-        correction: Option<f64>,
-    ) -> PyResult<Py<PyTensor>> {
-        let (dims, c) = var_args(dim, unbiased, correction)?;
-        wrap(py, guarded(|| self.inner.std_dims(&dims, c, keepdim))?)
     }
 
     /// The `p`-norm over `dim` (all when None); `'fro'` is the 2-norm.
