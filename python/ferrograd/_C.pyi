@@ -80,17 +80,17 @@ __all__ = [
     "_safetensors_save",
     "_safetensors_save_file",
     "_safetensors_load",
-    # ----- nn_sparse -----
+    # ----- src/python/nn/sparse.rs -----
     "_nn_embedding",
     "_nn_embedding_bag",
     "_nn_one_hot",
     "_nn_embedding_renorm_",
-    # ----- nn_rnn -----
+    # ----- src/python/nn/rnn.rs -----
     "_nn_rnn",
     "_nn_rnn_cell",
     "_nn_lstm_cell",
     "_nn_gru_cell",
-    # ----- ops_nn -----
+    # ----- src/python/nn/*.rs -----
     "_nn_im2col",
     "_nn_col2im",
     "_nn_pad",
@@ -619,7 +619,7 @@ class Tensor:
     def __str__(self) -> str:
         """torch-style `tensor([...])` formatting."""
 
-    # ----- ops_math -------------------------------------------------------------------------------
+    # ----- src/python/ops/{unary,binary,reduce}.rs, src/python/nn/softmax.rs ----------------------
 
     def exp2(self) -> Tensor:
         """2^x elementwise."""
@@ -799,7 +799,7 @@ class Tensor:
         """Whether all elements (over `dim`) are nonzero."""
     def any(self, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False) -> Tensor:
         """Whether any element (over `dim`) is nonzero."""
-    # ----- ops_shape ------------------------------------------------------------------------------
+    # ----- src/python/ops/{shape,indexing,matmul,linalg}.rs ---------------------------------------
     def view_as(self, other: Tensor) -> Tensor:
         """A view with `other`'s shape."""
     def unflatten(self, dim: _int, sizes: Sequence[_int]) -> Tensor:
@@ -1082,7 +1082,7 @@ def _safetensors_load(
     """The `(name, tensor)` pairs (in stored order) and the header metadata of `.safetensors`
     bytes."""
 
-# ----- nn_sparse ----------------------------------------------------------------------------------
+# ----- src/python/nn/sparse.rs --------------------------------------------------------------------
 
 def _nn_embedding(
     weight: Tensor, indices: Tensor, padding_idx: _int | None, scale_grad_by_freq: _bool
@@ -1110,7 +1110,7 @@ def _nn_embedding_renorm_(
 ) -> None:
     """Rows of `weight` used by `indices` rescaled in place to at most `max_norm`."""
 
-# ----- nn_rnn -------------------------------------------------------------------------------------
+# ----- src/python/nn/rnn.rs -----------------------------------------------------------------------
 
 def _nn_rnn(
     mode: str,
@@ -1163,7 +1163,7 @@ def _nn_gru_cell(
 ) -> Tensor:
     """One step of `nn.GRUCell`."""
 
-# ----- ops_nn -------------------------------------------------------------------------------------
+# ----- src/python/nn/*.rs -------------------------------------------------------------------------
 
 def _nn_im2col(
     input: Tensor,
@@ -1485,7 +1485,7 @@ def _nn_lp_pool(
 ) -> Tensor:
     """`lp_pool{1,2,3}d` (`stride` empty: the kernel size)."""
 
-# ----- ops_shape ----------------------------------------------------------------------------------
+# ----- src/python/ops/{shape,indexing,matmul,linalg}.rs -------------------------------------------
 
 def _cat(tensors: Sequence[Tensor], dim: _int = 0) -> Tensor:
     """Concatenate tensors along `dim`."""
