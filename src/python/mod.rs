@@ -1,5 +1,12 @@
 //! PyO3 bindings, exposed as `ferrograd._C`. Bindings parse arguments, release the GIL around
 //! the engine and map errors; they never compute.
+//!
+//! The files mirror the crate: `ops/<family>.rs` binds `crate::ops::<family>` (as `Tensor`
+//! methods, plus module functions such as `_cat`), `nn/<family>.rs` binds
+//! `crate::ops::nn::<family>` (the `_nn_*` functions behind `ferrograd.nn.functional`), and
+//! `creation.rs`, `optim.rs`, `safetensors.rs` the rest. An op's binding is one entry of
+//! `tensor_methods!` / `tensor_functions!` / `unary_methods!` (see `bind.rs`); its Rust doc
+//! comment is its Python `__doc__` and, through `tools/stub_docs.py`, its docstring in `_C.pyi`.
 
 mod args;
 mod bind;
