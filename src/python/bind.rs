@@ -371,8 +371,12 @@ macro_rules! tensor_functions {
 pub(crate) use tensor_functions;
 
 /// Elementwise `Tensor` methods without parameters, `name => "doc"` each: the GIL is released
-/// on large tensors.
+/// on large tensors. Also takes the rows of an op registry (`name: "doc", Domain, Grad,
+/// [reference];`), so a registry macro can hand its rows here (`registry_macro!(unary_methods)`).
 macro_rules! unary_methods {
+    ($($name:ident: $doc:literal, $domain:ident, $grad:ident, [$($reference:tt)*];)+) => {
+        $crate::python::bind::unary_methods!($($name => $doc),*);
+    };
     ($($name:ident => $doc:literal),* $(,)?) => {
         #[pyo3::pymethods]
         impl $crate::python::tensor::PyTensor {
