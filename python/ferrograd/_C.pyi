@@ -1,7 +1,9 @@
 """Type stubs for ``ferrograd._C``, the compiled (Rust/PyO3) core of ferrograd.
 
-Hand-written from ``src/python/*.rs``; checked against the built module with
-``python -m mypy.stubtest ferrograd._C --allowlist python/stubtest-allowlist.txt``.
+Signatures are hand-written from ``src/python/``; checked against the built module with
+``python -m mypy.stubtest ferrograd._C --allowlist python/stubtest-allowlist.txt``. Docstrings
+are generated from the Rust doc comments (the runtime ``__doc__``) by
+``python tools/stub_docs.py``; ``tests/python/test_stub_docs.py`` fails when they are stale.
 """
 
 from __future__ import annotations
@@ -78,17 +80,17 @@ __all__ = [
     "_safetensors_save",
     "_safetensors_save_file",
     "_safetensors_load",
-    # ----- nn_sparse -----
+    # ----- src/python/nn/sparse.rs -----
     "_nn_embedding",
     "_nn_embedding_bag",
     "_nn_one_hot",
     "_nn_embedding_renorm_",
-    # ----- nn_rnn -----
+    # ----- src/python/nn/rnn.rs -----
     "_nn_rnn",
     "_nn_rnn_cell",
     "_nn_lstm_cell",
     "_nn_gru_cell",
-    # ----- ops_nn -----
+    # ----- src/python/nn/*.rs -----
     "_nn_im2col",
     "_nn_col2im",
     "_nn_pad",
@@ -151,7 +153,7 @@ __all__ = [
 
 @final
 class dtype:
-    """An element type (``ferrograd.float32``, ...); one singleton object per type."""
+    """An element type (`ferrograd.float32`, ...)."""
 
     @property
     def is_floating_point(self) -> _bool:
@@ -163,32 +165,32 @@ class dtype:
     def _numpy_name(self) -> str:
         """The NumPy dtype name."""
     def __eq__(self, other: object, /) -> _bool:
-        """Whether both are the same element type."""
+        ...
     def __hash__(self) -> _int:
-        """Hash of the element type."""
+        ...
 
 @final
 class Node:
-    """A node of the backward graph (the raw object behind ``tensor.grad_fn``)."""
+    """A node of the backward graph (`tensor.grad_fn`)."""
 
     def name(self) -> str:
-        """torch's name for the node, e.g. ``MulBackward0``."""
+        """torch's name, e.g. `MulBackward0`."""
     @property
     def next_functions(self) -> tuple[tuple[Node | None, _int], ...]:
-        """``((node or None, input_nr), ...)``, one per forward input."""
+        """`((node or None, input_nr), ...)`, one per forward input."""
     @property
     def variable(self) -> Tensor | None:
-        """For ``AccumulateGrad``: the leaf it accumulates into; else None."""
+        """For `AccumulateGrad`: the leaf it accumulates into."""
     def _sequence_nr(self) -> _int:
         """Creation order."""
     def __eq__(self, other: object, /) -> _bool:
-        """Whether both are the same graph node."""
+        ...
     def __hash__(self) -> _int:
-        """Hash of the node's identity."""
+        ...
 
 @final
 class RemovableHandle:
-    """A handle that unregisters a hook; also a context manager that removes it on exit."""
+    """A handle that unregisters a hook."""
 
     def remove(self) -> None:
         """Unregister the hook (idempotent)."""
@@ -201,11 +203,12 @@ class RemovableHandle:
         tb: TracebackType | None,
         /,
     ) -> None:
-        """Unregister the hook."""
+        """Remove the hook."""
 
 @final
 class SavedVariables:
-    """Tensors a custom Function saved; read with ``unpack()`` (version-checked)."""
+    """Tensors a custom Function saved; read with `unpack()` (version-checked, freed with the
+    graph)."""
 
     def unpack(self) -> tuple[Tensor | None, ...]:
         """The saved tensors (None where None was saved)."""
@@ -214,7 +217,7 @@ class SavedVariables:
 # exist at runtime; declared for the type of ``t.numpy().base`` (allowlisted for stubtest).
 @final
 class StorageOwner:
-    """Keeps a tensor's storage alive while a NumPy array views it (``t.numpy().base``)."""
+    """Keeps a tensor's storage alive while a NumPy array views it."""
 
 _TensorT = TypeVar("_TensorT", bound="Tensor")
 
@@ -225,17 +228,19 @@ class Tensor:
     # ----- subclasses -----------------------------------------------------------------------------
 
     def __new__(cls: type[_TensorT], data: Tensor, requires_grad: _bool = False) -> _TensorT:
-        """The allocator behind `_make_subclass`; direct construction of `Tensor` is refused."""
+        ...
     @staticmethod
     def _make_subclass(cls: type[_TensorT], data: Tensor, require_grad: _bool = False) -> _TensorT:
-        """An instance of the subclass `cls` sharing `data`'s storage, registered as the object
-        of its tensor (torch's `Tensor._make_subclass`)."""
+        """An instance of the subclass `cls` sharing `data`'s storage and version counter, a leaf
+        with `requires_grad=require_grad` (torch's `Tensor._make_subclass`, used by
+        `nn.Parameter`). It is registered as the object of its tensor, so the engine hands this
+        very object back (`p.grad` accumulates into it; `model.weight is model.weight`)."""
 
     # ----- properties -----------------------------------------------------------------------------
 
     @property
     def shape(self) -> _Size:
-        """Sizes of the dimensions."""
+        """Sizes of the dimensions, as a `ferrograd.Size`."""
     @property
     def ndim(self) -> _int:
         """Number of dimensions."""
@@ -244,7 +249,7 @@ class Tensor:
         """Element type."""
     @property
     def device(self) -> _Device:
-        """The device; always the CPU."""
+        """Where the tensor lives: always the CPU."""
     @property
     def _version(self) -> _int:
         """The version counter shared with aliases (bumped by in-place ops)."""
@@ -252,31 +257,29 @@ class Tensor:
     def requires_grad(self) -> _bool:
         """Whether gradients flow to or through this tensor."""
     @requires_grad.setter
-    def requires_grad(self, value: _bool) -> None: ...
+    def requires_grad(self, value: _bool) -> None:
+        """Whether gradients flow to or through this tensor."""
     @property
     def is_leaf(self) -> _bool:
-        """Whether no recorded op produced this tensor."""
+        """A leaf is a tensor no recorded op produced."""
     @property
     def retains_grad(self) -> _bool:
-        """Whether a non-leaf keeps its ``.grad``."""
-    @property
-    def _grad_fn(self) -> Node | None:
-        """The raw node that produced this tensor, or None."""
+        """Whether a non-leaf keeps its `.grad`."""
 
     # ----- shape and metadata -----------------------------------------------------------------
 
     @overload
     def size(self, dim: None = None) -> _Size:
-        """All dimension sizes."""
+        """Size of one dimension, or all sizes."""
     @overload
     def size(self, dim: _int) -> _int:
-        """Size of one dimension."""
+        """Size of one dimension, or all sizes."""
     @overload
     def stride(self, dim: None = None) -> tuple[_int, ...]:
-        """All strides, in elements."""
+        """Strides in elements."""
     @overload
     def stride(self, dim: _int) -> _int:
-        """Stride of one dimension, in elements."""
+        """Strides in elements."""
     def dim(self) -> _int:
         """Number of dimensions."""
     def numel(self) -> _int:
@@ -297,32 +300,28 @@ class Tensor:
     # ----- autograd -------------------------------------------------------------------------------
 
     def requires_grad_(self, requires_grad: _bool = True) -> Tensor:
-        """Set ``requires_grad`` on a leaf and return it."""
-    def _get_grad(self) -> Tensor | None:
-        """The accumulated gradient, without the non-leaf warning."""
-    def _set_grad(self, value: Tensor | None) -> None:
-        """Set ``.grad`` (None clears it)."""
+        """Set `requires_grad` on a leaf and return it."""
     def retain_grad(self) -> None:
-        """Keep ``.grad`` for this non-leaf after backward."""
+        """Keep `.grad` for this non-leaf after backward."""
     def detach(self) -> Tensor:
         """A tensor sharing storage, cut from the graph."""
     def detach_(self) -> Tensor:
         """Cut this tensor from the graph in place."""
     def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
-        """Register ``hook(grad) -> Tensor | None`` on this tensor's gradient."""
+        """Register `hook(grad) -> Tensor | None` on this tensor's gradient."""
     def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> RemovableHandle:
-        """Register ``hook(tensor) -> None``, run after this leaf's ``.grad`` is accumulated."""
+        """Register `hook(tensor) -> None` run after this leaf's `.grad` was accumulated."""
 
     # ----- conversion -----------------------------------------------------------------------------
 
     def item(self) -> _int | _float | _bool:
         """The value of a one-element tensor as a Python number."""
     def _to_dtype(self, dtype: _dtype) -> Tensor:
-        """Convert to ``dtype`` (a copy unless it already has it)."""
+        """Convert to `dtype` (a copy unless it already has it)."""
     def clone(self) -> Tensor:
         """A copy in new memory that keeps the graph."""
     def contiguous(self) -> Tensor:
-        """Row-major (the tensor itself when already so)."""
+        """Row-major (itself when already so)."""
     def numpy(self) -> npt.NDArray[Any]:
         """A NumPy array sharing this tensor's memory."""
 
@@ -351,101 +350,101 @@ class Tensor:
     def sign(self) -> Tensor:
         """Sign (-1, 0, 1) elementwise."""
     def add(self, other: _Operand) -> Tensor:
-        """``self + other``, broadcasting."""
+        """`self + other`, broadcasting."""
     def sub(self, other: _Operand) -> Tensor:
-        """``self - other``, broadcasting."""
+        """`self - other`, broadcasting."""
     def mul(self, other: _Operand) -> Tensor:
-        """``self * other``, broadcasting."""
+        """`self * other`, broadcasting."""
     def pow(self, other: _Operand) -> Tensor:
-        """``self ** other``, broadcasting."""
+        """`self ** other`, broadcasting."""
     def eq(self, other: _Operand) -> Tensor:
-        """``self == other`` elementwise (a bool tensor)."""
+        """`self == other` elementwise (a bool tensor)."""
     def ne(self, other: _Operand) -> Tensor:
-        """``self != other`` elementwise (a bool tensor)."""
+        """`self != other` elementwise (a bool tensor)."""
     def lt(self, other: _Operand) -> Tensor:
-        """``self < other`` elementwise (a bool tensor)."""
+        """`self < other` elementwise (a bool tensor)."""
     def le(self, other: _Operand) -> Tensor:
-        """``self <= other`` elementwise (a bool tensor)."""
+        """`self <= other` elementwise (a bool tensor)."""
     def gt(self, other: _Operand) -> Tensor:
-        """``self > other`` elementwise (a bool tensor)."""
+        """`self > other` elementwise (a bool tensor)."""
     def ge(self, other: _Operand) -> Tensor:
-        """``self >= other`` elementwise (a bool tensor)."""
+        """`self >= other` elementwise (a bool tensor)."""
     def add_(self, other: _Operand) -> Tensor:
-        """``self += other`` in place; returns self."""
+        """`self += other` in place; returns self."""
     def sub_(self, other: _Operand) -> Tensor:
-        """``self -= other`` in place; returns self."""
+        """`self -= other` in place; returns self."""
     def mul_(self, other: _Operand) -> Tensor:
-        """``self *= other`` in place; returns self."""
+        """`self *= other` in place; returns self."""
     def div_(self, other: _Operand) -> Tensor:
-        """``self /= other`` in place; returns self."""
+        """`self /= other` in place; returns self."""
 
     # ----- operators ------------------------------------------------------------------------------
 
     def __add__(self, other: _Operand, /) -> Tensor:
-        """``self + other``."""
+        ...
     def __radd__(self, other: _Operand, /) -> Tensor:
-        """``other + self``."""
+        ...
     def __sub__(self, other: _Operand, /) -> Tensor:
-        """``self - other``."""
+        ...
     def __rsub__(self, other: _Operand, /) -> Tensor:
-        """``other - self``."""
+        ...
     def __mul__(self, other: _Operand, /) -> Tensor:
-        """``self * other``."""
+        ...
     def __rmul__(self, other: _Operand, /) -> Tensor:
-        """``other * self``."""
+        ...
     def __truediv__(self, other: _Operand, /) -> Tensor:
-        """``self / other``."""
+        ...
     def __rtruediv__(self, other: _Operand, /) -> Tensor:
-        """``other / self``."""
+        ...
     def __pow__(self, other: _Operand, modulo: None = None, /) -> Tensor:
-        """``self ** other``."""
+        ...
     def __rpow__(self, other: _Operand, modulo: None = None, /) -> Tensor:
-        """``other ** self``."""
+        ...
     def __matmul__(self, other: Tensor, /) -> Tensor:
-        """``self @ other``."""
+        ...
     def __rmatmul__(self, other: Tensor, /) -> Tensor:
-        """``other @ self``."""
+        ...
     def __iadd__(self, other: _Operand, /) -> Tensor:
-        """``self += other`` in place."""
+        ...
     def __isub__(self, other: _Operand, /) -> Tensor:
-        """``self -= other`` in place."""
+        ...
     def __imul__(self, other: _Operand, /) -> Tensor:
-        """``self *= other`` in place."""
+        ...
     def __itruediv__(self, other: _Operand, /) -> Tensor:
-        """``self /= other`` in place."""
+        ...
     def __neg__(self) -> Tensor:
-        """``-self``."""
+        ...
     def __eq__(self, other: _Operand, /) -> Tensor:  # type: ignore[override]
-        """``self == other`` elementwise (a bool tensor)."""
+        ...
     def __ne__(self, other: _Operand, /) -> Tensor:  # type: ignore[override]
-        """``self != other`` elementwise (a bool tensor)."""
+        ...
     def __lt__(self, other: _Operand, /) -> Tensor:
-        """``self < other`` elementwise (a bool tensor)."""
+        ...
     def __le__(self, other: _Operand, /) -> Tensor:
-        """``self <= other`` elementwise (a bool tensor)."""
+        ...
     def __gt__(self, other: _Operand, /) -> Tensor:
-        """``self > other`` elementwise (a bool tensor)."""
+        ...
     def __ge__(self, other: _Operand, /) -> Tensor:
-        """``self >= other`` elementwise (a bool tensor)."""
+        ...
     def __hash__(self) -> _int:
-        """Identity hash (tensors hash by object, like torch)."""
+        ...
     def __len__(self) -> _int:
-        """Size of the first dimension (TypeError for a 0-d tensor)."""
+        ...
     def __bool__(self) -> _bool:
-        """Truth value of a one-element tensor."""
+        ...
     def __float__(self) -> _float:
-        """Value of a one-element tensor as a float."""
+        ...
     def __int__(self) -> _int:
-        """Value of a one-element tensor as an int."""
+        ...
     def __index__(self) -> _int:
-        """Value of a one-element int64 tensor as an index."""
+        ...
 
     # ----- reductions, linear algebra, views ------------------------------------------------------
 
     def sum(self, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False) -> Tensor:
-        """Sum over all elements or over ``dim``."""
+        """Sum over all elements or `dim`."""
     def mean(self, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False) -> Tensor:
-        """Mean over all elements or over ``dim``."""
+        """Mean over all elements or `dim`."""
     def dot(self, other: Tensor) -> Tensor:
         """Inner product of two 1-D tensors."""
     def mv(self, vec: Tensor) -> Tensor:
@@ -479,40 +478,43 @@ class Tensor:
     def transpose(self, dim0: _int, dim1: _int) -> Tensor:
         """Swap two dimensions."""
     def t(self) -> Tensor:
-        """Matrix transpose (at most 2-D)."""
+        """Matrix transpose (≤ 2-D)."""
     def unsqueeze(self, dim: _int) -> Tensor:
         """Insert a size-1 dimension."""
     def squeeze(self, dim: _int | None = None) -> Tensor:
-        """Remove size-1 dimensions (all, or only ``dim``)."""
+        """Remove size-1 dimensions."""
     def flatten(self, start_dim: _int = 0, end_dim: _int = ...) -> Tensor:
-        """Flatten dims ``start_dim..=end_dim`` (``end_dim`` defaults to -1)."""
+        """Flatten dims `start_dim..=end_dim`."""
     def _slice(self, dim: _int, start: _int | None, stop: _int | None, step: _int) -> Tensor:
-        """Elements ``start..stop`` by ``step`` along ``dim`` (a view)."""
+        """Elements `start..stop` by `step` along `dim` (a view)."""
     def select(self, dim: _int, index: _int) -> Tensor:
-        """The sub-tensor at ``index`` along ``dim`` (a view)."""
+        """The sub-tensor at `index` along `dim` (a view)."""
     def narrow(self, dim: _int, start: _int, length: _int) -> Tensor:
-        """``length`` elements from ``start`` along ``dim`` (a view)."""
+        """`length` elements from `start` along `dim` (a view)."""
 
     # ----- in place -------------------------------------------------------------------------------
 
     def fill_(self, value: _float) -> Tensor:
-        """Fill with ``value`` in place; returns self."""
+        """Fill with `value` in place."""
     def zero_(self) -> Tensor:
-        """Fill with zeros in place; returns self."""
+        """Fill with zeros in place."""
     def copy_(self, src: _ArrayOperand) -> Tensor:
-        """Copy ``src`` into this tensor in place (broadcast, converted); returns self."""
+        """Copy `src` into this tensor in place (broadcast, converted)."""
     def _where(self, cond: _ArrayOperand, other: _ArrayOperand) -> Tensor:
-        """``cond ? self : other`` elementwise."""
+        """`cond ? self : other` elementwise."""
 
-    # ----- installed from Python at import (python/ferrograd/_tensor.py, ``_install``) ------------
+    # ----- autograd, conversion and Python protocol (``__repr__``, ``__str__``, ``__getitem__``
+    # and ``__setitem__`` are attached from python/ferrograd/_tensor.py, ``_install``) -----------
 
     @property
     def grad(self) -> Tensor | None:
         """The accumulated gradient (warns when read on a non-leaf that does not retain it)."""
     @grad.setter
-    def grad(self, value: Tensor | None) -> None: ...
+    def grad(self, value: Tensor | None) -> None:
+        """The accumulated gradient (warns when read on a non-leaf that does not retain it)."""
     @grad.deleter
-    def grad(self) -> None: ...
+    def grad(self) -> None:
+        """The accumulated gradient (warns when read on a non-leaf that does not retain it)."""
     @property
     def grad_fn(self) -> _GradFn | None:
         """The node that produced this tensor, or None for leaves."""
@@ -531,7 +533,8 @@ class Tensor:
     """Makes NumPy defer binary operators to the tensor."""
     @overload
     def to(self, dtype: _dtype, /, *, non_blocking: _bool = False, copy: _bool = False) -> Tensor:
-        """Convert to ``dtype`` (itself when it already has it, unless ``copy``)."""
+        """Convert to a dtype (given, or another tensor's); a device must be the CPU.
+        `to(dtype)`, `to(device, dtype)`, `to(other)`, with `non_blocking` and `copy` keywords."""
     @overload
     def to(
         self,
@@ -541,26 +544,28 @@ class Tensor:
         non_blocking: _bool = False,
         copy: _bool = False,
     ) -> Tensor:
-        """Convert to ``dtype``; ``device`` must be a CPU device."""
+        """Convert to a dtype (given, or another tensor's); a device must be the CPU.
+        `to(dtype)`, `to(device, dtype)`, `to(other)`, with `non_blocking` and `copy` keywords."""
     @overload
     def to(self, other: Tensor, /, *, non_blocking: _bool = False, copy: _bool = False) -> Tensor:
-        """Convert to ``other``'s dtype."""
+        """Convert to a dtype (given, or another tensor's); a device must be the CPU.
+        `to(dtype)`, `to(device, dtype)`, `to(other)`, with `non_blocking` and `copy` keywords."""
     def cpu(self, memory_format: Any = None) -> Tensor:
         """This tensor: it is on the CPU already."""
     def cuda(self, *args: Any, **kwargs: Any) -> Tensor:
         """Raises: ferrograd computes on the CPU only."""
     def float(self) -> Tensor:
-        """``self.to(float32)``."""
+        """`self.to(float32)`."""
     def double(self) -> Tensor:
-        """``self.to(float64)``."""
+        """`self.to(float64)`."""
     def long(self) -> Tensor:
-        """``self.to(int64)``."""
+        """`self.to(int64)`."""
     def int(self) -> Tensor:
-        """``self.to(int64)`` (ferrograd has no int32)."""
+        """`self.to(int64)` (ferrograd has no int32)."""
     def bool(self) -> Tensor:
-        """``self.to(bool)``."""
+        """`self.to(bool)`."""
     def type_as(self, other: Tensor) -> Tensor:
-        """``self.to(other.dtype)``."""
+        """`self.to(other.dtype)`."""
     def tolist(self) -> Any:
         """The elements as (nested) Python lists, or a number for a 0-d tensor."""
     def __array__(
@@ -568,12 +573,12 @@ class Tensor:
     ) -> npt.NDArray[Any]:
         """The tensor as a NumPy array (NumPy's array protocol)."""
     def __getitem__(self, index: _Index) -> Tensor:
-        """Indexing: ints, slices, ``...`` and ``None`` give a view; int64/bool tensors and lists
+        """Indexing: ints, slices, `...` and `None` give a view; int64/bool tensors and lists
         (advanced indexing, NumPy's placement rule with ints applied first, as torch) copy."""
     def __setitem__(self, index: _Index, value: _ArrayOperand) -> None:
-        """Assign ``value`` (broadcast) at the index (``index_put_`` for advanced indices)."""
+        """Assign `value` (broadcast) at the index (`index_put_` for advanced indices)."""
     def __iter__(self) -> Iterator[Tensor]:
-        """The sub-tensors along the first dimension."""
+        ...
     def backward(
         self,
         gradient: Tensor | None = None,
@@ -581,39 +586,40 @@ class Tensor:
         create_graph: _bool = False,
         inputs: Tensor | Sequence[Tensor] | None = None,
     ) -> None:
-        """Accumulate the gradient of this tensor into the graph leaves' ``.grad``."""
+        """Accumulate the gradient of this tensor into the graph leaves' `.grad`
+        (`ferrograd.autograd.backward` with this tensor as the root)."""
     def ndimension(self) -> _int:
-        """Number of dimensions (``dim()``)."""
+        """Number of dimensions (`dim()`)."""
     def nelement(self) -> _int:
-        """Number of elements (``numel()``)."""
+        """Number of elements (`numel()`)."""
     def new_tensor(self, data: Any, dtype: _dtype | None = None) -> Tensor:
-        """A new tensor from ``data``, with this tensor's dtype by default."""
+        """A new tensor from `data`, with this tensor's dtype by default."""
     @overload
     def new_zeros(self, size: Sequence[_int], /, *, dtype: _dtype | None = None) -> Tensor:
-        """Zeros of shape ``size``, with this tensor's dtype by default."""
+        """Zeros of shape `size`, with this tensor's dtype by default."""
     @overload
     def new_zeros(self, *size: _int, dtype: _dtype | None = None) -> Tensor:
-        """Zeros of shape ``size``, with this tensor's dtype by default."""
+        """Zeros of shape `size`, with this tensor's dtype by default."""
     @overload
     def new_ones(self, size: Sequence[_int], /, *, dtype: _dtype | None = None) -> Tensor:
-        """Ones of shape ``size``, with this tensor's dtype by default."""
+        """Ones of shape `size`, with this tensor's dtype by default."""
     @overload
     def new_ones(self, *size: _int, dtype: _dtype | None = None) -> Tensor:
-        """Ones of shape ``size``, with this tensor's dtype by default."""
+        """Ones of shape `size`, with this tensor's dtype by default."""
     def where(self, condition: _ArrayOperand, other: _ArrayOperand) -> Tensor:
-        """``self`` where ``condition`` else ``other``, broadcasting."""
+        """`self` where `condition` else `other`, broadcasting."""
     def square(self) -> Tensor:
-        """``self * self``."""
+        """`self * self`."""
     def __abs__(self) -> Tensor:
-        """``abs(self)`` elementwise."""
+        ...
     def __pos__(self) -> Tensor:
-        """``+self``: the tensor itself."""
+        ...
     def __repr__(self) -> str:
-        """torch-style ``tensor([...])`` formatting."""
+        """torch-style `tensor([...])` formatting."""
     def __str__(self) -> str:
-        """Same as ``repr``."""
+        """torch-style `tensor([...])` formatting."""
 
-    # ----- ops_math -------------------------------------------------------------------------------
+    # ----- src/python/ops/{unary,binary,reduce}.rs, src/python/nn/softmax.rs ----------------------
 
     def exp2(self) -> Tensor:
         """2^x elementwise."""
@@ -668,67 +674,67 @@ class Tensor:
     def bitwise_not(self) -> Tensor:
         """Bitwise not (bool or integer tensors)."""
     def __invert__(self) -> Tensor:
-        """``~self``: bitwise not."""
+        ...
     def maximum(self, other: _Operand) -> Tensor:
-        """``maximum(self, other)`` elementwise, broadcasting."""
+        """`maximum(self, other)` elementwise, broadcasting."""
     def minimum(self, other: _Operand) -> Tensor:
-        """``minimum(self, other)`` elementwise, broadcasting."""
+        """`minimum(self, other)` elementwise, broadcasting."""
     def fmod(self, other: _Operand) -> Tensor:
-        """``fmod(self, other)`` elementwise, broadcasting."""
+        """`fmod(self, other)` elementwise, broadcasting."""
     def remainder(self, other: _Operand) -> Tensor:
-        """``remainder(self, other)`` elementwise, broadcasting."""
+        """`remainder(self, other)` elementwise, broadcasting."""
     def atan2(self, other: _Operand) -> Tensor:
-        """``atan2(self, other)`` elementwise, broadcasting."""
+        """`atan2(self, other)` elementwise, broadcasting."""
     def arctan2(self, other: _Operand) -> Tensor:
-        """``arctan2(self, other)`` elementwise, broadcasting."""
+        """`arctan2(self, other)` elementwise, broadcasting."""
     def logical_and(self, other: _Operand) -> Tensor:
-        """``logical_and(self, other)`` elementwise, broadcasting."""
+        """`logical_and(self, other)` elementwise, broadcasting."""
     def logical_or(self, other: _Operand) -> Tensor:
-        """``logical_or(self, other)`` elementwise, broadcasting."""
+        """`logical_or(self, other)` elementwise, broadcasting."""
     def logical_xor(self, other: _Operand) -> Tensor:
-        """``logical_xor(self, other)`` elementwise, broadcasting."""
+        """`logical_xor(self, other)` elementwise, broadcasting."""
     def bitwise_and(self, other: _Operand) -> Tensor:
-        """``bitwise_and(self, other)`` elementwise, broadcasting."""
+        """`bitwise_and(self, other)` elementwise, broadcasting."""
     def bitwise_or(self, other: _Operand) -> Tensor:
-        """``bitwise_or(self, other)`` elementwise, broadcasting."""
+        """`bitwise_or(self, other)` elementwise, broadcasting."""
     def bitwise_xor(self, other: _Operand) -> Tensor:
-        """``bitwise_xor(self, other)`` elementwise, broadcasting."""
+        """`bitwise_xor(self, other)` elementwise, broadcasting."""
     def floor_divide(self, other: _Operand) -> Tensor:
-        """``floor_divide(self, other)`` elementwise, broadcasting."""
+        """Division rounded down (`//`)."""
     def __and__(self, other: _Operand, /) -> Tensor:
-        """The ``__and__`` operator, broadcasting."""
+        ...
     def __rand__(self, other: _Operand, /) -> Tensor:
-        """The ``__rand__`` operator, broadcasting."""
+        ...
     def __or__(self, other: _Operand, /) -> Tensor:
-        """The ``__or__`` operator, broadcasting."""
+        ...
     def __ror__(self, other: _Operand, /) -> Tensor:
-        """The ``__ror__`` operator, broadcasting."""
+        ...
     def __xor__(self, other: _Operand, /) -> Tensor:
-        """The ``__xor__`` operator, broadcasting."""
+        ...
     def __rxor__(self, other: _Operand, /) -> Tensor:
-        """The ``__rxor__`` operator, broadcasting."""
+        ...
     def __mod__(self, other: _Operand, /) -> Tensor:
-        """The ``__mod__`` operator, broadcasting."""
+        ...
     def __rmod__(self, other: _Operand, /) -> Tensor:
-        """The ``__rmod__`` operator, broadcasting."""
+        ...
     def __floordiv__(self, other: _Operand, /) -> Tensor:
-        """The ``__floordiv__`` operator, broadcasting."""
+        ...
     def __rfloordiv__(self, other: _Operand, /) -> Tensor:
-        """The ``__rfloordiv__`` operator, broadcasting."""
+        ...
     def round(self, *, decimals: _int = 0) -> Tensor:
-        """Nearest integer (halves to even), or to ``decimals`` decimal places."""
+        """Nearest integer (halves to even), or to `decimals` decimal places."""
     def clamp(self, min: _Operand | None = None, max: _Operand | None = None) -> Tensor:
-        """Clamp into ``[min, max]`` (numbers or tensors; either may be None)."""
+        """Clamp into `[min, max]` (numbers or tensors; either may be None)."""
     def clip(self, min: _Operand | None = None, max: _Operand | None = None) -> Tensor:
-        """Alias of ``clamp``."""
+        """Alias of `clamp`."""
     def nan_to_num(
         self, nan: _float = 0.0, posinf: _float | None = None, neginf: _float | None = None
     ) -> Tensor:
         """Replace NaN, +inf and -inf with finite numbers."""
     def div(self, other: _Operand, *, rounding_mode: str | None = None) -> Tensor:
-        """``self / other``; ``rounding_mode`` "trunc" or "floor" rounds the quotient."""
+        """`self / other`; `rounding_mode` "trunc" or "floor" rounds the quotient."""
     def divide(self, other: _Operand, *, rounding_mode: str | None = None) -> Tensor:
-        """Alias of ``div``."""
+        """Alias of `div`."""
     def prod(
         self,
         dim: _int | Sequence[_int] | None = None,
@@ -736,19 +742,19 @@ class Tensor:
         *,
         dtype: _dtype | None = None,
     ) -> Tensor:
-        """Product over all elements or ``dim``."""
+        """Product over all elements or `dim`."""
     def amax(self, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False) -> Tensor:
-        """Largest elements over ``dim`` (all when empty); ties share the gradient."""
+        """Largest elements over `dim` (all when empty); ties share the gradient."""
     def amin(self, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False) -> Tensor:
-        """Smallest elements over ``dim`` (all when empty); ties share the gradient."""
+        """Smallest elements over `dim` (all when empty); ties share the gradient."""
     def max(self, dim: _int | Tensor | None = None, keepdim: _bool = False) -> Any:
-        """``max()``, ``max(dim, keepdim=False)`` -> ``(values, indices)``, or ``max(other)``."""
+        """`max()` (all), `max(dim, keepdim=False)` -> `(values, indices)`, or `max(other)`."""
     def min(self, dim: _int | Tensor | None = None, keepdim: _bool = False) -> Any:
-        """``min()``, ``min(dim, keepdim=False)`` -> ``(values, indices)``, or ``min(other)``."""
+        """`min()` (all), `min(dim, keepdim=False)` -> `(values, indices)`, or `min(other)`."""
     def argmax(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor:
-        """Index of the largest element (of the flattened tensor when ``dim`` is None)."""
+        """Index of the largest element (of the flattened tensor when `dim` is None)."""
     def argmin(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor:
-        """Index of the smallest element (of the flattened tensor when ``dim`` is None)."""
+        """Index of the smallest element (of the flattened tensor when `dim` is None)."""
     def var(
         self,
         dim: _int | Sequence[_int] | _bool | None = None,
@@ -757,7 +763,7 @@ class Tensor:
         *,
         correction: _float | None = None,
     ) -> Tensor:
-        """Variance over ``dim`` with ``correction`` (default 1) or the legacy ``unbiased`` flag."""
+        """Variance over `dim` with `correction` (default 1) or the legacy `unbiased` flag."""
     def std(
         self,
         dim: _int | Sequence[_int] | _bool | None = None,
@@ -766,7 +772,7 @@ class Tensor:
         *,
         correction: _float | None = None,
     ) -> Tensor:
-        """Standard deviation over ``dim`` with ``correction`` (default 1) or ``unbiased``."""
+        """Standard deviation over `dim` with `correction` (default 1) or `unbiased`."""
     def norm(
         self,
         p: _float | str | None = None,
@@ -774,72 +780,72 @@ class Tensor:
         keepdim: _bool = False,
         dtype: _dtype | None = None,
     ) -> Tensor:
-        """The ``p``-norm over ``dim`` (all when None); ``'fro'`` is the 2-norm."""
+        """The `p`-norm over `dim` (all when None); `'fro'` is the 2-norm."""
     def _vector_norm(
         self, ord: _float = 2.0, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False
     ) -> Tensor:
-        """The vector ``ord``-norm (``torch.linalg.vector_norm``)."""
+        """The vector `ord`-norm (`torch.linalg.vector_norm`)."""
     def logsumexp(self, dim: _int | Sequence[_int], keepdim: _bool = False) -> Tensor:
-        """log of the sum of exp over ``dim``, stable for large inputs."""
+        """log Σ exp over `dim`, stable for large inputs."""
     def softmax(self, dim: _int, dtype: _dtype | None = None) -> Tensor:
-        """Softmax along ``dim`` (after converting to ``dtype`` when given)."""
+        """Softmax along `dim` (after converting to `dtype` when given)."""
     def log_softmax(self, dim: _int, dtype: _dtype | None = None) -> Tensor:
-        """Log-softmax along ``dim`` (after converting to ``dtype`` when given)."""
+        """Log-softmax along `dim` (after converting to `dtype` when given)."""
     def cumsum(self, dim: _int, *, dtype: _dtype | None = None) -> Tensor:
-        """Cumulative sum along ``dim``."""
+        """Cumulative sum along `dim`."""
     def cumprod(self, dim: _int, *, dtype: _dtype | None = None) -> Tensor:
-        """Cumulative product along ``dim``."""
+        """Cumulative product along `dim`."""
     def all(self, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False) -> Tensor:
-        """Whether all elements (over ``dim``) are nonzero."""
+        """Whether all elements (over `dim`) are nonzero."""
     def any(self, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False) -> Tensor:
-        """Whether any element (over ``dim``) is nonzero."""
-    # ----- ops_shape ------------------------------------------------------------------------------
+        """Whether any element (over `dim`) is nonzero."""
+    # ----- src/python/ops/{shape,indexing,matmul,linalg}.rs ---------------------------------------
     def view_as(self, other: Tensor) -> Tensor:
-        """A view with ``other``'s shape."""
+        """A view with `other`'s shape."""
     def unflatten(self, dim: _int, sizes: Sequence[_int]) -> Tensor:
-        """Split dim ``dim`` into ``sizes`` (one -1 inferred; a view)."""
+        """Split dim `dim` into `sizes` (a view)."""
     def movedim(self, source: _int | Sequence[_int], destination: _int | Sequence[_int]) -> Tensor:
-        """Move dims ``source`` to positions ``destination`` (a view)."""
+        """Move dims `source` to `destination` (a view)."""
     def moveaxis(self, source: _int | Sequence[_int], destination: _int | Sequence[_int]) -> Tensor:
-        """Alias of ``movedim``."""
+        """Alias of `movedim`."""
     def expand_as(self, other: Tensor) -> Tensor:
-        """Broadcast to ``other``'s shape (a view)."""
+        """Broadcast to `other`'s shape (a view)."""
     def broadcast_to(self, size: Sequence[_int]) -> Tensor:
-        """Broadcast to ``size`` (a view)."""
+        """Broadcast to `size` (a view)."""
     def split(
         self, split_size_or_sections: _int | Sequence[_int], dim: _int = 0
     ) -> tuple[Tensor, ...]:
-        """Pieces along ``dim`` of one size or of the given sizes (views)."""
+        """Pieces of `split_size_or_sections` along `dim` (views)."""
     def split_with_sizes(self, split_sizes: Sequence[_int], dim: _int = 0) -> tuple[Tensor, ...]:
-        """Pieces of the given sizes along ``dim`` (views)."""
+        """Pieces of the given sizes along `dim` (views)."""
     def chunk(self, chunks: _int, dim: _int = 0) -> tuple[Tensor, ...]:
-        """At most ``chunks`` equal pieces along ``dim`` (views)."""
+        """At most `chunks` equal pieces along `dim` (views)."""
     def unbind(self, dim: _int = 0) -> tuple[Tensor, ...]:
-        """The slices along ``dim`` (views)."""
+        """The slices along `dim` (views)."""
     def flip(self, *args: _int | Sequence[_int], **kwargs: Sequence[_int]) -> Tensor:
-        """Reversed along ``dims``: ``flip(0, 1)``, ``flip((0, 1))`` or ``flip(dims=...)``."""
+        """Reverse along `dims` (a copy); `flip(0, 1)`, `flip((0, 1))` or `flip(dims=(0, 1))`."""
     def roll(
         self, shifts: _int | Sequence[_int], dims: _int | Sequence[_int] | None = None
     ) -> Tensor:
-        """Shifted cyclically along ``dims`` (flattened without dims; a copy)."""
+        """Shift elements cyclically (a copy)."""
     def repeat(self, *sizes: _int | Sequence[_int]) -> Tensor:
-        """Tiled ``sizes[i]`` times along each dim (a copy)."""
+        """Tile `sizes[i]` times along each dim (a copy)."""
     def tile(self, *dims: _int | Sequence[_int]) -> Tensor:
-        """``repeat`` with missing leading sizes taken as 1 (a copy)."""
+        """`repeat` with missing leading sizes taken as 1 (a copy)."""
     def _index(self, indices: Sequence[Tensor | None]) -> Tensor:
-        """Advanced indexing with one optional index tensor per leading dim (a copy)."""
+        """Advanced indexing with one optional index tensor per leading dim."""
     def index_put(
         self, indices: Sequence[Tensor | None], values: _ArrayOperand, accumulate: _bool = False
     ) -> Tensor:
-        """A copy with ``values`` written (or added) at ``self[indices]``."""
+        """Out-of-place `index_put`."""
     def index_put_(
         self, indices: Sequence[Tensor | None], values: _ArrayOperand, accumulate: _bool = False
     ) -> Tensor:
-        """``index_put`` in place; returns self."""
+        """In-place `index_put_`."""
     def index_select(self, dim: _int, index: Tensor) -> Tensor:
-        """Elements along ``dim`` at ``index``."""
+        """Elements along `dim` at `index`."""
     def gather(self, dim: _int, index: Tensor) -> Tensor:
-        """Values along ``dim`` at ``index``, shaped like ``index``."""
+        """Values along `dim` at `index`, shaped like `index`."""
     def scatter(
         self,
         dim: _int,
@@ -847,21 +853,21 @@ class Tensor:
         src: Tensor | _float | None = None,
         value: Tensor | _float | None = None,
     ) -> Tensor:
-        """A copy with ``src`` (or ``value``) written along ``dim`` at ``index``."""
+        """A copy with `src` (tensor or number) written along `dim` at `index`."""
     def scatter_add(self, dim: _int, index: Tensor, src: Tensor) -> Tensor:
-        """A copy with ``src`` added along ``dim`` at ``index``."""
+        """A copy with `src` added along `dim` at `index`."""
     def index_add(self, dim: _int, index: Tensor, source: Tensor, *, alpha: _float = 1.0) -> Tensor:
-        """A copy with ``alpha * source`` added along ``dim`` at ``index``."""
+        """A copy with `alpha * source` added along `dim` at `index`."""
     def masked_fill(self, mask: Tensor, value: Tensor | _float) -> Tensor:
-        """``value`` where ``mask`` is true."""
+        """`value` where `mask` is true."""
     def masked_fill_(self, mask: Tensor, value: Tensor | _float) -> Tensor:
-        """``masked_fill`` in place; returns self."""
+        """In-place `masked_fill`."""
     def masked_select(self, mask: Tensor) -> Tensor:
-        """The elements where ``mask`` is true (1-D)."""
+        """The elements where `mask` is true (1-D)."""
     def take_along_dim(self, indices: Tensor, dim: _int | None = None) -> Tensor:
-        """``gather`` with broadcasting; flattened without ``dim``."""
+        """`gather` with broadcasting; flattened without `dim`."""
     def nonzero(self, *, as_tuple: _bool = False) -> Any:
-        """Coordinates of the non-zero elements (``[n, ndim]``, or a tuple of columns)."""
+        """Coordinates of the non-zero elements."""
     def mm(self, mat2: Tensor) -> Tensor:
         """Strict 2-D matrix product."""
     def bmm(self, mat2: Tensor) -> Tensor:
@@ -871,7 +877,7 @@ class Tensor:
     def trace(self) -> Tensor:
         """Sum of the main diagonal."""
     def diag(self, diagonal: _int = 0) -> Tensor:
-        """Vector → diagonal matrix; matrix → its diagonal."""
+        """Vector → diagonal matrix; matrix → diagonal."""
     def diagonal(self, offset: _int = 0, dim1: _int = 0, dim2: _int = 1) -> Tensor:
         """A diagonal as the last dim (a view)."""
     def tril(self, diagonal: _int = 0) -> Tensor:
@@ -893,19 +899,19 @@ float64: dtype
 # ----- creation -----------------------------------------------------------------------------------
 
 def _from_numpy(array: npt.NDArray[Any], share: _bool) -> Tensor:
-    """A tensor from a NumPy array: ``share=True`` keeps the memory, else copies."""
+    """A tensor from a NumPy array: `share=True` keeps the memory (from_numpy), else copies."""
 
 def _full(shape: Sequence[_int], value: _float, dtype: dtype) -> Tensor:
-    """A tensor filled with ``value``."""
+    """A tensor filled with `value`."""
 
 def _arange(start: _float, end: _float, step: _float, dtype: dtype) -> Tensor:
-    """Values from ``start`` to ``end`` (exclusive) by ``step``."""
+    """Values from `start` to `end` by `step`."""
 
 def _linspace(start: _float, end: _float, steps: _int, dtype: dtype) -> Tensor:
-    """``steps`` evenly spaced values from ``start`` to ``end``."""
+    """`steps` evenly spaced values from `start` to `end`."""
 
 def _eye(n: _int, m: _int, dtype: dtype) -> Tensor:
-    """An ``n`` x ``m`` identity matrix."""
+    """An identity matrix."""
 
 def _rand(shape: Sequence[_int], dtype: dtype) -> Tensor:
     """Uniform [0, 1) samples."""
@@ -914,7 +920,7 @@ def _randn(shape: Sequence[_int], dtype: dtype) -> Tensor:
     """Standard normal samples."""
 
 def _randperm(n: _int, seed: _int | None = None) -> Tensor:
-    """A random permutation of ``0..n`` (int64), from the global generator or a seeded one."""
+    """A random permutation of `0..n` (int64), from the global generator or a seeded one."""
 
 def get_default_dtype() -> dtype:
     """The default floating type (float32 unless set)."""
@@ -923,7 +929,7 @@ def set_default_dtype(d: dtype) -> None:
     """Set the default floating type: float32 or float64."""
 
 def manual_seed(seed: _int) -> None:
-    """Seed the random generator."""
+    """Seed the random generator (negative seeds are taken as their two's complement, as torch)."""
 
 # ----- autograd -----------------------------------------------------------------------------------
 
@@ -934,7 +940,7 @@ def _backward(
     create_graph: _bool,
     inputs: Iterable[Tensor] | None,
 ) -> None:
-    """``autograd.backward`` after Python normalised the arguments."""
+    """`autograd.backward` after Python normalised the arguments."""
 
 def _grad(
     outputs: Iterable[Tensor],
@@ -945,7 +951,7 @@ def _grad(
     allow_unused: _bool | None,
     materialize_grads: _bool,
 ) -> tuple[Tensor | None, ...]:
-    """``autograd.grad`` after Python normalised the arguments."""
+    """`autograd.grad` after Python normalised the arguments."""
 
 def _record_function(
     name: str,
@@ -957,7 +963,8 @@ def _record_function(
     materialize_grads: _bool,
     backward: Callable[..., Sequence[Tensor | None]],
 ) -> tuple[list[Tensor], SavedVariables | None]:
-    """Record an ``autograd.Function`` call: the outputs to hand back and the saved tensors."""
+    """Record a Python `autograd.Function` call: returns the outputs to hand back and the saved
+    tensors object."""
 
 def _save_tensors(to_save: Iterable[Tensor | None], outputs: Iterable[Tensor]) -> SavedVariables:
     """Save tensors outside a recorded node (forward without inputs requiring grad)."""
@@ -987,12 +994,12 @@ def get_num_threads() -> _int:
     """Threads used by backward and parallel kernels."""
 
 def set_num_threads(n: _int) -> None:
-    """Set the number of threads used by backward and parallel kernels (must be positive)."""
+    """Set the number of threads used by backward and parallel kernels."""
 
 # ----- ops ----------------------------------------------------------------------------------------
 
 def _where_tensors(cond: _ArrayOperand, a: _ArrayOperand, b: _ArrayOperand) -> Tensor:
-    """``cond ? a : b`` elementwise, broadcasting."""
+    """`cond ? a : b` elementwise, broadcasting."""
 
 # ----- optim --------------------------------------------------------------------------------------
 
@@ -1062,25 +1069,25 @@ def _adagrad_step(
 def _safetensors_save(
     tensors: Sequence[tuple[str, Tensor]], metadata: dict[str, str] | None = None
 ) -> bytes:
-    """The ``.safetensors`` bytes of ``(name, tensor)`` pairs with optional header metadata."""
+    """The `.safetensors` bytes of `(name, tensor)` pairs with optional header metadata."""
 
 def _safetensors_save_file(
     tensors: Sequence[tuple[str, Tensor]], path: str, metadata: dict[str, str] | None = None
 ) -> None:
-    """Writes ``(name, tensor)`` pairs to the file ``path``."""
+    """Writes `(name, tensor)` pairs to the file `path`."""
 
 def _safetensors_load(
     data: bytes,
 ) -> tuple[list[tuple[str, Tensor]], dict[str, str] | None]:
-    """The ``(name, tensor)`` pairs (in stored order) and the header metadata of
-    ``.safetensors`` bytes."""
+    """The `(name, tensor)` pairs (in stored order) and the header metadata of `.safetensors`
+    bytes."""
 
-# ----- nn_sparse ----------------------------------------------------------------------------------
+# ----- src/python/nn/sparse.rs --------------------------------------------------------------------
 
 def _nn_embedding(
     weight: Tensor, indices: Tensor, padding_idx: _int | None, scale_grad_by_freq: _bool
 ) -> Tensor:
-    """Rows of ``weight`` at ``indices`` (``padding_idx`` already wrapped, or None)."""
+    """Rows of `weight` at `indices` (`padding_idx` already wrapped, or None)."""
 
 def _nn_embedding_bag(
     weight: Tensor,
@@ -1092,18 +1099,18 @@ def _nn_embedding_bag(
     padding_idx: _int | None,
     scale_grad_by_freq: _bool,
 ) -> Tensor:
-    """Bags of rows of ``weight`` (``indices`` 1-D split at ``offsets``; ``mode`` 0 sum,
-    1 mean, 2 max; ``padding_idx`` already wrapped, or None): shape ``(bags, D)``."""
+    """Bags of rows of `weight` (`indices` 1-D, split at `offsets`; `mode` 0 sum, 1 mean, 2 max;
+    `padding_idx` already wrapped, or None)."""
 
 def _nn_one_hot(tensor: Tensor, num_classes: _int) -> Tensor:
-    """One-hot int64 encoding along a new last dim (``num_classes`` -1: max + 1)."""
+    """One-hot int64 encoding (`num_classes` -1: max + 1)."""
 
 def _nn_embedding_renorm_(
     weight: Tensor, indices: Tensor, max_norm: _float, norm_type: _float
 ) -> None:
-    """Rows of ``weight`` used by ``indices`` rescaled in place to at most ``max_norm``."""
+    """Rows of `weight` used by `indices` rescaled in place to at most `max_norm`."""
 
-# ----- nn_rnn -------------------------------------------------------------------------------------
+# ----- src/python/nn/rnn.rs -----------------------------------------------------------------------
 
 def _nn_rnn(
     mode: str,
@@ -1120,9 +1127,9 @@ def _nn_rnn(
     batch_first: _bool,
     lengths: Sequence[_int] | None = None,
 ) -> tuple[Tensor, Tensor, Tensor | None]:
-    """The recurrence of ``nn.RNN``/``nn.LSTM``/``nn.GRU`` over a whole sequence (``mode`` one
-    of "RNN_TANH", "RNN_RELU", "LSTM", "GRU"): returns ``(output, h_n, c_n or None)``.
-    ``lengths`` runs padded variable-length rows (a packed sequence)."""
+    """The recurrence of `nn.RNN`/`nn.LSTM`/`nn.GRU` over a whole sequence (torch's `_VF.lstm`
+    etc.): returns `(output, h_n, c_n or None)`. `lengths` runs padded variable-length rows
+    (a packed sequence)."""
 
 def _nn_rnn_cell(
     input: Tensor,
@@ -1133,7 +1140,7 @@ def _nn_rnn_cell(
     b_hh: Tensor | None,
     nonlinearity: str,
 ) -> Tensor:
-    """One step of ``nn.RNNCell`` (``nonlinearity`` "tanh" or "relu")."""
+    """One step of `nn.RNNCell` (`nonlinearity` "tanh" or "relu")."""
 
 def _nn_lstm_cell(
     input: Tensor,
@@ -1144,7 +1151,7 @@ def _nn_lstm_cell(
     b_ih: Tensor | None,
     b_hh: Tensor | None,
 ) -> tuple[Tensor, Tensor]:
-    """One step of ``nn.LSTMCell``: returns ``(h', c')``."""
+    """One step of `nn.LSTMCell`: returns `(h', c')`."""
 
 def _nn_gru_cell(
     input: Tensor,
@@ -1154,9 +1161,9 @@ def _nn_gru_cell(
     b_ih: Tensor | None,
     b_hh: Tensor | None,
 ) -> Tensor:
-    """One step of ``nn.GRUCell``."""
+    """One step of `nn.GRUCell`."""
 
-# ----- ops_nn -------------------------------------------------------------------------------------
+# ----- src/python/nn/*.rs -------------------------------------------------------------------------
 
 def _nn_im2col(
     input: Tensor,
@@ -1165,7 +1172,8 @@ def _nn_im2col(
     padding: Sequence[_int],
     stride: Sequence[_int],
 ) -> Tensor:
-    """``unfold`` (im2col): ``(N, C, *spatial)`` to ``(N, C*prod(kernel_size), L)``."""
+    """`unfold` (im2col): `(N, C, *spatial)` to `(N, C*prod(kernel_size), L)`. The integer
+    arguments are checked (torch's messages) before they become sizes."""
 
 def _nn_col2im(
     input: Tensor,
@@ -1175,10 +1183,12 @@ def _nn_col2im(
     padding: Sequence[_int],
     stride: Sequence[_int],
 ) -> Tensor:
-    """``fold`` (col2im): ``(N, C*prod(kernel_size), L)`` to ``(N, C, *output_size)``."""
+    """`fold` (col2im): `(N, C*prod(kernel_size), L)` to `(N, C, *output_size)`, checked like
+    `_nn_im2col`."""
 
 def _nn_pad(input: Tensor, pads: Sequence[_int], mode: str, value: _float) -> Tensor:
-    """``pad`` (``mode`` one of "constant", "reflect", "replicate", "circular")."""
+    """`pad` (`mode` one of "constant", "reflect", "replicate", "circular"; `value` for
+    constant)."""
 
 def _nn_interpolate(
     input: Tensor,
@@ -1188,41 +1198,41 @@ def _nn_interpolate(
     align_corners: _bool,
     antialias: _bool = False,
 ) -> Tensor:
-    """``interpolate`` to ``size`` or by ``scale_factor`` (exactly one given); ``mode`` one of
-    "nearest", "nearest-exact", "linear", "cubic", "area"; ``antialias`` for "linear" and
-    "cubic" over 2 dims."""
+    """`input` resampled to `size` or by `scale_factor` (exactly one given, one entry per spatial
+    dim); `mode` one of nearest, nearest-exact, linear, cubic, area; `antialias` for linear and
+    cubic over 2 dims."""
 
 def _nn_shuffle(kind: str, input: Tensor, factor: _int) -> Tensor:
-    """``pixel_shuffle`` ("shuffle"), ``pixel_unshuffle`` ("unshuffle") or ``channel_shuffle``
-    ("channel")."""
+    """`pixel_shuffle` (`kind` "shuffle"), `pixel_unshuffle` ("unshuffle") or `channel_shuffle`
+    ("channel") of `input` by `factor`."""
 def _nn_cosine_similarity(x1: Tensor, x2: Tensor, dim: _int, eps: _float) -> Tensor:
-    """Cosine similarity of ``x1`` and ``x2`` (broadcast) along ``dim``."""
+    """Cosine similarity of `x1` and `x2` (broadcast) along `dim`."""
 
 def _nn_pairwise_distance(x1: Tensor, x2: Tensor, p: _float, eps: _float, keepdim: _bool) -> Tensor:
-    """The ``p``-norm of ``x1 - x2 + eps`` over the last dim."""
+    """The `p`-norm of `x1 - x2 + eps` over the last dim."""
 
 def _nn_normalize(input: Tensor, p: _float, dim: _int, eps: _float) -> Tensor:
-    """``x / max(||x||_p, eps)`` along ``dim``."""
+    """`x / max(‖x‖_p, eps)` along `dim`."""
 
 def _nn_prelu(input: Tensor, weight: Tensor) -> Tensor:
     """PReLU with one slope or one per channel (dim 1)."""
 
 def _nn_linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``input @ weight.T + bias`` as one node."""
+    """`input @ weight.T + bias` as one node."""
 
 def _cdist(x1: Tensor, x2: Tensor, p: _float, compute_mode: _int) -> Tensor:
-    """``torch.cdist`` (``compute_mode`` 0: matrix product if either side has more than 25
-    rows, 1: always for p = 2, 2: never)."""
+    """`torch.cdist` (`compute_mode` 0: matrix product if either side has more than 25 rows,
+    1: always for p = 2, 2: never)."""
 
 def _nn_cosine_embedding_loss(
     input1: Tensor, input2: Tensor, target: Tensor, margin: _float, reduction: str
 ) -> Tensor:
-    """``cosine_embedding_loss``."""
+    """`cosine_embedding_loss`."""
 
 def _nn_margin_ranking_loss(
     input1: Tensor, input2: Tensor, target: Tensor, margin: _float, reduction: str
 ) -> Tensor:
-    """``margin_ranking_loss``."""
+    """`margin_ranking_loss`."""
 
 def _nn_triplet_margin_loss(
     anchor: Tensor,
@@ -1234,30 +1244,30 @@ def _nn_triplet_margin_loss(
     swap: _bool,
     reduction: str,
 ) -> Tensor:
-    """``triplet_margin_loss``."""
+    """`triplet_margin_loss`."""
 
 def _nn_hinge_embedding_loss(
     input: Tensor, target: Tensor, margin: _float, reduction: str
 ) -> Tensor:
-    """``hinge_embedding_loss``."""
+    """`hinge_embedding_loss`."""
 
 def _nn_soft_margin_loss(input: Tensor, target: Tensor, reduction: str) -> Tensor:
-    """``soft_margin_loss``."""
+    """`soft_margin_loss`."""
 
 def _nn_multilabel_soft_margin_loss(
     input: Tensor, target: Tensor, weight: Tensor | None, reduction: str
 ) -> Tensor:
-    """``multilabel_soft_margin_loss``."""
+    """`multilabel_soft_margin_loss`."""
 
 def _nn_poisson_nll_loss(
     input: Tensor, target: Tensor, log_input: _bool, full: _bool, eps: _float, reduction: str
 ) -> Tensor:
-    """``poisson_nll_loss``."""
+    """`poisson_nll_loss`."""
 
 def _nn_gaussian_nll_loss(
     input: Tensor, target: Tensor, var: Tensor, full: _bool, eps: _float, reduction: str
 ) -> Tensor:
-    """``gaussian_nll_loss`` (``var`` already shaped to broadcast against ``input``)."""
+    """`gaussian_nll_loss` (`var` already shaped to broadcast against `input`)."""
 
 def _nn_layer_norm(
     input: Tensor,
@@ -1266,7 +1276,7 @@ def _nn_layer_norm(
     bias: Tensor | None,
     eps: _float,
 ) -> Tensor:
-    """Layer norm over the trailing ``normalized_shape`` dims (node NativeLayerNormBackward0)."""
+    """`layer_norm(input, normalized_shape, weight, bias, eps)`."""
 
 def _nn_rms_norm(
     input: Tensor,
@@ -1274,7 +1284,7 @@ def _nn_rms_norm(
     weight: Tensor | None,
     eps: _float | None,
 ) -> Tensor:
-    """RMS norm over the trailing dims; ``eps=None`` is ``finfo(dtype).eps``."""
+    """`rms_norm(input, normalized_shape, weight, eps)`; `eps` None is `finfo(dtype).eps`."""
 
 def _nn_group_norm(
     input: Tensor,
@@ -1283,7 +1293,7 @@ def _nn_group_norm(
     bias: Tensor | None,
     eps: _float,
 ) -> Tensor:
-    """Group norm of ``(N, C, *)`` (node NativeGroupNormBackward0)."""
+    """`group_norm(input, num_groups, weight, bias, eps)`."""
 
 def _nn_batch_norm(
     input: Tensor,
@@ -1295,7 +1305,8 @@ def _nn_batch_norm(
     momentum: _float,
     eps: _float,
 ) -> Tensor:
-    """Batch norm; updates the running statistics in place when training."""
+    """`batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)`;
+    the running statistics are updated in place when training."""
 
 def _nn_instance_norm(
     input: Tensor,
@@ -1307,12 +1318,13 @@ def _nn_instance_norm(
     momentum: _float,
     eps: _float,
 ) -> Tensor:
-    """Instance norm (a batch norm of the input seen as ``(1, N*C, *)``)."""
+    """`instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum,
+    eps)`."""
 
 def _nn_local_response_norm(
     input: Tensor, size: _int, alpha: _float, beta: _float, k: _float
 ) -> Tensor:
-    """Local response norm across channels (dim 1)."""
+    """`local_response_norm(input, size, alpha, beta, k)`."""
 
 def _nn_scaled_dot_product_attention(
     query: Tensor,
@@ -1324,57 +1336,57 @@ def _nn_scaled_dot_product_attention(
     scale: _float | None = None,
     enable_gqa: _bool = False,
 ) -> Tensor:
-    """``softmax(query @ key.T * scale + attn_mask) @ value`` by the fused flash-style kernel."""
+    """`softmax(q kᵀ · scale + mask) v` through the fused kernel, the GIL released while it runs."""
 def _nn_gelu(input: Tensor, approximate: str) -> Tensor:
-    """gelu, ``approximate`` "none" or "tanh"."""
+    """gelu, `approximate` "none" or "tanh"."""
 
 def _nn_silu(input: Tensor) -> Tensor:
-    """``x * sigmoid(x)``."""
+    """`x · sigmoid(x)`."""
 
 def _nn_mish(input: Tensor) -> Tensor:
-    """``x * tanh(softplus(x))``."""
+    """`x · tanh(softplus(x))`."""
 
 def _nn_elu(input: Tensor, alpha: _float) -> Tensor:
-    """elu with ``alpha``."""
+    """elu with `alpha`."""
 
 def _nn_selu(input: Tensor) -> Tensor:
     """Scaled elu with torch's constants."""
 
 def _nn_celu(input: Tensor, alpha: _float) -> Tensor:
-    """celu with ``alpha`` (non-zero)."""
+    """celu with `alpha` (non-zero)."""
 
 def _nn_softplus(input: Tensor, beta: _float, threshold: _float) -> Tensor:
-    """softplus with ``beta`` and ``threshold``."""
+    """softplus with `beta` and `threshold`."""
 
 def _nn_hardswish(input: Tensor) -> Tensor:
-    """``x * relu6(x + 3) / 6``."""
+    """`x · relu6(x + 3) / 6`."""
 
 def _nn_hardsigmoid(input: Tensor) -> Tensor:
-    """``relu6(x + 3) / 6``."""
+    """`relu6(x + 3) / 6`."""
 
 def _nn_leaky_relu(input: Tensor, negative_slope: _float) -> Tensor:
-    """leaky_relu with ``negative_slope``."""
+    """leaky_relu with `negative_slope`."""
 
 def _nn_hardtanh(input: Tensor, min_val: _float, max_val: _float) -> Tensor:
-    """hardtanh clamping to ``[min_val, max_val]``."""
+    """hardtanh clamping to `[min_val, max_val]`."""
 
 def _nn_logsigmoid(input: Tensor) -> Tensor:
-    """``-softplus(-x)``."""
+    """`-softplus(-x)`."""
 
 def _nn_glu(input: Tensor, dim: _int) -> Tensor:
-    """glu along ``dim``."""
+    """glu along `dim`."""
 
 def _nn_dropout(input: Tensor, p: _float) -> Tensor:
-    """Inverted dropout with probability ``p`` (training mode)."""
+    """Inverted dropout with probability `p` (training mode)."""
 
 def _nn_dropout_ext(input: Tensor, p: _float, feature: _bool, alpha: _bool) -> Tensor:
-    """Channel-wise (``feature``) and/or alpha dropout with probability ``p`` (training mode)."""
+    """Channel-wise (`feature`) and/or alpha dropout with probability `p` (training mode)."""
 
 def _nn_shrink(input: Tensor, lambd: _float, soft: _bool) -> Tensor:
-    """hardshrink (``soft`` false) or softshrink with threshold ``lambd``."""
+    """hardshrink (`soft` false) or softshrink with threshold `lambd`."""
 
 def _nn_rrelu(input: Tensor, lower: _float, upper: _float, training: _bool) -> Tensor:
-    """Randomized leaky ReLU with slopes in ``[lower, upper]``."""
+    """Randomized leaky ReLU with slopes in `[lower, upper]`."""
 
 def _nn_cross_entropy(
     input: Tensor,
@@ -1406,7 +1418,7 @@ def _nn_pointwise_loss(
     pos_weight: Tensor | None = None,
 ) -> Tensor:
     """The regression and binary losses by name, with their optional weight and parameter
-    (``beta`` of smooth_l1, ``delta`` of huber, ``log_target`` of kl_div as 0/1)."""
+    (`beta` of smooth_l1, `delta` of huber, `log_target` of kl_div as 0/1)."""
 def _nn_conv(
     nd: _int,
     input: Tensor,
@@ -1417,7 +1429,7 @@ def _nn_conv(
     dilation: Sequence[_int],
     groups: _int,
 ) -> Tensor:
-    """``conv{nd}d``; ``padding`` is a list of ints or ``'same'`` / ``'valid'``."""
+    """`conv{nd}d`: `padding` is a list of ints or `'same'` / `'valid'` (checked by the caller)."""
 
 def _nn_conv_transpose(
     nd: _int,
@@ -1430,7 +1442,7 @@ def _nn_conv_transpose(
     groups: _int,
     dilation: Sequence[_int],
 ) -> Tensor:
-    """``conv_transpose{nd}d``."""
+    """`conv_transpose{nd}d`."""
 
 def _nn_max_pool(
     nd: _int,
@@ -1441,7 +1453,7 @@ def _nn_max_pool(
     dilation: Sequence[_int],
     ceil_mode: _bool,
 ) -> tuple[Tensor, Tensor]:
-    """``max_pool{nd}d_with_indices``: values and indices; an empty ``stride`` means the kernel."""
+    """`max_pool{nd}d_with_indices`: values and indices; an empty `stride` means the kernel."""
 
 def _nn_avg_pool(
     nd: _int,
@@ -1453,15 +1465,16 @@ def _nn_avg_pool(
     count_include_pad: _bool,
     divisor_override: _int | None = None,
 ) -> Tensor:
-    """``avg_pool{nd}d``; an empty ``stride`` means the kernel."""
+    """`avg_pool{nd}d`; an empty `stride` means the kernel."""
 
 def _nn_adaptive_pool(
     kind: str, nd: _int, input: Tensor, output_size: Sequence[_int]
 ) -> tuple[Tensor, Tensor | None]:
-    """``adaptive_{avg,max}_pool{1,2,3}d``: the values, and the indices for max pooling."""
+    """`adaptive_{avg,max}_pool{1,2,3}d` (`kind` "avg" or "max"): the values, and the indices for
+    max pooling."""
 
 def _nn_max_unpool(input: Tensor, indices: Tensor, output_size: Sequence[_int]) -> Tensor:
-    """``max_unpool{2,3}d`` to the spatial ``output_size``."""
+    """`max_unpool{2,3}d` to the spatial `output_size` (checked by the caller)."""
 
 def _nn_lp_pool(
     input: Tensor,
@@ -1470,15 +1483,15 @@ def _nn_lp_pool(
     stride: Sequence[_int],
     ceil_mode: _bool,
 ) -> Tensor:
-    """``lp_pool{1,2,3}d`` (``stride`` empty: the kernel size)."""
+    """`lp_pool{1,2,3}d` (`stride` empty: the kernel size)."""
 
-# ----- ops_shape ----------------------------------------------------------------------------------
+# ----- src/python/ops/{shape,indexing,matmul,linalg}.rs -------------------------------------------
 
 def _cat(tensors: Sequence[Tensor], dim: _int = 0) -> Tensor:
-    """Concatenate along ``dim``."""
+    """Concatenate tensors along `dim`."""
 
 def _stack(tensors: Sequence[Tensor], dim: _int = 0) -> Tensor:
-    """Stack along a new dim ``dim``."""
+    """Stack tensors along a new dim."""
 
 def _einsum(equation: str, operands: Sequence[Tensor]) -> Tensor:
     """Einstein summation."""

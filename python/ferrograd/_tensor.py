@@ -1,44 +1,18 @@
-"""Tensor methods written in Python: formatting, indexing, conversions and argument handling
-that torch does in Python too. Installed on the Rust ``Tensor`` class at import."""
+"""The parts of ``Tensor`` written in Python: ``repr`` formatting and ``t[index]`` parsing
+(NumPy-heavy, as in torch's Python layer), attached to the Rust class by ``_install`` at import;
+and the ``grad_fn`` node wrapper and the unpickling function that Rust methods call. Every
+other method is defined by the Rust class itself (``src/python/``)."""
 
 from __future__ import annotations
 
 import builtins
-import warnings
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from . import _C
-from ._device import CPU, check_device, device
-from ._dtypes import check_dtype, to_numpy_dtype
+from ._dtypes import to_numpy_dtype
 from ._lazy import is_numpy, np
 
 Tensor = _C.Tensor
-
-_NONLEAF_GRAD_WARNING = (
-    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
-    "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
-    "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If "
-    "you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. "
-    "See github.com/pytorch/pytorch/pull/30531 for more information."
-)
-
-
-# ----- .grad ------------------------------------------------------------------------------------
-
-
-def _get_grad(self: Tensor) -> Optional[Tensor]:
-    if not self.is_leaf and not self.retains_grad and self.requires_grad:
-        warnings.warn(_NONLEAF_GRAD_WARNING, UserWarning, stacklevel=2)
-    return self._get_grad()
-
-
-def _set_grad(self: Tensor, value: Optional[Tensor]) -> None:
-    self._set_grad(value)
-
-
-def _del_grad(self: Tensor) -> None:
-    self._set_grad(None)
-
 
 # ----- formatting -------------------------------------------------------------------------------
 
@@ -116,6 +90,7 @@ def _format_data(arr: np.ndarray, indent: int) -> str:
 
 
 def _repr(self: Tensor) -> str:
+    """torch-style `tensor([...])` formatting."""
     arr = self.detach().numpy()
     prefix = "tensor("
     body = _format_data(arr, len(prefix)) if arr.size or arr.ndim == 0 else "[]"
@@ -132,47 +107,6 @@ def _repr(self: Tensor) -> str:
     elif self.requires_grad:
         suffixes.append("requires_grad=True")
     return prefix + body + "".join(", " + s for s in suffixes) + ")"
-
-
-# ----- conversions ------------------------------------------------------------------------------
-
-
-def _to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-    dtype = kwargs.pop("dtype", None)
-    check_device(kwargs.pop("device", None))
-    kwargs.pop("non_blocking", None)
-    copy = kwargs.pop("copy", False)
-    if kwargs:
-        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-    for a in args:
-        if isinstance(a, _C.dtype):
-            dtype = a
-        elif isinstance(a, Tensor):
-            dtype = a.dtype
-        elif isinstance(a, (str, device)):
-            check_device(a)
-        else:
-            raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
-    if dtype is None or dtype == self.dtype:
-        return self.clone() if copy else self
-    return self._to_dtype(check_dtype(dtype))
-
-
-def _tolist(self: Tensor) -> Any:
-    return self.detach().numpy().tolist()
-
-
-def _array(self: Tensor, dtype: Any = None, copy: Optional[bool] = None) -> np.ndarray:
-    arr = self.numpy()
-    if dtype is not None:
-        arr = arr.astype(dtype, copy=False)
-    if copy:
-        arr = arr.copy()
-    return arr
-
-
-def _type_as(self: Tensor, other: Tensor) -> Tensor:
-    return self.to(other.dtype)
 
 
 # ----- indexing ---------------------------------------------------------------------------------
@@ -275,6 +209,8 @@ def _apply_basic(self: Tensor, index: Any) -> Tuple[Tensor, List[Optional[Tensor
 
 
 def _getitem(self: Tensor, index: Any) -> Tensor:
+    """Indexing: ints, slices, `...` and `None` give a view; int64/bool tensors and lists
+    (advanced indexing, NumPy's placement rule with ints applied first, as torch) copy."""
     result, indices = _apply_basic(self, index)
     if indices:
         return result._index(indices)
@@ -297,6 +233,7 @@ def _value_tensor(value: Any, like: Tensor) -> Tensor:
 
 
 def _setitem(self: Tensor, index: Any, value: Any) -> None:
+    """Assign `value` (broadcast) at the index (`index_put_` for advanced indices)."""
     target, indices = _apply_basic(self, index)
     if indices:
         target.index_put_(indices, _value_tensor(value, self))
@@ -309,32 +246,6 @@ def _setitem(self: Tensor, index: Any, value: Any) -> None:
         target.fill_(float(value))
     else:
         target.copy_(np.asarray(value))
-
-
-def _iter(self: Tensor) -> Iterator[Tensor]:
-    if self.dim() == 0:
-        raise TypeError("iteration over a 0-d tensor")
-    for i in range(self.shape[0]):
-        yield self.select(0, i)
-
-
-# ----- autograd ---------------------------------------------------------------------------------
-
-
-def _backward(
-    self: Tensor,
-    gradient: Optional[Tensor] = None,
-    retain_graph: Optional[bool] = None,
-    create_graph: bool = False,
-    inputs: Any = None,
-) -> None:
-    from . import autograd
-
-    autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
-
-
-def _data(self: Tensor) -> Tensor:
-    return self.detach()
 
 
 # ----- grad_fn ----------------------------------------------------------------------------------
@@ -389,11 +300,6 @@ def _wrap_node(node: Any) -> Node:
     return cls(node)
 
 
-def _grad_fn(self: Tensor) -> Optional[Node]:
-    raw = self._grad_fn
-    return None if raw is None else _wrap_node(raw)
-
-
 def _rebuild_tensor(array: np.ndarray, requires_grad: builtins.bool) -> Tensor:
     """Unpickle a tensor: its elements (a NumPy array), and whether the leaf requires grad."""
     t = _C._from_numpy(np.ascontiguousarray(array), False)
@@ -402,67 +308,14 @@ def _rebuild_tensor(array: np.ndarray, requires_grad: builtins.bool) -> Tensor:
     return t
 
 
-def _reduce_ex(self: Tensor, protocol: int) -> Any:
-    # Elements and requires_grad, as torch's own pickling keeps for a leaf; a non-leaf's history
-    # is not pickled (torch does not either).
-    return (_rebuild_tensor, (self.detach().numpy().copy(), self.requires_grad and self.is_leaf))
-
-
 def _install() -> None:
+    """Attach the Python-written members to the Rust ``Tensor`` class (their stubs are in
+    ``_C.pyi``): the one place where Python adds to the class."""
     members = {
-        "__reduce_ex__": _reduce_ex,
-        "device": property(lambda self: CPU, doc="Where the tensor lives: always the CPU."),
-        "cpu": lambda self, memory_format=None: self,
-        "cuda": lambda self, *args, **kwargs: check_device("cuda"),
-        "grad": property(_get_grad, _set_grad, _del_grad, doc="The accumulated gradient."),
-        "grad_fn": property(_grad_fn, doc="The node that produced this tensor, or None."),
         "__repr__": _repr,
         "__str__": _repr,
-        "to": _to,
-        "float": lambda self: self.to(_C.float32),
-        "double": lambda self: self.to(_C.float64),
-        "long": lambda self: self.to(_C.int64),
-        "int": lambda self: self.to(_C.int64),
-        "bool": lambda self: self.to(_C.bool),
-        "type_as": _type_as,
-        "tolist": _tolist,
-        "__array__": _array,
-        "__array_priority__": 1000,
         "__getitem__": _getitem,
         "__setitem__": _setitem,
-        "__iter__": _iter,
-        "backward": _backward,
-        "data": property(_data, doc="A detached alias of this tensor."),
-        "T": property(lambda self: self.permute(*reversed(range(self.dim())))),
-        "mT": property(lambda self: self.transpose(-2, -1)),
-        "ndimension": lambda self: self.dim(),
-        "nelement": lambda self: self.numel(),
-        "is_cuda": False,
-        "new_tensor": lambda self, data, dtype=None: _new_tensor(self, data, dtype),
-        "new_zeros": lambda self, *size, dtype=None: _new_full(self, size, 0.0, dtype),
-        "new_ones": lambda self, *size, dtype=None: _new_full(self, size, 1.0, dtype),
-        "where": lambda self, condition, other: self._where(condition, other),
-        "square": lambda self: self * self,
-        "__abs__": lambda self: self.abs(),
-        "__pos__": lambda self: self,
     }
-    # setattr: these complete the Rust class, whose stub already declares them.
     for name, value in members.items():
         setattr(Tensor, name, value)
-
-
-def _new_tensor(self: Tensor, data: Any, dtype: Any) -> Tensor:
-    from ._creation import tensor
-
-    return tensor(data, dtype=dtype or self.dtype)
-
-
-def _new_full(self: Tensor, size: tuple, value: float, dtype: Any) -> Tensor:
-    from ._creation import full
-
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = tuple(size[0])
-    return full(size, value, dtype=dtype or self.dtype)
-
-
-_ = to_numpy_dtype

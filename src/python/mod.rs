@@ -1,22 +1,21 @@
 //! PyO3 bindings, exposed as `ferrograd._C`. Bindings parse arguments, release the GIL around
 //! the engine and map errors; they never compute.
+//!
+//! The files mirror the crate: `ops/<family>.rs` binds `crate::ops::<family>` (as `Tensor`
+//! methods, plus module functions such as `_cat`), `nn/<family>.rs` binds
+//! `crate::ops::nn::<family>` (the `_nn_*` functions behind `ferrograd.nn.functional`), and
+//! `creation.rs`, `optim.rs`, `safetensors.rs` the rest. An op's binding is one entry of
+//! `tensor_methods!` / `tensor_functions!` / `unary_methods!` (see `bind.rs`); its Rust doc
+//! comment is its Python `__doc__` and, through `tools/stub_docs.py`, its docstring in `_C.pyi`.
 
 mod args;
+mod bind;
+mod creation;
 mod errors;
-mod nn_activation_loss;
-mod nn_attention;
-mod nn_conv;
-mod nn_distance;
-mod nn_linear;
-mod nn_norm;
-mod nn_rnn;
-mod nn_sampling;
-mod nn_sparse;
+mod nn;
 mod node;
 mod numpy_interop;
-mod ops_math;
-mod ops_nn;
-mod ops_shape;
+mod ops;
 mod optim;
 mod safetensors;
 mod tensor;
@@ -148,89 +147,6 @@ pub(crate) fn opt_tensors(list: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<O
     list.try_iter()?.map(|o| opt_tensor_of(&o?, what)).collect()
 }
 
-fn shape_of(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
-    args::shape(&shape.extract::<args::Ints>()?.0)
-}
-
-/// A tensor from a NumPy array: `share=True` keeps the memory (from_numpy), else copies.
-#[pyfunction]
-fn _from_numpy(py: Python<'_>, array: &Bound<'_, PyAny>, share: bool) -> PyResult<Py<PyTensor>> {
-    wrap(py, numpy_interop::from_numpy(array, share)?)
-}
-
-/// A tensor filled with `value`.
-#[pyfunction]
-fn _full(
-    py: Python<'_>,
-    shape: &Bound<'_, PyAny>,
-    value: f64,
-    dtype: PyRef<'_, PyDType>,
-) -> PyResult<Py<PyTensor>> {
-    let s = shape_of(shape)?;
-    wrap(py, guarded(|| Tensor::try_full(&s, value, dtype.d))?)
-}
-
-/// Values from `start` to `end` by `step`.
-#[pyfunction]
-fn _arange(
-    py: Python<'_>,
-    start: f64,
-    end: f64,
-    step: f64,
-    dtype: PyRef<'_, PyDType>,
-) -> PyResult<Py<PyTensor>> {
-    wrap(py, guarded(|| Tensor::arange(start, end, step, dtype.d))?)
-}
-
-/// `steps` evenly spaced values from `start` to `end`.
-#[pyfunction]
-fn _linspace(
-    py: Python<'_>,
-    start: f64,
-    end: f64,
-    steps: Int,
-    dtype: PyRef<'_, PyDType>,
-) -> PyResult<Py<PyTensor>> {
-    let steps = steps.0;
-    let steps = args::non_negative(steps, || "number of steps must be non-negative".into())?;
-    wrap(
-        py,
-        guarded(|| Tensor::linspace(start, end, steps, dtype.d))?,
-    )
-}
-
-/// An identity matrix.
-#[pyfunction]
-fn _eye(py: Python<'_>, n: Int, m: Int, dtype: PyRef<'_, PyDType>) -> PyResult<Py<PyTensor>> {
-    let n = n.0;
-    let m = m.0;
-    let n = args::non_negative(n, || format!("n must be greater or equal to 0, got {n}"))?;
-    let m = args::non_negative(m, || format!("m must be greater or equal to 0, got {m}"))?;
-    wrap(py, guarded(|| Tensor::eye(n, m, dtype.d))?)
-}
-
-/// Uniform [0, 1) samples.
-#[pyfunction]
-fn _rand(
-    py: Python<'_>,
-    shape: &Bound<'_, PyAny>,
-    dtype: PyRef<'_, PyDType>,
-) -> PyResult<Py<PyTensor>> {
-    let s = shape_of(shape)?;
-    wrap(py, guarded(|| Tensor::rand(&s, dtype.d))?)
-}
-
-/// Standard normal samples.
-#[pyfunction]
-fn _randn(
-    py: Python<'_>,
-    shape: &Bound<'_, PyAny>,
-    dtype: PyRef<'_, PyDType>,
-) -> PyResult<Py<PyTensor>> {
-    let s = shape_of(shape)?;
-    wrap(py, guarded(|| Tensor::randn(&s, dtype.d))?)
-}
-
 /// The default floating type (float32 unless set).
 #[pyfunction]
 fn get_default_dtype(py: Python<'_>) -> PyResult<Py<PyDType>> {
@@ -241,19 +157,6 @@ fn get_default_dtype(py: Python<'_>) -> PyResult<Py<PyDType>> {
 #[pyfunction]
 fn set_default_dtype(d: PyRef<'_, PyDType>) -> PyResult<()> {
     crate::tensor::dtype::set_default_float(d.d).py()
-}
-
-/// A random permutation of `0..n` (int64), from the global generator or a seeded one.
-#[pyfunction]
-#[pyo3(signature = (n, seed=None))]
-fn _randperm(py: Python<'_>, n: Int, seed: Option<u64>) -> PyResult<Py<PyTensor>> {
-    let n = args::non_negative(n.0, || {
-        format!(
-            "Expected a non-negative number of elements for randperm, but got n={}",
-            n.0
-        )
-    })?;
-    wrap(py, guarded(|| Tensor::randperm(n, seed))?)
 }
 
 /// Seed the random generator (negative seeds are taken as their two's complement, as torch).
@@ -417,22 +320,6 @@ fn set_num_threads(n: Int) -> PyResult<()> {
     autograd::set_num_threads(n).py()
 }
 
-/// `cond ? a : b` elementwise, broadcasting.
-#[pyfunction]
-fn _where_tensors(
-    py: Python<'_>,
-    cond: &Bound<'_, PyAny>,
-    a: &Bound<'_, PyAny>,
-    b: &Bound<'_, PyAny>,
-) -> PyResult<Py<PyTensor>> {
-    let (c, x, y) = (
-        tensor::operand(cond)?,
-        tensor::operand(a)?,
-        tensor::operand(b)?,
-    );
-    wrap(py, guarded(|| Tensor::where_cond(&c, &x, &y))?)
-}
-
 fn python_stack() -> Option<String> {
     Python::attach(|py| {
         let tb = py.import("traceback").ok()?;
@@ -488,14 +375,7 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ] {
         m.add(name, dtype_object(py, d)?)?;
     }
-    m.add_function(wrap_pyfunction!(_from_numpy, m)?)?;
-    m.add_function(wrap_pyfunction!(_full, m)?)?;
-    m.add_function(wrap_pyfunction!(_arange, m)?)?;
-    m.add_function(wrap_pyfunction!(_linspace, m)?)?;
-    m.add_function(wrap_pyfunction!(_eye, m)?)?;
-    m.add_function(wrap_pyfunction!(_rand, m)?)?;
-    m.add_function(wrap_pyfunction!(_randn, m)?)?;
-    m.add_function(wrap_pyfunction!(_randperm, m)?)?;
+    creation::register(m)?;
     m.add_function(wrap_pyfunction!(get_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(set_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
@@ -512,19 +392,8 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(is_anomaly_check_nan_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
-    m.add_function(wrap_pyfunction!(_where_tensors, m)?)?;
-    ops_nn::register(m)?;
-    nn_rnn::register(m)?;
-    nn_sparse::register(m)?;
-    nn_norm::register(m)?;
-    nn_attention::register(m)?;
-    nn_activation_loss::register(m)?;
-    nn_conv::register(m)?;
-    nn_sampling::register(m)?;
-    nn_distance::register(m)?;
-    nn_linear::register(m)?;
-    ops_math::register(m)?;
-    ops_shape::register(m)?;
+    ops::register(m)?;
+    nn::register(m)?;
     optim::register(m)?;
     safetensors::register(m)?;
     Ok(())

@@ -96,9 +96,11 @@ impl PyHookHandle {
     fn remove(&self) {
         self.inner.remove();
     }
+    /// Return the handle itself.
     fn __enter__(slf: Py<Self>) -> Py<Self> {
         slf
     }
+    /// Remove the hook.
     fn __exit__(&self, _a: &Bound<'_, PyAny>, _b: &Bound<'_, PyAny>, _c: &Bound<'_, PyAny>) {
         self.inner.remove();
     }

@@ -10,153 +10,57 @@ use crate::optim::{
     SgdOptions,
 };
 
-/// One SGD step over lists of parameters, gradients and momentum buffers.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn _sgd_step(
-    py: Python<'_>,
-    params: &Bound<'_, PyAny>,
-    grads: &Bound<'_, PyAny>,
-    momentum_buffers: &Bound<'_, PyAny>,
-    lr: f64,
-    momentum: f64,
-    dampening: f64,
-    nesterov: bool,
-    weight_decay: f64,
-    maximize: bool,
-    first_step: bool,
-) -> PyResult<()> {
-    let (p, g, b) = (
-        tensors(params, "params")?,
-        tensors(grads, "grads")?,
-        tensors(momentum_buffers, "momentum_buffers")?,
-    );
-    let opts = SgdOptions {
-        lr,
-        momentum,
-        dampening,
-        nesterov,
-        weight_decay,
-        maximize,
-        first_step,
+/// One binding per optimizer: `fn name(tensor lists; Options { scalar fields }) => kernel;`.
+/// The Python parameters are the tensor lists, then the fields, in the order written.
+macro_rules! optimizer_steps {
+    ($(
+        $(#[$doc:meta])*
+        fn $name:ident($($list:ident),*; $opts:ident { $($field:ident: $ty:ty),* $(,)? }) => $kernel:path;
+    )*) => {
+        $(
+            $(#[$doc])*
+            #[pyfunction]
+            #[allow(clippy::too_many_arguments)]
+            fn $name(
+                py: Python<'_>,
+                $($list: &Bound<'_, PyAny>,)*
+                $($field: $ty),*
+            ) -> PyResult<()> {
+                $(let $list = tensors($list, stringify!($list))?;)*
+                let opts = $opts { $($field),* };
+                detached(py, move || $kernel($(&$list,)* &opts))
+            }
+        )*
+
+        /// Add the optimizer functions to `_C`.
+        pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+            $(m.add_function(wrap_pyfunction!($name, m)?)?;)*
+            Ok(())
+        }
     };
-    detached(py, move || sgd_step(&p, &g, &b, &opts))
 }
 
-/// One Adam / AdamW step over lists of parameters, gradients and moment estimates.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn _adam_step(
-    py: Python<'_>,
-    params: &Bound<'_, PyAny>,
-    grads: &Bound<'_, PyAny>,
-    exp_avgs: &Bound<'_, PyAny>,
-    exp_avg_sqs: &Bound<'_, PyAny>,
-    max_exp_avg_sqs: &Bound<'_, PyAny>,
-    step: f64,
-    lr: f64,
-    beta1: f64,
-    beta2: f64,
-    eps: f64,
-    weight_decay: f64,
-    amsgrad: bool,
-    maximize: bool,
-    decoupled_weight_decay: bool,
-) -> PyResult<()> {
-    let (p, g, m, v, vm) = (
-        tensors(params, "params")?,
-        tensors(grads, "grads")?,
-        tensors(exp_avgs, "exp_avgs")?,
-        tensors(exp_avg_sqs, "exp_avg_sqs")?,
-        tensors(max_exp_avg_sqs, "max_exp_avg_sqs")?,
-    );
-    let opts = AdamOptions {
-        step,
-        lr,
-        beta1,
-        beta2,
-        eps,
-        weight_decay,
-        amsgrad,
-        maximize,
-        decoupled_weight_decay,
-    };
-    detached(py, move || adam_step(&p, &g, &m, &v, &vm, &opts))
-}
+optimizer_steps! {
+    /// One SGD step over lists of parameters, gradients and momentum buffers.
+    fn _sgd_step(params, grads, momentum_buffers; SgdOptions {
+        lr: f64, momentum: f64, dampening: f64, nesterov: bool, weight_decay: f64, maximize: bool,
+        first_step: bool,
+    }) => sgd_step;
 
-/// One RMSprop step over lists of parameters, gradients and running averages.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn _rmsprop_step(
-    py: Python<'_>,
-    params: &Bound<'_, PyAny>,
-    grads: &Bound<'_, PyAny>,
-    square_avgs: &Bound<'_, PyAny>,
-    momentum_buffers: &Bound<'_, PyAny>,
-    grad_avgs: &Bound<'_, PyAny>,
-    lr: f64,
-    alpha: f64,
-    eps: f64,
-    weight_decay: f64,
-    momentum: f64,
-    centered: bool,
-    maximize: bool,
-) -> PyResult<()> {
-    let (p, g, s, b, a) = (
-        tensors(params, "params")?,
-        tensors(grads, "grads")?,
-        tensors(square_avgs, "square_avgs")?,
-        tensors(momentum_buffers, "momentum_buffers")?,
-        tensors(grad_avgs, "grad_avgs")?,
-    );
-    let opts = RmspropOptions {
-        lr,
-        alpha,
-        eps,
-        weight_decay,
-        momentum,
-        centered,
-        maximize,
-    };
-    detached(py, move || rmsprop_step(&p, &g, &s, &b, &a, &opts))
-}
+    /// One Adam / AdamW step over lists of parameters, gradients and moment estimates.
+    fn _adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs; AdamOptions {
+        step: f64, lr: f64, beta1: f64, beta2: f64, eps: f64, weight_decay: f64, amsgrad: bool,
+        maximize: bool, decoupled_weight_decay: bool,
+    }) => adam_step;
 
-/// One Adagrad step over lists of parameters, gradients and squared-gradient sums.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn _adagrad_step(
-    py: Python<'_>,
-    params: &Bound<'_, PyAny>,
-    grads: &Bound<'_, PyAny>,
-    state_sums: &Bound<'_, PyAny>,
-    step: f64,
-    lr: f64,
-    lr_decay: f64,
-    weight_decay: f64,
-    eps: f64,
-    maximize: bool,
-) -> PyResult<()> {
-    let (p, g, s) = (
-        tensors(params, "params")?,
-        tensors(grads, "grads")?,
-        tensors(state_sums, "state_sums")?,
-    );
-    let opts = AdagradOptions {
-        step,
-        lr,
-        lr_decay,
-        weight_decay,
-        eps,
-        maximize,
-    };
-    detached(py, move || adagrad_step(&p, &g, &s, &opts))
-}
+    /// One RMSprop step over lists of parameters, gradients and running averages.
+    fn _rmsprop_step(params, grads, square_avgs, momentum_buffers, grad_avgs; RmspropOptions {
+        lr: f64, alpha: f64, eps: f64, weight_decay: f64, momentum: f64, centered: bool,
+        maximize: bool,
+    }) => rmsprop_step;
 
-/// Add the optimizer functions to `_C`.
-pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(_sgd_step, m)?)?;
-    m.add_function(wrap_pyfunction!(_adam_step, m)?)?;
-    m.add_function(wrap_pyfunction!(_rmsprop_step, m)?)?;
-    m.add_function(wrap_pyfunction!(_adagrad_step, m)?)?;
-    Ok(())
+    /// One Adagrad step over lists of parameters, gradients and squared-gradient sums.
+    fn _adagrad_step(params, grads, state_sums; AdagradOptions {
+        step: f64, lr: f64, lr_decay: f64, weight_decay: f64, eps: f64, maximize: bool,
+    }) => adagrad_step;
 }

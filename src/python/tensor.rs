@@ -7,10 +7,9 @@ use std::sync::Arc;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 
-use crate::python::args::{Int, Ints};
-use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyTuple, PyType};
+use crate::python::args::Int;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple, PyType};
 
-use super::args;
 use super::errors::{detached, from_py, guarded, IntoPyResult};
 use super::node::{PyHookHandle, PyNode};
 use super::{dtype_object, PyDType};
@@ -136,199 +135,56 @@ pub(crate) fn heavy(
     }
 }
 
-static SIZE_TYPE: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+/// Wrap several tensors as a Python tuple.
+pub(crate) fn wrap_all<'py>(py: Python<'py>, ts: Vec<Tensor>) -> PyResult<Bound<'py, PyTuple>> {
+    let objs: Vec<Py<PyTensor>> = ts
+        .into_iter()
+        .map(|t| wrap(py, t))
+        .collect::<PyResult<_>>()?;
+    PyTuple::new(py, objs)
+}
+
+/// An object of the Python package (a class, function or constant) that a binding uses,
+/// imported on first use.
+pub(crate) struct PyItem {
+    cell: pyo3::sync::PyOnceLock<Py<PyAny>>,
+    module: &'static str,
+    name: &'static str,
+}
+
+impl PyItem {
+    pub(crate) const fn new(module: &'static str, name: &'static str) -> Self {
+        PyItem {
+            cell: pyo3::sync::PyOnceLock::new(),
+            module,
+            name,
+        }
+    }
+
+    pub(crate) fn get<'py>(&'static self, py: Python<'py>) -> PyResult<&'py Bound<'py, PyAny>> {
+        let obj = self.cell.get_or_try_init(py, || -> PyResult<_> {
+            Ok(py.import(self.module)?.getattr(self.name)?.unbind())
+        })?;
+        Ok(obj.bind(py))
+    }
+}
+
+static SIZE_TYPE: PyItem = PyItem::new("ferrograd._size", "Size");
+static CPU: PyItem = PyItem::new("ferrograd._device", "CPU");
+pub(crate) static CHECK_DEVICE: PyItem = PyItem::new("ferrograd._device", "check_device");
+static WRAP_NODE: PyItem = PyItem::new("ferrograd._tensor", "_wrap_node");
+static REBUILD_TENSOR: PyItem = PyItem::new("ferrograd._tensor", "_rebuild_tensor");
+static BACKWARD: PyItem = PyItem::new("ferrograd.autograd", "backward");
+static NEW_TENSOR: PyItem = PyItem::new("ferrograd._creation", "tensor");
+static NEW_FULL: PyItem = PyItem::new("ferrograd._creation", "full");
+
+/// torch's warning for reading `.grad` of a non-leaf that does not retain it.
+const NONLEAF_GRAD_WARNING: &std::ffi::CStr = c"The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information.";
 
 /// `dims` as a `ferrograd.Size` (torch's tuple subclass for shapes).
 fn size_object<'py>(py: Python<'py>, dims: &[usize]) -> PyResult<Bound<'py, PyAny>> {
-    let cls = SIZE_TYPE.get_or_try_init(py, || -> PyResult<_> {
-        Ok(py.import("ferrograd._size")?.getattr("Size")?.unbind())
-    })?;
-    cls.bind(py).call1((PyTuple::new(py, dims)?,))
+    SIZE_TYPE.get(py)?.call1((PyTuple::new(py, dims)?,))
 }
-
-/// Dimensions given as `*dims` or as one sequence.
-pub(crate) fn dims_arg(args: &Bound<'_, PyTuple>) -> PyResult<Vec<i64>> {
-    if args.len() == 1 {
-        let a = args.get_item(0)?;
-        if a.is_instance_of::<PyTuple>() || a.is_instance_of::<PyList>() {
-            return Ok(a.extract::<Ints>()?.0);
-        }
-        if let Ok(s) = a.getattr("__index__") {
-            let _ = s;
-            return Ok(vec![a.extract::<Int>()?.0]);
-        }
-        return Ok(a.extract::<Ints>()?.0);
-    }
-    args.iter().map(|a| Ok(a.extract::<Int>()?.0)).collect()
-}
-
-/// `dim=None | int | sequence of int`.
-pub(crate) fn dim_list(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<i64>> {
-    if let Some(d) = dim {
-        if d.is_instance_of::<PyBool>() || d.is_instance_of::<PyFloat>() {
-            return Err(PyTypeError::new_err(format!(
-                "dim must be an int or a tuple of ints, not {}",
-                d.get_type().name()?
-            )));
-        }
-    }
-    match dim {
-        None => Ok(Vec::new()),
-        Some(d) if d.is_none() => Ok(Vec::new()),
-        Some(d) if d.is_instance_of::<PyInt>() => Ok(vec![d.extract::<Int>()?.0]),
-        Some(d) => Ok(d.extract::<Ints>()?.0),
-    }
-}
-
-macro_rules! unary_methods {
-    ($($name:ident => $doc:literal),* $(,)?) => {
-        #[pymethods]
-        impl PyTensor {
-            $(
-                #[doc = $doc]
-                fn $name(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-                    let t = heavy(py, &self.inner, |x| x.$name())?;
-                    wrap(py, t)
-                }
-            )*
-        }
-    };
-}
-pub(crate) use unary_methods;
-
-unary_methods!(
-    exp => "e^x elementwise.",
-    log => "Natural logarithm elementwise.",
-    sin => "Sine elementwise.",
-    cos => "Cosine elementwise.",
-    tanh => "Hyperbolic tangent elementwise.",
-    sigmoid => "Logistic sigmoid elementwise.",
-    relu => "max(x, 0) elementwise.",
-    sqrt => "Square root elementwise.",
-    abs => "Absolute value elementwise.",
-    neg => "Negation elementwise.",
-    sign => "Sign (-1, 0, 1) elementwise.",
-);
-
-/// `f(a, other)` for a tensor or number `other`, releasing the GIL when the operands are large.
-pub(crate) fn binary_call(
-    py: Python<'_>,
-    a: &Tensor,
-    other: &Bound<'_, PyAny>,
-    f: fn(&Tensor, &Tensor) -> crate::error::Result<Tensor>,
-) -> PyResult<Py<PyTensor>> {
-    let o = operand(other)?;
-    let t = if a.numel().max(o.numel()) >= HEAVY_ELEMENTS {
-        let a = a.clone();
-        detached(py, move || f(&a, &o))?
-    } else {
-        guarded(|| f(a, &o))?
-    };
-    wrap(py, t)
-}
-
-/// A Python int or float (not bool) as its value and the dtype it promotes as.
-fn number(obj: &Bound<'_, PyAny>) -> Option<(f64, DType)> {
-    if let Ok(f) = obj.cast::<PyFloat>() {
-        return Some((f.value(), DType::Float64));
-    }
-    if obj.is_instance_of::<PyInt>() && !obj.is_instance_of::<PyBool>() {
-        // An int beyond i64 takes the general path, which raises torch's overflow error.
-        return obj.extract::<i64>().ok().map(|v| (v as f64, DType::Int64));
-    }
-    None
-}
-
-macro_rules! binary_methods {
-    ($($name:ident => $call:expr),* $(,)?) => {
-        #[pymethods]
-        impl PyTensor {
-            $(
-                fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-                    $crate::python::tensor::binary_call(py, &self.inner, other, $call)
-                }
-            )*
-        }
-    };
-}
-pub(crate) use binary_methods;
-
-/// Arithmetic operators: a Python number operand skips the wrapped 0-d tensor (the op with
-/// the most calls per second in scalar-heavy code).
-macro_rules! arith_methods {
-    ($($name:ident => $op:ident, $number_first:expr, $call:expr);* $(;)?) => {
-        #[pymethods]
-        impl PyTensor {
-            $(
-                fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-                    if let Some((v, dtype)) = number(other) {
-                        let op = crate::ops::binary::ArithOp::$op;
-                        let t = heavy(py, &self.inner, move |x| {
-                            x.arith_number(op, v, dtype, $number_first)
-                        })?;
-                        return wrap(py, t);
-                    }
-                    binary_call(py, &self.inner, other, $call)
-                }
-            )*
-        }
-    };
-}
-
-arith_methods!(
-    add => Add, false, |a, b| a.add(b);
-    sub => Sub, false, |a, b| a.sub(b);
-    mul => Mul, false, |a, b| a.mul(b);
-    __add__ => Add, false, |a, b| a.add(b);
-    __radd__ => Add, true, |a, b| b.add(a);
-    __sub__ => Sub, false, |a, b| a.sub(b);
-    __rsub__ => Sub, true, |a, b| b.sub(a);
-    __mul__ => Mul, false, |a, b| a.mul(b);
-    __rmul__ => Mul, true, |a, b| b.mul(a);
-    __truediv__ => Div, false, |a, b| a.div(b);
-    __rtruediv__ => Div, true, |a, b| b.div(a);
-);
-
-binary_methods!(
-    pow => |a, b| a.pow(b),
-    eq => |a, b| a.eq_t(b),
-    ne => |a, b| a.ne_t(b),
-    lt => |a, b| a.lt_t(b),
-    le => |a, b| a.le_t(b),
-    gt => |a, b| a.gt_t(b),
-    ge => |a, b| a.ge_t(b),
-    __eq__ => |a, b| a.eq_t(b),
-    __ne__ => |a, b| a.ne_t(b),
-    __lt__ => |a, b| a.lt_t(b),
-    __le__ => |a, b| a.le_t(b),
-    __gt__ => |a, b| a.gt_t(b),
-    __ge__ => |a, b| a.ge_t(b),
-);
-
-macro_rules! inplace_methods {
-    ($($name:ident, $dunder:ident => $call:ident),* $(,)?) => {
-        #[pymethods]
-        impl PyTensor {
-            $(
-                fn $name(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-                    let o = operand(other)?;
-                    guarded(|| slf.get().inner.$call(&o))?;
-                    Ok(slf.clone().unbind())
-                }
-                fn $dunder(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
-                    let o = operand(other)?;
-                    guarded(|| slf.get().inner.$call(&o))
-                }
-            )*
-        }
-    };
-}
-inplace_methods!(
-    add_, __iadd__ => add_,
-    sub_, __isub__ => sub_,
-    mul_, __imul__ => mul_,
-    div_, __itruediv__ => div_,
-);
 
 #[pymethods]
 impl PyTensor {
@@ -481,10 +337,10 @@ impl PyTensor {
     fn element_size(&self) -> usize {
         self.inner.dtype().size()
     }
-    /// The device; ferrograd computes on the CPU.
+    /// Where the tensor lives: always the CPU.
     #[getter]
-    fn device(&self) -> &'static str {
-        "cpu"
+    fn device<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyAny>> {
+        CPU.get(py)
     }
 
     // ----- autograd ------------------------------------------------------------------------
@@ -518,17 +374,32 @@ impl PyTensor {
     fn is_leaf(&self) -> bool {
         self.inner.is_leaf()
     }
-    /// The node that produced this tensor, or None (wrapped in Python as `grad_fn`).
-    #[getter(_grad_fn)]
-    fn grad_fn(&self) -> Option<PyNode> {
-        self.inner.grad_fn().map(|n| PyNode { inner: n })
+    /// The node that produced this tensor, or None for leaves.
+    #[getter]
+    fn grad_fn(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let Some(node) = self.inner.grad_fn() else {
+            return Ok(None);
+        };
+        Ok(Some(
+            WRAP_NODE
+                .get(py)?
+                .call1((PyNode { inner: node },))?
+                .unbind(),
+        ))
     }
-    /// The accumulated gradient (the raw value; the Python property adds torch's warning).
-    fn _get_grad(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {
-        self.inner.grad().map(|g| wrap(py, g)).transpose()
+    /// The accumulated gradient (warns when read on a non-leaf that does not retain it).
+    #[getter]
+    fn get_grad(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {
+        let t = &self.inner;
+        if !t.is_leaf() && !t.retains_grad() && t.requires_grad() {
+            let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+            PyErr::warn(py, &category, NONLEAF_GRAD_WARNING, 1)?;
+        }
+        t.grad().map(|g| wrap(py, g)).transpose()
     }
     /// Set `.grad` (None clears it).
-    fn _set_grad(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    #[setter]
+    fn set_grad(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
         if !value.is_none() && value.cast::<PyTensor>().is_err() {
             return Err(PyTypeError::new_err(format!(
                 "assigned grad expected to be a Tensor or None but got grad of type {}",
@@ -537,6 +408,34 @@ impl PyTensor {
         }
         let g = opt_tensor_of(value, "grad")?;
         guarded(|| self.inner.set_grad(g))
+    }
+    /// `del t.grad` clears it.
+    #[deleter]
+    fn delete_grad(&self) -> PyResult<()> {
+        guarded(|| self.inner.set_grad(None))
+    }
+    /// A detached alias of this tensor.
+    #[getter]
+    fn data(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, self.inner.detach())
+    }
+    /// Accumulate the gradient of this tensor into the graph leaves' `.grad`
+    /// (`ferrograd.autograd.backward` with this tensor as the root).
+    #[pyo3(signature = (gradient=None, retain_graph=None, create_graph=false, inputs=None))]
+    fn backward(
+        slf: &Bound<'_, Self>,
+        gradient: Option<&Bound<'_, PyAny>>,
+        retain_graph: Option<bool>,
+        create_graph: bool,
+        inputs: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item("inputs", inputs)?;
+        BACKWARD
+            .get(py)?
+            .call((slf, gradient, retain_graph, create_graph), Some(&kwargs))?;
+        Ok(())
     }
     /// Whether a non-leaf keeps its `.grad`.
     #[getter]
@@ -599,233 +498,12 @@ impl PyTensor {
             _ => v.into_pyobject(py)?.into_any(),
         })
     }
-    /// Convert to `dtype` (a copy unless it already has it).
-    fn _to_dtype(&self, py: Python<'_>, dtype: &PyDType) -> PyResult<Py<PyTensor>> {
-        let t = guarded(|| self.inner.to_dtype(dtype.d))?;
-        wrap(py, t)
-    }
-    /// A copy in new memory that keeps the graph.
-    fn clone(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        let t = guarded(|| self.inner.clone_tensor())?;
-        wrap(py, t)
-    }
-    /// Row-major (itself when already so).
-    fn contiguous(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
-        if slf.get().inner.is_contiguous() {
-            return Ok(slf.clone().unbind());
-        }
-        let t = guarded(|| slf.get().inner.contiguous())?;
-        wrap(slf.py(), t)
-    }
     /// A NumPy array sharing this tensor's memory.
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         if self.inner.requires_grad() {
             return Err(PyRuntimeError::new_err("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."));
         }
         super::numpy_interop::to_numpy(py, &self.inner)
-    }
-
-    // ----- ops -----------------------------------------------------------------------------
-
-    /// Sum over all elements or `dim`.
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn sum(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        keepdim: bool,
-    ) -> PyResult<Py<PyTensor>> {
-        let dims = dim_list(dim)?;
-        let t = heavy(py, &self.inner, move |x| x.sum_dims(&dims, keepdim))?;
-        wrap(py, t)
-    }
-    /// Mean over all elements or `dim`.
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn mean(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        keepdim: bool,
-    ) -> PyResult<Py<PyTensor>> {
-        let dims = dim_list(dim)?;
-        let t = heavy(py, &self.inner, move |x| x.mean_dims(&dims, keepdim))?;
-        wrap(py, t)
-    }
-    /// Matrix product with torch's broadcasting rules.
-    fn matmul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        let o = tensor_of(other, "other")?;
-        let a = self.inner.clone();
-        let t = detached(py, move || a.matmul(&o))?;
-        wrap(py, t)
-    }
-    /// Inner product of two 1-D tensors.
-    fn dot(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        let o = tensor_of(other, "other")?;
-        let t = guarded(|| self.inner.dot(&o))?;
-        wrap(py, t)
-    }
-    /// Matrix-vector product.
-    fn mv(&self, py: Python<'_>, vec: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        let v = tensor_of(vec, "vec")?;
-        let t = guarded(|| self.inner.mv(&v))?;
-        wrap(py, t)
-    }
-    fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.matmul(py, other)
-    }
-    fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        let o = operand(other)?;
-        let a = self.inner.clone();
-        let t = detached(py, move || o.matmul(&a))?;
-        wrap(py, t)
-    }
-    fn __pow__(
-        &self,
-        py: Python<'_>,
-        other: &Bound<'_, PyAny>,
-        _modulo: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        self.pow(py, other)
-    }
-    fn __rpow__(
-        &self,
-        py: Python<'_>,
-        other: &Bound<'_, PyAny>,
-        _modulo: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        let o = operand(other)?;
-        let t = guarded(|| o.pow(&self.inner))?;
-        wrap(py, t)
-    }
-    fn __neg__(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.neg(py)
-    }
-    /// Same elements with another shape (a view when possible).
-    #[pyo3(signature = (*shape))]
-    fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        let s = dims_arg(shape)?;
-        let t = guarded(|| self.inner.reshape_i(&s))?;
-        wrap(py, t)
-    }
-    /// A view with another shape.
-    #[pyo3(signature = (*shape))]
-    fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        let s = dims_arg(shape)?;
-        let t = guarded(|| self.inner.view_i(&s))?;
-        wrap(py, t)
-    }
-    /// Swap two dimensions.
-    fn transpose(&self, py: Python<'_>, dim0: Int, dim1: Int) -> PyResult<Py<PyTensor>> {
-        let dim0 = dim0.0;
-        let dim1 = dim1.0;
-        let t = guarded(|| self.inner.transpose(dim0, dim1))?;
-        wrap(py, t)
-    }
-    /// Matrix transpose (≤ 2-D).
-    fn t(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        let t = guarded(|| self.inner.t())?;
-        wrap(py, t)
-    }
-    /// Reorder dimensions.
-    #[pyo3(signature = (*dims))]
-    fn permute(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        let d = dims_arg(dims)?;
-        let t = guarded(|| self.inner.permute(&d))?;
-        wrap(py, t)
-    }
-    /// Insert a size-1 dimension.
-    fn unsqueeze(&self, py: Python<'_>, dim: Int) -> PyResult<Py<PyTensor>> {
-        let dim = dim.0;
-        let t = guarded(|| self.inner.unsqueeze(dim))?;
-        wrap(py, t)
-    }
-    /// Remove size-1 dimensions.
-    #[pyo3(signature = (dim=None))]
-    fn squeeze(&self, py: Python<'_>, dim: Option<Int>) -> PyResult<Py<PyTensor>> {
-        let dim = dim.map(|v| v.0);
-        let t = guarded(|| self.inner.squeeze(dim))?;
-        wrap(py, t)
-    }
-    /// Broadcast to a shape without copying (-1 keeps a size).
-    #[pyo3(signature = (*sizes))]
-    fn expand(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        let s = dims_arg(sizes)?;
-        let t = guarded(|| self.inner.expand_i(&s))?;
-        wrap(py, t)
-    }
-    /// Flatten dims `start_dim..=end_dim`.
-    #[pyo3(signature = (start_dim = Int(0), end_dim = Int(-1)), text_signature = "($self, start_dim=0, end_dim=-1)")]
-    fn flatten(&self, py: Python<'_>, start_dim: Int, end_dim: Int) -> PyResult<Py<PyTensor>> {
-        let start_dim = start_dim.0;
-        let end_dim = end_dim.0;
-        let t = guarded(|| self.inner.flatten(start_dim, end_dim))?;
-        wrap(py, t)
-    }
-    /// Elements `start..stop` by `step` along `dim` (a view).
-    #[pyo3(signature = (dim, start, stop, step))]
-    fn _slice(
-        &self,
-        py: Python<'_>,
-        dim: Int,
-        start: Option<Int>,
-        stop: Option<Int>,
-        step: Int,
-    ) -> PyResult<Py<PyTensor>> {
-        let dim = dim.0;
-        let start = start.map(|v| v.0);
-        let stop = stop.map(|v| v.0);
-        let step = step.0;
-        let t = guarded(|| self.inner.slice(dim, start, stop, step))?;
-        wrap(py, t)
-    }
-    /// The sub-tensor at `index` along `dim` (a view).
-    fn select(&self, py: Python<'_>, dim: Int, index: Int) -> PyResult<Py<PyTensor>> {
-        let dim = dim.0;
-        let index = index.0;
-        let t = guarded(|| self.inner.select(dim, index))?;
-        wrap(py, t)
-    }
-    /// `length` elements from `start` along `dim` (a view).
-    fn narrow(&self, py: Python<'_>, dim: Int, start: Int, length: Int) -> PyResult<Py<PyTensor>> {
-        let dim = dim.0;
-        let start = start.0;
-        let length = length.0;
-        // torch rejects a 0-dim tensor before looking at the length; the crate op says so.
-        let length = if self.inner.dim() == 0 {
-            0
-        } else {
-            args::non_negative(length, || "narrow(): length must be non-negative.".into())?
-        };
-        let t = guarded(|| self.inner.narrow(dim, start, length))?;
-        wrap(py, t)
-    }
-    /// Fill with `value` in place.
-    fn fill_(slf: &Bound<'_, Self>, value: f64) -> PyResult<Py<PyTensor>> {
-        guarded(|| slf.get().inner.fill_(value))?;
-        Ok(slf.clone().unbind())
-    }
-    /// Fill with zeros in place.
-    fn zero_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
-        guarded(|| slf.get().inner.zero_())?;
-        Ok(slf.clone().unbind())
-    }
-    /// Copy `src` into this tensor in place (broadcast, converted).
-    fn copy_(slf: &Bound<'_, Self>, src: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        let s = operand(src)?;
-        guarded(|| slf.get().inner.copy_(&s))?;
-        Ok(slf.clone().unbind())
-    }
-    /// `cond ? self : other` elementwise.
-    fn _where(
-        &self,
-        py: Python<'_>,
-        cond: &Bound<'_, PyAny>,
-        other: &Bound<'_, PyAny>,
-    ) -> PyResult<Py<PyTensor>> {
-        let c = operand(cond)?;
-        let o = operand(other)?;
-        let t = guarded(|| Tensor::where_cond(&c, &self.inner, &o))?;
-        wrap(py, t)
     }
 
     // ----- Python protocol -----------------------------------------------------------------
@@ -865,6 +543,187 @@ impl PyTensor {
     }
     fn __hash__(&self) -> isize {
         self.inner.id() as isize
+    }
+    /// The sub-tensors along the first dimension.
+    fn __iter__(&self) -> PyResult<PyTensorIter> {
+        if self.inner.dim() == 0 {
+            return Err(PyTypeError::new_err("iteration over a 0-d tensor"));
+        }
+        Ok(PyTensorIter {
+            tensor: self.inner.clone(),
+            next: std::sync::atomic::AtomicUsize::new(0),
+        })
+    }
+    /// Pickling: the elements and whether the leaf requires grad (a non-leaf's history is not
+    /// pickled; torch does not either).
+    fn __reduce_ex__<'py>(&self, py: Python<'py>, _protocol: i64) -> PyResult<Bound<'py, PyTuple>> {
+        let array =
+            super::numpy_interop::to_numpy(py, &self.inner.detach())?.call_method0("copy")?;
+        let requires_grad = self.inner.requires_grad() && self.inner.is_leaf();
+        let args = (array, requires_grad).into_pyobject(py)?;
+        PyTuple::new(py, [REBUILD_TENSOR.get(py)?.clone(), args.into_any()])
+    }
+    /// The tensor as a NumPy array (NumPy's array protocol).
+    #[pyo3(signature = (dtype=None, copy=None))]
+    fn __array__<'py>(
+        &self,
+        py: Python<'py>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mut arr = self.numpy(py)?;
+        if let Some(d) = dtype.filter(|d| !d.is_none()) {
+            let kwargs = pyo3::types::PyDict::new(py);
+            kwargs.set_item("copy", false)?;
+            arr = arr.call_method("astype", (d,), Some(&kwargs))?;
+        }
+        if copy == Some(true) {
+            arr = arr.call_method0("copy")?;
+        }
+        Ok(arr)
+    }
+    /// The elements as (nested) Python lists, or a number for a 0-d tensor.
+    fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        super::numpy_interop::to_numpy(py, &self.inner.detach())?.call_method0("tolist")
+    }
+    /// Makes NumPy defer binary operators to the tensor.
+    #[classattr]
+    fn __array_priority__() -> i64 {
+        1000
+    }
+
+    // ----- device and factories -----------------------------------------------------------
+
+    /// Always False: ferrograd computes on the CPU.
+    #[classattr]
+    fn is_cuda() -> bool {
+        false
+    }
+    /// This tensor: it is on the CPU already.
+    #[pyo3(signature = (memory_format=None))]
+    fn cpu(slf: &Bound<'_, Self>, memory_format: Option<&Bound<'_, PyAny>>) -> Py<PyTensor> {
+        let _ = memory_format;
+        slf.clone().unbind()
+    }
+    /// Raises: ferrograd computes on the CPU only.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn cuda<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, pyo3::types::PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let _ = (args, kwargs);
+        CHECK_DEVICE.get(py)?.call1(("cuda",))
+    }
+    /// A new tensor from `data`, with this tensor's dtype by default.
+    #[pyo3(signature = (data, dtype=None))]
+    fn new_tensor<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        dtype: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item("dtype", self.dtype_or(py, dtype)?)?;
+        NEW_TENSOR.get(py)?.call((data,), Some(&kwargs))
+    }
+    /// Number of dimensions (`dim()`).
+    fn ndimension(&self) -> usize {
+        self.inner.dim()
+    }
+    /// Number of elements (`numel()`).
+    fn nelement(&self) -> usize {
+        self.inner.numel()
+    }
+}
+
+impl PyTensor {
+    /// `dtype` unless it is absent or falsy (`dtype or self.dtype`).
+    fn dtype_or<'py>(
+        &self,
+        py: Python<'py>,
+        dtype: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        match dtype {
+            Some(d) if d.is_truthy()? => Ok(d.clone()),
+            _ => Ok(self.dtype(py)?.into_bound(py).into_any()),
+        }
+    }
+
+    /// `ferrograd.full(size, value, dtype=dtype or self.dtype)`, `size` as `*size` or one
+    /// sequence.
+    fn new_full<'py>(
+        &self,
+        py: Python<'py>,
+        size: &Bound<'py, PyTuple>,
+        value: f64,
+        dtype: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mut size = size.clone().into_any();
+        if let Ok(one) = size.cast::<PyTuple>().map(|t| t.len() == 1) {
+            if one {
+                let first = size.get_item(0)?;
+                if first.is_instance_of::<PyTuple>()
+                    || first.is_instance_of::<pyo3::types::PyList>()
+                {
+                    size = PyTuple::new(py, first.try_iter()?.collect::<PyResult<Vec<_>>>()?)?
+                        .into_any();
+                }
+            }
+        }
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item("dtype", self.dtype_or(py, dtype)?)?;
+        NEW_FULL.get(py)?.call((size, value), Some(&kwargs))
+    }
+}
+
+/// `new_zeros`/`new_ones`: `ferrograd.full(size, value, dtype=dtype or self.dtype)`, one
+/// `name => value, "doc"` each.
+macro_rules! new_filled_methods {
+    ($($name:ident => $value:expr, $doc:literal;)*) => {
+        #[pymethods]
+        impl PyTensor {
+            $(
+                #[doc = $doc]
+                #[pyo3(signature = (*size, dtype=None))]
+                fn $name<'py>(
+                    &self,
+                    py: Python<'py>,
+                    size: &Bound<'py, PyTuple>,
+                    dtype: Option<&Bound<'py, PyAny>>,
+                ) -> PyResult<Bound<'py, PyAny>> {
+                    self.new_full(py, size, $value, dtype)
+                }
+            )*
+        }
+    };
+}
+
+new_filled_methods! {
+    new_zeros => 0.0, "Zeros of shape `size`, with this tensor's dtype by default.";
+    new_ones => 1.0, "Ones of shape `size`, with this tensor's dtype by default.";
+}
+
+/// The iterator of `iter(tensor)`: `tensor.select(0, i)` for each `i`.
+#[pyclass(module = "ferrograd._C", frozen)]
+pub(crate) struct PyTensorIter {
+    tensor: Tensor,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+#[pymethods]
+impl PyTensorIter {
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        if i >= self.tensor.shape()[0] {
+            return Ok(None);
+        }
+        let t = guarded(|| self.tensor.select(0, i as i64))?;
+        wrap(py, t).map(Some)
     }
 }
 

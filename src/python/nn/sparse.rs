@@ -2,25 +2,25 @@
 
 use pyo3::prelude::*;
 
-use super::errors::detached;
-use super::tensor::{tensor_of, wrap, PyTensor};
 use crate::ops::nn::sparse;
+use crate::python::bind::tensor_functions;
+use crate::python::errors::detached;
+use crate::python::tensor::{tensor_of, wrap, PyTensor};
 
-/// Rows of `weight` at `indices` (`padding_idx` already wrapped, or None).
-#[pyfunction]
-#[pyo3(signature = (weight, indices, padding_idx, scale_grad_by_freq))]
-fn _nn_embedding(
-    py: Python<'_>,
-    weight: &Bound<'_, PyAny>,
-    indices: &Bound<'_, PyAny>,
-    padding_idx: Option<usize>,
-    scale_grad_by_freq: bool,
-) -> PyResult<Py<PyTensor>> {
-    let (w, i) = (tensor_of(weight, "weight")?, tensor_of(indices, "indices")?);
-    let out = detached(py, || {
-        sparse::embedding(&w, &i, padding_idx, scale_grad_by_freq)
-    })?;
-    wrap(py, out)
+tensor_functions! {
+    register_generated;
+
+    /// Rows of `weight` at `indices` (`padding_idx` already wrapped, or None).
+    #[pyo3(signature = (weight, indices, padding_idx, scale_grad_by_freq))]
+    fn _nn_embedding(
+        weight: &Bound<'_, PyAny>,
+        indices: &Bound<'_, PyAny>,
+        padding_idx: Option<usize>,
+        scale_grad_by_freq: bool,
+    ) => sparse::embedding(&weight, &indices, padding_idx, scale_grad_by_freq);
+
+    /// One-hot int64 encoding (`num_classes` -1: max + 1).
+    fn _nn_one_hot(tensor: &Bound<'_, PyAny>, num_classes: i64) => sparse::one_hot(&tensor, num_classes);
 }
 
 /// Bags of rows of `weight` (`indices` 1-D, split at `offsets`; `mode` 0 sum, 1 mean, 2 max;
@@ -72,17 +72,6 @@ fn _nn_embedding_bag(
     wrap(py, out)
 }
 
-/// One-hot int64 encoding (`num_classes` -1: max + 1).
-#[pyfunction]
-fn _nn_one_hot(
-    py: Python<'_>,
-    tensor: &Bound<'_, PyAny>,
-    num_classes: i64,
-) -> PyResult<Py<PyTensor>> {
-    let t = tensor_of(tensor, "tensor")?;
-    wrap(py, detached(py, || sparse::one_hot(&t, num_classes))?)
-}
-
 /// Rows of `weight` used by `indices` rescaled in place to at most `max_norm`.
 #[pyfunction]
 fn _nn_embedding_renorm_(
@@ -100,9 +89,7 @@ fn _nn_embedding_renorm_(
 
 /// Register the lookup bindings on `ferrograd._C`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(_nn_embedding, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_embedding_bag, m)?)?;
-    m.add_function(wrap_pyfunction!(_nn_one_hot, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_embedding_renorm_, m)?)?;
-    Ok(())
+    register_generated(m)
 }

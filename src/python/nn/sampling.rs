@@ -3,10 +3,10 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use super::args::{Int, Ints};
-use super::errors::detached;
-use super::tensor::{tensor_of, wrap, PyTensor};
 use crate::ops::nn::sampling::{self, InterpMode};
+use crate::python::args::{Int, Ints};
+use crate::python::errors::detached;
+use crate::python::tensor::{tensor_of, wrap, PyTensor};
 
 /// `input` resampled to `size` or by `scale_factor` (exactly one given, one entry per spatial
 /// dim); `mode` one of nearest, nearest-exact, linear, cubic, area; `antialias` for linear and

@@ -4,9 +4,11 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use super::errors::detached;
-use super::tensor::{opt_tensor_of, tensor_of, wrap, PyTensor};
+use crate::error::Error;
 use crate::ops::nn::rnn::{self, CellWeights, RnnConfig, RnnMode};
+use crate::python::bind::tensor_functions;
+use crate::python::errors::detached;
+use crate::python::tensor::{opt_tensor_of, tensor_of, wrap, PyTensor};
 
 type Pair = (Py<PyTensor>, Py<PyTensor>);
 
@@ -104,38 +106,6 @@ fn _nn_rnn(
     ))
 }
 
-/// One step of `nn.RNNCell` (`nonlinearity` "tanh" or "relu").
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (input, hx, w_ih, w_hh, b_ih, b_hh, nonlinearity))]
-fn _nn_rnn_cell(
-    py: Python<'_>,
-    input: &Bound<'_, PyAny>,
-    hx: &Bound<'_, PyAny>,
-    w_ih: &Bound<'_, PyAny>,
-    w_hh: &Bound<'_, PyAny>,
-    b_ih: &Bound<'_, PyAny>,
-    b_hh: &Bound<'_, PyAny>,
-    nonlinearity: &str,
-) -> PyResult<Py<PyTensor>> {
-    let relu = match nonlinearity {
-        "tanh" => false,
-        "relu" => true,
-        _ => {
-            return Err(PyValueError::new_err(format!(
-                "Unknown nonlinearity: {nonlinearity}"
-            )))
-        }
-    };
-    let (x, h) = (tensor_of(input, "input")?, tensor_of(hx, "hx")?);
-    let (wi, wh) = (tensor_of(w_ih, "w_ih")?, tensor_of(w_hh, "w_hh")?);
-    let (bi, bh) = (opt_tensor_of(b_ih, "b_ih")?, opt_tensor_of(b_hh, "b_hh")?);
-    let y = detached(py, || {
-        rnn::rnn_cell(&x, &h, &wi, &wh, bi.as_ref(), bh.as_ref(), relu)
-    })?;
-    wrap(py, y)
-}
-
 /// One step of `nn.LSTMCell`: returns `(h', c')`.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
@@ -162,31 +132,44 @@ fn _nn_lstm_cell(
     Ok((wrap(py, hy)?, wrap(py, cy)?))
 }
 
-/// One step of `nn.GRUCell`.
-#[pyfunction]
-fn _nn_gru_cell(
-    py: Python<'_>,
-    input: &Bound<'_, PyAny>,
-    hx: &Bound<'_, PyAny>,
-    w_ih: &Bound<'_, PyAny>,
-    w_hh: &Bound<'_, PyAny>,
-    b_ih: &Bound<'_, PyAny>,
-    b_hh: &Bound<'_, PyAny>,
-) -> PyResult<Py<PyTensor>> {
-    let (x, h) = (tensor_of(input, "input")?, tensor_of(hx, "hx")?);
-    let (wi, wh) = (tensor_of(w_ih, "w_ih")?, tensor_of(w_hh, "w_hh")?);
-    let (bi, bh) = (opt_tensor_of(b_ih, "b_ih")?, opt_tensor_of(b_hh, "b_hh")?);
-    let y = detached(py, || {
-        rnn::gru_cell(&x, &h, &wi, &wh, bi.as_ref(), bh.as_ref())
-    })?;
-    wrap(py, y)
+tensor_functions! {
+    register_generated;
+
+    /// One step of `nn.RNNCell` (`nonlinearity` "tanh" or "relu").
+    #[pyo3(signature = (input, hx, w_ih, w_hh, b_ih, b_hh, nonlinearity))]
+    #[allow(clippy::too_many_arguments)]
+    fn _nn_rnn_cell(
+        input: &Bound<'_, PyAny>,
+        hx: &Bound<'_, PyAny>,
+        w_ih: &Bound<'_, PyAny>,
+        w_hh: &Bound<'_, PyAny>,
+        b_ih: Option<&Bound<'_, PyAny>>,
+        b_hh: Option<&Bound<'_, PyAny>>,
+        nonlinearity: &str,
+    ) => {
+        let relu = match nonlinearity {
+            "tanh" => false,
+            "relu" => true,
+            _ => return Err(Error::value(format!("Unknown nonlinearity: {nonlinearity}"))),
+        };
+        rnn::rnn_cell(&input, &hx, &w_ih, &w_hh, b_ih.as_ref(), b_hh.as_ref(), relu)
+    };
+
+    /// One step of `nn.GRUCell`.
+    #[pyo3(signature = (input, hx, w_ih, w_hh, b_ih, b_hh))]
+    fn _nn_gru_cell(
+        input: &Bound<'_, PyAny>,
+        hx: &Bound<'_, PyAny>,
+        w_ih: &Bound<'_, PyAny>,
+        w_hh: &Bound<'_, PyAny>,
+        b_ih: Option<&Bound<'_, PyAny>>,
+        b_hh: Option<&Bound<'_, PyAny>>,
+    ) => rnn::gru_cell(&input, &hx, &w_ih, &w_hh, b_ih.as_ref(), b_hh.as_ref());
 }
 
 /// Register the recurrent-layer bindings on `ferrograd._C`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_nn_rnn, m)?)?;
-    m.add_function(wrap_pyfunction!(_nn_rnn_cell, m)?)?;
     m.add_function(wrap_pyfunction!(_nn_lstm_cell, m)?)?;
-    m.add_function(wrap_pyfunction!(_nn_gru_cell, m)?)?;
-    Ok(())
+    register_generated(m)
 }
