@@ -37,6 +37,44 @@ _dtype: TypeAlias = dtype
 
 __all__ = [
     "Tensor",
+    "_registry",
+    "exp",
+    "log",
+    "sin",
+    "cos",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "sqrt",
+    "abs",
+    "neg",
+    "sign",
+    "exp2",
+    "log2",
+    "log10",
+    "log1p",
+    "expm1",
+    "rsqrt",
+    "reciprocal",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "erf",
+    "erfc",
+    "floor",
+    "ceil",
+    "trunc",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "logical_not",
+    "bitwise_not",
     "dtype",
     "Node",
     "RemovableHandle",
@@ -1000,6 +1038,86 @@ def set_num_threads(n: _int) -> None:
 
 def _where_tensors(cond: _ArrayOperand, a: _ArrayOperand, b: _ArrayOperand) -> Tensor:
     """`cond ? a : b` elementwise, broadcasting."""
+
+# ----- src/python/ops/unary.rs: the op registry (src/ops/registry.rs) ----------------------------
+
+def _registry() -> list[dict[str, str]]:
+    """The op registry's rows, for the Python op table: `name`, `family`, `doc`, `domain`,
+    `grad`."""
+def exp(input: Tensor) -> Tensor:
+    """e^x elementwise."""
+def log(input: Tensor) -> Tensor:
+    """Natural logarithm elementwise."""
+def sin(input: Tensor) -> Tensor:
+    """Sine elementwise."""
+def cos(input: Tensor) -> Tensor:
+    """Cosine elementwise."""
+def tanh(input: Tensor) -> Tensor:
+    """Hyperbolic tangent elementwise."""
+def sigmoid(input: Tensor) -> Tensor:
+    """Logistic sigmoid elementwise."""
+def relu(input: Tensor) -> Tensor:
+    """max(x, 0) elementwise."""
+def sqrt(input: Tensor) -> Tensor:
+    """Square root elementwise."""
+def abs(input: Tensor) -> Tensor:
+    """Absolute value elementwise."""
+def neg(input: Tensor) -> Tensor:
+    """Negation elementwise."""
+def sign(input: Tensor) -> Tensor:
+    """Sign (-1, 0, 1) elementwise."""
+def exp2(input: Tensor) -> Tensor:
+    """2^x elementwise."""
+def log2(input: Tensor) -> Tensor:
+    """Base-2 logarithm elementwise."""
+def log10(input: Tensor) -> Tensor:
+    """Base-10 logarithm elementwise."""
+def log1p(input: Tensor) -> Tensor:
+    """ln(1 + x) elementwise."""
+def expm1(input: Tensor) -> Tensor:
+    """e^x - 1 elementwise."""
+def rsqrt(input: Tensor) -> Tensor:
+    """1 / sqrt(x) elementwise."""
+def reciprocal(input: Tensor) -> Tensor:
+    """1 / x elementwise."""
+def tan(input: Tensor) -> Tensor:
+    """Tangent elementwise."""
+def asin(input: Tensor) -> Tensor:
+    """Arcsine elementwise."""
+def acos(input: Tensor) -> Tensor:
+    """Arccosine elementwise."""
+def atan(input: Tensor) -> Tensor:
+    """Arctangent elementwise."""
+def sinh(input: Tensor) -> Tensor:
+    """Hyperbolic sine elementwise."""
+def cosh(input: Tensor) -> Tensor:
+    """Hyperbolic cosine elementwise."""
+def asinh(input: Tensor) -> Tensor:
+    """Inverse hyperbolic sine elementwise."""
+def acosh(input: Tensor) -> Tensor:
+    """Inverse hyperbolic cosine elementwise."""
+def atanh(input: Tensor) -> Tensor:
+    """Inverse hyperbolic tangent elementwise."""
+def erf(input: Tensor) -> Tensor:
+    """Error function elementwise."""
+def erfc(input: Tensor) -> Tensor:
+    """Complementary error function elementwise."""
+def floor(input: Tensor) -> Tensor:
+    """Round down elementwise (zero gradient)."""
+def ceil(input: Tensor) -> Tensor:
+    """Round up elementwise (zero gradient)."""
+def trunc(input: Tensor) -> Tensor:
+    """Round towards zero elementwise (zero gradient)."""
+def isnan(input: Tensor) -> Tensor:
+    """Elementwise NaN test (bool)."""
+def isinf(input: Tensor) -> Tensor:
+    """Elementwise infinity test (bool)."""
+def isfinite(input: Tensor) -> Tensor:
+    """Elementwise finiteness test (bool)."""
+def logical_not(input: Tensor) -> Tensor:
+    """Elementwise logical not (bool)."""
+def bitwise_not(input: Tensor) -> Tensor:
+    """Bitwise not (bool or integer tensors)."""
 
 # ----- optim --------------------------------------------------------------------------------------
 

@@ -394,3 +394,38 @@ macro_rules! unary_methods {
     };
 }
 pub(crate) use unary_methods;
+
+/// `ferrograd._C.<name>(input)` for each row of the op registry's unary table (the function
+/// form of the method `unary_methods!` makes), registered by the generated `register_functions`.
+macro_rules! unary_functions {
+    ($($name:ident: $doc:literal, $domain:ident, $grad:ident, [$($reference:tt)*];)+) => {
+        fn register_functions(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
+            use pyo3::types::PyModuleMethods;
+            $(
+                #[pyo3::pyfunction]
+                #[doc = $doc]
+                fn $name(
+                    py: pyo3::Python<'_>,
+                    input: &pyo3::Bound<'_, pyo3::PyAny>,
+                ) -> pyo3::PyResult<pyo3::Py<$crate::python::tensor::PyTensor>> {
+                    use pyo3::types::PyAnyMethods;
+                    let input = input
+                        .cast::<$crate::python::tensor::PyTensor>()
+                        .map_err(|_| {
+                            pyo3::exceptions::PyTypeError::new_err(format!(
+                                "{}(): argument 'input' (position 1) must be Tensor, not {}",
+                                stringify!($name),
+                                input.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                            ))
+                        })?
+                        .borrow();
+                    let t = $crate::python::tensor::heavy(py, &input.inner, |x| x.$name())?;
+                    $crate::python::tensor::wrap(py, t)
+                }
+                m.add_function(pyo3::wrap_pyfunction!($name, m)?)?;
+            )+
+            Ok(())
+        }
+    };
+}
+pub(crate) use unary_functions;

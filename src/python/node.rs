@@ -6,12 +6,12 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use super::errors::{from_py, guarded};
-use super::tensor::{opt_tensor_of, wrap, PyTensor};
+use super::tensor::{opt_tensor_of, wrap, PyItem, PyTensor};
 use crate::autograd::function::SavedVariables;
 use crate::autograd::node::CustomBackward;
 use crate::autograd::{HookHandle, Node};
-use crate::error::Result;
-use crate::tensor::Tensor;
+use crate::error::{Error, Result};
+use crate::tensor::{Tensor, TensorHook};
 
 /// A node of the backward graph (`tensor.grad_fn`).
 #[pyclass(name = "Node", module = "ferrograd._C", frozen, weakref)]
@@ -163,4 +163,100 @@ impl CustomBackward for PyFunctionBackward {
     fn materialize_grads(&self) -> bool {
         self.materialize
     }
+}
+
+/// Where `grad_fn` nodes get their Python face (`ferrograd._tensor._wrap_node`).
+static WRAP_NODE: PyItem = PyItem::new("ferrograd._tensor", "_wrap_node");
+
+// The tensor's graph-facing methods live here, beside the node and handle types they return,
+// so that the tensor's bindings do not import the node's (which import the tensor's).
+#[pymethods]
+impl PyTensor {
+    /// The node that produced this tensor, or None for leaves.
+    #[getter]
+    fn grad_fn(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let Some(node) = self.inner.grad_fn() else {
+            return Ok(None);
+        };
+        Ok(Some(
+            WRAP_NODE
+                .get(py)?
+                .call1((PyNode { inner: node },))?
+                .unbind(),
+        ))
+    }
+    /// Register `hook(grad) -> Tensor | None` on this tensor's gradient.
+    fn register_hook(&self, hook: Py<PyAny>) -> PyResult<PyHookHandle> {
+        let name = Python::attach(|py| hook_name(hook.bind(py)));
+        let h = python_hook(hook, name);
+        let handle = guarded(|| self.inner.register_hook(h))?;
+        Ok(PyHookHandle {
+            inner: Arc::new(handle),
+        })
+    }
+    /// Register `hook(tensor) -> None` run after this leaf's `.grad` was accumulated.
+    fn register_post_accumulate_grad_hook(&self, hook: Py<PyAny>) -> PyResult<PyHookHandle> {
+        let h: crate::tensor::PostAccumulateHook = Arc::new(move |t: &Tensor| {
+            Python::attach(|py| {
+                let arg = wrap(py, t.clone()).map_err(from_py)?;
+                let r = hook.call1(py, (arg,)).map_err(from_py)?;
+                if r.is_none(py) {
+                    Ok(())
+                } else {
+                    Err(Error::runtime(
+                        "Tensor post accumulate grad hooks should return None.",
+                    ))
+                }
+            })
+        });
+        let handle = guarded(|| self.inner.register_post_accumulate_grad_hook(h))?;
+        Ok(PyHookHandle {
+            inner: Arc::new(handle),
+        })
+    }
+}
+
+/// A short name for a hook in messages (`<lambda>`, the function's `__name__`).
+fn hook_name(hook: &Bound<'_, PyAny>) -> String {
+    hook.getattr("__name__")
+        .and_then(|n| n.extract::<String>())
+        .unwrap_or_else(|_| "hook".into())
+}
+
+/// A tensor hook that calls a Python callable, with torch's checks on what it returns.
+pub(crate) fn python_hook(hook: Py<PyAny>, name: String) -> TensorHook {
+    Arc::new(move |g: &Tensor| {
+        Python::attach(|py| {
+            let arg = wrap(py, g.clone()).map_err(from_py)?;
+            let r = hook.call1(py, (arg,)).map_err(from_py)?;
+            let r = r.bind(py);
+            if r.is_none() {
+                return Ok(None);
+            }
+            let Ok(t) = r.cast::<PyTensor>() else {
+                let tn = r
+                    .get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default();
+                return Err(Error::type_error(format!(
+                    "expected Variable, but hook returned '{tn}'"
+                )));
+            };
+            let t = t.get().inner.clone();
+            if t.shape() != g.shape() {
+                return Err(Error::runtime(format!(
+                    "hook '{name}' has changed the size of value"
+                )));
+            }
+            if t.dtype() != g.dtype() {
+                return Err(Error::runtime(format!(
+                    "hook '{name}' has changed the type of value (was ferrograd.{} got ferrograd.{})",
+                    g.dtype().legacy_name(),
+                    t.dtype().legacy_name()
+                )));
+            }
+            Ok(Some(t))
+        })
+    })
 }

@@ -2,7 +2,6 @@
 //! into the crate.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
@@ -10,11 +9,8 @@ use pyo3::prelude::*;
 use crate::python::args::Int;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple, PyType};
 
-use super::errors::{detached, from_py, guarded, IntoPyResult};
-use super::node::{PyHookHandle, PyNode};
+use super::errors::{detached, guarded, IntoPyResult};
 use super::{dtype_object, PyDType};
-use crate::autograd::TensorHook;
-use crate::error::Error;
 use crate::tensor::{DType, Tensor};
 
 /// A ferrograd tensor. Subclassable so that `nn.Parameter` is a `Tensor`, as in torch.
@@ -172,7 +168,6 @@ impl PyItem {
 static SIZE_TYPE: PyItem = PyItem::new("ferrograd._size", "Size");
 static CPU: PyItem = PyItem::new("ferrograd._device", "CPU");
 pub(crate) static CHECK_DEVICE: PyItem = PyItem::new("ferrograd._device", "check_device");
-static WRAP_NODE: PyItem = PyItem::new("ferrograd._tensor", "_wrap_node");
 static REBUILD_TENSOR: PyItem = PyItem::new("ferrograd._tensor", "_rebuild_tensor");
 static BACKWARD: PyItem = PyItem::new("ferrograd.autograd", "backward");
 static NEW_TENSOR: PyItem = PyItem::new("ferrograd._creation", "tensor");
@@ -374,19 +369,6 @@ impl PyTensor {
     fn is_leaf(&self) -> bool {
         self.inner.is_leaf()
     }
-    /// The node that produced this tensor, or None for leaves.
-    #[getter]
-    fn grad_fn(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        let Some(node) = self.inner.grad_fn() else {
-            return Ok(None);
-        };
-        Ok(Some(
-            WRAP_NODE
-                .get(py)?
-                .call1((PyNode { inner: node },))?
-                .unbind(),
-        ))
-    }
     /// The accumulated gradient (warns when read on a non-leaf that does not retain it).
     #[getter]
     fn get_grad(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {
@@ -455,36 +437,6 @@ impl PyTensor {
         guarded(|| slf.get().inner.detach_())?;
         Ok(slf.clone().unbind())
     }
-    /// Register `hook(grad) -> Tensor | None` on this tensor's gradient.
-    fn register_hook(&self, hook: Py<PyAny>) -> PyResult<PyHookHandle> {
-        let name = Python::attach(|py| hook_name(hook.bind(py)));
-        let h = python_hook(hook, name);
-        let handle = guarded(|| self.inner.register_hook(h))?;
-        Ok(PyHookHandle {
-            inner: Arc::new(handle),
-        })
-    }
-    /// Register `hook(tensor) -> None` run after this leaf's `.grad` was accumulated.
-    fn register_post_accumulate_grad_hook(&self, hook: Py<PyAny>) -> PyResult<PyHookHandle> {
-        let h: crate::tensor::PostAccumulateHook = Arc::new(move |t: &Tensor| {
-            Python::attach(|py| {
-                let arg = wrap(py, t.clone()).map_err(from_py)?;
-                let r = hook.call1(py, (arg,)).map_err(from_py)?;
-                if r.is_none(py) {
-                    Ok(())
-                } else {
-                    Err(Error::runtime(
-                        "Tensor post accumulate grad hooks should return None.",
-                    ))
-                }
-            })
-        });
-        let handle = guarded(|| self.inner.register_post_accumulate_grad_hook(h))?;
-        Ok(PyHookHandle {
-            inner: Arc::new(handle),
-        })
-    }
-
     // ----- conversion ----------------------------------------------------------------------
 
     /// The value of a one-element tensor as a Python number.
@@ -725,49 +677,4 @@ impl PyTensorIter {
         let t = guarded(|| self.tensor.select(0, i as i64))?;
         wrap(py, t).map(Some)
     }
-}
-
-/// A short name for a hook in messages (`<lambda>`, the function's `__name__`).
-fn hook_name(hook: &Bound<'_, PyAny>) -> String {
-    hook.getattr("__name__")
-        .and_then(|n| n.extract::<String>())
-        .unwrap_or_else(|_| "hook".into())
-}
-
-/// A tensor hook that calls a Python callable, with torch's checks on what it returns.
-pub(crate) fn python_hook(hook: Py<PyAny>, name: String) -> TensorHook {
-    Arc::new(move |g: &Tensor| {
-        Python::attach(|py| {
-            let arg = wrap(py, g.clone()).map_err(from_py)?;
-            let r = hook.call1(py, (arg,)).map_err(from_py)?;
-            let r = r.bind(py);
-            if r.is_none() {
-                return Ok(None);
-            }
-            let Ok(t) = r.cast::<PyTensor>() else {
-                let tn = r
-                    .get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default();
-                return Err(Error::type_error(format!(
-                    "expected Variable, but hook returned '{tn}'"
-                )));
-            };
-            let t = t.get().inner.clone();
-            if t.shape() != g.shape() {
-                return Err(Error::runtime(format!(
-                    "hook '{name}' has changed the size of value"
-                )));
-            }
-            if t.dtype() != g.dtype() {
-                return Err(Error::runtime(format!(
-                    "hook '{name}' has changed the type of value (was ferrograd.{} got ferrograd.{})",
-                    g.dtype().legacy_name(),
-                    t.dtype().legacy_name()
-                )));
-            }
-            Ok(Some(t))
-        })
-    })
 }

@@ -18,5 +18,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     binary::register(m)?;
     linalg::register(m)?;
     shape::register(m)?;
+    unary::register(m)?;
     Ok(())
 }

@@ -3,48 +3,36 @@
 use pyo3::prelude::*;
 
 use crate::python::args::Int;
-use crate::python::bind::{tensor_methods, unary_methods};
+use crate::python::bind::{tensor_methods, unary_functions, unary_methods};
 use crate::python::tensor::{operand, wrap, PyTensor};
 
-unary_methods!(
-    exp => "e^x elementwise.",
-    log => "Natural logarithm elementwise.",
-    sin => "Sine elementwise.",
-    cos => "Cosine elementwise.",
-    tanh => "Hyperbolic tangent elementwise.",
-    sigmoid => "Logistic sigmoid elementwise.",
-    relu => "max(x, 0) elementwise.",
-    sqrt => "Square root elementwise.",
-    abs => "Absolute value elementwise.",
-    neg => "Negation elementwise.",
-    sign => "Sign (-1, 0, 1) elementwise.",
-    exp2 => "2^x elementwise.",
-    log2 => "Base-2 logarithm elementwise.",
-    log10 => "Base-10 logarithm elementwise.",
-    log1p => "ln(1 + x) elementwise.",
-    expm1 => "e^x - 1 elementwise.",
-    rsqrt => "1 / sqrt(x) elementwise.",
-    reciprocal => "1 / x elementwise.",
-    tan => "Tangent elementwise.",
-    asin => "Arcsine elementwise.",
-    acos => "Arccosine elementwise.",
-    atan => "Arctangent elementwise.",
-    sinh => "Hyperbolic sine elementwise.",
-    cosh => "Hyperbolic cosine elementwise.",
-    asinh => "Inverse hyperbolic sine elementwise.",
-    acosh => "Inverse hyperbolic cosine elementwise.",
-    atanh => "Inverse hyperbolic tangent elementwise.",
-    erf => "Error function elementwise.",
-    erfc => "Complementary error function elementwise.",
-    floor => "Round down elementwise (zero gradient).",
-    ceil => "Round up elementwise (zero gradient).",
-    trunc => "Round towards zero elementwise (zero gradient).",
-    isnan => "Elementwise NaN test (bool).",
-    isinf => "Elementwise infinity test (bool).",
-    isfinite => "Elementwise finiteness test (bool).",
-    logical_not => "Elementwise logical not (bool).",
-    bitwise_not => "Bitwise not (bool or integer tensors).",
-);
+// One Tensor method and one `ferrograd._C` function per row of the op registry
+// (src/ops/registry.rs).
+crate::ferrograd_unary_ops!(unary_methods);
+crate::ferrograd_unary_ops!(unary_functions);
+
+/// The op registry's rows, for the Python op table: `name`, `family`, `doc`, `domain`, `grad`.
+#[pyfunction]
+fn _registry(py: Python<'_>) -> PyResult<Vec<Bound<'_, pyo3::types::PyDict>>> {
+    crate::ops::registry::UNARY
+        .iter()
+        .map(|row| {
+            let d = pyo3::types::PyDict::new(py);
+            d.set_item("name", row.name)?;
+            d.set_item("family", "unary")?;
+            d.set_item("doc", row.doc)?;
+            d.set_item("domain", row.domain.name())?;
+            d.set_item("grad", row.grad.name())?;
+            Ok(d)
+        })
+        .collect()
+}
+
+/// Register the registry's functions on `ferrograd._C`.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_registry, m)?)?;
+    register_functions(m)
+}
 
 tensor_methods! {
     /// Nearest integer (halves to even), or to `decimals` decimal places.

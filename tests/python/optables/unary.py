@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, List, Sequence
 
+import ferrograd
 import numpy as np
 
 from ._shared import A3, B3, BOOL, BOOL_NOTE, INF, INT, KINK_NOTE, POS, STEP_NOTE, A, _mask
@@ -261,3 +262,45 @@ OPS = [
         op="isfinite isnan isinf",
     ),
 ]
+
+
+# ----- rows of the crate's op registry that no entry above exercises ---------------------------
+# A new unary op in src/ops/registry.rs is tested from its row alone: forward against NumPy's
+# function of the same name (when NumPy has one), gradcheck and gradgradcheck, float32 against
+# float64, non-contiguous input, torch parity. An entry above, with closed-form derivatives,
+# replaces the derived one.
+
+_DOMAIN_ARGS = {
+    "real": A,
+    "nonzero": A,
+    "positive": POS,
+    "open_unit": UNIT,
+    "above_one": Arg((2, 3), low=1.2, high=3.0),
+    "integer": INT,
+}
+
+
+def _from_registry(row: dict) -> OpSpec:
+    name = row["name"]
+    smooth = row["grad"] == "smooth"
+    return OpSpec(
+        name,
+        lambda L, x: getattr(L, name)(x),
+        [_DOMAIN_ARGS[row["domain"]]],
+        grad=row["grad"] != "none",
+        gradgrad=smooth,
+        reference=getattr(np, name, None) if row["domain"] != "integer" else None,
+        forms=("method",),
+        op=name,
+    )
+
+
+def _covered() -> set:
+    names = set()
+    for spec in OPS:
+        names.update(spec.op.split() if spec.op else [spec.name])
+    return names
+
+
+REGISTRY_ROWS = [r for r in ferrograd._C._registry() if r["family"] == "unary"]
+OPS += [_from_registry(r) for r in REGISTRY_ROWS if r["name"] not in _covered()]
