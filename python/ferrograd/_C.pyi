@@ -67,6 +67,7 @@ __all__ = [
     "atanh",
     "erf",
     "erfc",
+    "erfinv",
     "floor",
     "ceil",
     "trunc",
@@ -695,6 +696,8 @@ class Tensor:
         """Error function elementwise."""
     def erfc(self) -> Tensor:
         """Complementary error function elementwise."""
+    def erfinv(self) -> Tensor:
+        """Inverse error function elementwise."""
     def floor(self) -> Tensor:
         """Round down elementwise (zero gradient)."""
     def ceil(self) -> Tensor:
@@ -1102,6 +1105,8 @@ def erf(input: Tensor) -> Tensor:
     """Error function elementwise."""
 def erfc(input: Tensor) -> Tensor:
     """Complementary error function elementwise."""
+def erfinv(input: Tensor) -> Tensor:
+    """Inverse error function elementwise."""
 def floor(input: Tensor) -> Tensor:
     """Round down elementwise (zero gradient)."""
 def ceil(input: Tensor) -> Tensor:

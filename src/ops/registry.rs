@@ -117,6 +117,7 @@ macro_rules! ferrograd_unary_ops {
             atanh: "Inverse hyperbolic tangent elementwise.", OpenUnit, Smooth, [f64::atanh];
             erf: "Error function elementwise.", Real, Smooth, [];
             erfc: "Complementary error function elementwise.", Real, Smooth, [];
+            erfinv: "Inverse error function elementwise.", OpenUnit, Smooth, [|y: f64| $crate::ops::registry::invert_increasing(libm::erf, y)];
             floor: "Round down elementwise (zero gradient).", NonZero, Zero, [f64::floor];
             ceil: "Round up elementwise (zero gradient).", NonZero, Zero, [f64::ceil];
             trunc: "Round towards zero elementwise (zero gradient).", NonZero, Zero, [f64::trunc];
@@ -127,6 +128,24 @@ macro_rules! ferrograd_unary_ops {
             bitwise_not: "Bitwise not (bool or integer tensors).", Integer, None, [|v: f64| -v - 1.0];
         }
     };
+}
+
+/// `f⁻¹(y)` for an increasing `f` by bisection on [-40, 40]: a slow reference that shares no
+/// code with the op it checks.
+pub fn invert_increasing(f: fn(f64) -> f64, y: f64) -> f64 {
+    let (mut lo, mut hi) = (-40.0f64, 40.0f64);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if mid == lo || mid == hi {
+            break;
+        }
+        if f(mid) < y {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
 }
 
 macro_rules! unary_table {

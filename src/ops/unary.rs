@@ -510,6 +510,30 @@ impl Tensor {
         Ok(out)
     }
 
+    /// The inverse error function on [-1, 1] (±inf at ±1, NaN outside); d/dx = sqrt(pi)/2
+    /// e^(erfinv(x)²), from the saved output.
+    pub fn erfinv(&self) -> Result<Tensor> {
+        let out = crate::ops::elementwise::map_float_fn(
+            self,
+            |y| erfinv_f64(f64::from(y)) as f32,
+            erfinv_f64,
+        )?;
+        if needs_grad(&[self]) {
+            record(
+                "ErfinvBackward0",
+                &[self],
+                &[&out],
+                &[&out],
+                false,
+                |g, s| {
+                    let d = s[0].mul(&s[0])?.exp()?.mul_scalar(1.0 / TWO_OVER_SQRT_PI)?;
+                    Ok(vec![Some(g[0].mul(&d)?)])
+                },
+            )?;
+        }
+        Ok(out)
+    }
+
     /// A step function: integer and bool inputs come back unchanged (a copy), like torch; the
     /// gradient is zero everywhere (torch's choice at the jumps too).
     fn step_op(
@@ -764,4 +788,61 @@ fn fix_nonfinite<F: num_traits::Float>(x: F, nan: F, posinf: F, neginf: F) -> F 
     } else {
         x
     }
+}
+
+/// erfinv in float64: M. Giles' single-precision approximation ("Approximating the erfinv
+/// function", 2010) refined by two Newton steps on erf, or on erfc for |y| > 1/2 where erf's
+/// absolute error would swamp 1 - |y|.
+fn erfinv_f64(y: f64) -> f64 {
+    let a = y.abs();
+    if a.is_nan() || a > 1.0 {
+        return f64::NAN;
+    }
+    if a == 1.0 {
+        return y * f64::INFINITY;
+    }
+    let w = -((1.0 - a) * (1.0 + a)).ln();
+    let mut x = if w < 5.0 {
+        let w = w - 2.5;
+        [
+            3.43273939e-07,
+            -3.5233877e-06,
+            -4.39150654e-06,
+            0.00021858087,
+            -0.00125372503,
+            -0.00417768164,
+            0.246640727,
+            1.50140941,
+        ]
+        .iter()
+        .fold(2.81022636e-08, |p, &c| c + p * w)
+            * a
+    } else {
+        let w = w.sqrt() - 3.0;
+        [
+            0.000100950558,
+            0.00134934322,
+            -0.00367342844,
+            0.00573950773,
+            -0.0076224613,
+            0.00943887047,
+            1.00167406,
+            2.83297682,
+        ]
+        .iter()
+        .fold(-0.000200214257, |p, &c| c + p * w)
+            * a
+    };
+    for _ in 0..2 {
+        let slope = TWO_OVER_SQRT_PI * (-x * x).exp();
+        if slope == 0.0 {
+            break;
+        }
+        x -= if a <= 0.5 {
+            (libm::erf(x) - a) / slope
+        } else {
+            ((1.0 - a) - libm::erfc(x)) / slope
+        };
+    }
+    x.copysign(y)
 }
