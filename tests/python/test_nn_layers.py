@@ -478,3 +478,24 @@ def test_device_arguments() -> None:
     assert lin.weight.dtype == torch.float64 and lin.bias.dtype == torch.float64
     with pytest.raises(RuntimeError, match="computes on the CPU only"):
         nn.Linear(2, 2, device="cuda")
+
+
+def test_trunc_normal_matches_the_truncated_normal_moments():
+    # Mean and variance of N(mu, s^2) truncated to [a, b], closed forms with z = (x - mu) / s.
+    mu, s, a, b = 1.0, 2.0, -1.0, 2.0
+    torch.manual_seed(0)
+    w = nn.init.trunc_normal_(torch.empty(200_000), mean=mu, std=s, a=a, b=b).numpy()
+
+    def pdf(z: float) -> float:
+        return math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+
+    def cdf(z: float) -> float:
+        return 0.5 * (1 + math.erf(z / math.sqrt(2)))
+
+    al, be = (a - mu) / s, (b - mu) / s
+    mass = cdf(be) - cdf(al)
+    mean = mu + s * (pdf(al) - pdf(be)) / mass
+    var = s * s * (1 + (al * pdf(al) - be * pdf(be)) / mass - ((pdf(al) - pdf(be)) / mass) ** 2)
+    assert w.min() >= a and w.max() <= b
+    assert abs(w.mean() - mean) < 0.01
+    assert abs(w.var() - var) < 0.01

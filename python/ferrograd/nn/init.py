@@ -98,30 +98,8 @@ def trunc_normal_(
 
     lo, hi = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
     u = rand(*tensor.shape, dtype=_C.float64) * (2 * hi - 2 * lo) + (2 * lo - 1)
-    x = u.clamp(-1 + 1e-15, 1 - 1e-15).numpy()
-    from math import sqrt
-
-    z = np.vectorize(_erfinv)(x) * (std * sqrt(2.0)) + mean
-    z = np.clip(z, a, b)
-    return _fill_from(tensor, tensor_(z, tensor.dtype))
-
-
-def _erfinv(y: float) -> float:
-    """Inverse error function by Newton steps on math.erf (accurate to float64)."""
-    if y <= -1:
-        return -math.inf
-    if y >= 1:
-        return math.inf
-    # Giles' initial approximation, then Newton.
-    w = -math.log((1.0 - y) * (1.0 + y))
-    x = y * (1.0 + 0.147 * w) ** 0.5 if w < 5 else math.copysign(math.sqrt(w), y)
-    for _ in range(60):
-        err = math.erf(x) - y
-        step = err / (2.0 / math.sqrt(math.pi) * math.exp(-x * x))
-        x -= step
-        if abs(step) < 1e-15:
-            break
-    return x
+    z = u.clamp(-1 + 1e-15, 1 - 1e-15).erfinv() * (std * math.sqrt(2.0)) + mean
+    return _fill_from(tensor, z.clamp(a, b).to(tensor.dtype))
 
 
 def tensor_(arr: Any, dtype: Any) -> Tensor:
