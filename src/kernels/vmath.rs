@@ -747,68 +747,93 @@ fn gelu_grad_f32<const F: bool, const FULL: bool>(x: f32) -> f32 {
 /// block of activations) skips the far fit's division and blends.
 const GELU_BLOCK: usize = 32;
 
+/// Whether every |x| is below `bound` (a NaN is not, so it takes the full path).
 #[inline(always)]
-fn all_near(x: &[f32]) -> bool {
-    // NaN compares false, so it takes the full path.
-    x.iter()
-        .fold(true, |acc, &v| acc & (v.abs() < GELU_NEAR_END))
+fn all_below(x: &[f32], bound: f32) -> bool {
+    x.iter().fold(true, |acc, &v| acc & (v.abs() < bound))
 }
 
-/// `out = gelu(x)` on float32 lanes (`x` and `out` of one length); `F`: the target has FMA.
+/// `out = f(x)` in blocks of `B` lanes: by `near` for a block whose |x| are all below `bound`,
+/// by `far` (the full range) otherwise.
 #[inline(always)]
-pub(crate) fn gelu_slice<const F: bool>(x: &[f32], out: &mut [MaybeUninit<f32>]) {
-    for (xc, oc) in x.chunks(GELU_BLOCK).zip(out.chunks_mut(GELU_BLOCK)) {
-        if all_near(xc) {
+fn blocked_slice<const B: usize>(
+    x: &[f32],
+    out: &mut [MaybeUninit<f32>],
+    bound: f32,
+    near: impl Fn(f32) -> f32,
+    far: impl Fn(f32) -> f32,
+) {
+    for (xc, oc) in x.chunks(B).zip(out.chunks_mut(B)) {
+        if all_below(xc, bound) {
             for (o, &v) in oc.iter_mut().zip(xc) {
-                o.write(gelu_f32::<F, false>(v));
+                o.write(near(v));
             }
         } else {
             for (o, &v) in oc.iter_mut().zip(xc) {
-                o.write(gelu_f32::<F, true>(v));
+                o.write(far(v));
             }
         }
     }
 }
 
-/// `out = g · gelu'(x)` on float32 lanes, `g` a slice as long as `x` or one broadcast value.
+/// `out = g · f'(x)` in blocks of `B` lanes, `g` a slice as long as `x` or one broadcast value;
+/// `near` and `far` as in [`blocked_slice`].
 #[inline(always)]
-pub(crate) fn gelu_grad_slice<const F: bool>(
+fn blocked_grad_slice<const B: usize>(
     g: Result<&[f32], f32>,
     x: &[f32],
     out: &mut [MaybeUninit<f32>],
+    bound: f32,
+    near: impl Fn(f32) -> f32,
+    far: impl Fn(f32) -> f32,
 ) {
-    for (k, (xc, oc)) in x
-        .chunks(GELU_BLOCK)
-        .zip(out.chunks_mut(GELU_BLOCK))
-        .enumerate()
-    {
-        let near = all_near(xc);
-        match g {
-            Ok(g) => {
-                let gc = &g[k * GELU_BLOCK..k * GELU_BLOCK + xc.len()];
-                if near {
-                    for ((o, &v), &gv) in oc.iter_mut().zip(xc).zip(gc) {
-                        o.write(gv * gelu_grad_f32::<F, false>(v));
-                    }
-                } else {
-                    for ((o, &v), &gv) in oc.iter_mut().zip(xc).zip(gc) {
-                        o.write(gv * gelu_grad_f32::<F, true>(v));
-                    }
-                }
-            }
-            Err(gv) => {
-                if near {
-                    for (o, &v) in oc.iter_mut().zip(xc) {
-                        o.write(gv * gelu_grad_f32::<F, false>(v));
-                    }
-                } else {
-                    for (o, &v) in oc.iter_mut().zip(xc) {
-                        o.write(gv * gelu_grad_f32::<F, true>(v));
-                    }
-                }
-            }
+    for (k, (xc, oc)) in x.chunks(B).zip(out.chunks_mut(B)).enumerate() {
+        let gc = g.map(|g| &g[k * B..k * B + xc.len()]);
+        if all_below(xc, bound) {
+            grad_slice(gc, xc, oc, &near);
+        } else {
+            grad_slice(gc, xc, oc, &far);
         }
     }
+}
+
+/// The float32 drivers of the functions with a short path for blocks of small |x| (`F`: the
+/// target has FMA): `$slice` writes `out = f(x)` (`x` and `out` of one length), `$grad` writes
+/// `out = g · f'(x)` (`g` a slice as long as `x` or one broadcast value). Per row: the block
+/// length, the bound of the short path, and the (near, far) forms of f and of f'.
+macro_rules! blocked_drivers {
+    (
+        $($(#[$doc:meta])* $slice:ident, $grad:ident: $b:expr, $bound:expr, $f:expr, $df:expr;)*
+    ) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        pub(crate) fn $slice<const F: bool>(x: &[f32], out: &mut [MaybeUninit<f32>]) {
+            let (near, far) = $f;
+            blocked_slice::<{ $b }>(x, out, $bound, near, far)
+        }
+
+        $(#[$doc])*
+        #[inline(always)]
+        pub(crate) fn $grad<const F: bool>(
+            g: Result<&[f32], f32>,
+            x: &[f32],
+            out: &mut [MaybeUninit<f32>],
+        ) {
+            let (near, far) = $df;
+            blocked_grad_slice::<{ $b }>(g, x, out, $bound, near, far)
+        }
+    )*};
+}
+
+blocked_drivers! {
+    /// gelu (the near form skips the far fit's division and blends).
+    gelu_slice, gelu_grad_slice: GELU_BLOCK, GELU_NEAR_END,
+        (gelu_f32::<F, false>, gelu_f32::<F, true>),
+        (gelu_grad_f32::<F, false>, gelu_grad_f32::<F, true>);
+    /// silu.
+    silu_slice, silu_grad_slice: SILU_BLOCK, SILU_NEAR,
+        (silu_near_f32::<F>, silu_f32::<F>),
+        (silu_grad_near_f32::<F>, silu_grad_f32::<F>);
 }
 
 // ----- float32 lanes: e^-|x| and silu ----------------------------------------------------------
@@ -829,14 +854,21 @@ const EXP_NEG_NEGLIGIBLE: f32 = 40.0;
 /// q = e^r - 1 for the reduced |r| <= ln2/2 (relative error near 2^-26; NaN propagates).
 #[inline(always)]
 fn exp_neg_parts<const F: bool>(ac: f32) -> (f32, f32) {
-    let y = -ac;
+    // n + 64 + 127 lies in [19, 191].
+    exp_reduced::<F>(-ac)
+}
+
+/// e^y = 2^n (1 + q) as `(2^(n + 64), q)`, q = e^r - 1 for the reduced |r| <= ln2/2, for y
+/// whose n + 64 + 127 lies in the exponent field's range (the callers clamp y).
+#[inline(always)]
+fn exp_reduced<const F: bool>(y: f32) -> (f32, f32) {
     let t = fma32::<F>(y, std::f32::consts::LOG2_E, ROUND_MAGIC_F32);
     let n = t - ROUND_MAGIC_F32;
     // y - n ln2_hi is exact (n has at most 8 bits); the low part's rounding is below 2^-26 r.
     let r = fma32::<F>(n, -LN2_HI_F32, y);
     let r = fma32::<F>(n, -LN2_LO_F32, r);
     let q = fma32::<F>(r * r, horner32::<F, 6>(r, &EXPM1_R2), r);
-    // n + 64 + 127 in [19, 191] sits in t's low bits; shifted into the exponent field.
+    // n + 64 + 127 sits in t's low bits; shifted into the exponent field.
     let scale = f32::from_bits(t.to_bits().wrapping_add(191) << 23);
     (scale, q)
 }
@@ -966,69 +998,6 @@ fn silu_grad_near_f32<const F: bool>(x: f32) -> f32 {
 /// (every block of ordinary activations) takes the short path.
 const SILU_BLOCK: usize = 64;
 
-#[inline(always)]
-fn all_silu_near(x: &[f32]) -> bool {
-    // NaN compares false, so it takes the full path.
-    x.iter().fold(true, |acc, &v| acc & (v.abs() < SILU_NEAR))
-}
-
-/// `out = silu(x)` on float32 lanes (`x` and `out` of one length); `F`: the target has FMA.
-#[inline(always)]
-pub(crate) fn silu_slice<const F: bool>(x: &[f32], out: &mut [MaybeUninit<f32>]) {
-    for (xc, oc) in x.chunks(SILU_BLOCK).zip(out.chunks_mut(SILU_BLOCK)) {
-        if all_silu_near(xc) {
-            for (o, &v) in oc.iter_mut().zip(xc) {
-                o.write(silu_near_f32::<F>(v));
-            }
-        } else {
-            for (o, &v) in oc.iter_mut().zip(xc) {
-                o.write(silu_f32::<F>(v));
-            }
-        }
-    }
-}
-
-/// `out = g · silu'(x)` on float32 lanes, `g` a slice as long as `x` or one broadcast value.
-#[inline(always)]
-pub(crate) fn silu_grad_slice<const F: bool>(
-    g: Result<&[f32], f32>,
-    x: &[f32],
-    out: &mut [MaybeUninit<f32>],
-) {
-    for (k, (xc, oc)) in x
-        .chunks(SILU_BLOCK)
-        .zip(out.chunks_mut(SILU_BLOCK))
-        .enumerate()
-    {
-        let near = all_silu_near(xc);
-        match g {
-            Ok(g) => {
-                let gc = &g[k * SILU_BLOCK..k * SILU_BLOCK + xc.len()];
-                if near {
-                    for ((o, &v), &gv) in oc.iter_mut().zip(xc).zip(gc) {
-                        o.write(gv * silu_grad_near_f32::<F>(v));
-                    }
-                } else {
-                    for ((o, &v), &gv) in oc.iter_mut().zip(xc).zip(gc) {
-                        o.write(gv * silu_grad_f32::<F>(v));
-                    }
-                }
-            }
-            Err(gv) => {
-                if near {
-                    for (o, &v) in oc.iter_mut().zip(xc) {
-                        o.write(gv * silu_grad_near_f32::<F>(v));
-                    }
-                } else {
-                    for (o, &v) in oc.iter_mut().zip(xc) {
-                        o.write(gv * silu_grad_f32::<F>(v));
-                    }
-                }
-            }
-        }
-    }
-}
-
 // ----- float32 lanes: e^y for the softmax rows -------------------------------------------------
 
 /// y below which e^y rounds to 0 in float32 (e^-104 is under half the smallest denormal).
@@ -1050,13 +1019,8 @@ pub(crate) fn exp_row_f32<const F: bool>(y: f32) -> f32 {
 fn exp_scaled<const F: bool>(y: f32) -> (f32, f32, f32) {
     // NaN passes the clamp (the comparison is false).
     let yc = if y < EXP_ROW_CLAMP { EXP_ROW_CLAMP } else { y };
-    let t = fma32::<F>(yc, std::f32::consts::LOG2_E, ROUND_MAGIC_F32);
-    let n = t - ROUND_MAGIC_F32;
-    let r = fma32::<F>(n, -LN2_HI_F32, yc);
-    let r = fma32::<F>(n, -LN2_LO_F32, r);
-    let q = fma32::<F>(r * r, horner32::<F, 6>(r, &EXPM1_R2), r);
-    // n + 64 + 127 in [41, 249] sits in t's low bits; shifted into the exponent field.
-    let scale = f32::from_bits(t.to_bits().wrapping_add(191) << 23);
+    // n + 64 + 127 lies in [41, 249].
+    let (scale, q) = exp_reduced::<F>(yc);
     // Below the clamp the result is 0; NaN gives NaN · 0.
     let unscale = if y >= EXP_ROW_CLAMP { TWO_M64 } else { 0.0 };
     (scale, q, unscale)

@@ -50,6 +50,17 @@ fn promoted(
     }
 }
 
+/// Methods `name(&self, v: f64)`: `self op v`, or `v op self` where reflected, for a Python
+/// number `v` (its dtype by torch's promotion of a number).
+macro_rules! number_ops {
+    ($($(#[$doc:meta])* $name:ident = $op:ident, $reflected:literal;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(&self, v: f64) -> Result<Tensor> {
+            self.arith_number(ArithOp::$op, v, number_dtype(self, v), $reflected)
+        }
+    )*};
+}
+
 impl Tensor {
     /// `self + other`, broadcasting.
     pub fn add(&self, other: &Tensor) -> Result<Tensor> {
@@ -263,29 +274,19 @@ impl Tensor {
         Tensor::wrapped_scalar(base, dt).pow(self)
     }
 
-    /// `self + v` for a Python number.
-    pub fn add_scalar(&self, v: f64) -> Result<Tensor> {
-        self.arith_number(ArithOp::Add, v, number_dtype(self, v), false)
-    }
-    /// `self - v` for a Python number.
-    pub fn sub_scalar(&self, v: f64) -> Result<Tensor> {
-        self.arith_number(ArithOp::Sub, v, number_dtype(self, v), false)
-    }
-    /// `v - self` for a Python number.
-    pub fn rsub_scalar(&self, v: f64) -> Result<Tensor> {
-        self.arith_number(ArithOp::Sub, v, number_dtype(self, v), true)
-    }
-    /// `self * v` for a Python number.
-    pub fn mul_scalar(&self, v: f64) -> Result<Tensor> {
-        self.arith_number(ArithOp::Mul, v, number_dtype(self, v), false)
-    }
-    /// `self / v` for a Python number.
-    pub fn div_scalar(&self, v: f64) -> Result<Tensor> {
-        self.arith_number(ArithOp::Div, v, number_dtype(self, v), false)
-    }
-    /// `v / self` for a Python number.
-    pub fn rdiv_scalar(&self, v: f64) -> Result<Tensor> {
-        self.arith_number(ArithOp::Div, v, number_dtype(self, v), true)
+    number_ops! {
+        /// `self + v` for a Python number.
+        add_scalar = Add, false;
+        /// `self - v` for a Python number.
+        sub_scalar = Sub, false;
+        /// `v - self` for a Python number.
+        rsub_scalar = Sub, true;
+        /// `self * v` for a Python number.
+        mul_scalar = Mul, false;
+        /// `self / v` for a Python number.
+        div_scalar = Div, false;
+        /// `v / self` for a Python number.
+        rdiv_scalar = Div, true;
     }
 }
 

@@ -316,18 +316,9 @@ impl Tensor {
 
     /// Matrix product of two 2-D tensors (strict: no broadcasting, no 1-D promotion).
     pub fn mm(&self, mat2: &Tensor) -> Result<Tensor> {
-        if self.dim() != 2 {
-            return Err(Error::runtime(format!(
-                "mm: self must be a matrix, got {}-D tensor",
-                self.dim()
-            )));
-        }
-        if mat2.dim() != 2 {
-            return Err(Error::runtime(format!(
-                "mm: mat2 must be a matrix, got {}-D tensor",
-                mat2.dim()
-            )));
-        }
+        want_dims([(self, "self"), (mat2, "mat2")], 2, |arg, d| {
+            format!("mm: {arg} must be a matrix, got {d}-D tensor")
+        })?;
         let (a, b) = (self.shape(), mat2.shape());
         if a[1] != b[0] {
             return Err(Error::runtime(format!(
@@ -340,12 +331,9 @@ impl Tensor {
 
     /// Batched matrix product of two 3-D tensors with equal batch sizes.
     pub fn bmm(&self, mat2: &Tensor) -> Result<Tensor> {
-        if self.dim() != 3 {
-            return Err(Error::runtime("batch1 must be a 3D tensor"));
-        }
-        if mat2.dim() != 3 {
-            return Err(Error::runtime("batch2 must be a 3D tensor"));
-        }
+        want_dims([(self, "batch1"), (mat2, "batch2")], 3, |arg, _| {
+            format!("{arg} must be a 3D tensor")
+        })?;
         let (a, b) = (self.shape(), mat2.shape());
         if a[0] != b[0] || a[2] != b[1] {
             return Err(Error::runtime(format!(
@@ -358,18 +346,24 @@ impl Tensor {
 
     /// Outer product of two vectors.
     pub fn outer(&self, vec2: &Tensor) -> Result<Tensor> {
-        if self.dim() != 1 {
-            return Err(Error::runtime(format!(
-                "outer: Expected 1-D argument self, but got {}-D",
-                self.dim()
-            )));
-        }
-        if vec2.dim() != 1 {
-            return Err(Error::runtime(format!(
-                "outer: Expected 1-D argument vec2, but got {}-D",
-                vec2.dim()
-            )));
-        }
+        want_dims([(self, "self"), (vec2, "vec2")], 1, |arg, d| {
+            format!("outer: Expected 1-D argument {arg}, but got {d}-D")
+        })?;
         self.unsqueeze(1)?.mul(&vec2.unsqueeze(0)?)
     }
+}
+
+/// Each operand has `n` dims, checked in order; else the runtime error `message(its name, its
+/// number of dims)`.
+fn want_dims(
+    args: [(&Tensor, &str); 2],
+    n: usize,
+    message: impl Fn(&str, usize) -> String,
+) -> Result<()> {
+    for (t, arg) in args {
+        if t.dim() != n {
+            return Err(Error::runtime(message(arg, t.dim())));
+        }
+    }
+    Ok(())
 }

@@ -3,7 +3,7 @@
 //! `take_flat` / `scatter_add_flat` ([`take`]), so every backward is itself made of
 //! differentiable ops and higher-order gradients work.
 
-mod take;
+pub(crate) mod take;
 
 use std::sync::Arc;
 

@@ -7,9 +7,28 @@ use crate::error::{Error, Result};
 use crate::graph::node::{needs_grad, record};
 use crate::tensor::{DType, Dims, Element, Tensor};
 
-fn gather<T: Element>(src: &[T], idx: &[usize]) -> Result<Vec<T>> {
+/// `Tensor::from_vec(body, shape)` with `body` run on the contiguous elements of tensor `t` as a
+/// slice `s` of the element type its dtype matches (arms `dtype pattern => element type`).
+macro_rules! by_dtype {
+    ($t:expr, $shape:expr, |$s:ident| $body:expr, $($dt:pat => $ty:ty),+) => {
+        match $t.dtype() {
+            $($dt => Tensor::from_vec($t.with_contiguous_slice::<$ty, _>(|$s| $body)??, $shape)?,)+
+        }
+    };
+}
+pub(crate) use by_dtype;
+
+/// The flat index that stands for "outside the input" in the padded gather and scatter of
+/// convolution, pooling and padding (reads as zero, scatters nowhere).
+pub const PAD_INDEX: usize = usize::MAX;
+
+/// `src[idx]`; with `PAD`, [`PAD_INDEX`] reads as zero. Out of bounds: an index error.
+pub(crate) fn gather<T: Element, const PAD: bool>(src: &[T], idx: &[usize]) -> Result<Vec<T>> {
     idx.iter()
         .map(|&i| {
+            if PAD && i == PAD_INDEX {
+                return Ok(T::default());
+            }
             src.get(i).copied().ok_or_else(|| {
                 Error::index(format!("index {i} is out of bounds for size {}", src.len()))
             })
@@ -17,13 +36,18 @@ fn gather<T: Element>(src: &[T], idx: &[usize]) -> Result<Vec<T>> {
         .collect()
 }
 
-fn scatter_add<T: Element + std::ops::Add<Output = T>>(
+/// Zeros of length `n` with `src` added at `idx`; with `PAD`, entries at [`PAD_INDEX`] are
+/// dropped. Out of bounds: an index error.
+pub(crate) fn scatter_add<T: Element + std::ops::Add<Output = T>, const PAD: bool>(
     src: &[T],
     idx: &[usize],
     n: usize,
 ) -> Result<Vec<T>> {
     let mut out = crate::tensor::creation::try_filled_vec(n, T::default())?;
     for (&i, &v) in idx.iter().zip(src) {
+        if PAD && i == PAD_INDEX {
+            continue;
+        }
         let slot = out
             .get_mut(i)
             .ok_or_else(|| Error::index(format!("index {i} is out of bounds for size {n}")))?;
@@ -35,24 +59,8 @@ fn scatter_add<T: Element + std::ops::Add<Output = T>>(
 impl Tensor {
     /// Elements at flat row-major positions `idx`, shaped `shape`.
     pub(crate) fn take_flat(&self, idx: &Arc<Vec<usize>>, shape: &[usize]) -> Result<Tensor> {
-        let out = match self.dtype() {
-            DType::Float32 => Tensor::from_vec(
-                self.with_contiguous_slice::<f32, _>(|s| gather(s, idx))??,
-                shape,
-            )?,
-            DType::Float64 => Tensor::from_vec(
-                self.with_contiguous_slice::<f64, _>(|s| gather(s, idx))??,
-                shape,
-            )?,
-            DType::Int64 => Tensor::from_vec(
-                self.with_contiguous_slice::<i64, _>(|s| gather(s, idx))??,
-                shape,
-            )?,
-            DType::Bool => Tensor::from_vec(
-                self.with_contiguous_slice::<bool, _>(|s| gather(s, idx))??,
-                shape,
-            )?,
-        };
+        let out = by_dtype!(self, shape, |s| gather::<_, false>(s, idx),
+            DType::Float32 => f32, DType::Float64 => f64, DType::Int64 => i64, DType::Bool => bool);
         if needs_grad(&[self]) {
             let (idx, in_shape): (Arc<Vec<usize>>, Dims) = (idx.clone(), self.shape().into());
             record(
@@ -74,25 +82,13 @@ impl Tensor {
         idx: &Arc<Vec<usize>>,
     ) -> Result<Tensor> {
         let n: usize = shape.iter().product();
-        let out = match self.dtype() {
-            DType::Float32 => Tensor::from_vec(
-                self.with_contiguous_slice::<f32, _>(|s| scatter_add(s, idx, n))??,
-                shape,
-            )?,
-            DType::Float64 => Tensor::from_vec(
-                self.with_contiguous_slice::<f64, _>(|s| scatter_add(s, idx, n))??,
-                shape,
-            )?,
-            DType::Int64 => Tensor::from_vec(
-                self.with_contiguous_slice::<i64, _>(|s| scatter_add(s, idx, n))??,
-                shape,
-            )?,
-            DType::Bool => {
-                return Err(Error::runtime(
-                    "scatter_add is not supported for bool tensors",
-                ))
-            }
-        };
+        if self.dtype() == DType::Bool {
+            return Err(Error::runtime(
+                "scatter_add is not supported for bool tensors",
+            ));
+        }
+        let out = by_dtype!(self, shape, |s| scatter_add::<_, false>(s, idx, n),
+            DType::Float32 => f32, DType::Float64 => f64, _ => i64);
         if needs_grad(&[self]) {
             let (idx, src_shape): (Arc<Vec<usize>>, Dims) = (idx.clone(), self.shape().into());
             record(

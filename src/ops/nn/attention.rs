@@ -165,32 +165,29 @@ unsafe fn tile_avx512(
         while j < n {
             let w = n - j;
             let mut i = 0;
+            // Blocks of `$mr` rows while they fit.
+            macro_rules! rows {
+                ($mr:expr, $nr:literal) => {
+                    // `i + 1 <= m` for single rows: the form of the wider blocks.
+                    #[allow(clippy::int_plus_one)]
+                    while i + $mr <= m {
+                        block_f32::<{ $mr }, $nr>(
+                            k,
+                            dst.add(i * dst_rs + j),
+                            dst_rs,
+                            acc,
+                            (a.add(i * a_rs), a_rs, a_cs),
+                            (b.add(j), b_rs),
+                            beta,
+                        );
+                        i += $mr;
+                    }
+                };
+            }
             macro_rules! cols {
                 ($nr:literal) => {{
-                    while i + MR <= m {
-                        block_f32::<MR, $nr>(
-                            k,
-                            dst.add(i * dst_rs + j),
-                            dst_rs,
-                            acc,
-                            (a.add(i * a_rs), a_rs, a_cs),
-                            (b.add(j), b_rs),
-                            beta,
-                        );
-                        i += MR;
-                    }
-                    while i < m {
-                        block_f32::<1, $nr>(
-                            k,
-                            dst.add(i * dst_rs + j),
-                            dst_rs,
-                            acc,
-                            (a.add(i * a_rs), a_rs, a_cs),
-                            (b.add(j), b_rs),
-                            beta,
-                        );
-                        i += 1;
-                    }
+                    rows!(MR, $nr);
+                    rows!(1, $nr);
                     j += $nr;
                 }};
             }
@@ -504,6 +501,40 @@ fn exp_shifted<T: AttnFloat>(p: &mut [T], lse: &[T], bc: usize, tmp: &mut [T]) {
     }
 }
 
+/// The `br` x `bc` score tile `s = scale * Q_i K_jᵀ` of rows `i0..` and keys `j0..` of
+/// problem `b`, masked: `ktj` holds the columns `j0..` of `Kᵀ` (rows `ld` apart). The forward
+/// and the backward (which recomputes P) share it.
+///
+/// # Safety
+/// As [`mm`] for those operands: `br` rows of `q` from `i0`, `e` rows of `ktj` with `bc`
+/// columns.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn score_tile<T: AttnFloat>(
+    s: &mut [T],
+    tile: (usize, usize, usize, usize, usize),
+    d: &Dims,
+    q: &Rows<'_, T>,
+    (ktj, ld): (&[T], usize),
+    scale: T,
+    bias: Option<&Bias<'_, T>>,
+) {
+    let (b, i0, _, br, bc) = tile;
+    let qi = q.at(b, i0);
+    unsafe {
+        T::tile(
+            (br, bc, d.e),
+            s.as_mut_ptr(),
+            bc,
+            false,
+            (qi.as_ptr(), q.rs, 1),
+            (ktj.as_ptr(), ld, 1),
+            scale,
+        )
+    };
+    mask_tile(s, tile, d, bias);
+}
+
 /// Whether the causal cut removes the whole tile.
 #[inline]
 fn tile_masked(d: &Dims, i0: usize, br: usize, j0: usize) -> bool {
@@ -531,7 +562,6 @@ fn forward_kernel<T: AttnFloat>(
         let (m, l) = (&mut m[..br], &mut l[..br]);
         m.fill(T::neg_infinity());
         l.fill(T::ZERO);
-        let qi = q.at(b, i0);
         // SAFETY: unit (b, ib) owns rows i0..i0+br of problem b in `out` and `lse`.
         let acc = unsafe {
             std::slice::from_raw_parts_mut(po.get().add((b * d.l + i0) * d.ev), br * d.ev)
@@ -546,18 +576,7 @@ fn forward_kernel<T: AttnFloat>(
             let ktj = &kt[b * d.e * ld + j0..];
             let vj = v.at(b, j0);
             // SAFETY: the operands are the (br x e) block of q and k's block transposed.
-            unsafe {
-                T::tile(
-                    (br, bc, d.e),
-                    s.as_mut_ptr(),
-                    bc,
-                    false,
-                    (qi.as_ptr(), q.rs, 1),
-                    (ktj.as_ptr(), ld, 1),
-                    scale,
-                )
-            };
-            mask_tile(s, (b, i0, j0, br, bc), d, bias);
+            unsafe { score_tile(s, (b, i0, j0, br, bc), d, q, (ktj, ld), scale, bias) };
             online_softmax(s, bc, m, l, acc, d.ev, tmp);
             if let Some(dr) = &d.dropout {
                 for (r, row) in s.chunks_exact_mut(bc).enumerate() {
@@ -731,18 +750,7 @@ fn backward_kernel<T: AttnFloat>(
                 let (p, pd, dp) = (&mut p[..br * bc], &mut pd[..br * bc], &mut dp[..br * bc]);
                 // SAFETY (all products): operands are blocks inside q, k, v, dout and the
                 // tile buffers; destinations are the tile buffers or rows this call owns.
-                unsafe {
-                    T::tile(
-                        (br, bc, d.e),
-                        p.as_mut_ptr(),
-                        bc,
-                        false,
-                        (qi.as_ptr(), q.rs, 1),
-                        (ktj.as_ptr(), ld, 1),
-                        scale,
-                    )
-                };
-                mask_tile(p, (b, i0, j0, br, bc), d, bias);
+                unsafe { score_tile(p, (b, i0, j0, br, bc), d, q, (ktj, ld), scale, bias) };
                 exp_shifted(p, &lse[b * d.l + i0..b * d.l + i0 + br], bc, tmp);
                 // pd: the weights after dropout (those that multiplied V).
                 let z: Option<Vec<T>> = d.dropout.as_ref().map(|dr| {

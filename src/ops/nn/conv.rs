@@ -10,12 +10,12 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::graph::node::{grad_if_wanted, needs_grad, record};
 use crate::kernels::gemm::gemm_block;
+use crate::ops::indexing::take::{by_dtype, gather, scatter_add};
 use crate::parallel::SendPtr;
 use crate::tensor::shape::fmt_shape;
 use crate::tensor::{DType, Dims, Element, Tensor};
 
-/// The flat index that stands for "outside the input" (reads as zero, scatters nowhere).
-pub const PAD_INDEX: usize = usize::MAX;
+pub use crate::ops::indexing::take::PAD_INDEX;
 
 /// torch's node names for the gather and for its adjoint scatter.
 #[derive(Clone, Copy, Debug)]
@@ -31,37 +31,6 @@ pub const IM2COL: GatherNames = GatherNames {
     gather: "Im2ColBackward0",
     scatter: "Col2ImBackward0",
 };
-
-fn gather_padded<T: Element>(src: &[T], idx: &[usize]) -> Result<Vec<T>> {
-    idx.iter()
-        .map(|&i| {
-            if i == PAD_INDEX {
-                return Ok(T::default());
-            }
-            src.get(i).copied().ok_or_else(|| {
-                Error::index(format!("index {i} is out of bounds for size {}", src.len()))
-            })
-        })
-        .collect()
-}
-
-fn scatter_padded<T: Element + std::ops::Add<Output = T>>(
-    src: &[T],
-    idx: &[usize],
-    n: usize,
-) -> Result<Vec<T>> {
-    let mut out = crate::tensor::creation::try_filled_vec(n, T::default())?;
-    for (&i, &v) in idx.iter().zip(src) {
-        if i == PAD_INDEX {
-            continue;
-        }
-        let slot = out
-            .get_mut(i)
-            .ok_or_else(|| Error::index(format!("index {i} is out of bounds for size {n}")))?;
-        *slot = *slot + v;
-    }
-    Ok(out)
-}
 
 fn float_only(t: &Tensor, op: &str) -> Result<()> {
     if t.dtype().is_float() {
@@ -91,16 +60,8 @@ impl Tensor {
                 fmt_shape(shape)
             )));
         }
-        let out = match self.dtype() {
-            DType::Float32 => Tensor::from_vec(
-                self.with_contiguous_slice::<f32, _>(|s| gather_padded(s, idx))??,
-                shape,
-            )?,
-            _ => Tensor::from_vec(
-                self.with_contiguous_slice::<f64, _>(|s| gather_padded(s, idx))??,
-                shape,
-            )?,
-        };
+        let out = by_dtype!(self, shape, |s| gather::<_, true>(s, idx),
+            DType::Float32 => f32, _ => f64);
         if needs_grad(&[self]) {
             let (idx, in_shape): (Arc<Vec<usize>>, Dims) = (idx.clone(), self.shape().into());
             record(names.gather, &[self], &[&out], &[], false, move |g, _| {
@@ -128,16 +89,8 @@ impl Tensor {
             )));
         }
         let n: usize = shape.iter().product();
-        let out = match self.dtype() {
-            DType::Float32 => Tensor::from_vec(
-                self.with_contiguous_slice::<f32, _>(|s| scatter_padded(s, idx, n))??,
-                shape,
-            )?,
-            _ => Tensor::from_vec(
-                self.with_contiguous_slice::<f64, _>(|s| scatter_padded(s, idx, n))??,
-                shape,
-            )?,
-        };
+        let out = by_dtype!(self, shape, |s| scatter_add::<_, true>(s, idx, n),
+            DType::Float32 => f32, _ => f64);
         if needs_grad(&[self]) {
             let (idx, src_shape): (Arc<Vec<usize>>, Dims) = (idx.clone(), self.shape().into());
             record(names.scatter, &[self], &[&out], &[], false, move |g, _| {
@@ -672,6 +625,13 @@ struct Dims3 {
     plane: usize,
 }
 
+impl Dims3 {
+    /// All five, `(cg, og, kn, ln, plane)`.
+    fn all(self) -> (usize, usize, usize, usize, usize) {
+        (self.cg, self.og, self.kn, self.ln, self.plane)
+    }
+}
+
 fn dims(geo: &ConvGeometry) -> Dims3 {
     Dims3 {
         cg: geo.in_channels / geo.groups,
@@ -680,6 +640,21 @@ fn dims(geo: &ConvGeometry) -> Dims3 {
         ln: geo.output.iter().product(),
         plane: geo.input.iter().product(),
     }
+}
+
+/// What the three kernels set up first: [`dims`] `(cg, og, kn, ln, plane)`, the number of
+/// groups and the window table (`None` for a pointwise layer, whose input is its own column
+/// matrix).
+type Setup = (usize, usize, usize, usize, usize, usize, Option<Windows>);
+
+fn setup(geo: &ConvGeometry) -> Result<Setup> {
+    let win = if geo.is_pointwise() {
+        None
+    } else {
+        Some(geo.windows()?)
+    };
+    let (cg, og, kn, ln, plane) = dims(geo).all();
+    Ok((cg, og, kn, ln, plane, geo.groups, win))
 }
 
 /// A convolution's windows, row by row along the last spatial dim: where each output row of
@@ -822,19 +797,7 @@ fn conv_forward<T: ConvScalar>(
     if let Some(y) = T::winograd(geo, x, w, bias) {
         return y;
     }
-    let Dims3 {
-        cg,
-        og,
-        kn,
-        ln,
-        plane,
-    } = dims(geo);
-    let g = geo.groups;
-    let win = if geo.is_pointwise() {
-        None
-    } else {
-        Some(geo.windows()?)
-    };
+    let (cg, og, kn, ln, plane, g, win) = setup(geo)?;
     let total = geo.batch * geo.out_channels * ln;
     let mut y = crate::tensor::creation::try_vec::<T>(total)?;
     // SAFETY: every element is written below (each unit its rows of its images) before `y` is
@@ -1029,19 +992,7 @@ fn conv_grad_input<T: ConvScalar>(
     if let Some((flipped, w_flipped)) = as_forward(geo, w)? {
         return conv_forward(&flipped, gy, &w_flipped, bias);
     }
-    let Dims3 {
-        cg,
-        og,
-        kn,
-        ln,
-        plane,
-    } = dims(geo);
-    let g = geo.groups;
-    let win = if geo.is_pointwise() {
-        None
-    } else {
-        Some(geo.windows()?)
-    };
+    let (cg, og, kn, ln, plane, g, win) = setup(geo)?;
     let mut x =
         crate::tensor::creation::try_filled_vec(geo.batch * geo.in_channels * plane, T::ZERO)?;
     let xp = SendPtr(x.as_mut_ptr());
@@ -1192,13 +1143,7 @@ fn conv_grad_weight_implicit<T: ConvScalar>(
     gy: &[T],
     x: &[T],
 ) -> Result<Vec<T>> {
-    let Dims3 {
-        cg,
-        og,
-        kn,
-        ln,
-        plane,
-    } = dims(geo);
+    let (cg, og, kn, ln, plane) = dims(geo).all();
     let (g, ck, ow, w) = (geo.groups, cg * kn, geo.output[1], geo.input[1]);
     let wn = geo.out_channels * ck;
     let chunks = geo.batch.clamp(1, WEIGHT_CHUNKS);
@@ -1269,19 +1214,7 @@ fn conv_grad_weight<T: ConvScalar>(geo: &ConvGeometry, gy: &[T], x: &[T]) -> Res
     if let Some(pp) = PaddedPlanes::of(geo).filter(|pp| dims(geo).og >= 16 && pp.lp >= 256) {
         return conv_grad_weight_implicit(geo, &pp, gy, x);
     }
-    let Dims3 {
-        cg,
-        og,
-        kn,
-        ln,
-        plane,
-    } = dims(geo);
-    let g = geo.groups;
-    let win = if geo.is_pointwise() {
-        None
-    } else {
-        Some(geo.windows()?)
-    };
+    let (cg, og, kn, ln, plane, g, win) = setup(geo)?;
     let ck = cg * kn;
     let wn = geo.out_channels * ck;
     let nb = images_per_block(geo.batch, ln);
@@ -1504,6 +1437,9 @@ fn conv_apply(
     Ok(out)
 }
 
+/// torch's name of the node of a convolution (and of a transposed one).
+const CONV_NODE: &str = "ConvolutionBackward0";
+
 /// torch's name of the node of a convolution's backward when it is itself differentiated.
 const BACKWARD_NAME: &str = "ConvolutionBackwardBackward0";
 
@@ -1646,73 +1582,46 @@ fn check_bias(bias: Option<&Tensor>, weight: &Tensor, len: usize, transposed: bo
     Ok(())
 }
 
+/// `conv` and `conv{1,2,3}d`: a convolution over `nd` spatial dims (`None`: as many as the
+/// weight has), the op named `conv{nd}d` in torch's errors.
+macro_rules! conv_nd {
+    ($($(#[$doc:meta])* $name:ident = $nd:expr;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(
+            &self,
+            weight: &Tensor,
+            bias: Option<&Tensor>,
+            stride: &[i64],
+            padding: ConvPadding<'_>,
+            dilation: &[i64],
+            groups: i64,
+        ) -> Result<Tensor> {
+            self.conv_nd($nd, weight, bias, stride, padding, dilation, groups)
+        }
+    )*};
+}
+
 impl Tensor {
-    /// N-d convolution (cross-correlation, as torch's `conv{1,2,3}d`) of `(N, C, *spatial)` or
-    /// unbatched `(C, *spatial)` input with a `(O, C / groups, *kernel)` weight and optional
-    /// `(O,)` bias. `stride` and `dilation` hold one value per spatial dim or a single one;
-    /// `groups` splits the channels (`groups == C`: depthwise). Lowered to gemm over im2col
-    /// windows, in parallel over images and groups; differentiable to any order. Bad ranks,
-    /// channels, groups or sizes give torch's errors.
-    pub fn conv(
-        &self,
-        weight: &Tensor,
-        bias: Option<&Tensor>,
-        stride: &[i64],
-        padding: ConvPadding<'_>,
-        dilation: &[i64],
-        groups: i64,
-    ) -> Result<Tensor> {
-        let nd = weight.dim().saturating_sub(2).max(1);
-        let op = format!("conv{nd}d");
-        self.conv_named(&op, weight, bias, stride, padding, dilation, groups)
-    }
-
-    /// [`Tensor::conv`] for `(N, C, L)` inputs.
-    pub fn conv1d(
-        &self,
-        weight: &Tensor,
-        bias: Option<&Tensor>,
-        stride: &[i64],
-        padding: ConvPadding<'_>,
-        dilation: &[i64],
-        groups: i64,
-    ) -> Result<Tensor> {
-        batched(self, 1, "conv1d")?;
-        self.conv_named("conv1d", weight, bias, stride, padding, dilation, groups)
-    }
-
-    /// [`Tensor::conv`] for `(N, C, H, W)` inputs.
-    pub fn conv2d(
-        &self,
-        weight: &Tensor,
-        bias: Option<&Tensor>,
-        stride: &[i64],
-        padding: ConvPadding<'_>,
-        dilation: &[i64],
-        groups: i64,
-    ) -> Result<Tensor> {
-        batched(self, 2, "conv2d")?;
-        self.conv_named("conv2d", weight, bias, stride, padding, dilation, groups)
-    }
-
-    /// [`Tensor::conv`] for `(N, C, D, H, W)` inputs.
-    pub fn conv3d(
-        &self,
-        weight: &Tensor,
-        bias: Option<&Tensor>,
-        stride: &[i64],
-        padding: ConvPadding<'_>,
-        dilation: &[i64],
-        groups: i64,
-    ) -> Result<Tensor> {
-        batched(self, 3, "conv3d")?;
-        self.conv_named("conv3d", weight, bias, stride, padding, dilation, groups)
+    conv_nd! {
+        /// N-d convolution (cross-correlation, as torch's `conv{1,2,3}d`) of `(N, C, *spatial)` or
+        /// unbatched `(C, *spatial)` input with a `(O, C / groups, *kernel)` weight and optional
+        /// `(O,)` bias. `stride` and `dilation` hold one value per spatial dim or a single one;
+        /// `groups` splits the channels (`groups == C`: depthwise). Lowered to gemm over im2col
+        /// windows, in parallel over images and groups; differentiable to any order. Bad ranks,
+        /// channels, groups or sizes give torch's errors.
+        conv = None;
+        /// [`Tensor::conv`] for `(N, C, L)` inputs.
+        conv1d = Some(1);
+        /// [`Tensor::conv`] for `(N, C, H, W)` inputs.
+        conv2d = Some(2);
+        /// [`Tensor::conv`] for `(N, C, D, H, W)` inputs.
+        conv3d = Some(3);
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn conv_named(
+    fn conv_nd(
         &self,
-        op: &str,
+        nd: Option<usize>,
         weight: &Tensor,
         bias: Option<&Tensor>,
         stride: &[i64],
@@ -1720,12 +1629,8 @@ impl Tensor {
         dilation: &[i64],
         groups: i64,
     ) -> Result<Tensor> {
-        let nd = op
-            .trim_start_matches("conv")
-            .trim_end_matches('d')
-            .parse::<usize>()
-            .unwrap_or(2);
-        let (unbatched, x) = batched(self, nd, op)?;
+        let nd = nd.unwrap_or_else(|| weight.dim().saturating_sub(2).max(1));
+        let (unbatched, x) = batched(self, nd, &format!("conv{nd}d"))?;
         let k = weight.dim().saturating_sub(2);
         let stride = expand("stride", stride, k)?;
         let dilation = expand("dilation", dilation, k)?;
@@ -1795,14 +1700,7 @@ impl Tensor {
             padding: lo,
             dilation,
         });
-        let y = conv_apply(
-            ConvKind::Forward,
-            &x,
-            weight,
-            bias,
-            &geo,
-            "ConvolutionBackward0",
-        )?;
+        let y = conv_apply(ConvKind::Forward, &x, weight, bias, &geo, CONV_NODE)?;
         unbatch(y, unbatched)
     }
 
@@ -1925,14 +1823,7 @@ impl Tensor {
             padding: sizes(&padding),
             dilation: sizes(&dilation),
         });
-        let y = conv_apply(
-            ConvKind::GradInput,
-            &x,
-            weight,
-            bias,
-            &geo,
-            "ConvolutionBackward0",
-        )?;
+        let y = conv_apply(ConvKind::GradInput, &x, weight, bias, &geo, CONV_NODE)?;
         unbatch(y, unbatched)
     }
 }

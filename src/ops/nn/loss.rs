@@ -92,15 +92,7 @@ fn check_class_args(x: &Tensor, target: &Tensor, weight: Option<&Tensor>) -> Res
         )));
     }
     let cd = usize::from(x.dim() > 1);
-    let c = xs[cd];
-    if let Some(w) = weight {
-        if w.dim() != 1 || w.shape()[0] != c {
-            return Err(Error::runtime(format!(
-                "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {}",
-                size_str(w.shape())
-            )));
-        }
-    }
+    class_weight_check(weight, xs[cd])?;
     if !x.dtype().is_float() {
         return Err(Error::not_implemented(format!(
             "\"log_softmax_lastdim_kernel_impl\" not implemented for '{}'",
@@ -143,6 +135,29 @@ impl ClassParts {
             0.0
         }
     }
+}
+
+/// torch's check of `label_smoothing`.
+fn label_smoothing_check(eps: f64) -> Result<()> {
+    if !(0.0..=1.0).contains(&eps) {
+        return Err(Error::runtime(format!(
+            "label_smoothing must be between 0.0 and 1.0. Got: {eps}"
+        )));
+    }
+    Ok(())
+}
+
+/// torch's check of a class `weight`: none, or one value for each of the `c` classes.
+fn class_weight_check(weight: Option<&Tensor>, c: usize) -> Result<()> {
+    if let Some(w) = weight {
+        if w.dim() != 1 || w.shape()[0] != c {
+            return Err(Error::runtime(format!(
+                "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {}",
+                size_str(w.shape())
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// cross_entropy over class indices: `log_softmax` along the class dim and the negative
@@ -190,11 +205,7 @@ fn class_loss(
     eps: f64,
     logits: bool,
 ) -> Result<Tensor> {
-    if !(0.0..=1.0).contains(&eps) {
-        return Err(Error::runtime(format!(
-            "label_smoothing must be between 0.0 and 1.0. Got: {eps}"
-        )));
-    }
+    label_smoothing_check(eps)?;
     let cd = check_class_args(x, target, weight)?;
     let geo = geometry(x.shape(), cd);
     let (outer, c, inner) = geo;
@@ -624,11 +635,7 @@ pub fn cross_entropy_probs(
     reduction: Reduction,
     label_smoothing: f64,
 ) -> Result<Tensor> {
-    if !(0.0..=1.0).contains(&label_smoothing) {
-        return Err(Error::runtime(format!(
-            "label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
-        )));
-    }
+    label_smoothing_check(label_smoothing)?;
     if x.dim() < 1 {
         return Err(Error::value(format!(
             "Expected 1 or more dimensions (got {})",
@@ -643,14 +650,7 @@ pub fn cross_entropy_probs(
     }
     let cd = usize::from(x.dim() > 1);
     let c = x.shape()[cd];
-    if let Some(w) = weight {
-        if w.dim() != 1 || w.shape()[0] != c {
-            return Err(Error::runtime(format!(
-                "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {}",
-                size_str(w.shape())
-            )));
-        }
-    }
+    class_weight_check(weight, c)?;
     let logp = x.log_softmax(cd as i64)?;
     let t = if label_smoothing > 0.0 {
         let per = if c == 0 {
@@ -680,7 +680,7 @@ pub fn cross_entropy_probs(
 }
 
 /// `loss` reduced.
-fn reduce(loss: Tensor, reduction: Reduction) -> Result<Tensor> {
+pub(crate) fn reduce(loss: Tensor, reduction: Reduction) -> Result<Tensor> {
     match reduction {
         Reduction::None => Ok(loss),
         Reduction::Sum => loss.sum(),

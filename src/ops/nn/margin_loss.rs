@@ -7,18 +7,9 @@
 
 use crate::error::{Error, Result};
 use crate::ops::nn::distance::pairwise_distance;
-use crate::ops::nn::loss::Reduction;
+use crate::ops::nn::loss::{reduce, Reduction};
 use crate::tensor::shape::fmt_shape;
 use crate::tensor::Tensor;
-
-/// `loss` reduced.
-fn reduce(loss: Tensor, reduction: Reduction) -> Result<Tensor> {
-    match reduction {
-        Reduction::None => Ok(loss),
-        Reduction::Sum => loss.sum(),
-        Reduction::Mean => loss.mean(),
-    }
-}
 
 /// A 0-d constant of `t`'s dtype.
 fn scalar(v: f64, t: &Tensor) -> Tensor {

@@ -112,19 +112,26 @@ struct DimWindows {
     div: Vec<f64>,
 }
 
+impl DimWindows {
+    /// No windows yet, for `output` positions over `input`.
+    fn new(input: usize, output: usize) -> Self {
+        DimWindows {
+            input,
+            output,
+            starts: vec![0],
+            pos: Vec::new(),
+            div: Vec::new(),
+        }
+    }
+}
+
 fn regular_dim(
     input: usize,
     output: usize,
     (k, s, p, d): (usize, usize, usize, usize),
     count_include_pad: bool,
 ) -> DimWindows {
-    let mut w = DimWindows {
-        input,
-        output,
-        starts: vec![0],
-        pos: Vec::new(),
-        div: Vec::new(),
-    };
+    let mut w = DimWindows::new(input, output);
     for o in 0..output {
         let start = (o * s) as isize - p as isize;
         for j in 0..k {
@@ -147,13 +154,7 @@ fn regular_dim(
 }
 
 fn adaptive_dim(input: usize, output: usize) -> DimWindows {
-    let mut w = DimWindows {
-        input,
-        output,
-        starts: vec![0],
-        pos: Vec::new(),
-        div: Vec::new(),
-    };
+    let mut w = DimWindows::new(input, output);
     for o in 0..output {
         let start = o * input / output;
         let end = ((o + 1) * input).div_ceil(output);
@@ -561,22 +562,16 @@ fn expand_arg(op: &str, name: &str, v: &[i64], nd: usize, omittable: bool) -> Re
         n if n == nd => Ok(v.to_vec()),
         _ => {
             let what = if omittable {
-                format!(
-                    "must either be omitted, a single int, or a tuple of {}",
-                    ordinal_words(nd)
-                )
+                "must either be omitted, a single int,"
             } else if name == "dilation" {
-                format!(
-                    "must be either a single int, or a tuple of {}",
-                    ordinal_words(nd)
-                )
+                "must be either a single int,"
             } else {
-                format!(
-                    "must either be a single int, or a tuple of {}",
-                    ordinal_words(nd)
-                )
+                "must either be a single int,"
             };
-            Err(Error::runtime(format!("{op}: {name} {what}")))
+            let n = ordinal_words(nd);
+            Err(Error::runtime(format!(
+                "{op}: {name} {what} or a tuple of {n}"
+            )))
         }
     }
 }
@@ -592,12 +587,35 @@ struct PoolArgs {
 
 /// torch's rank check of a pooling input: `(N, C, *spatial)` or unbatched `(C, *spatial)`,
 /// both taken as they are (planes are whatever precedes the spatial dims).
-fn pool_input(x: &Tensor, nd: usize, message: impl FnOnce() -> String) -> Result<()> {
+fn pool_input(x: &Tensor, nd: usize) -> Result<()> {
     if x.dim() == nd + 2 || x.dim() == nd + 1 {
         Ok(())
     } else {
-        Err(Error::runtime(message()))
+        Err(Error::runtime(format!(
+            "non-empty {}D or {}D (batch mode) tensor expected for input",
+            nd + 1,
+            nd + 2
+        )))
     }
+}
+
+/// The windows of each spatial dim of `x` for checked arguments `a`.
+fn regular_windows(
+    x: &Tensor,
+    nd: usize,
+    a: &PoolArgs,
+    count_include_pad: bool,
+) -> Vec<DimWindows> {
+    (0..nd)
+        .map(|i| {
+            regular_dim(
+                x.shape()[x.dim() - nd + i],
+                a.output[i],
+                (a.kernel[i], a.stride[i], a.padding[i], a.dilation[i]),
+                count_include_pad,
+            )
+        })
+        .collect()
 }
 
 /// torch's `pooling_output_shape` checks and sizes, then `pool{2,3}d_shape_check`'s.
@@ -743,47 +761,30 @@ fn avg_names(nd: usize) -> Names {
 
 /// Max pooling over 2 or 3 spatial dims of a batched or unbatched input.
 #[allow(clippy::too_many_arguments)]
-fn max_pool_nd(
+fn max_pool_nd<const ND: usize>(
     x: &Tensor,
-    nd: usize,
     kernel: &[i64],
     stride: &[i64],
     padding: &[i64],
     dilation: &[i64],
     ceil_mode: bool,
 ) -> Result<(Tensor, Tensor)> {
+    let nd = ND;
     let op = format!("max_pool{nd}d");
-
-    pool_input(x, nd, || {
-        format!(
-            "non-empty {}D or {}D (batch mode) tensor expected for input",
-            nd + 1,
-            nd + 2
-        )
-    })?;
+    pool_input(x, nd)?;
     let a = pool_args(
         &op, x, kernel, stride, padding, dilation, ceil_mode, nd, false,
     )?;
     float_only(x, &op)?;
-    let dims = (0..nd)
-        .map(|i| {
-            regular_dim(
-                x.shape()[x.dim() - nd + i],
-                a.output[i],
-                (a.kernel[i], a.stride[i], a.padding[i], a.dilation[i]),
-                true,
-            )
-        })
-        .collect();
+    let dims = regular_windows(x, nd, &a, true);
     let w = Arc::new(windows(x.shape(), dims, None));
     max_pool_apply(x, &w, max_names(nd))
 }
 
 /// Average pooling over 2 or 3 spatial dims of a batched or unbatched input.
 #[allow(clippy::too_many_arguments)]
-fn avg_pool_nd(
+fn avg_pool_nd<const ND: usize>(
     x: &Tensor,
-    nd: usize,
     kernel: &[i64],
     stride: &[i64],
     padding: &[i64],
@@ -791,6 +792,7 @@ fn avg_pool_nd(
     count_include_pad: bool,
     divisor_override: Option<i64>,
 ) -> Result<Tensor> {
+    let nd = ND;
     let op = format!("avg_pool{nd}d");
     if nd == 2 && x.dim() < 3 {
         // torch's avg_pool2d reads dim -3 before any check.
@@ -800,14 +802,7 @@ fn avg_pool_nd(
             x.dim().max(1) as i64 - 1
         )));
     }
-
-    pool_input(x, nd, || {
-        format!(
-            "non-empty {}D or {}D (batch mode) tensor expected for input",
-            nd + 1,
-            nd + 2
-        )
-    })?;
+    pool_input(x, nd)?;
     if divisor_override == Some(0) {
         return Err(Error::runtime("divisor must be not zero"));
     }
@@ -823,16 +818,8 @@ fn avg_pool_nd(
         nd == 3,
     )?;
     float_only(x, &op)?;
-    let dims = (0..nd)
-        .map(|i| {
-            regular_dim(
-                x.shape()[x.dim() - nd + i],
-                a.output[i],
-                (a.kernel[i], a.stride[i], a.padding[i], 1),
-                count_include_pad,
-            )
-        })
-        .collect();
+    // `a.dilation` is all ones: average pooling has none.
+    let dims = regular_windows(x, nd, &a, count_include_pad);
     let w = Arc::new(windows(x.shape(), dims, divisor_override.map(|d| d as f64)));
     avg_pool_apply(x, &w, false, avg_names(nd))
 }
@@ -896,32 +883,33 @@ fn adaptive_windows(
     Ok(Arc::new(windows(xs, dims, None)))
 }
 
-impl Tensor {
-    /// 2-d max pooling of `(N, C, H, W)` or `(C, H, W)` (torch's `max_pool2d_with_indices`):
-    /// the values and, per window, the flat index of its maximum within the `H * W` plane
-    /// (the first on ties; a NaN wins). An empty `stride` means the kernel size; `padding`
-    /// (at most half the dilated kernel) reads as -inf. Torch's errors on bad arguments.
-    pub fn max_pool2d(
-        &self,
-        kernel: &[i64],
-        stride: &[i64],
-        padding: &[i64],
-        dilation: &[i64],
-        ceil_mode: bool,
-    ) -> Result<(Tensor, Tensor)> {
-        max_pool_nd(self, 2, kernel, stride, padding, dilation, ceil_mode)
-    }
+/// Methods that are one n-d function at several ranks: its parameters and the arguments it is
+/// called with written once, then a doc and a rank per method.
+macro_rules! at_ranks {
+    (
+        $imp:ident $params:tt -> $ret:ty = $args:tt;
+        $($(#[$doc:meta])* $name:ident: $nd:literal;)*
+    ) => {$(
+        $(#[$doc])*
+        #[allow(clippy::too_many_arguments)]
+        pub fn $name $params -> $ret {
+            $imp::<$nd> $args
+        }
+    )*};
+}
 
-    /// 3-d max pooling of `(N, C, D, H, W)` or unbatched input; see [`Tensor::max_pool2d`].
-    pub fn max_pool3d(
-        &self,
-        kernel: &[i64],
-        stride: &[i64],
-        padding: &[i64],
-        dilation: &[i64],
-        ceil_mode: bool,
-    ) -> Result<(Tensor, Tensor)> {
-        max_pool_nd(self, 3, kernel, stride, padding, dilation, ceil_mode)
+impl Tensor {
+    at_ranks! {
+        max_pool_nd(&self, kernel: &[i64], stride: &[i64], padding: &[i64], dilation: &[i64],
+            ceil_mode: bool) -> Result<(Tensor, Tensor)>
+            = (self, kernel, stride, padding, dilation, ceil_mode);
+        /// 2-d max pooling of `(N, C, H, W)` or `(C, H, W)` (torch's `max_pool2d_with_indices`):
+        /// the values and, per window, the flat index of its maximum within the `H * W` plane
+        /// (the first on ties; a NaN wins). An empty `stride` means the kernel size; `padding`
+        /// (at most half the dilated kernel) reads as -inf. Torch's errors on bad arguments.
+        max_pool2d: 2;
+        /// 3-d max pooling of `(N, C, D, H, W)` or unbatched input; see [`Tensor::max_pool2d`].
+        max_pool3d: 3;
     }
 
     /// 1-d max pooling of `(N, C, L)` or `(C, L)` (as torch: the 2-d op on `(N, C, 1, L)`).
@@ -975,52 +963,16 @@ impl Tensor {
         Ok((v.squeeze(Some(-2))?, i.squeeze(Some(-2))?))
     }
 
-    /// 2-d average pooling of `(N, C, H, W)` or `(C, H, W)`. The divisor is the window's size
-    /// within the padded input (`count_include_pad`) or within the input, or
-    /// `divisor_override`; the `ceil_mode` overhang never counts. Torch's errors.
-    #[allow(clippy::too_many_arguments)]
-    pub fn avg_pool2d(
-        &self,
-        kernel: &[i64],
-        stride: &[i64],
-        padding: &[i64],
-        ceil_mode: bool,
-        count_include_pad: bool,
-        divisor_override: Option<i64>,
-    ) -> Result<Tensor> {
-        avg_pool_nd(
-            self,
-            2,
-            kernel,
-            stride,
-            padding,
-            ceil_mode,
-            count_include_pad,
-            divisor_override,
-        )
-    }
-
-    /// 3-d average pooling; see [`Tensor::avg_pool2d`].
-    #[allow(clippy::too_many_arguments)]
-    pub fn avg_pool3d(
-        &self,
-        kernel: &[i64],
-        stride: &[i64],
-        padding: &[i64],
-        ceil_mode: bool,
-        count_include_pad: bool,
-        divisor_override: Option<i64>,
-    ) -> Result<Tensor> {
-        avg_pool_nd(
-            self,
-            3,
-            kernel,
-            stride,
-            padding,
-            ceil_mode,
-            count_include_pad,
-            divisor_override,
-        )
+    at_ranks! {
+        avg_pool_nd(&self, kernel: &[i64], stride: &[i64], padding: &[i64], ceil_mode: bool,
+            count_include_pad: bool, divisor_override: Option<i64>) -> Result<Tensor>
+            = (self, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override);
+        /// 2-d average pooling of `(N, C, H, W)` or `(C, H, W)`. The divisor is the window's size
+        /// within the padded input (`count_include_pad`) or within the input, or
+        /// `divisor_override`; the `ceil_mode` overhang never counts. Torch's errors.
+        avg_pool2d: 2;
+        /// 3-d average pooling; see [`Tensor::avg_pool2d`].
+        avg_pool3d: 3;
     }
 
     /// 1-d average pooling of `(N, C, L)` or `(C, L)` (the 2-d op on `(N, C, 1, L)`, as torch).

@@ -107,27 +107,39 @@ pub fn prelu(x: &Tensor, weight: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
+/// Run `block(b, range)` for each of `blocks` blocks of `inner` elements (the range clipped to
+/// `len`), in tasks of about 16K elements shared among threads when `len` pays for it.
+fn each_block(
+    len: usize,
+    blocks: usize,
+    inner: usize,
+    block: impl Fn(usize, std::ops::Range<usize>) + Sync,
+) {
+    let per_task = (16384 / inner.max(1)).max(1);
+    let helpers = if len >= PAR_MIN_VMATH {
+        parallel::helpers()
+    } else {
+        0
+    };
+    parallel::share_work(helpers, blocks.div_ceil(per_task), &|t| {
+        for b in t * per_task..((t + 1) * per_task).min(blocks) {
+            block(b, b * inner..((b + 1) * inner).min(len));
+        }
+    });
+}
+
 fn forward<T: RowFloat>(x: &Tensor, weight: &Tensor) -> Result<Tensor> {
     let w = weight.to_vec::<T>()?;
     let (blocks, channels, inner) = geometry(x, w.len());
     let mut out = crate::tensor::creation::try_filled_vec(x.numel(), T::zero())?;
     let o = SendPtr(out.as_mut_ptr());
     x.with_contiguous_slice::<T, _>(|xs| {
-        let per_task = (16384 / inner.max(1)).max(1);
-        let helpers = if xs.len() >= PAR_MIN_VMATH {
-            parallel::helpers()
-        } else {
-            0
-        };
-        parallel::share_work(helpers, blocks.div_ceil(per_task), &|t| {
-            for b in t * per_task..((t + 1) * per_task).min(blocks) {
-                let a = w[b % channels];
-                let r = b * inner..((b + 1) * inner).min(xs.len());
-                // SAFETY: block b's range is written by this task only; `out` outlives the call.
-                let dst = unsafe { std::slice::from_raw_parts_mut(o.get().add(r.start), r.len()) };
-                for (d, &v) in dst.iter_mut().zip(&xs[r]) {
-                    *d = if v > T::zero() { v } else { a * v };
-                }
+        each_block(xs.len(), blocks, inner, |b, r| {
+            let a = w[b % channels];
+            // SAFETY: block b's range is written by this task only; `out` outlives the call.
+            let dst = unsafe { std::slice::from_raw_parts_mut(o.get().add(r.start), r.len()) };
+            for (d, &v) in dst.iter_mut().zip(&xs[r]) {
+                *d = if v > T::zero() { v } else { a * v };
             }
         });
     })?;
@@ -144,30 +156,20 @@ fn backward<T: RowFloat>(g: &Tensor, x: &Tensor, weight: &Tensor) -> Result<(Ten
     let (o, po) = (SendPtr(gx.as_mut_ptr()), SendPtr(part.as_mut_ptr()));
     x.with_contiguous_slice::<T, _>(|xs| {
         g.with_contiguous_slice::<T, _>(|gs| {
-            let per_task = (16384 / inner.max(1)).max(1);
-            let helpers = if xs.len() >= PAR_MIN_VMATH {
-                parallel::helpers()
-            } else {
-                0
-            };
-            parallel::share_work(helpers, blocks.div_ceil(per_task), &|t| {
-                for b in t * per_task..((t + 1) * per_task).min(blocks) {
-                    let a = w[b % channels];
-                    let r = b * inner..((b + 1) * inner).min(xs.len());
-                    // SAFETY: block b's range and slot are written by this task only.
-                    let dst =
-                        unsafe { std::slice::from_raw_parts_mut(o.get().add(r.start), r.len()) };
-                    let mut s = 0.0f64;
-                    for ((d, &v), &gv) in dst.iter_mut().zip(&xs[r.clone()]).zip(&gs[r]) {
-                        if v > T::zero() {
-                            *d = gv;
-                        } else {
-                            *d = a * gv;
-                            s += gv.f() * v.f();
-                        }
+            each_block(xs.len(), blocks, inner, |b, r| {
+                let a = w[b % channels];
+                // SAFETY: block b's range and slot are written by this task only.
+                let dst = unsafe { std::slice::from_raw_parts_mut(o.get().add(r.start), r.len()) };
+                let mut s = 0.0f64;
+                for ((d, &v), &gv) in dst.iter_mut().zip(&xs[r.clone()]).zip(&gs[r]) {
+                    if v > T::zero() {
+                        *d = gv;
+                    } else {
+                        *d = a * gv;
+                        s += gv.f() * v.f();
                     }
-                    unsafe { *po.get().add(b) = s };
                 }
+                unsafe { *po.get().add(b) = s };
             });
         })
     })??;

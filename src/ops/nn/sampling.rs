@@ -723,6 +723,24 @@ fn scratch_len(dims: &[usize]) -> usize {
     dims.iter().product()
 }
 
+/// The buffers of the next pass: what it reads (`src` before any pass, else scratch half
+/// `cur`) and the first `n` elements of the other half, which it writes (returned as `next`).
+fn ping_pong<'a, T>(
+    bufs: &'a mut [&mut [T]; 2],
+    src: &'a [T],
+    cur: Option<usize>,
+    n: usize,
+) -> (&'a [T], &'a mut [T], usize) {
+    let next = cur.map_or(0, |c| 1 - c);
+    let (first, second) = bufs.split_at_mut(1);
+    let (src_buf, dst_buf): (&[T], &mut [T]) = match cur {
+        None => (src, &mut first[0][..n]),
+        Some(0) => (&first[0][..], &mut second[0][..n]),
+        _ => (&second[0][..], &mut first[0][..n]),
+    };
+    (src_buf, dst_buf, next)
+}
+
 /// One plane forward: passes along the last dim first, each into a scratch half, the outermost
 /// pass straight into `out`.
 fn plane_forward<T: RowFloat>(
@@ -756,13 +774,7 @@ fn plane_forward<T: RowFloat>(
             };
             pass_forward(input, out, outer, inner, &taps[i]);
         } else {
-            let next = cur.map_or(0, |c| 1 - c);
-            let (first, second) = bufs.split_at_mut(1);
-            let (src_buf, dst_buf): (&[T], &mut [T]) = match (cur, next) {
-                (None, _) => (src, &mut first[0][..n_next]),
-                (Some(0), _) => (&first[0][..], &mut second[0][..n_next]),
-                _ => (&second[0][..], &mut first[0][..n_next]),
-            };
+            let (src_buf, dst_buf, next) = ping_pong(&mut bufs, src, cur, n_next);
             let src_len = outer * taps[i].n_in * inner;
             // SAFETY: T is plain data; every element of the destination is written by the pass.
             let dst = unsafe { &mut *(dst_buf as *mut [T] as *mut [MaybeUninit<T>]) };
@@ -809,13 +821,7 @@ fn plane_adjoint<T: RowFloat>(
             let out = unsafe { &mut *(out as *mut [MaybeUninit<T>] as *mut [T]) };
             pass_adjoint(input, out, outer, inner, &taps[i]);
         } else {
-            let next = cur.map_or(0, |c| 1 - c);
-            let (first, second) = bufs.split_at_mut(1);
-            let (src_buf, dst_buf): (&[T], &mut [T]) = match (cur, next) {
-                (None, _) => (src, &mut first[0][..n_next]),
-                (Some(0), _) => (&first[0][..], &mut second[0][..n_next]),
-                _ => (&second[0][..], &mut first[0][..n_next]),
-            };
+            let (src_buf, dst_buf, next) = ping_pong(&mut bufs, src, cur, n_next);
             dst_buf.iter_mut().for_each(|v| *v = T::zero());
             pass_adjoint(&src_buf[..src_len], dst_buf, outer, inner, &taps[i]);
             cur = Some(next);
@@ -1033,12 +1039,7 @@ pub fn pixel_shuffle(x: &Tensor, upscale_factor: i64) -> Result<Tensor> {
     ]);
     // (B, oc, r, r, H, W) -> (B, oc, H, r, W, r)
     let out = permuted_copy(x, &[b, oc, r, r, h, w], &[0, 1, 4, 2, 5, 3], &shape)?;
-    if needs_grad(&[x]) {
-        record(PIXEL_SHUFFLE, &[x], &[&out], &[], false, move |g, _| {
-            Ok(vec![Some(pixel_unshuffle(&g[0], upscale_factor)?)])
-        })?;
-    }
-    Ok(out)
+    shuffle_node(x, out, PIXEL_SHUFFLE, pixel_unshuffle, upscale_factor)
 }
 
 /// `(*, C, H r, W r)` to `(*, C r², H, W)`, the inverse of [`pixel_shuffle`]. Any dtype.
@@ -1070,9 +1071,21 @@ pub fn pixel_unshuffle(x: &Tensor, downscale_factor: i64) -> Result<Tensor> {
     shape.extend([channels, oh, ow]);
     // (B, C, oh, r, ow, r) -> (B, C, r, r, oh, ow)
     let out = permuted_copy(x, &[b, c, oh, r, ow, r], &[0, 1, 3, 5, 2, 4], &shape)?;
+    shuffle_node(x, out, PIXEL_UNSHUFFLE, pixel_shuffle, downscale_factor)
+}
+
+/// `out` (`x` shuffled) with a node `name` whose backward is the inverse shuffle `back` by the
+/// same factor.
+fn shuffle_node(
+    x: &Tensor,
+    out: Tensor,
+    name: &'static str,
+    back: fn(&Tensor, i64) -> Result<Tensor>,
+    factor: i64,
+) -> Result<Tensor> {
     if needs_grad(&[x]) {
-        record(PIXEL_UNSHUFFLE, &[x], &[&out], &[], false, move |g, _| {
-            Ok(vec![Some(pixel_shuffle(&g[0], downscale_factor)?)])
+        record(name, &[x], &[&out], &[], false, move |g, _| {
+            Ok(vec![Some(back(&g[0], factor)?)])
         })?;
     }
     Ok(out)

@@ -98,56 +98,13 @@ impl Tensor {
     /// fused kernel. Backward: `y (g - Σ g y)`, fused, or with differentiable ops on the saved
     /// output when a graph of the backward is built.
     pub fn softmax(&self, dim: i64) -> Result<Tensor> {
-        float_only(self, "softmax_kernel_impl")?;
-        let d = wrap_dim(dim, self.dim())?;
-        let out = rows_forward(self, d, false)?;
-        if needs_grad(&[self]) {
-            record(
-                "SoftmaxBackward0",
-                &[self],
-                &[&out],
-                &[&out],
-                false,
-                move |g, s| {
-                    let y = &s[0];
-                    if crate::ops::unary::fusable(&g[0], y) {
-                        return Ok(vec![Some(rows_backward(&g[0], y, d, false)?)]);
-                    }
-                    let d = d as i64;
-                    let gy = g[0].mul(y)?;
-                    Ok(vec![Some(gy.sub(&y.mul(&gy.sum_dims(&[d], true)?)?)?)])
-                },
-            )?;
-        }
-        Ok(out)
+        softmax_rows(self, dim, false)
     }
 
     /// Log-softmax along `dim`: `x - m - log Σ exp(x - m)`, one fused kernel. Backward:
     /// `g - exp(y) Σ g`.
     pub fn log_softmax(&self, dim: i64) -> Result<Tensor> {
-        float_only(self, "log_softmax_kernel_impl")?;
-        let d = wrap_dim(dim, self.dim())?;
-        let out = rows_forward(self, d, true)?;
-        if needs_grad(&[self]) {
-            record(
-                "LogSoftmaxBackward0",
-                &[self],
-                &[&out],
-                &[&out],
-                false,
-                move |g, s| {
-                    let y = &s[0];
-                    if crate::ops::unary::fusable(&g[0], y) {
-                        return Ok(vec![Some(rows_backward(&g[0], y, d, true)?)]);
-                    }
-                    let d = d as i64;
-                    Ok(vec![Some(
-                        g[0].sub(&y.exp()?.mul(&g[0].sum_dims(&[d], true)?)?)?,
-                    )])
-                },
-            )?;
-        }
-        Ok(out)
+        softmax_rows(self, dim, true)
     }
 
     /// Softmin along `dim`: `softmax(-x)`.
@@ -779,4 +736,34 @@ fn row_backward_lanes<const F: bool>(
             }
         }
     }
+}
+
+/// [`Tensor::softmax`] (`log` false) or [`Tensor::log_softmax`]: one fused kernel each way, or
+/// differentiable ops on the saved output when a graph of the backward is built.
+fn softmax_rows(x: &Tensor, dim: i64, log: bool) -> Result<Tensor> {
+    let (kernel, node) = if log {
+        ("log_softmax_kernel_impl", "LogSoftmaxBackward0")
+    } else {
+        ("softmax_kernel_impl", "SoftmaxBackward0")
+    };
+    float_only(x, kernel)?;
+    let d = wrap_dim(dim, x.dim())?;
+    let out = rows_forward(x, d, log)?;
+    if needs_grad(&[x]) {
+        record(node, &[x], &[&out], &[&out], false, move |g, s| {
+            let y = &s[0];
+            if crate::ops::unary::fusable(&g[0], y) {
+                return Ok(vec![Some(rows_backward(&g[0], y, d, log)?)]);
+            }
+            let d = d as i64;
+            let gx = if log {
+                g[0].sub(&y.exp()?.mul(&g[0].sum_dims(&[d], true)?)?)?
+            } else {
+                let gy = g[0].mul(y)?;
+                gy.sub(&y.mul(&gy.sum_dims(&[d], true)?)?)?
+            };
+            Ok(vec![Some(gx)])
+        })?;
+    }
+    Ok(out)
 }

@@ -333,26 +333,12 @@ pub fn embedding_bag(
                 let (w, p) = (&s[0], s.get(1));
                 let want_p = p.is_some();
                 let graph = needs_grad(&[&g[0], w]) || p.is_some_and(|p| needs_grad(&[p]));
+                let freq = freq.as_ref().map(|f| f.as_slice());
+                let args: BagGrad<'_> = (&g[0], &wshape, &b, mode, p, &argmax, freq);
                 if !graph {
                     let gw = match w.dtype() {
-                        DType::Float32 => bag_backward_weight::<f32>(
-                            &g[0],
-                            &wshape,
-                            &b,
-                            mode,
-                            p,
-                            &argmax,
-                            freq.as_ref().map(|f| f.as_slice()),
-                        )?,
-                        _ => bag_backward_weight::<f64>(
-                            &g[0],
-                            &wshape,
-                            &b,
-                            mode,
-                            p,
-                            &argmax,
-                            freq.as_ref().map(|f| f.as_slice()),
-                        )?,
+                        DType::Float32 => bag_backward_weight::<f32>(args)?,
+                        _ => bag_backward_weight::<f64>(args)?,
                     };
                     let gp = if want_p {
                         Some(match w.dtype() {
@@ -368,15 +354,7 @@ pub fn embedding_bag(
                     }
                     return Ok(v);
                 }
-                let gw = bag_backward_ops(
-                    &g[0],
-                    &wshape,
-                    &b,
-                    mode,
-                    p,
-                    &argmax,
-                    freq.as_ref().map(|f| f.as_slice()),
-                )?;
+                let gw = bag_backward_ops(args)?;
                 let mut v = vec![Some(gw)];
                 if p.is_some() {
                     let (pos, bag): (Vec<i64>, Vec<i64>) = b
@@ -573,18 +551,25 @@ fn bag_sum_blocks<T: RowFloat, const B: usize>(
     dst[c0..].copy_from_slice(&acc[..w]);
 }
 
+/// What the weight gradient of a bag op reads: the output gradient, the weight's shape, the
+/// bags, the mode, the per-sample weights, the max mode's argmax and the
+/// `scale_grad_by_freq` counts.
+type BagGrad<'a> = (
+    &'a Tensor,
+    &'a [usize; 2],
+    &'a Bags,
+    BagMode,
+    Option<&'a Tensor>,
+    &'a [i64],
+    Option<&'a [f64]>,
+);
+
 /// The dense `(num, D)` weight gradient. Max mode splits the columns among threads; the other
 /// modes sort the positions by row once (a stable counting sort) and split the table's rows:
 /// each row is summed in registers over its positions in position order and written once, so
 /// the result is the same at any thread count and no row is read back or zero-filled twice.
 fn bag_backward_weight<T: RowFloat>(
-    g: &Tensor,
-    wshape: &[usize; 2],
-    b: &Bags,
-    mode: BagMode,
-    psw: Option<&Tensor>,
-    argmax: &[i64],
-    freq: Option<&[f64]>,
+    (g, wshape, b, mode, psw, argmax, freq): BagGrad<'_>,
 ) -> Result<Tensor> {
     let [num, d] = *wshape;
     let helpers = if b.rows.len() * d >= crate::ops::elementwise::PAR_MIN_VMATH {
@@ -713,15 +698,7 @@ fn bag_backward_psw<T: RowFloat>(g: &Tensor, weight: &Tensor, b: &Bags) -> Resul
 
 /// The weight gradient with differentiable ops (for `create_graph`): an `index_add` of the
 /// bags' gradient rows, scaled per position, or of the max elements at their argmax.
-fn bag_backward_ops(
-    g: &Tensor,
-    wshape: &[usize; 2],
-    b: &Bags,
-    mode: BagMode,
-    psw: Option<&Tensor>,
-    argmax: &[i64],
-    freq: Option<&[f64]>,
-) -> Result<Tensor> {
+fn bag_backward_ops((g, wshape, b, mode, psw, argmax, freq): BagGrad<'_>) -> Result<Tensor> {
     let [num, d] = *wshape;
     let zeros = Tensor::zeros(&[num * d], g.dtype());
     if mode == BagMode::Max {

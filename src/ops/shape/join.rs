@@ -47,23 +47,14 @@ impl Tensor {
         }
         shape.extend(l.shape[d + 1..].iter().copied());
         strides.extend(l.strides[d + 1..].iter().copied());
-        let out = self.make_view(Layout {
-            shape,
-            strides,
-            offset: l.offset,
-        });
-        if needs_grad(&[self]) {
-            let in_shape: Dims = self.shape().into();
-            record(
-                "ViewBackward0",
-                &[self],
-                &[&out],
-                &[],
-                false,
-                move |g, _| Ok(vec![Some(g[0].reshape(&in_shape)?)]),
-            )?;
-        }
-        Ok(out)
+        self.reshaped_view(
+            Layout {
+                shape,
+                strides,
+                offset: l.offset,
+            },
+            "ViewBackward0",
+        )
     }
 
     /// Move dims `source` to positions `destination` (a view through `permute`).

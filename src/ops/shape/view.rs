@@ -61,27 +61,29 @@ impl Tensor {
         }
         if shape == self.shape() {
             // A no-op reshape still returns a new view, like torch.
-            let out = self.make_view(self.layout().clone());
-            if needs_grad(&[self]) {
-                let in_shape: Dims = self.shape().into();
-                record(name, &[self], &[&out], &[], false, move |g, _| {
-                    Ok(vec![Some(g[0].reshape(&in_shape)?)])
-                })?;
-            }
-            return Ok(out);
+            return self.reshaped_view(self.layout().clone(), name);
         }
-        let out = if self.is_contiguous() {
-            self.make_view(Layout {
+        if !self.is_contiguous() {
+            if view_only {
+                return Err(Error::runtime("view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead."));
+            }
+            let c = self.contiguous()?;
+            return c.reshape(shape);
+        }
+        self.reshaped_view(
+            Layout {
                 shape: shape.into(),
                 strides: contiguous_strides(shape),
                 offset: self.layout().offset,
-            })
-        } else if view_only {
-            return Err(Error::runtime("view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead."));
-        } else {
-            let c = self.contiguous()?;
-            return c.reshape(shape);
-        };
+            },
+            name,
+        )
+    }
+
+    /// A view of this tensor with `layout` (of the same elements), recorded as a node `name`
+    /// whose backward reshapes the gradient back to this tensor's shape.
+    pub(crate) fn reshaped_view(&self, layout: Layout, name: &'static str) -> Result<Tensor> {
+        let out = self.make_view(layout);
         if needs_grad(&[self]) {
             let in_shape: Dims = self.shape().into();
             record(name, &[self], &[&out], &[], false, move |g, _| {
@@ -194,19 +196,7 @@ impl Tensor {
         };
         l.shape.insert(d, 1);
         l.strides.insert(d, stride);
-        let out = self.make_view(l);
-        if needs_grad(&[self]) {
-            let in_shape: Dims = self.shape().into();
-            record(
-                "UnsqueezeBackward0",
-                &[self],
-                &[&out],
-                &[],
-                false,
-                move |g, _| Ok(vec![Some(g[0].reshape(&in_shape)?)]),
-            )?;
-        }
-        Ok(out)
+        self.reshaped_view(l, "UnsqueezeBackward0")
     }
 
     /// Remove size-1 dimensions: all of them, or only `dim` (a view).
@@ -229,23 +219,19 @@ impl Tensor {
                 strides.push(l.strides[i]);
             }
         }
-        let out = self.make_view(Layout {
-            shape,
-            strides,
-            offset: l.offset,
-        });
-        if needs_grad(&[self]) {
-            let in_shape: Dims = self.shape().into();
-            let name = if dim.is_some() {
-                "SqueezeBackward1"
-            } else {
-                "SqueezeBackward0"
-            };
-            record(name, &[self], &[&out], &[], false, move |g, _| {
-                Ok(vec![Some(g[0].reshape(&in_shape)?)])
-            })?;
-        }
-        Ok(out)
+        let name = if dim.is_some() {
+            "SqueezeBackward1"
+        } else {
+            "SqueezeBackward0"
+        };
+        self.reshaped_view(
+            Layout {
+                shape,
+                strides,
+                offset: l.offset,
+            },
+            name,
+        )
     }
 
     /// Broadcast to `shape` without copying (stride 0 along expanded dims).
