@@ -577,36 +577,91 @@ fn adam_chunk<T: Float>(
     v: &mut [T],
     vmax: &mut [T],
 ) {
-    let decay = T::of(1.0 - o.lr * o.weight_decay);
-    let wd = T::of(o.weight_decay);
-    let w1 = T::of(1.0 - o.beta1);
-    let b2 = T::of(o.beta2);
-    let c2 = T::of(1.0 - o.beta2);
-    let bc2s = T::of(bc2_sqrt);
-    let eps = T::of(o.eps);
-    let neg_step = T::of(-step_size);
+    let c = AdamConsts {
+        decay: T::of(1.0 - o.lr * o.weight_decay),
+        wd: T::of(o.weight_decay),
+        w1: T::of(1.0 - o.beta1),
+        b2: T::of(o.beta2),
+        c2: T::of(1.0 - o.beta2),
+        bc2s: T::of(bc2_sqrt),
+        eps: T::of(o.eps),
+        neg_step: T::of(-step_size),
+    };
+    // The options pick one straight loop: tested inside the loop, they kept the release build
+    // (fat LTO) from vectorising it whenever weight_decay was set (AdamW 4.5x slower than Adam).
+    let (decoupled, l2) = match (o.weight_decay != 0.0, o.decoupled_weight_decay) {
+        (false, _) => (false, false),
+        (true, true) => (true, false),
+        (true, false) => (false, true),
+    };
+    macro_rules! pick {
+        ($($max:literal, $dec:literal, $l2:literal, $ams:literal;)*) => {
+            match (o.maximize, decoupled, l2, o.amsgrad) {
+                $(($max, $dec, $l2, $ams) => adam_loop::<T, $max, $dec, $l2, $ams>(&c, p, g, m, v, vmax),)*
+                _ => unreachable!("decoupled and L2 weight decay exclude each other"),
+            }
+        };
+    }
+    pick! {
+        false, false, false, false; false, false, false, true;
+        false, true, false, false; false, true, false, true;
+        false, false, true, false; false, false, true, true;
+        true, false, false, false; true, false, false, true;
+        true, true, false, false; true, true, false, true;
+        true, false, true, false; true, false, true, true;
+    }
+}
+
+/// Adam's constants in the parameters' type.
+struct AdamConsts<T> {
+    decay: T,
+    wd: T,
+    w1: T,
+    b2: T,
+    c2: T,
+    bc2s: T,
+    eps: T,
+    neg_step: T,
+}
+
+/// [`adam_chunk`]'s loop for one choice of options (inlined into each vector target).
+#[inline(always)]
+fn adam_loop<
+    T: Float,
+    const MAXIMIZE: bool,
+    const DECOUPLED: bool,
+    const L2: bool,
+    const AMSGRAD: bool,
+>(
+    c: &AdamConsts<T>,
+    p: &mut [T],
+    g: &[T],
+    m: &mut [T],
+    v: &mut [T],
+    vmax: &mut [T],
+) {
     // Equal lengths up front, so the loop runs without bounds checks.
     let n = p.len();
     let (g, m, v) = (&g[..n], &mut m[..n], &mut v[..n]);
+    let vmax = if AMSGRAD { &mut vmax[..n] } else { vmax };
     for k in 0..n {
-        let mut d = if o.maximize { -g[k] } else { g[k] };
-        if o.weight_decay != 0.0 {
-            if o.decoupled_weight_decay {
-                p[k] = p[k] * decay;
-            } else {
-                d = d + wd * p[k];
-            }
+        let mut d = if MAXIMIZE { -g[k] } else { g[k] };
+        if DECOUPLED {
+            p[k] = p[k] * c.decay;
         }
-        m[k] = lerp(m[k], d, w1);
-        v[k] = v[k] * b2 + c2 * d * d;
-        let second = if o.amsgrad {
+        if L2 {
+            d = d + c.wd * p[k];
+        }
+        m[k] = lerp(m[k], d, c.w1);
+        v[k] = v[k] * c.b2 + c.c2 * d * d;
+        let second = if AMSGRAD {
             vmax[k] = maximum(vmax[k], v[k]);
             vmax[k]
         } else {
             v[k]
         };
-        let denom = second.sqrt() / bc2s + eps;
-        p[k] = p[k] + neg_step * m[k] / denom;
+        let denom = second.sqrt() / c.bc2s + c.eps;
+        p[k] = p[k] + c.neg_step * m[k] / denom;
     }
 }
 
