@@ -12,7 +12,7 @@
 
 use crate::error::{Error, Result};
 use crate::parallel::SendPtr;
-use crate::tensor::storage::{contiguous_strides, convert_vec, Data};
+use crate::tensor::storage::{contiguous_strides, Data};
 use crate::tensor::{Buffer, DType, Element, Layout, Tensor};
 
 /// One dimension of the copy: size, stride in the source, stride in the destination.
@@ -308,21 +308,13 @@ unsafe fn tile<T: Copy>(src: *const T, dst: *mut T, k: Dim, l: Dim) {
 // ----- dtype conversion ----------------------------------------------------------------------
 
 fn convert_to<D: Element>(t: &Tensor) -> Result<Vec<D>> {
-    if t.dtype() == D::DTYPE {
-        // A plain copy, no per-element conversion; a strided view through the tiled copy
-        // kernel (a permute's or a transpose's `contiguous()`), except tiny ones, where the
-        // kernel's planning costs more than gather's walk (~20 ns a call on a 6x8 transpose).
-        if t.is_contiguous() || t.numel() <= 64 {
-            return t.to_vec::<D>();
-        }
+    // A strided view of the same dtype goes through the tiled copy kernel (a permute's or a
+    // transpose's `contiguous()`), except tiny ones, where the kernel's planning costs more than
+    // gather's walk (~20 ns a call on a 6x8 transpose); the rest is `to_vec`'s conversion.
+    if t.dtype() == D::DTYPE && !t.is_contiguous() && t.numel() > 64 {
         return copy_layout(t, t.layout());
     }
-    Ok(match t.dtype() {
-        DType::Float32 => t.with_contiguous_slice::<f32, _>(convert_vec::<f32, D>)?,
-        DType::Float64 => t.with_contiguous_slice::<f64, _>(convert_vec::<f64, D>)?,
-        DType::Int64 => t.with_contiguous_slice::<i64, _>(convert_vec::<i64, D>)?,
-        DType::Bool => t.with_contiguous_slice::<bool, _>(convert_vec::<bool, D>)?,
-    })
+    t.to_vec::<D>()
 }
 
 /// A contiguous copy of `t` converted to `dtype`, without recording.
