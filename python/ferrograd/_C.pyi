@@ -98,6 +98,18 @@ __all__ = [
     "manual_seed",
     "_backward",
     "_grad",
+    "RngState",
+    "_current_graph_task_id",
+    "_get_rng_state",
+    "_gradient_edge",
+    "_increment_version",
+    "_is_checkpoint_valid",
+    "_pop_saved_tensors_hooks",
+    "_push_saved_tensors_hooks",
+    "_queue_callback",
+    "_set_rng_state",
+    "_set_saved_tensors_hooks_disabled",
+    "_will_engine_execute_node",
     "_record_function",
     "_save_tensors",
     "is_grad_enabled",
@@ -213,7 +225,8 @@ class Node:
     """A node of the backward graph (`tensor.grad_fn`)."""
 
     def name(self) -> str:
-        """torch's name, e.g. `MulBackward0`."""
+        """torch's name, e.g. `MulBackward0` (`torch::autograd::AccumulateGrad` for a leaf's
+        accumulator: torch names its C++ nodes with their namespace)."""
     @property
     def next_functions(self) -> tuple[tuple[Node | None, _int], ...]:
         """`((node or None, input_nr), ...)`, one per forward input."""
@@ -222,10 +235,33 @@ class Node:
         """For `AccumulateGrad`: the leaf it accumulates into."""
     def _sequence_nr(self) -> _int:
         """Creation order."""
+    def register_prehook(
+        self, hook: Callable[[tuple[Tensor | None, ...]], Sequence[Tensor | None] | None]
+    ) -> RemovableHandle:
+        """Register `hook(grad_outputs) -> tuple | None`, run on the gradients arriving at this
+        node before it runs."""
+    def register_hook(
+        self,
+        hook: Callable[
+            [tuple[Tensor | None, ...], tuple[Tensor | None, ...]],
+            Sequence[Tensor | None] | None,
+        ],
+    ) -> RemovableHandle:
+        """Register `hook(grad_inputs, grad_outputs) -> tuple | None`, run after this node
+        computed
+        its gradients."""
+    @property
+    def metadata(self) -> dict[Any, Any]:
+        """A dict kept with the node (empty until something is put in it)."""
     def __eq__(self, other: object, /) -> _bool:
         ...
     def __hash__(self) -> _int:
         ...
+
+@final
+class RngState:
+    """A snapshot of the global random generator (opaque; for `_set_rng_state`)."""
+    ...
 
 @final
 class RemovableHandle:
@@ -972,7 +1008,44 @@ def set_default_dtype(d: dtype) -> None:
 def manual_seed(seed: _int) -> None:
     """Seed the random generator (negative seeds are taken as their two's complement, as torch)."""
 
+def _get_rng_state() -> RngState:
+    """The global generator's state now."""
+
+def _set_rng_state(state: RngState) -> None:
+    """Put the global generator back to a state from `_get_rng_state`."""
+
 # ----- autograd -----------------------------------------------------------------------------------
+
+def _push_saved_tensors_hooks(
+    pack: Callable[[Tensor], Any], unpack: Callable[[Any], Tensor]
+) -> None:
+    """Make `pack`/`unpack` the active saved-tensor hooks of this thread (`saved_tensors_hooks`)."""
+
+def _pop_saved_tensors_hooks() -> None:
+    """Leave the innermost `saved_tensors_hooks`."""
+
+def _set_saved_tensors_hooks_disabled(message: str | None) -> str | None:
+    """Disable saved-tensor hooks on this thread (`message`: the error for entering them) or
+    enable
+    them again (None); returns the previous message."""
+
+def _current_graph_task_id() -> _int:
+    """The id of the backward pass running on this thread (-1 outside backward)."""
+
+def _is_checkpoint_valid() -> _bool:
+    """False inside `grad()` or `backward(inputs=...)`, which run only part of the graph."""
+
+def _will_engine_execute_node(node: Node) -> _bool:
+    """Whether the running backward pass will run `node`."""
+
+def _gradient_edge(t: Tensor) -> tuple[Node, _int]:
+    """`(node, output_nr)` of a tensor's gradient edge (`autograd.graph.get_gradient_edge`)."""
+
+def _queue_callback(callback: Callable[[], Any]) -> None:
+    """Run `callback()` once the backward pass running on this thread has completed."""
+
+def _increment_version(t: Tensor) -> None:
+    """Record an in-place change ferrograd did not see (`autograd.graph.increment_version`)."""
 
 def _backward(
     tensors: Iterable[Tensor],
@@ -984,8 +1057,8 @@ def _backward(
     """`autograd.backward` after Python normalised the arguments."""
 
 def _grad(
-    outputs: Iterable[Tensor],
-    inputs: Iterable[Tensor],
+    outputs: Iterable[Tensor | tuple[Node, _int]],
+    inputs: Iterable[Tensor | tuple[Node, _int]],
     grad_outputs: Iterable[Tensor | None],
     retain_graph: _bool | None,
     create_graph: _bool,

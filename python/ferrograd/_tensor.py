@@ -278,6 +278,21 @@ class Node:
     def _sequence_nr(self) -> int:
         return self._node._sequence_nr()
 
+    @property
+    def metadata(self) -> dict:
+        """A dict kept with the node, for the user's own annotations."""
+        return self._node.metadata
+
+    def register_prehook(self, fn: Any) -> Any:
+        """Register ``fn(grad_outputs) -> tuple | None``, run on the gradients arriving at this
+        node before it runs (only when it runs); a returned tuple replaces them."""
+        return self._node.register_prehook(fn)
+
+    def register_hook(self, fn: Any) -> Any:
+        """Register ``fn(grad_inputs, grad_outputs) -> tuple | None``, run after this node
+        computed its gradients; a returned tuple replaces ``grad_inputs``."""
+        return self._node.register_hook(fn)
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Node) and self._node == other._node
 
@@ -292,7 +307,7 @@ _NODE_CLASSES: dict = {}
 
 
 def _wrap_node(node: Any) -> Node:
-    name = node.name()
+    name = node.name().rpartition("::")[2]
     cls = _NODE_CLASSES.get(name)
     if cls is None:
         cls = type(name, (Node,), {"__slots__": ()})

@@ -13,7 +13,8 @@ use smallvec::SmallVec;
 
 use super::accumulate_grad;
 use crate::error::{Error, Result};
-use crate::graph::node::{run_hook, Edge, Node, NodeKind};
+use crate::graph::node::{run_hook, Edge, Node, NodeKind, NodePostHook};
+use crate::graph::saved_hooks::{self, InheritGuard, SavedTensorHooks};
 use crate::parallel::{get_num_threads, pool};
 use crate::tensor::grad_mode::{self, GradModeGuard};
 use crate::tensor::shape::{fmt_shape, is_expandable_to};
@@ -22,6 +23,10 @@ use crate::tensor::Tensor;
 /// Gradients smaller than this run inline on the current worker: a task hand-off costs more
 /// than the node itself.
 const SPAWN_MIN_ELEMENTS: usize = 16 * 1024;
+
+/// A ready node in a queue: highest sequence number first, and among equals (leaf
+/// accumulators) the one made ready first, as torch's ready queue pops them.
+type Ready1 = (u64, std::cmp::Reverse<usize>);
 
 /// Nodes made ready by one node's gradients.
 type Ready = SmallVec<[usize; 4]>;
@@ -58,12 +63,97 @@ struct GraphTask {
     /// Heavy ready nodes offered to other threads (by sequence number, highest first). Whoever
     /// is free takes them, the calling thread included, so the pool can have one worker fewer
     /// than the configured threads without leaving the caller idle while work queues up.
-    offered: Mutex<BinaryHeap<(u64, usize)>>,
+    offered: Mutex<BinaryHeap<Ready1>>,
     /// Jobs spawned on the pool that have not finished; the caller waits for them itself (not
     /// in rayon's scope join), so it can keep taking offered nodes and answer Ctrl-C.
     pending: AtomicUsize,
     /// The thread that called backward: workers wake it when they offer a node or finish.
     caller: std::thread::Thread,
+    /// The caller's saved-tensor hooks, active on the workers too.
+    saved_hooks: Option<Arc<SavedTensorHooks>>,
+    /// Distinguishes passes, for hooks that gather gradients across one pass.
+    id: u64,
+    /// Node address to index into `states`.
+    index: NodeIndex,
+    /// Run on the caller's thread once the pass has succeeded ([`queue_callback`]).
+    callbacks: Mutex<Vec<Callback>>,
+    /// Runs every node reachable from the roots (`backward()` without `inputs`).
+    runs_all: bool,
+}
+
+/// A function run once a backward pass has completed.
+pub type Callback = Box<dyn FnOnce() -> Result<()> + Send>;
+
+/// Run `f` after the backward pass running on this thread completes successfully (torch's
+/// `autograd.graph.queue_callback`, what data-parallel training uses to wait for its
+/// all-reduces). Callbacks run in the order queued, on the thread that called backward; a
+/// callback may queue another. An error outside backward.
+pub fn queue_callback(f: Callback) -> Result<()> {
+    with_current(|t| t.callbacks.lock().push(f)).ok_or_else(|| {
+        Error::runtime("Final callbacks can only be installed during backward pass.")
+    })
+}
+
+static NEXT_TASK_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+thread_local! {
+    /// The pass this thread is running nodes of (null outside backward).
+    static CURRENT: std::cell::Cell<*const GraphTask> = const { std::cell::Cell::new(std::ptr::null()) };
+}
+
+/// Marks this thread as running `task`'s nodes; restores the outer pass (a backward called
+/// from a hook) when dropped.
+struct CurrentTask(*const GraphTask);
+
+impl CurrentTask {
+    fn enter(task: &GraphTask) -> Self {
+        CurrentTask(CURRENT.replace(task))
+    }
+}
+
+impl Drop for CurrentTask {
+    fn drop(&mut self) {
+        CURRENT.set(self.0);
+    }
+}
+
+/// Run `f` on the pass this thread is running, if any.
+fn with_current<R>(f: impl FnOnce(&GraphTask) -> R) -> Option<R> {
+    let p = CURRENT.get();
+    // SAFETY: CURRENT holds a task only while a `CurrentTask` guard made from a live
+    // `&GraphTask` is alive on this thread (inside `drain`), and the task outlives `drain`.
+    (!p.is_null()).then(|| f(unsafe { &*p }))
+}
+
+/// The id of the backward pass whose node or hook is running on this thread (torch's
+/// `_current_graph_task_id`), `None` outside backward.
+pub fn current_graph_task_id() -> Option<u64> {
+    with_current(|t| t.id)
+}
+
+/// Whether a backward run from inside this pass (as reentrant checkpointing does) reaches
+/// what it must: true outside backward and in a `backward()` without `inputs`, false in
+/// `grad()` and `backward(inputs=...)`, which run only part of the graph (torch's
+/// `_is_checkpoint_valid`).
+pub fn is_checkpoint_valid() -> bool {
+    with_current(|t| t.runs_all).unwrap_or(true)
+}
+
+/// Whether the running backward pass will run `node` (torch's `_will_engine_execute_node`):
+/// it is reachable from the roots and, when the pass has targets, on the way to one. An error
+/// outside backward.
+pub fn will_engine_execute_node(node: &Arc<Node>) -> Result<bool> {
+    with_current(|t| {
+        t.index
+            .get(&(Arc::as_ptr(node) as usize))
+            .is_some_and(|&i| {
+                let st = &t.states[i];
+                st.execute || !st.captures.is_empty()
+            })
+    })
+    .ok_or_else(|| {
+        Error::runtime("_will_engine_execute_node should only be called during the backward pass")
+    })
 }
 
 /// What a pass computes besides running the graph.
@@ -93,12 +183,13 @@ pub(crate) fn execute(
     }
     // The caller asks between nodes whether to stop (Ctrl-C from Python): see crate::interrupt.
     let _interruptible = crate::interrupt::Started::new();
-    let (task, index) = build(&roots, keep_graph, create_graph, targets)?;
+    let task = build(&roots, keep_graph, create_graph, targets)?;
+    let index = &task.index;
     // Seed the roots in a fixed order (after every producer: key u64::MAX). Only roots hold
     // gradients now, so only they can be ready.
     let mut ready = Vec::with_capacity(roots.len());
     for (i, (edge, grad)) in roots.into_iter().enumerate() {
-        let Some(&idx) = index.get(&Arc::as_ptr(&edge.node)) else {
+        let Some(&idx) = index.get(&(Arc::as_ptr(&edge.node) as usize)) else {
             continue;
         };
         task.states[idx].buffer.lock()[edge.input_nr].push(((u64::MAX, i), grad));
@@ -110,11 +201,25 @@ pub(crate) fn execute(
     if let Some(e) = task.error.lock().take() {
         return Err(e);
     }
+    // Callbacks may queue more callbacks, so the task stays current while they run.
+    {
+        let _current = CurrentTask::enter(&task);
+        loop {
+            let batch = std::mem::take(&mut *task.callbacks.lock());
+            if batch.is_empty() {
+                break;
+            }
+            for f in batch {
+                f()?;
+            }
+        }
+    }
     let results = std::mem::take(&mut *task.results.lock());
     Ok(results)
 }
 
-type NodeIndex = FxHashMap<*const Node, usize>;
+/// Keyed by node address (as an integer, so the task can be shared with workers).
+type NodeIndex = FxHashMap<usize, usize>;
 
 thread_local! {
     /// Nodes in the last graph this thread ran backward through (a capacity hint for the next).
@@ -127,7 +232,7 @@ type Children = SmallVec<[Option<usize>; 2]>;
 /// Give a newly found node the next index and queue it for the DFS (its edges from the first).
 fn add_node(
     node: Arc<Node>,
-    slot: VacantEntry<'_, *const Node, usize>,
+    slot: VacantEntry<'_, usize, usize>,
     nodes: &mut Vec<Arc<Node>>,
     children: &mut Vec<Children>,
     stack: &mut Vec<(usize, usize)>,
@@ -145,7 +250,7 @@ fn build(
     keep_graph: bool,
     create_graph: bool,
     targets: Targets,
-) -> Result<(GraphTask, NodeIndex)> {
+) -> Result<GraphTask> {
     // Iterative DFS: post-order so children come before parents. Each edge is looked up once,
     // and where it leads is recorded on the way.
     // Sized like this thread's previous graph: a training loop builds the same graph every
@@ -157,7 +262,7 @@ fn build(
     let mut post: Vec<usize> = Vec::with_capacity(hint);
     let mut stack: Vec<(usize, usize)> = Vec::new();
     for (edge, _) in roots {
-        if let Entry::Vacant(v) = index.entry(Arc::as_ptr(&edge.node)) {
+        if let Entry::Vacant(v) = index.entry(Arc::as_ptr(&edge.node) as usize) {
             add_node(edge.node.clone(), v, &mut nodes, &mut children, &mut stack);
         }
         while let Some((n, next)) = stack.pop() {
@@ -168,7 +273,7 @@ fn build(
             };
             stack.push((n, next + 1));
             let Some(e) = slot else { continue };
-            let c = match index.entry(Arc::as_ptr(&e.node)) {
+            let c = match index.entry(Arc::as_ptr(&e.node) as usize) {
                 Entry::Occupied(o) => *o.get(),
                 Entry::Vacant(v) => {
                     add_node(e.node.clone(), v, &mut nodes, &mut children, &mut stack)
@@ -186,7 +291,7 @@ fn build(
         Targets::AllLeaves => (false, true, 0),
         Targets::Only(edges) => {
             for e in edges {
-                if let Some(&i) = index.get(&Arc::as_ptr(&e.node)) {
+                if let Some(&i) = index.get(&(Arc::as_ptr(&e.node) as usize)) {
                     is_target[i] = true;
                 }
             }
@@ -195,7 +300,7 @@ fn build(
         Targets::Capture(edges) => {
             for (r, e) in edges.iter().enumerate() {
                 if let Some(e) = e {
-                    if let Some(&i) = index.get(&Arc::as_ptr(&e.node)) {
+                    if let Some(&i) = index.get(&(Arc::as_ptr(&e.node) as usize)) {
                         captures[i].push((e.input_nr, r));
                     }
                 }
@@ -255,8 +360,13 @@ fn build(
         offered: Mutex::new(BinaryHeap::new()),
         pending: AtomicUsize::new(0),
         caller: std::thread::current(),
+        saved_hooks: saved_hooks::current(),
+        id: NEXT_TASK_ID.fetch_add(1, Ordering::Relaxed),
+        index,
+        callbacks: Mutex::new(Vec::new()),
+        runs_all: !restrict,
     };
-    Ok((task, index))
+    Ok(task)
 }
 
 // ----- scheduling -----------------------------------------------------------------------------
@@ -297,11 +407,12 @@ fn drain<'s>(
     scope: Option<&rayon::Scope<'s>>,
     caller: bool,
 ) {
-    let mut heap: BinaryHeap<(u64, usize)> = ready
+    let _current = CurrentTask::enter(task);
+    let mut heap: BinaryHeap<Ready1> = ready
         .into_iter()
-        .map(|i| (task.states[i].node.sequence_nr(), i))
+        .map(|i| (task.states[i].node.sequence_nr(), std::cmp::Reverse(i)))
         .collect();
-    let mut next = heap.pop().map(|(_, i)| i);
+    let mut next = heap.pop().map(|(_, i)| i.0);
     loop {
         if caller {
             if let Err(e) = crate::interrupt::poll() {
@@ -318,7 +429,7 @@ fn drain<'s>(
         let i = match next.take() {
             Some(i) => i,
             None if scope.is_some() => match offered {
-                Some((_, i)) => i,
+                Some((_, i)) => i.0,
                 None if caller && task.pending.load(Ordering::Acquire) > 0 => {
                     // Workers still run nodes that may offer more: wait for a wake-up (a
                     // node offered, a job done) or the next interrupt check.
@@ -352,7 +463,7 @@ fn drain<'s>(
                     let seq = st.node.sequence_nr();
                     match scope {
                         Some(s) if heavy && !heap.is_empty() => {
-                            task.offered.lock().push((seq, c));
+                            task.offered.lock().push((seq, std::cmp::Reverse(c)));
                             task.pending.fetch_add(1, Ordering::AcqRel);
                             task.caller.unpark();
                             let create_graph = task.create_graph;
@@ -361,18 +472,19 @@ fn drain<'s>(
                                 // Counted done even if a node panics, or the caller would wait
                                 // for it forever (the scope re-raises the panic afterwards).
                                 let _done = JobDone(task);
-                                // Workers do not inherit the caller's thread-local grad mode.
+                                // Workers do not inherit the caller's thread-locals.
                                 let _mode = GradModeGuard::new(create_graph);
+                                let _hooks = InheritGuard::new(task.saved_hooks.clone());
                                 drain(task, Vec::new(), Some(s2), false);
                             });
                         }
-                        _ => heap.push((seq, c)),
+                        _ => heap.push((seq, std::cmp::Reverse(c))),
                     }
                 }
             }
             Err(e) => return fail(task, e),
         }
-        next = heap.pop().map(|(_, i)| i);
+        next = heap.pop().map(|(_, i)| i.0);
     }
 }
 
@@ -446,6 +558,14 @@ fn evaluate(task: &GraphTask, i: usize) -> Result<Ready> {
         return Ok(Ready::new());
     }
 
+    let (node_pre, post) = node.node_hooks();
+    for h in &node_pre {
+        if let Some(new) = h(&grads)? {
+            check_hook_arity(new.len(), grads.len())?;
+            grads = Grads::from_vec(new);
+        }
+    }
+    let given = (!post.is_empty()).then(|| grads.to_vec());
     let outputs = match apply_node(task, node, &st.children, grads) {
         Ok(o) => o,
         Err(e) => {
@@ -454,6 +574,10 @@ fn evaluate(task: &GraphTask, i: usize) -> Result<Ready> {
             }
             return Err(e);
         }
+    };
+    let outputs = match given {
+        Some(given) => run_post_hooks(node, &post, outputs, &given)?,
+        None => outputs,
     };
     if !task.keep_graph {
         node.release_saved();
@@ -490,6 +614,31 @@ fn evaluate(task: &GraphTask, i: usize) -> Result<Ready> {
         }
     }
     Ok(newly_ready)
+}
+
+fn check_hook_arity(got: usize, expected: usize) -> Result<()> {
+    if got != expected {
+        return Err(Error::runtime(format!(
+            "hook has returned an incorrect number of values (got {got}, but expected {expected})"
+        )));
+    }
+    Ok(())
+}
+
+/// Node post-hooks see what the node computed and what it was given, and may replace the former.
+fn run_post_hooks(
+    node: &Node,
+    post: &[NodePostHook],
+    mut outputs: Vec<Option<Tensor>>,
+    given: &[Option<Tensor>],
+) -> Result<Vec<Option<Tensor>>> {
+    for h in post {
+        if let Some(new) = h(&outputs, given)? {
+            check_hook_arity(new.len(), outputs.len())?;
+            outputs = validate_outputs(node, new)?;
+        }
+    }
+    Ok(outputs)
 }
 
 fn run_tensor_pre_hooks(node: &Arc<Node>, grads: &mut [Option<Tensor>]) -> Result<()> {

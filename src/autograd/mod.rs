@@ -4,7 +4,7 @@
 mod accumulate_grad;
 pub mod engine;
 
-pub use crate::graph::{function, node};
+pub use crate::graph::{function, node, saved_hooks};
 pub use crate::tensor::grad_mode;
 
 use std::sync::{Arc, Weak};
@@ -54,33 +54,75 @@ pub struct GradOptions {
     pub materialize_grads: bool,
 }
 
+/// Where a gradient computation starts or what it differentiates with respect to: a tensor, or
+/// a place in the graph (torch's `GradientEdge`: the gradient flowing into output slot
+/// `input_nr` of `node`, which a tensor may no longer stand for, e.g. after an in-place op).
+#[derive(Clone)]
+pub enum GradPoint {
+    /// A tensor (its grad_fn and output number, or its accumulator).
+    Tensor(Tensor),
+    /// An edge, as from [`get_gradient_edge`].
+    Edge(Edge),
+}
+
+impl GradPoint {
+    /// Shape and dtype of the gradient at this point.
+    fn meta(&self) -> (&[usize], crate::tensor::DType) {
+        match self {
+            GradPoint::Tensor(t) => (t.shape(), t.dtype()),
+            GradPoint::Edge(e) => {
+                let m = &e.node.output_meta[e.input_nr];
+                (&m.shape, m.dtype)
+            }
+        }
+    }
+}
+
+/// The edge a tensor's gradient flows through (torch's `autograd.graph.get_gradient_edge`):
+/// its grad_fn and output number, or for a leaf its accumulator (made if needed). Holding it
+/// keeps that part of the graph alive; `grad` accepts it in place of the tensor.
+pub fn get_gradient_edge(t: &Tensor) -> Result<Edge> {
+    if !t.requires_grad() {
+        return Err(Error::runtime(
+            "It is not possible to get the gradient edge for a Tensor that does not require gradients",
+        ));
+    }
+    t.gradient_edge()
+        .ok_or_else(|| Error::runtime("no gradient edge for this tensor"))
+}
+
 /// Check the seeds against the roots (torch's `_make_grads`) and pair each root with its edge.
 fn make_roots(
-    tensors: &[Tensor],
+    points: &[GradPoint],
     grads: &[Option<Tensor>],
     create_graph: bool,
 ) -> Result<Vec<(Edge, Tensor)>> {
-    if !grads.is_empty() && grads.len() < tensors.len() {
+    if !grads.is_empty() && grads.len() < points.len() {
         return Err(Error::runtime(format!(
             "got {} tensors and {} gradients",
-            tensors.len(),
+            points.len(),
             grads.len()
         )));
     }
-    let mut roots = Vec::with_capacity(tensors.len());
-    for (i, t) in tensors.iter().enumerate() {
+    let mut roots = Vec::with_capacity(points.len());
+    for (i, p) in points.iter().enumerate() {
+        let (shape, dtype) = p.meta();
+        let requires_grad = match p {
+            GradPoint::Tensor(t) => t.requires_grad(),
+            GradPoint::Edge(_) => true,
+        };
         let seed = grads.get(i).cloned().flatten();
         let seed = match seed {
             Some(g) => {
-                if g.shape() != t.shape() {
+                if g.shape() != shape {
                     return Err(Error::runtime(format!(
                         "Mismatch in shape: grad_output[{i}] has a shape of {} and output[{i}] has a shape of {}.",
                         fmt_shape(g.shape()),
-                        fmt_shape(t.shape())
+                        fmt_shape(shape)
                     )));
                 }
-                let g = if g.dtype() != t.dtype() {
-                    g.to_dtype(t.dtype())?
+                let g = if g.dtype() != dtype {
+                    g.to_dtype(dtype)?
                 } else {
                     g
                 };
@@ -91,20 +133,24 @@ fn make_roots(
                 }
             }
             None => {
-                if !t.requires_grad() {
+                if !requires_grad {
                     return Err(Error::runtime(format!(
                         "element {i} of tensors does not require grad and does not have a grad_fn"
                     )));
                 }
-                if t.numel() != 1 {
+                if shape.iter().product::<usize>() != 1 {
                     return Err(Error::runtime(
                         "grad can be implicitly created only for scalar outputs",
                     ));
                 }
-                Tensor::ones(t.shape(), t.dtype())
+                Tensor::ones(shape, dtype)
             }
         };
-        match t.gradient_edge() {
+        let edge = match p {
+            GradPoint::Tensor(t) => t.gradient_edge(),
+            GradPoint::Edge(e) => Some(e.clone()),
+        };
+        match edge {
             Some(edge) => roots.push((edge, seed)),
             None => {
                 return Err(Error::runtime(format!(
@@ -155,7 +201,8 @@ pub fn backward(tensors: &[Tensor], opts: BackwardOptions) -> Result<()> {
             Targets::Only(edges)
         }
     };
-    let roots = make_roots(tensors, &opts.grad_tensors, opts.create_graph)?;
+    let points: Vec<GradPoint> = tensors.iter().cloned().map(GradPoint::Tensor).collect();
+    let roots = make_roots(&points, &opts.grad_tensors, opts.create_graph)?;
     engine::execute(roots, keep_graph, opts.create_graph, targets)?;
     Ok(())
 }
@@ -166,6 +213,17 @@ pub fn backward(tensors: &[Tensor], opts: BackwardOptions) -> Result<()> {
 pub fn grad(
     outputs: &[Tensor],
     inputs: &[Tensor],
+    opts: GradOptions,
+) -> Result<Vec<Option<Tensor>>> {
+    let outputs: Vec<GradPoint> = outputs.iter().cloned().map(GradPoint::Tensor).collect();
+    let inputs: Vec<GradPoint> = inputs.iter().cloned().map(GradPoint::Tensor).collect();
+    grad_points(&outputs, &inputs, opts)
+}
+
+/// [`grad`] where outputs and inputs may also be gradient edges ([`get_gradient_edge`]).
+pub fn grad_points(
+    outputs: &[GradPoint],
+    inputs: &[GradPoint],
     opts: GradOptions,
 ) -> Result<Vec<Option<Tensor>>> {
     if inputs.is_empty() {
@@ -183,21 +241,26 @@ pub fn grad(
     // Roots first: a leaf that is itself an output gets its accumulator here.
     let roots = make_roots(outputs, &opts.grad_outputs, opts.create_graph)?;
     let mut edges = Vec::with_capacity(inputs.len());
-    for t in inputs {
-        if !t.requires_grad() {
-            return Err(Error::runtime(
-                "One of the differentiated Tensors does not require grad",
-            ));
-        }
-        edges.push(match t.grad_fn() {
-            Some(f) => Some(Edge {
-                node: f,
-                input_nr: t.output_nr(),
-            }),
-            None => t.existing_grad_accumulator().map(|acc| Edge {
-                node: acc,
-                input_nr: 0,
-            }),
+    for p in inputs {
+        edges.push(match p {
+            GradPoint::Edge(e) => Some(e.clone()),
+            GradPoint::Tensor(t) => {
+                if !t.requires_grad() {
+                    return Err(Error::runtime(
+                        "One of the differentiated Tensors does not require grad",
+                    ));
+                }
+                match t.grad_fn() {
+                    Some(f) => Some(Edge {
+                        node: f,
+                        input_nr: t.output_nr(),
+                    }),
+                    None => t.existing_grad_accumulator().map(|acc| Edge {
+                        node: acc,
+                        input_nr: 0,
+                    }),
+                }
+            }
         });
     }
     let results = engine::execute(
@@ -211,7 +274,10 @@ pub fn grad(
         .enumerate()
         .map(|(i, g)| match g {
             Some(g) => Ok(Some(if opts.create_graph { g } else { g.detach() })),
-            None if opts.materialize_grads => Ok(Some(inputs[i].zeros_like())),
+            None if opts.materialize_grads => {
+                let (shape, dtype) = inputs[i].meta();
+                Ok(Some(Tensor::zeros(shape, dtype)))
+            }
             None if allow_unused => Ok(None),
             None => Err(Error::runtime(format!(
                 "The differentiated Tensor at index {i} appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior."
@@ -259,6 +325,26 @@ impl HookHandle {
                         .retain(|(i, _)| *i != self.id);
                 }
             }
+        }
+    }
+}
+
+impl Node {
+    /// Run `hook(grad_outputs)` on the gradients arriving at this node, before it runs (torch's
+    /// `node.register_prehook`); a returned list replaces them. Only runs if the node runs.
+    pub fn register_prehook(self: &Arc<Self>, hook: node::NodePreHook) -> HookHandle {
+        HookHandle {
+            id: self.add_node_pre_hook(hook),
+            target: HookTarget::Node(Arc::downgrade(self)),
+        }
+    }
+
+    /// Run `hook(grad_inputs, grad_outputs)` after this node computed its gradients (torch's
+    /// `node.register_hook`); a returned list replaces `grad_inputs`.
+    pub fn register_hook(self: &Arc<Self>, hook: node::NodePostHook) -> HookHandle {
+        HookHandle {
+            id: self.add_post_hook(hook),
+            target: HookTarget::Node(Arc::downgrade(self)),
         }
     }
 }

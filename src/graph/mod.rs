@@ -6,6 +6,7 @@
 pub mod function;
 mod history;
 pub mod node;
+pub mod saved_hooks;
 
 pub(crate) use history::node_of;
 

@@ -9,6 +9,7 @@ use std::sync::{Arc, Weak};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
+use super::saved_hooks::{self, Payload, SavedTensorHooks};
 use crate::error::{Error, Result};
 use crate::tensor::grad_mode;
 use crate::tensor::shape::fmt_shape;
@@ -82,6 +83,20 @@ enum SavedData {
     /// close a cycle that no collector sees. Once nothing else holds the leaf, no gradient can
     /// reach it observably, and its elements alone are what the rule needs.
     Leaf(Box<SavedLeaf>),
+    /// What a saved-tensor `pack` hook made of it; `unpack` gives the tensor back.
+    Packed(Box<PackedTensor>),
+}
+
+struct PackedTensor {
+    payload: Payload,
+    hooks: Arc<SavedTensorHooks>,
+    /// The saved tensor's storage, watched for in-place changes without keeping it alive (a
+    /// hook that offloads or recomputes exists to let it go).
+    storage: Weak<crate::tensor::Storage>,
+    /// For a leaf that requires grad: its accumulator, which the unpacked tensor is attached to
+    /// under `create_graph` so that second-order gradients still reach the leaf (torch sets
+    /// the saved variable's grad accumulator the same way).
+    leaf_edge: Option<Edge>,
 }
 
 struct SavedLeaf {
@@ -105,13 +120,47 @@ impl SavedData {
         }
     }
 
-    fn tensor(&self) -> Tensor {
-        match self {
+    fn tensor(&self) -> Result<Tensor> {
+        Ok(match self {
             SavedData::Tensor(t) => t.clone(),
             SavedData::Leaf(l) => match l.leaf.upgrade() {
                 Some(t) => Tensor(t),
                 None => Tensor::from_parts(l.storage.clone(), l.layout.clone(), l.dtype),
             },
+            SavedData::Packed(p) => (p.hooks.unpack)(&p.payload)?,
+        })
+    }
+
+    /// Hand `t` to the active `pack` hook, which must not modify it.
+    fn pack(t: &Tensor, hooks: Arc<SavedTensorHooks>) -> Result<SavedData> {
+        let before = t.version();
+        let payload = {
+            // torch runs pack hooks without recording.
+            let _off = grad_mode::no_grad();
+            (hooks.pack)(t)?
+        };
+        if t.version() != before {
+            return Err(Error::runtime("A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook cannot be modified by in-place operations as this can lead to unexpected side-effects. Please open an issue if you need to perform in-place operations on the input to a pack hook."));
+        }
+        let leaf_edge = if t.is_leaf() && t.requires_grad() {
+            t.gradient_edge()
+        } else {
+            None
+        };
+        Ok(SavedData::Packed(Box::new(PackedTensor {
+            payload,
+            hooks,
+            storage: Arc::downgrade(&t.0.storage),
+            leaf_edge,
+        })))
+    }
+
+    /// The version the saved tensor's storage is at now (None: the storage is gone, so nothing
+    /// can have changed it since).
+    fn version_now(&self, unpacked: &Tensor) -> Option<u64> {
+        match self {
+            SavedData::Packed(p) => p.storage.upgrade().map(|s| s.version()),
+            _ => Some(unpacked.version()),
         }
     }
 }
@@ -139,14 +188,19 @@ impl SavedTensor {
         if t.is_inference() && !grad_mode::is_inference_mode_enabled() {
             return Err(Error::runtime("Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`."));
         }
+        let version = t.version();
         let (data, origin) = match (output_nr, t.grad_fn()) {
             (Some(nr), _) => (t.detach(), Origin::OwnOutput(nr as u32)),
             (None, Some(f)) => (t.clone(), Origin::Produced(f, t.output_nr() as u32)),
             (None, None) => (t.clone(), Origin::Leaf),
         };
+        let data = match saved_hooks::current() {
+            Some(hooks) => SavedData::pack(t, hooks)?,
+            None => SavedData::of(data),
+        };
         Ok(SavedTensor {
-            data: SavedData::of(data),
-            version: t.version(),
+            data,
+            version,
             origin,
         })
     }
@@ -154,11 +208,12 @@ impl SavedTensor {
     /// The saved tensor, version-checked. `owner` is the node that saved it (named in the
     /// in-place error); `rebuild` gives a saved output its grad_fn back.
     pub(crate) fn unpack(&self, owner: Option<&Arc<Node>>, rebuild: bool) -> Result<Tensor> {
-        let data = self.data.tensor();
-        if data.meta().detached_in_place {
+        let data = self.data.tensor()?;
+        let packed = matches!(self.data, SavedData::Packed(_));
+        if !packed && data.meta().detached_in_place {
             return Err(Error::runtime("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not supported, please use out-of-place `.detach()` instead"));
         }
-        let now = data.version();
+        let now = self.data.version_now(&data).unwrap_or(self.version);
         if now != self.version {
             let desc = match (&self.origin, owner) {
                 (Origin::Produced(producer, nr), _) => {
@@ -181,18 +236,28 @@ impl SavedTensor {
                 self.version
             )));
         }
-        match (&self.origin, owner) {
-            (&Origin::OwnOutput(nr), Some(node)) if rebuild => {
-                let t = data.detach();
-                {
-                    let mut m = t.meta();
-                    m.grad_fn = Some(node.clone());
-                    m.output_nr = nr as usize;
-                }
-                Ok(t)
+        let attach = |node: &Arc<Node>, nr: usize| {
+            let t = data.detach();
+            {
+                let mut m = t.meta();
+                m.grad_fn = Some(node.clone());
+                m.output_nr = nr;
             }
-            _ => Ok(data),
-        }
+            t
+        };
+        Ok(match (&self.origin, owner, &self.data) {
+            (&Origin::OwnOutput(nr), Some(node), _) if rebuild => attach(node, nr as usize),
+            // What `unpack` returned stands for the saved tensor in the graph: the producer's
+            // (or the leaf's) history goes on it, as torch rebuilds a hooked saved variable.
+            (Origin::Produced(node, nr), _, SavedData::Packed(_)) if rebuild => {
+                attach(node, *nr as usize)
+            }
+            (Origin::Leaf, _, SavedData::Packed(p)) if rebuild => match &p.leaf_edge {
+                Some(e) => attach(&e.node, e.input_nr),
+                None => data,
+            },
+            _ => data,
+        })
     }
 }
 
@@ -217,11 +282,31 @@ pub(crate) enum NodeKind {
     Custom(Box<dyn CustomBackward>),
 }
 
-/// Tensor hooks of a node's outputs and the non-leaves that retain their grad.
+/// A hook on a node's incoming gradients (one per forward output, `None` where none arrived);
+/// it may return replacements, one per output.
+pub type NodePreHook =
+    Arc<dyn Fn(&[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync>;
+/// A hook run after a node: `(grad_inputs, grad_outputs)`, what it computed (one per forward
+/// input) and what it was given; it may return replacements for `grad_inputs`.
+pub type NodePostHook = Arc<
+    dyn Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>>
+        + Send
+        + Sync,
+>;
+
+/// Hooks of a node and its outputs, the non-leaves that retain their grad, and what the user
+/// attached to the node. Boxed and made on first use: most nodes never get any.
 #[derive(Default)]
 pub(crate) struct NodeHooks {
+    /// Tensor hooks on output `nr` (`t.register_hook`).
     pub pre: Vec<(usize, u64, TensorHook)>,
     pub retain: Vec<(usize, Weak<TensorImpl>)>,
+    /// `node.register_prehook`.
+    pub node_pre: Vec<(u64, NodePreHook)>,
+    /// `node.register_hook`.
+    pub post: Vec<(u64, NodePostHook)>,
+    /// `node.metadata` (the bindings keep a Python dict here).
+    pub metadata: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 /// A node of the backward graph (torch's `grad_fn`).
@@ -324,9 +409,65 @@ impl Node {
         self.has_hooks.store(true, Ordering::Release);
         id
     }
+    /// Remove the tensor, node pre- or post-hook with this id.
     pub(crate) fn remove_pre_hook(&self, id: u64) {
         if let Some(h) = self.hooks.lock().as_mut() {
             h.pre.retain(|(_, i, _)| *i != id);
+            h.node_pre.retain(|(i, _)| *i != id);
+            h.post.retain(|(i, _)| *i != id);
+        }
+    }
+
+    /// Run `hook` on the gradients arriving at this node before it runs (after the tensor
+    /// hooks of its outputs); returns an id for removal.
+    pub(crate) fn add_node_pre_hook(&self, hook: NodePreHook) -> u64 {
+        let id = super::next_hook_id();
+        self.hooks
+            .lock()
+            .get_or_insert_with(Default::default)
+            .node_pre
+            .push((id, hook));
+        self.has_hooks.store(true, Ordering::Release);
+        id
+    }
+
+    /// Run `hook` after this node computed its gradients; returns an id for removal.
+    pub(crate) fn add_post_hook(&self, hook: NodePostHook) -> u64 {
+        let id = super::next_hook_id();
+        self.hooks
+            .lock()
+            .get_or_insert_with(Default::default)
+            .post
+            .push((id, hook));
+        self.has_hooks.store(true, Ordering::Release);
+        id
+    }
+
+    /// What was attached with [`Node::set_metadata`].
+    pub fn metadata(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
+        self.hooks.lock().as_ref().and_then(|h| h.metadata.clone())
+    }
+
+    /// Attach a value to this node (torch's `node.metadata`); it lives as long as the node.
+    pub fn set_metadata(&self, value: Arc<dyn std::any::Any + Send + Sync>) {
+        self.hooks
+            .lock()
+            .get_or_insert_with(Default::default)
+            .metadata = Some(value);
+    }
+
+    /// The node pre-hooks and post-hooks registered now (cloned out of the lock: hooks may
+    /// register or remove hooks).
+    pub(crate) fn node_hooks(&self) -> (Vec<NodePreHook>, Vec<NodePostHook>) {
+        if !self.may_have_hooks() {
+            return (Vec::new(), Vec::new());
+        }
+        match self.hooks.lock().as_ref() {
+            None => (Vec::new(), Vec::new()),
+            Some(h) => (
+                h.node_pre.iter().map(|(_, f)| f.clone()).collect(),
+                h.post.iter().map(|(_, f)| f.clone()).collect(),
+            ),
         }
     }
     pub(crate) fn add_retain_grad(&self, output_nr: usize, t: Weak<TensorImpl>) {

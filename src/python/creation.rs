@@ -106,7 +106,30 @@ fn _randperm(py: Python<'_>, n: Int, seed: Option<u64>) -> PyResult<Py<PyTensor>
     wrap(py, guarded(|| Tensor::randperm(n, seed))?)
 }
 
+/// A snapshot of the global random generator (opaque; for `_set_rng_state`).
+#[pyclass(name = "RngState", module = "ferrograd._C", frozen)]
+pub struct PyRngState {
+    inner: crate::tensor::creation::RngState,
+}
+
+/// The global generator's state now.
+#[pyfunction]
+fn _get_rng_state() -> PyRngState {
+    PyRngState {
+        inner: crate::tensor::creation::rng_state(),
+    }
+}
+
+/// Put the global generator back to a state from `_get_rng_state`.
+#[pyfunction]
+fn _set_rng_state(state: PyRef<'_, PyRngState>) {
+    crate::tensor::creation::set_rng_state(&state.inner);
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyRngState>()?;
+    m.add_function(wrap_pyfunction!(_get_rng_state, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_rng_state, m)?)?;
     m.add_function(wrap_pyfunction!(_from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(_full, m)?)?;
     m.add_function(wrap_pyfunction!(_arange, m)?)?;

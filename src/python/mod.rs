@@ -12,6 +12,7 @@ mod args;
 mod bind;
 mod creation;
 mod errors;
+mod graph;
 mod nn;
 mod node;
 mod numpy_interop;
@@ -203,8 +204,13 @@ fn _grad<'py>(
     allow_unused: Option<bool>,
     materialize_grads: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let outs = tensors(outputs, "outputs")?;
-    let ins = tensors(inputs, "inputs")?;
+    let points = |list: &Bound<'py, PyAny>, what: &str| -> PyResult<Vec<autograd::GradPoint>> {
+        list.try_iter()?
+            .map(|o| graph::grad_point(&o?, what))
+            .collect()
+    };
+    let outs = points(outputs, "outputs")?;
+    let ins = points(inputs, "inputs")?;
     let grads = opt_tensors(grad_outputs, "grad_outputs")?;
     let opts = GradOptions {
         grad_outputs: grads,
@@ -213,7 +219,7 @@ fn _grad<'py>(
         allow_unused,
         materialize_grads,
     };
-    let res = detached(py, move || autograd::grad(&outs, &ins, opts))?;
+    let res = detached(py, move || autograd::grad_points(&outs, &ins, opts))?;
     let objs: Vec<Py<PyAny>> = res
         .into_iter()
         .map(|g| match g {
@@ -376,6 +382,7 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(name, dtype_object(py, d)?)?;
     }
     creation::register(m)?;
+    graph::register(m)?;
     m.add_function(wrap_pyfunction!(get_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(set_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;

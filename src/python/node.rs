@@ -21,9 +21,13 @@ pub struct PyNode {
 
 #[pymethods]
 impl PyNode {
-    /// torch's name, e.g. `MulBackward0`.
+    /// torch's name, e.g. `MulBackward0` (`torch::autograd::AccumulateGrad` for a leaf's
+    /// accumulator: torch names its C++ nodes with their namespace).
     fn name(&self) -> String {
-        self.inner.name().to_string()
+        match self.inner.name() {
+            "AccumulateGrad" => "torch::autograd::AccumulateGrad".to_string(),
+            n => n.to_string(),
+        }
     }
     /// `((node or None, input_nr), ...)`, one per forward input.
     #[getter]
@@ -217,7 +221,7 @@ impl PyTensor {
 }
 
 /// A short name for a hook in messages (`<lambda>`, the function's `__name__`).
-fn hook_name(hook: &Bound<'_, PyAny>) -> String {
+pub(crate) fn hook_name(hook: &Bound<'_, PyAny>) -> String {
     hook.getattr("__name__")
         .and_then(|n| n.extract::<String>())
         .unwrap_or_else(|_| "hook".into())

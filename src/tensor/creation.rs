@@ -15,6 +15,21 @@ pub fn manual_seed(seed: u64) {
     *RNG.lock() = Some(SmallRng::seed_from_u64(seed));
 }
 
+/// A snapshot of the global generator ([`rng_state`]), to replay the same draws later
+/// (activation checkpointing recomputes dropout with it).
+#[derive(Clone)]
+pub struct RngState(SmallRng);
+
+/// The global generator's state now.
+pub fn rng_state() -> RngState {
+    RngState(with_rng(|r| r.clone()))
+}
+
+/// Put the global generator back to `state`: the draws that followed it come again.
+pub fn set_rng_state(state: &RngState) {
+    *RNG.lock() = Some(state.0.clone());
+}
+
 fn with_rng<R>(f: impl FnOnce(&mut SmallRng) -> R) -> R {
     let mut g = RNG.lock();
     let rng = g.get_or_insert_with(|| SmallRng::seed_from_u64(0x5eed_f0e2_0a11_d00d));

@@ -6,7 +6,7 @@ import warnings
 from typing import Any, Optional, Sequence, Tuple, Union
 
 from .. import _C
-from . import function, grad_mode
+from . import function, grad_mode, graph
 from .anomaly_mode import (
     detect_anomaly,
     is_anomaly_check_nan_enabled,
@@ -59,7 +59,7 @@ def _grads_tuple(grads: Any, n: int) -> list:
 
 
 def _as_tuple(tensors: Any) -> Tuple[Any, ...]:
-    if isinstance(tensors, Tensor):
+    if isinstance(tensors, (Tensor, graph.GradientEdge)):
         return (tensors,)
     return tuple(tensors)
 
@@ -150,13 +150,19 @@ def grad(
     outs = _as_tuple(outputs)
     ins = _as_tuple(inputs)
     for t in ins:
-        if not isinstance(t, Tensor):
+        if not isinstance(t, (Tensor, graph.GradientEdge)):
             raise RuntimeError(
                 f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}"
             )
     grads = _grads_tuple(grad_outputs, len(outs))
     result = _C._grad(
-        list(outs), list(ins), grads, retain_graph, create_graph, allow_unused, materialize_grads
+        graph._edges_of(outs),
+        graph._edges_of(ins),
+        grads,
+        retain_graph,
+        create_graph,
+        allow_unused,
+        materialize_grads,
     )
     if keys is not None:
         return dict(zip(keys, result))
