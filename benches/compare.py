@@ -402,6 +402,69 @@ def transformer_block() -> Dict[str, Any]:
     return {"make": make, "unit": "ms/step", "scale": 1e3}
 
 
+def _deep_mlp(checkpointed: bool) -> Dict[str, Any]:
+    # 16 tanh layers of width 256 on a batch of 4096 (activations dominate memory), forward +
+    # backward; with checkpointed, in 4 non-reentrant checkpoint segments (activations
+    # recomputed in backward)
+    depth, width, batch = 16, 256, 4096
+    ws = [_rand(width, width, scale=1.0 / width**0.5) for _ in range(depth)]
+    x0 = _rand(batch, width)
+    body = (
+        "def run(x):\n"
+        "    for w in ws:\n"
+        "        x = (x @ w).tanh()\n"
+        "    return x\n"
+        "def segment(a, b):\n"
+        "    def f(x):\n"
+        "        for w in ws[a:b]:\n"
+        "            x = (x @ w).tanh()\n"
+        "        return x\n"
+        "    return f\n"
+        "def run_ckpt(x):\n"
+        "    for a in range(0, len(ws) - 4, 4):\n"
+        "        x = L.utils.checkpoint.checkpoint(segment(a, a + 4), x, use_reentrant=False)\n"
+        "    return segment(len(ws) - 4, len(ws))(x)\n"
+    )
+    fn = "run_ckpt" if checkpointed else "run"
+
+    def make(lib: Any) -> Callable[[], None]:
+        scope: Dict[str, Any] = {"L": lib, "ws": [_leaf(lib, w) for w in ws]}
+        if lib.__name__ == "torch":
+            import torch.utils.checkpoint  # noqa: F401
+        exec(body, scope)
+        x = lib.tensor(x0)
+        run = scope[fn]
+
+        def step() -> None:
+            run(x).sum().backward()
+            for w in scope["ws"]:
+                w.grad = None
+
+        return step
+
+    peak = (
+        "import numpy as np, {m} as L\nimport {m}.utils.checkpoint\n"
+        f"r = np.random.default_rng(0)\n"
+        f"ws = [L.tensor((r.standard_normal(({width}, {width})) / {width**0.5}).astype('f'))"
+        f".requires_grad_() for _ in range({depth})]\n"
+        f"x = L.tensor(r.standard_normal(({batch}, {width})).astype('f'))\n"
+        + body
+        + "base = int(next(l.split()[1] for l in open('/proc/self/status')"
+        " if l.startswith('VmRSS')))\n"
+        f"for _ in range(3):\n    {fn}(x).sum().backward()\n"
+        "print('growth', base)\n"
+    )
+    return {"make": make, "unit": "ms/step", "scale": 1e3, "peak": peak}
+
+
+def deep_mlp() -> Dict[str, Any]:
+    return _deep_mlp(False)
+
+
+def deep_mlp_checkpoint() -> Dict[str, Any]:
+    return _deep_mlp(True)
+
+
 def _peak_cells(code: str) -> str:
     """Peak RSS of each library running ``code`` in a child, and the growth over its RSS once the
     inputs exist (the code prints that baseline in kB), with the ratio ferrograd / torch."""
@@ -744,6 +807,8 @@ WORKLOADS = {
     "transpose_copy": (transpose_copy, 1.00),
     "cosine_similarity": (cosine_similarity, 1.00),
     "embedding_bag": (embedding_bag, 1.00),
+    "deep_mlp": (deep_mlp, 1.00),
+    "deep_mlp_checkpoint": (deep_mlp_checkpoint, 1.00),
 }
 
 

@@ -1,7 +1,7 @@
-"""Utilities with torch's layout: ``ferrograd.utils.data``."""
+"""Utilities with torch's layout: ``ferrograd.utils.data`` and ``ferrograd.utils.checkpoint``."""
 
 from __future__ import annotations
 
-from . import data
+from . import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]
