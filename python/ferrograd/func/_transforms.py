@@ -9,7 +9,8 @@ an *own input*:
 
 - a fresh leaf ``x.detach().requires_grad_()`` (sharing ``x``'s storage) when nothing outside
   could differentiate through ``x``, i.e. ``x`` does not require grad or grad mode was off when
-  the transform was called;
+  the transform was called (``vjp`` ignores the grad mode here: its ``vjp_fn`` may run later
+  with grad mode on, and torch's then differentiates through the primals);
 - otherwise a view ``x.view_as(x)``, so the function's graph stays connected to ``x``'s and an
   enclosing ``grad``, ``.backward()`` or ``autograd.grad`` can differentiate the result.
 
@@ -28,13 +29,14 @@ the own input of an enclosing transform (which is how ``grad(grad(f))`` and
 Jacobians) are returned attached; all others are detached, so ``.requires_grad`` is what
 torch.func reports. The check is one walk of the output's graph that stops at the first such
 leaf and remembers the nodes it cleared, so it costs at most one visit per graph node.
-``vjp_fn`` records a graph when ``create_graph`` (default: grad mode at the call) is set and
-either the output was externally differentiable or a cotangent requires grad.
+``vjp_fn`` records a graph when ``create_graph`` (default: grad mode at its call) is set and
+either the output reaches such a leaf (whatever the grad mode was at the ``vjp`` call) or a
+cotangent requires grad.
 
 ``jacrev`` and ``hessian`` without vmap
 ---------------------------------------
 There is no ``vmap`` yet, so ``jacrev`` computes its rows with one engine pass each
-(``autograd.grad(out_k, inputs, one_hot_row, retain_graph=True)``, over the outputs that
+(``autograd.grad(outputs, inputs, one_hot_row, retain_graph=True)`` over the outputs that
 require grad), then stacks them into torch.func's shapes (``output.shape + input.shape``).
 ``chunk_size`` is validated and otherwise has no effect. This becomes one batched pass per chunk
 when vmap lands. ``hessian`` is ``jacfwd(jacrev(f))`` in torch; without forward mode it is
@@ -111,10 +113,13 @@ class _Level:
     """The state of one transform call: whether grad mode was on outside, the fresh leaves it
     made, and the graph nodes already known not to reach any other leaf that requires grad."""
 
-    __slots__ = ("outer_enabled", "own", "clean")
+    __slots__ = ("outer_enabled", "connect", "own", "clean")
 
-    def __init__(self) -> None:
+    def __init__(self, always_connect: bool = False) -> None:
         self.outer_enabled: bool = _C.is_grad_enabled()
+        # vjp connects inputs that require grad even under no_grad: its vjp_fn may run later
+        # with grad mode on, and torch's then differentiates through the primals.
+        self.connect = self.outer_enabled or always_connect
         self.own: Set[int] = set()
         self.clean: Set[Any] = set()
 
@@ -122,7 +127,7 @@ class _Level:
         """The own input standing for ``x`` (see the module docstring)."""
         if not isinstance(x, Tensor):
             raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")
-        if self.outer_enabled and x.requires_grad:
+        if self.connect and x.requires_grad:
             return x.view_as(x)
         leaf = x.detach().requires_grad_()
         self.own.add(id(leaf))
@@ -193,6 +198,13 @@ def _engine_grad(
         return tuple(i.new_zeros(i.shape) for i in inputs)
     outs = [o for o, _ in pairs]
     gos = None if grad_outputs is None else [g for _, g in pairs]
+    for i, (o, g) in enumerate(pairs):
+        # torch's wording (the engine's own message prints bare lists)
+        if isinstance(g, Tensor) and g.shape != o.shape:
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape!r} and "
+                f"output[{i}] has a shape of {o.shape!r}."
+            )
     grads = _autograd_grad_api(
         outs,
         list(inputs),
@@ -313,7 +325,7 @@ class _VjpState:
         self.out_spec = out_spec
         self.flat_in = flat_in
         self.in_spec = in_spec
-        self.connected = any(level.outside(o) for o in flat_out)
+        self.connected = any(level.reaches_other_leaf(o) for o in flat_out)
 
 
 def _vjp_trace(
@@ -321,7 +333,7 @@ def _vjp_trace(
 ) -> Tuple[Any, _VjpState, Any]:
     """Run ``func`` on own inputs for the primals ``argnums`` selects (all when None); the
     released output, the state for the vjp, and the released aux. Messages are vjp's."""
-    level = _Level()
+    level = _Level(always_connect=argnums is None)
     with enable_grad():
         if argnums is None:
             diff = tree_map(level.input, primals)
@@ -411,31 +423,42 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
 
 def _jacobian_rows(state: _VjpState) -> List[List[Tensor]]:
     """``jac[k][j]``: the Jacobian of flat output k with respect to flat input j, shaped
-    ``out_k.shape + in_j.shape``; one engine pass per element of an output that requires
-    grad."""
+    ``out_k.shape + in_j.shape``.
+
+    Row r of the stacked outputs is one engine pass over all outputs that require grad, with
+    the one-hot cotangent on its own output and zeros on the others: torch's single batched
+    pass gives each row that same graph, so a row requires grad exactly when torch's does."""
     level = state.level
+    outs = state.flat_out
+    live = [k for k, o in enumerate(outs) if o.requires_grad]
+    if not live:
+        return [[i.new_zeros(tuple(o.shape) + tuple(i.shape)) for i in state.flat_in] for o in outs]
+    live_outs = [outs[k] for k in live]
+    record = level.outer_enabled and any(level.reaches_other_leaf(o) for o in live_outs)
+    zeros = {k: outs[k].new_zeros(outs[k].shape) for k in live}
+    zero_row: Optional[Tuple[Tensor, ...]] = None
     jac: List[List[Tensor]] = []
-    for out in state.flat_out:
+    for k, out in enumerate(outs):
         out_shape = tuple(out.shape)
-        if not out.requires_grad:
-            jac.append([i.new_zeros(out_shape + tuple(i.shape)) for i in state.flat_in])
-            continue
-        record = level.outside(out)
         n = out.numel()
-        rows: List[List[Tensor]] = [[] for _ in state.flat_in]
-        if n:
-            basis = eye(n, dtype=out.dtype).reshape((n,) + out_shape)
+        rows: List[Sequence[Tensor]] = []
+        if k in zeros:
+            basis = eye(n, dtype=out.dtype).reshape((n,) + out_shape) if n else None
             for r in range(n):
-                grads = _engine_grad([out], state.flat_in, [basis[r]], True, record)
-                for j, g in enumerate(grads):
-                    rows[j].append(g)
+                cots = [basis[r] if j == k else zeros[j] for j in live]  # type: ignore[index]
+                rows.append(_engine_grad(live_outs, state.flat_in, cots, True, record))
+        elif n:
+            if zero_row is None:
+                cots = [zeros[j] for j in live]
+                zero_row = _engine_grad(live_outs, state.flat_in, cots, True, record)
+            rows = [zero_row] * n
         per_input = []
         for j, inp in enumerate(state.flat_in):
             shape = out_shape + tuple(inp.shape)
             if not n:
                 per_input.append(inp.new_zeros(shape))
                 continue
-            block = stack(rows[j]).reshape(shape)
+            block = stack([row[j] for row in rows]).reshape(shape)
             per_input.append(level.release(block) if record else block)
         jac.append(per_input)
     return jac
