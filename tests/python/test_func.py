@@ -51,7 +51,7 @@ def fd_jacobian(f, x, eps=1e-6):
     return jac
 
 
-# ----- grad and grad_and_value: closed forms ---------------------------------------------------- -
+# ----- grad and grad_and_value: closed forms ------------------------------------------------------
 
 
 def test_grad_of_sum_sin_is_cos():
@@ -150,7 +150,7 @@ def test_grad_keeps_function_metadata():
     assert g.__name__ == "my_loss" and g.__doc__ == "doc"
 
 
-# ----- grad: errors (torch's types and messages) ------------------------------------------------- 
+# ----- grad: errors (torch's types and messages) --------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -420,7 +420,7 @@ def test_inner_grad_under_no_grad_is_a_constant_for_the_outer_grad():
     close(grad(outer)(t(XA)), 3 * XA**2)
 
 
-# ----- requires_grad of results, and everything against torch.func ------------------------------ -
+# ----- requires_grad of results, and everything against torch.func --------------------------------
 
 
 def _cases(lib, F):
