@@ -190,6 +190,7 @@ def _engine_grad(
 ) -> Tuple[Tensor, ...]:
     """``autograd.grad`` over the outputs that require grad, zeros for unused inputs (torch's
     ``_autograd_grad``)."""
+    pairs: List[Tuple[Tensor, Any]]
     if grad_outputs is None:
         pairs = [(o, None) for o in outputs if o.requires_grad]
     else:
@@ -197,7 +198,7 @@ def _engine_grad(
     if not pairs or not inputs:
         return tuple(i.new_zeros(i.shape) for i in inputs)
     outs = [o for o, _ in pairs]
-    gos = None if grad_outputs is None else [g for _, g in pairs]
+    gos: Any = None if grad_outputs is None else [g for _, g in pairs]
     for i, (o, g) in enumerate(pairs):
         # torch's wording (the engine's own message prints bare lists)
         if isinstance(g, Tensor) and g.shape != o.shape:

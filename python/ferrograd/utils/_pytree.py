@@ -220,6 +220,16 @@ def _flatten_up_to(spec: TreeSpec, tree: Any, out: List[Any]) -> None:
         raise ValueError(
             f"Node arity mismatch; expected {spec.num_children}, but got {len(children)}."
         )
+    if kind is dict or kind is OrderedDict:
+        # matched by key, in the spec's order (torch's rule)
+        missing = set(spec.context) - set(context)
+        extra = set(context) - set(spec.context)
+        if missing or extra:
+            raise ValueError(
+                f"Node keys mismatch; missing key(s): {missing}; extra key(s): {extra}."
+            )
+        context = spec.context
+        children = [tree[k] for k in context]
     if context != spec.context:
         raise ValueError(
             f"Node context mismatch for custom node type {spec.type}; expected "
