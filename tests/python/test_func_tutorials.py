@@ -273,3 +273,78 @@ def test_ensemble_gradients_match_torch(argnums):
     for o, t in zip(ours_leaves, theirs_leaves):
         np.testing.assert_allclose(npy(o), t.detach().numpy(), rtol=1e-5)
         assert o.requires_grad == t.requires_grad
+
+
+# ----- "Jacobians, Hessians, hvp, vhp, and more": its reverse-mode parts --------------------------
+
+
+def jacobians_tutorial(torch, func):
+    """The tutorial's code up to where it needs vmap / jacfwd / jvp (not there yet)."""
+    F = torch.nn.functional
+    jacrev, hessian, vjp, grad = func.jacrev, func.hessian, func.vjp, func.grad
+
+    def predict(weight, bias, x):
+        return F.linear(x, weight, bias).tanh()
+
+    D = 16
+    rng = np.random.default_rng(5)
+    weight = torch.tensor(rng.standard_normal((D, D)), dtype=torch.float32)
+    bias = torch.tensor(rng.standard_normal(D), dtype=torch.float32)
+    x = torch.tensor(rng.standard_normal(D), dtype=torch.float32)
+
+    def compute_jac(xp):
+        jacobian_rows = [
+            torch.autograd.grad(predict(weight, bias, xp), xp, vec)[0] for vec in unit_vectors
+        ]
+        return torch.stack(jacobian_rows)
+
+    xp = x.clone().requires_grad_()
+    unit_vectors = torch.eye(D)
+    jacobian = compute_jac(xp)
+
+    ft_jacobian = jacrev(predict, argnums=2)(weight, bias, x)
+    ft_jac_weight, ft_jac_bias = jacrev(predict, argnums=(0, 1))(weight, bias, x)
+
+    def predict_with_output_summed(weight, bias, x):
+        return predict(weight, bias, x).sum()
+
+    hess0 = hessian(predict_with_output_summed, argnums=2)(weight, bias, x)
+    hess1 = jacrev(jacrev(predict_with_output_summed, argnums=2), argnums=2)(weight, bias, x)
+
+    def hvp_revrev(f, primals, tangents):
+        _, vjp_fn = vjp(grad(f), *primals)
+        return vjp_fn(*tangents)
+
+    def f(x):
+        return x.sin().sum()
+
+    xh = torch.tensor(rng.standard_normal(2048), dtype=torch.float32)
+    tangent = torch.tensor(rng.standard_normal(2048), dtype=torch.float32)
+    result_hvp_revrev = hvp_revrev(f, (xh,), (tangent,))
+    return {
+        "jacobian": jacobian,
+        "ft_jacobian": ft_jacobian,
+        "ft_jac_weight": ft_jac_weight,
+        "ft_jac_bias": ft_jac_bias,
+        "hess0": hess0,
+        "hess1": hess1,
+        "hvp": result_hvp_revrev[0],
+        "hvp_expected": -xh.sin() * tangent,
+    }
+
+
+def test_jacobians_hessians_tutorial_reverse_mode_parts():
+    ours = jacobians_tutorial(ferrograd, ferrograd.func)
+    assert allclose(ours["jacobian"], ours["ft_jacobian"], atol=1e-6, rtol=1e-5)
+    assert tuple(ours["ft_jac_weight"].shape) == (16, 16, 16)
+    assert tuple(ours["ft_jac_bias"].shape) == (16, 16)
+    assert allclose(ours["hess0"], ours["hess1"], atol=1e-6, rtol=1e-5)
+    assert allclose(ours["hvp"], ours["hvp_expected"], atol=1e-5, rtol=1e-5)
+    if real_torch is None:
+        return
+    import torch.func as TF
+
+    theirs = jacobians_tutorial(real_torch, TF)
+    for k in theirs:
+        np.testing.assert_allclose(npy(ours[k]), theirs[k].detach().numpy(), rtol=1e-4, atol=1e-5)
+        assert ours[k].requires_grad == theirs[k].requires_grad, k
