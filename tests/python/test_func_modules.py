@@ -229,21 +229,15 @@ def _error_cases(lib, F):
     ]
 
 
-def _error_of(thunk):
-    try:
-        thunk()
-    except Exception as e:  # noqa: BLE001 - comparing whatever each library raises
-        return type(e), str(e)
-    return None
-
-
 @pytest.mark.parametrize("i", range(len(_error_cases(fg, fg.func))))
 def test_errors_match_torch(i):
     if torch is None:
         pytest.skip("torch not installed")
-    theirs = _error_of(_error_cases(torch, TF)[i])
-    assert theirs is not None
-    assert _error_of(_error_cases(fg, fg.func)[i]) == theirs
+    with pytest.raises(Exception) as theirs:  # noqa: B017 - whatever torch raises
+        _error_cases(torch, TF)[i]()
+    with pytest.raises(theirs.type) as ours:
+        _error_cases(fg, fg.func)[i]()
+    assert str(ours.value) == str(theirs.value)
 
 
 def test_functional_call_results_match_torch():

@@ -56,9 +56,7 @@ def functional_call(
             "Expected parameter_and_buffer_dicts to be a dict, or a list/tuple of dicts, but got "
             f"{type(parameter_and_buffer_dicts)}"
         )
-    return _functional_call(
-        module, parameters_and_buffers, args, kwargs, tie_weights=tie_weights, strict=strict
-    )
+    return _functional_call(module, parameters_and_buffers, args, kwargs, tie_weights, strict)
 
 
 def _stacked_leaf(tensors: Sequence[Tensor], name: str) -> Tensor:

@@ -181,6 +181,18 @@ class _Level:
         return tree_map(one, aux)
 
 
+def _split_aux(output: Any, has_aux: bool, api: str) -> Tuple[Any, Any]:
+    """``(output, aux)`` of a function's result (aux None without ``has_aux``); torch's error
+    when ``has_aux`` is set and the result is not a pair."""
+    if not has_aux:
+        return output, None
+    if not (isinstance(output, tuple) and len(output) == 2):
+        raise RuntimeError(
+            f"{api}: output of function f should be a tuple: (output, aux) if has_aux is True"
+        )
+    return output
+
+
 def _engine_grad(
     outputs: Sequence[Tensor],
     inputs: Sequence[Tensor],
@@ -233,15 +245,7 @@ def _grad_and_value_impl(
         diff_args = _slice_argnums(args, argnums, as_tuple=False)
         diff_args = tree_map(level.input, diff_args)
         args = _replace_argnums(args, argnums, diff_args)
-        output = func(*args, **kwargs)
-        aux = None
-        if has_aux:
-            if not (isinstance(output, tuple) and len(output) == 2):
-                raise RuntimeError(
-                    "grad_and_value(f)(*args): output of function f should be a tuple: "
-                    "(output, aux) if has_aux is True"
-                )
-            output, aux = output
+        output, aux = _split_aux(func(*args, **kwargs), has_aux, "grad_and_value(f)(*args)")
         if not isinstance(output, Tensor):
             raise RuntimeError(
                 "grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got "
@@ -344,15 +348,8 @@ def _vjp_trace(
             selected = tree_map(level.input, selected)
             args = _replace_argnums(primals, argnums, selected)
             diff = (selected,) if isinstance(argnums, int) else selected
-        out = func(*args)
-        aux = None
+        out, aux = _split_aux(func(*args), has_aux, "vjp(f, *primals)")
         if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise RuntimeError(
-                    "vjp(f, *primals): output of function f should be a tuple: (output, aux) "
-                    "if has_aux is True"
-                )
-            out, aux = out
             aux = level.release_aux(aux)
         flat_out, out_spec = tree_flatten(out)
         if (len(flat_out) == 1 and flat_out[0] is None) or len(flat_out) < 1:

@@ -164,22 +164,19 @@ def _reparametrize_module(
 def _functional_call(
     module: Module,
     parameters_and_buffers: Dict[str, Any],
-    args: Any = None,
-    kwargs: Optional[Dict[str, Any]] = None,
-    *,
-    tie_weights: bool = True,
-    strict: bool = False,
+    args: Any,
+    kwargs: Optional[Dict[str, Any]],
+    tie_weights: bool,
+    strict: bool,
 ) -> Any:
-    if kwargs is None:
-        kwargs = {}
+    """The call both ``functional_call``s make: ``args`` None is no argument, a non-tuple is
+    one argument."""
     if args is None:
         args = ()
     elif not isinstance(args, tuple):
         args = (args,)
-    with _reparametrize_module(
-        module, parameters_and_buffers, tie_weights=tie_weights, strict=strict
-    ):
-        return module(*args, **kwargs)
+    with _reparametrize_module(module, parameters_and_buffers, tie_weights, strict):
+        return module(*args, **(kwargs or {}))
 
 
 def functional_call(
@@ -199,6 +196,4 @@ def functional_call(
         FutureWarning,
         stacklevel=2,
     )
-    return _functional_call(
-        module, parameters_and_buffers, args, kwargs, tie_weights=tie_weights, strict=strict
-    )
+    return _functional_call(module, parameters_and_buffers, args, kwargs, tie_weights, strict)
