@@ -411,6 +411,28 @@ def test_transforms_restore_grad_mode():
     assert fg.is_grad_enabled()
 
 
+def test_transforms_ignore_outer_inference_mode():
+    x = t(XA)
+    with fg.inference_mode():
+        g = grad(lambda v: v.sin().sum())(x)
+        j = jacrev(lambda v: v.sin())(x)
+        (vj,) = vjp(lambda v: v.sin(), x)[1](t(np.ones(3)))
+        assert fg.is_inference_mode_enabled() and not fg.is_grad_enabled()
+    close(g, np.cos(XA))
+    close(j, np.diag(np.cos(XA)))
+    close(vj, np.cos(XA))
+    assert not (g.requires_grad or j.requires_grad or vj.requires_grad)
+
+
+def test_autograd_grad_of_a_transform_result_is_the_next_derivative():
+    x = t(XA, rg=True)
+    g = grad(lambda v: (v**3).sum())(x)  # 3 x^2
+    (gg,) = fg.autograd.grad(g.sum(), x, create_graph=True)  # 6 x
+    close(gg, 6 * XA)
+    (ggg,) = fg.autograd.grad(gg.sum(), x)
+    close(ggg, np.full(3, 6.0))
+
+
 def test_inner_grad_under_no_grad_is_a_constant_for_the_outer_grad():
     def outer(x):
         with fg.no_grad():

@@ -14,7 +14,8 @@ an *own input*:
 - otherwise a view ``x.view_as(x)``, so the function's graph stays connected to ``x``'s and an
   enclosing ``grad``, ``.backward()`` or ``autograd.grad`` can differentiate the result.
 
-``func`` then runs under ``enable_grad`` (the transform ignores an outer ``no_grad`` but obeys
+``func`` then runs with grad mode on and inference mode off (the transform ignores an outer
+``no_grad`` or ``inference_mode`` but obeys
 one inside ``func``), and the engine's ``autograd.grad`` differentiates its output with respect
 to the own inputs.
 
@@ -45,20 +46,34 @@ when vmap lands. ``hessian`` is ``jacfwd(jacrev(f))`` in torch; without forward 
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from .. import _C
 from .._creation import eye
 from .._ops_shape import stack
 from ..autograd import grad as _autograd_grad_api
-from ..autograd.grad_mode import enable_grad
 from ..utils._pytree import tree_flatten, tree_map, tree_unflatten, treespec_pprint
 
 __all__ = ["grad", "grad_and_value", "vjp", "jacrev", "hessian"]
 
 Tensor = _C.Tensor
 argnums_t = Union[int, Tuple[int, ...]]
+
+
+@contextlib.contextmanager
+def _modes(grad: Optional[bool]) -> Iterator[None]:
+    """Inference mode off and grad mode ``grad`` (None: as it is) inside; both restored after.
+    A transform's graph must be recorded even under an outer ``inference_mode``."""
+    prev = (_C.is_inference_mode_enabled(), _C.is_grad_enabled())
+    _C._set_inference_mode(False)
+    _C._set_grad_enabled(prev[1] if grad is None else grad)
+    try:
+        yield
+    finally:
+        _C._set_inference_mode(prev[0])
+        _C._set_grad_enabled(prev[1])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -241,7 +256,7 @@ def _grad_and_value_impl(
     kwargs: Dict[str, Any],
 ) -> Tuple[Any, Any]:
     level = _Level()
-    with enable_grad():
+    with _modes(grad=True):
         diff_args = _slice_argnums(args, argnums, as_tuple=False)
         diff_args = tree_map(level.input, diff_args)
         args = _replace_argnums(args, argnums, diff_args)
@@ -339,7 +354,7 @@ def _vjp_trace(
     """Run ``func`` on own inputs for the primals ``argnums`` selects (all when None); the
     released output, the state for the vjp, and the released aux. Messages are vjp's."""
     level = _Level(always_connect=argnums is None)
-    with enable_grad():
+    with _modes(grad=True):
         if argnums is None:
             diff = tree_map(level.input, primals)
             args = diff
@@ -390,7 +405,8 @@ def _vjp_apply(
     record = bool(create_graph) and (
         state.connected or any(isinstance(c, Tensor) and c.requires_grad for c in flat_cot)
     )
-    flat = _engine_grad(state.flat_out, state.flat_in, flat_cot, retain_graph, record)
+    with _modes(grad=None):
+        flat = _engine_grad(state.flat_out, state.flat_in, flat_cot, retain_graph, record)
     if record:
         flat = tuple(state.level.release(g, enabled=True) for g in flat)
     return tree_unflatten(flat, state.in_spec)
@@ -483,7 +499,8 @@ def jacrev(
     @functools.wraps(func)
     def wrapper(*args: Any) -> Any:
         _, state, aux = _vjp_trace(func, args, argnums, has_aux)
-        jac = _jacobian_rows(state)
+        with _modes(grad=None):
+            jac = _jacobian_rows(state)
         per_output = []
         for per_input in jac:
             value = tree_unflatten(per_input, state.in_spec)
