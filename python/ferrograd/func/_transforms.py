@@ -15,9 +15,8 @@ an *own input*:
   enclosing ``grad``, ``.backward()`` or ``autograd.grad`` can differentiate the result.
 
 ``func`` then runs with grad mode on and inference mode off (the transform ignores an outer
-``no_grad`` or ``inference_mode`` but obeys
-one inside ``func``), and the engine's ``autograd.grad`` differentiates its output with respect
-to the own inputs.
+``no_grad`` or ``inference_mode`` but obeys one inside ``func``), and the engine's
+``autograd.grad`` differentiates its output with respect to the own inputs.
 
 When a result requires grad (the rule)
 --------------------------------------
@@ -110,13 +109,12 @@ def _replace_argnums(args: Tuple[Any, ...], argnums: Any, new: Any) -> Tuple[Any
     """``args`` with the selected arguments replaced by ``new`` (one value for an int
     argnums, a tuple for a tuple). ``argnums`` has been validated by ``_slice_argnums``."""
     n = len(args)
-    if isinstance(argnums, int):
-        out = list(args)
-        out[argnums % n] = new
-        return tuple(out)
     out = list(args)
-    for a, value in zip(argnums, new):
-        out[a % n] = value
+    if isinstance(argnums, int):
+        out[argnums % n] = new
+    else:
+        for a, value in zip(argnums, new):
+            out[a % n] = value
     return tuple(out)
 
 
