@@ -506,6 +506,19 @@ def _cases(lib, F):
         ),
         ("jacrev_jacrev", lambda: F.jacrev(F.jacrev(lambda v: (v**3).sum()))(x)),
         ("jacrev_grad", lambda: F.jacrev(F.grad(lambda v: (v @ (a @ v)).tanh()))(x)),
+        ("grad_of_jacrev", lambda: F.grad(lambda v: F.jacrev(lambda u: u.sin() * u)(v).sum())(x)),
+        (
+            "vjp_of_jacrev",
+            lambda: F.vjp(F.jacrev(lambda v: v.exp() * w), x)[1](lib.eye(3, dtype=dt)),
+        ),
+        (
+            "grad_closing_over_outer_input",
+            lambda: F.grad(lambda v: F.grad(lambda u: (v * u).sum())(v).sin().sum())(x),
+        ),
+        (
+            "grad_grad_closure",
+            lambda: F.grad(lambda v: F.grad(lambda u: (u * u * w).sum())(v).sum())(x),
+        ),
         ("hessian", lambda: F.hessian(lambda v: v @ (a @ v))(x)),
         ("hessian_rg", lambda: F.hessian(lambda v: (v**3).sum())(xr)),
         ("hessian_argnums", lambda: F.hessian(lambda u, v: (u * u * v).sum(), (0, 1))(x, w)),
