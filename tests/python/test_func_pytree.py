@@ -69,6 +69,43 @@ def test_tree_map_matches_dicts_by_key():
         assert out == tpt.tree_map(lambda a, b: (a, b), {"a": 1, "b": 2}, {"b": 3, "a": 4})
 
 
+class Pair:
+    def __init__(self, first, second, tag="t"):
+        self.first, self.second, self.tag = first, second, tag
+
+    def __eq__(self, other):
+        return isinstance(other, Pair) and (self.first, self.second, self.tag) == (
+            other.first,
+            other.second,
+            other.tag,
+        )
+
+
+pt.register_pytree_node(
+    Pair, lambda p: ([p.first, p.second], p.tag), lambda children, tag: Pair(*children, tag)
+)
+
+
+def test_registered_container_flattens_and_rebuilds():
+    tree = {"p": Pair(1, (2, 3), tag="x")}
+    leaves, spec = pt.tree_flatten(tree)
+    assert leaves == [1, 2, 3]
+    assert pt.tree_unflatten([4, 5, 6], spec) == {"p": Pair(4, (5, 6), tag="x")}
+    assert pt.tree_map(lambda v: v * 10, Pair(1, 2)) == Pair(10, 20)
+    with pytest.raises(ValueError, match="is already registered as pytree node."):
+        pt.register_pytree_node(Pair, lambda p: ([], None), lambda c, t: Pair(0, 0))
+
+
+def test_grad_of_a_registered_container_argument():
+    import ferrograd as fg
+    from ferrograd.func import grad
+
+    x = Pair(fg.tensor([1.0, 2.0]), fg.tensor([3.0, 4.0]))
+    g = grad(lambda p: (p.first * p.second).sum())(x)
+    assert isinstance(g, Pair)
+    assert g.first.tolist() == [3.0, 4.0] and g.second.tolist() == [1.0, 2.0]
+
+
 def test_errors():
     with pytest.raises(ValueError, match="`leaves` has length 3 but the spec refers to a pytree"):
         pt.tree_unflatten([1, 2, 3], pt.tree_structure((1, 2)))

@@ -1,17 +1,18 @@
 """Nested containers of leaves ("pytrees"), as ``torch.utils._pytree`` has them.
 
 A pytree is a leaf or a container of pytrees. The containers are ``tuple``, ``list``, ``dict``,
-``collections.OrderedDict`` and namedtuples; everything else (tensors, numbers, ``None``) is a
-leaf. ``tree_flatten`` turns a tree into its leaves (depth first, dict values in insertion order)
-and a :class:`TreeSpec` that ``tree_unflatten`` uses to rebuild the same structure around new
-leaves. The function transforms of :mod:`ferrograd.func` use it so that a dict of parameters gets
-a dict of gradients.
+``collections.OrderedDict``, namedtuples and the types given to ``register_pytree_node``;
+everything else (tensors, numbers, ``None``) is a leaf. ``tree_flatten`` turns a tree into its
+leaves (depth first, dict values in insertion order) and a :class:`TreeSpec` that
+``tree_unflatten`` uses to rebuild the same structure around new leaves. The function
+transforms of :mod:`ferrograd.func` use it so that a dict of parameters gets a dict of
+gradients.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Callable, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 __all__ = [
     "PyTree",
@@ -26,6 +27,7 @@ __all__ = [
     "tree_all",
     "tree_any",
     "treespec_pprint",
+    "register_pytree_node",
 ]
 
 PyTree = Any
@@ -48,9 +50,37 @@ def _is_namedtuple_class(cls: type) -> bool:
     )
 
 
+FlattenFn = Callable[[Any], Tuple[List[Any], Any]]
+UnflattenFn = Callable[[Iterable[Any], Any], Any]
+_REGISTERED: Dict[type, Tuple[FlattenFn, UnflattenFn]] = {}
+
+
+def register_pytree_node(
+    cls: type,
+    flatten_fn: FlattenFn,
+    unflatten_fn: UnflattenFn,
+    *,
+    serialized_type_name: Optional[str] = None,
+    to_dumpable_context: Optional[Callable[[Any], Any]] = None,
+    from_dumpable_context: Optional[Callable[[Any], Any]] = None,
+    flatten_with_keys_fn: Optional[Callable[[Any], Any]] = None,
+) -> None:
+    """Make ``cls`` a container: ``flatten_fn(obj)`` returns ``(children, context)`` and
+    ``unflatten_fn(children, context)`` rebuilds it. The keyword arguments (serialization and
+    key paths in torch) are accepted and unused. ValueError when ``cls`` is a container
+    already."""
+    if cls in _REGISTERED or cls in (tuple, list, dict, OrderedDict):
+        raise ValueError(f"{cls} is already registered as pytree node.")
+    _REGISTERED[cls] = (flatten_fn, unflatten_fn)
+
+
 def _children(node: Any) -> Optional[Tuple[type, Any, List[Any]]]:
     """``(spec type, context, children)`` of a container, None for a leaf."""
     cls = type(node)
+    registered = _REGISTERED.get(cls)
+    if registered is not None:
+        children, context = registered[0](node)
+        return cls, context, list(children)
     if cls is tuple:
         return tuple, None, list(node)
     if cls is list:
@@ -63,6 +93,9 @@ def _children(node: Any) -> Optional[Tuple[type, Any, List[Any]]]:
 
 
 def _rebuild(kind: type, context: Any, children: List[Any]) -> Any:
+    registered = _REGISTERED.get(kind)
+    if registered is not None:
+        return registered[1](children, context)
     if kind is tuple:
         return tuple(children)
     if kind is list:
