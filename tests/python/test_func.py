@@ -141,6 +141,19 @@ def test_grad_does_not_touch_input_grad_or_requires_grad():
     assert xr.grad is None and xr.is_leaf
 
 
+def test_in_place_on_an_input_raises_torchs_error():
+    msg = "a leaf Variable that requires grad is being used in an in-place operation."
+    with pytest.raises(RuntimeError, match=msg):
+        grad(lambda v: v.mul_(2).sum())(t(XA))
+    w = t(XA, rg=True)
+    z = w * 2  # an input that requires grad and is not a leaf
+    with pytest.raises(RuntimeError, match=msg):
+        grad(lambda v: v.mul_(2).sum())(z)
+    with pytest.raises(RuntimeError, match=msg):
+        vjp(lambda v: v.mul_(2), z)
+    close(grad(lambda v: v.clone().mul_(2).sum())(t(XA)), np.full(3, 2.0))
+
+
 def test_grad_keeps_function_metadata():
     def my_loss(x):
         """doc"""

@@ -126,7 +126,7 @@ class _Level:
     """The state of one transform call: whether grad mode was on outside, the fresh leaves it
     made, and the graph nodes already known not to reach any other leaf that requires grad."""
 
-    __slots__ = ("outer_enabled", "connect", "own", "clean")
+    __slots__ = ("outer_enabled", "connect", "own", "clean", "views")
 
     def __init__(self, always_connect: bool = False) -> None:
         self.outer_enabled: bool = _C.is_grad_enabled()
@@ -135,16 +135,29 @@ class _Level:
         self.connect = self.outer_enabled or always_connect
         self.own: Set[int] = set()
         self.clean: Set[Any] = set()
+        self.views: List[Tuple[Tensor, int]] = []
 
     def input(self, x: Any) -> Tensor:
         """The own input standing for ``x`` (see the module docstring)."""
         if not isinstance(x, Tensor):
             raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")
         if self.connect and x.requires_grad:
-            return x.view_as(x)
+            view = x.view_as(x)
+            self.views.append((view, view._version))
+            return view
         leaf = x.detach().requires_grad_()
         self.own.add(id(leaf))
         return leaf
+
+    def check_inplace(self) -> None:
+        """torch's error when ``func`` modified a connected input in place (torch's inputs are
+        leaves of their level, ours are views: the op itself raises only for a view of a leaf,
+        and only after the op has run is a view of a non-leaf seen modified)."""
+        for view, version in self.views:
+            if view._version != version:
+                raise RuntimeError(
+                    "a leaf Variable that requires grad is being used in an in-place operation."
+                )
 
     def outside(self, t: Tensor) -> bool:
         """Whether ``t`` is externally differentiable: grad mode was on outside and ``t``
@@ -259,6 +272,7 @@ def _grad_and_value_impl(
         diff_args = tree_map(level.input, diff_args)
         args = _replace_argnums(args, argnums, diff_args)
         output, aux = _split_aux(func(*args, **kwargs), has_aux, "grad_and_value(f)(*args)")
+        level.check_inplace()
         if not isinstance(output, Tensor):
             raise RuntimeError(
                 "grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got "
@@ -362,6 +376,7 @@ def _vjp_trace(
             args = _replace_argnums(primals, argnums, selected)
             diff = (selected,) if isinstance(argnums, int) else selected
         out, aux = _split_aux(func(*args), has_aux, "vjp(f, *primals)")
+        level.check_inplace()
         if has_aux:
             aux = level.release_aux(aux)
         flat_out, out_spec = tree_flatten(out)
