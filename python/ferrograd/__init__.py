@@ -90,6 +90,7 @@ from . import (  # noqa: E402,F401
     _ops_unary,
     backends,
     cuda,
+    func,
     linalg,
     nn,
     optim,
@@ -172,6 +173,7 @@ __all__ = [
     "BoolTensor",
     "normal",
     "linalg",
+    "func",
 ]
 __all__ += _ops_binary.__all__ + _ops_convert.__all__ + _ops_distance.__all__
 __all__ += _ops_indexing.__all__ + _ops_linalg.__all__ + _ops_matmul.__all__

@@ -1,0 +1,24 @@
+"""``ferrograd.func``: torch.func's function transforms (reverse mode) and functional module
+calls.
+
+``grad``, ``grad_and_value``, ``vjp``, ``jacrev`` and ``hessian`` differentiate Python functions
+of tensors (and pytrees of them); ``functional_call`` runs an ``nn.Module`` with parameters and
+buffers taken from dicts, and ``stack_module_state`` stacks the state of several models for
+ensembling. ``vmap``, ``jvp``, ``jacfwd``, ``linearize`` and ``functionalize`` need batching and
+forward-mode AD and are not provided yet.
+"""
+
+from __future__ import annotations
+
+from ._functional_call import functional_call, stack_module_state
+from ._transforms import grad, grad_and_value, hessian, jacrev, vjp
+
+__all__ = [
+    "functional_call",
+    "grad",
+    "grad_and_value",
+    "hessian",
+    "jacrev",
+    "stack_module_state",
+    "vjp",
+]
