@@ -98,12 +98,16 @@ fn node_hooks_see_and_replace_gradients() {
     let s = seen.clone();
     let _pre = node.register_prehook(Arc::new(move |grads: &[Option<Tensor>]| {
         s.lock().unwrap().push(values(grads[0].as_ref().unwrap()));
-        Ok(Some(vec![Some(grads[0].as_ref().unwrap().mul_scalar(3.0)?)]))
+        Ok(Some(vec![Some(
+            grads[0].as_ref().unwrap().mul_scalar(3.0)?,
+        )]))
     }));
     let s = seen.clone();
     let post = node.register_hook(Arc::new(
         move |grad_inputs: &[Option<Tensor>], _grad_outputs: &[Option<Tensor>]| {
-            s.lock().unwrap().push(values(grad_inputs[0].as_ref().unwrap()));
+            s.lock()
+                .unwrap()
+                .push(values(grad_inputs[0].as_ref().unwrap()));
             Ok(None)
         },
     ));

@@ -401,13 +401,14 @@ impl Node {
     /// Add a hook on the gradient of output `output_nr`; returns an id for removal.
     pub(crate) fn add_pre_hook(&self, output_nr: usize, hook: TensorHook) -> u64 {
         let id = super::next_hook_id();
-        self.hooks
-            .lock()
-            .get_or_insert_with(Default::default)
-            .pre
-            .push((output_nr, id, hook));
-        self.has_hooks.store(true, Ordering::Release);
+        self.edit_hooks(|h| h.pre.push((output_nr, id, hook)));
         id
+    }
+
+    /// Change this node's hooks (made on first use) and mark it as having some.
+    fn edit_hooks(&self, f: impl FnOnce(&mut NodeHooks)) {
+        f(self.hooks.lock().get_or_insert_with(Default::default));
+        self.has_hooks.store(true, Ordering::Release);
     }
     /// Remove the tensor, node pre- or post-hook with this id.
     pub(crate) fn remove_pre_hook(&self, id: u64) {
@@ -422,24 +423,14 @@ impl Node {
     /// hooks of its outputs); returns an id for removal.
     pub(crate) fn add_node_pre_hook(&self, hook: NodePreHook) -> u64 {
         let id = super::next_hook_id();
-        self.hooks
-            .lock()
-            .get_or_insert_with(Default::default)
-            .node_pre
-            .push((id, hook));
-        self.has_hooks.store(true, Ordering::Release);
+        self.edit_hooks(|h| h.node_pre.push((id, hook)));
         id
     }
 
     /// Run `hook` after this node computed its gradients; returns an id for removal.
     pub(crate) fn add_post_hook(&self, hook: NodePostHook) -> u64 {
         let id = super::next_hook_id();
-        self.hooks
-            .lock()
-            .get_or_insert_with(Default::default)
-            .post
-            .push((id, hook));
-        self.has_hooks.store(true, Ordering::Release);
+        self.edit_hooks(|h| h.post.push((id, hook)));
         id
     }
 
@@ -471,12 +462,7 @@ impl Node {
         }
     }
     pub(crate) fn add_retain_grad(&self, output_nr: usize, t: Weak<TensorImpl>) {
-        self.hooks
-            .lock()
-            .get_or_insert_with(Default::default)
-            .retain
-            .push((output_nr, t));
-        self.has_hooks.store(true, Ordering::Release);
+        self.edit_hooks(|h| h.retain.push((output_nr, t)));
     }
 
     /// Whether hooks or retain_grad may be registered on this node's outputs.

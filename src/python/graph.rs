@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use super::errors::{from_py, guarded, IntoPyResult};
-use super::node::{hook_name, PyHookHandle, PyNode};
+use super::node::{hook_name, type_name, PyHookHandle, PyNode};
 use super::tensor::{opt_tensor_of, wrap, PyTensor};
 use crate::autograd::node::{NodePostHook, NodePreHook};
 use crate::autograd::saved_hooks::{self, Payload, SavedTensorHooks};
@@ -37,7 +37,7 @@ fn _push_saved_tensors_hooks(pack: Py<PyAny>, unpack: Py<PyAny>) -> PyResult<()>
                     Ok(t) => Ok(t.get().inner.clone()),
                     Err(_) => Err(Error::type_error(format!(
                         "Output of saved tensor unpack_hook expected to be a Tensor but got result of type {}",
-                        r.bind(py).get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                        type_name(r.bind(py))
                     ))),
                 }
             })
@@ -134,13 +134,9 @@ fn hook_result(
         return Ok(None);
     }
     if !(r.is_instance_of::<PyTuple>() || r.is_instance_of::<pyo3::types::PyList>()) {
-        let tn = r
-            .get_type()
-            .name()
-            .map(|n| n.to_string())
-            .unwrap_or_default();
         return Err(Error::type_error(format!(
-            "expected tuple, but hook returned '{tn}'"
+            "expected tuple, but hook returned '{}'",
+            type_name(r)
         )));
     }
     let items: Vec<Bound<'_, PyAny>> = r.extract().map_err(from_py)?;

@@ -220,6 +220,14 @@ impl PyTensor {
     }
 }
 
+/// The name of `obj`'s type, for messages.
+pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_default()
+}
+
 /// A short name for a hook in messages (`<lambda>`, the function's `__name__`).
 pub(crate) fn hook_name(hook: &Bound<'_, PyAny>) -> String {
     hook.getattr("__name__")
@@ -238,13 +246,9 @@ pub(crate) fn python_hook(hook: Py<PyAny>, name: String) -> TensorHook {
                 return Ok(None);
             }
             let Ok(t) = r.cast::<PyTensor>() else {
-                let tn = r
-                    .get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default();
                 return Err(Error::type_error(format!(
-                    "expected Variable, but hook returned '{tn}'"
+                    "expected Variable, but hook returned '{}'",
+                    type_name(r)
                 )));
             };
             let t = t.get().inner.clone();
