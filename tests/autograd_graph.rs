@@ -173,3 +173,24 @@ fn rng_state_replays_the_same_draws() {
     let c = values(&Tensor::randn(&[5], DType::Float64).unwrap());
     assert_ne!(a, c);
 }
+
+#[test]
+fn forward_mode_tangents_match_closed_forms() {
+    use ferrograd::autograd::forward_ad;
+    let xs = [0.3f64, -1.2, 2.0];
+    let vs = [1.0f64, 2.0, -1.0];
+    let x = Tensor::from_vec(xs.to_vec(), &[3]).unwrap();
+    let v = Tensor::from_vec(vs.to_vec(), &[3]).unwrap();
+    let level = forward_ad::dual_level().unwrap();
+    assert!(forward_ad::dual_level().is_err(), "one level at a time");
+    let d = forward_ad::make_dual(&x, &v).unwrap();
+    let y = d.sin().unwrap().mul(&d).unwrap();
+    let (primal, tangent) = forward_ad::unpack_dual(&y).unwrap();
+    // d/dx x sin x = sin x + x cos x
+    for ((t, x), v) in values(&tangent.unwrap()).iter().zip(xs).zip(vs) {
+        assert!((t - (x.sin() + x * x.cos()) * v).abs() < 1e-12);
+    }
+    assert!(forward_ad::unpack_dual(&primal).unwrap().1.is_none());
+    drop(level);
+    assert!(forward_ad::unpack_dual(&y).unwrap().1.is_none());
+}

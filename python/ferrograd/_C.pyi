@@ -98,6 +98,13 @@ __all__ = [
     "manual_seed",
     "_backward",
     "_grad",
+    "_enter_dual_level",
+    "_exit_dual_level",
+    "_current_dual_level",
+    "_make_dual",
+    "_unpack_dual",
+    "_set_tangent",
+    "_suspend_forward_ad",
     "RngState",
     "_current_graph_task_id",
     "_get_rng_state",
@@ -1020,6 +1027,28 @@ def _push_saved_tensors_hooks(
     pack: Callable[[Tensor], Any], unpack: Callable[[Any], Tensor]
 ) -> None:
     """Make `pack`/`unpack` the active saved-tensor hooks of this thread (`saved_tensors_hooks`)."""
+
+def _enter_dual_level() -> _int:
+    """Open a dual level; its number."""
+
+def _exit_dual_level(level: _int | None = None) -> None:
+    """Close the open dual level (`level`, when given, must be it)."""
+
+def _current_dual_level() -> _int | None:
+    """The open dual level, or None."""
+
+def _make_dual(primal: Tensor, tangent: Tensor) -> Tensor:
+    """A view of `primal` carrying `tangent`."""
+
+def _unpack_dual(t: Tensor) -> tuple[Tensor, Tensor | None]:
+    """`(primal, tangent or None)`."""
+
+def _set_tangent(t: Tensor, tangent: Tensor) -> None:
+    """Give `t` a tangent at the open level (what a custom Function's `jvp` returned)."""
+
+def _suspend_forward_ad(suspend: _bool) -> None:
+    """Stop (`True`) or resume (`False`) tangent propagation on this thread (a custom Function's
+    forward runs without it: its `jvp` gives the tangents)."""
 
 def _pop_saved_tensors_hooks() -> None:
     """Leave the innermost `saved_tensors_hooks`."""

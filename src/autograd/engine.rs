@@ -13,6 +13,7 @@ use smallvec::SmallVec;
 
 use super::accumulate_grad;
 use crate::error::{Error, Result};
+use crate::graph::forward_ad;
 use crate::graph::node::{run_hook, Edge, Node, NodeKind, NodePostHook};
 use crate::graph::saved_hooks::{self, InheritGuard, SavedTensorHooks};
 use crate::parallel::{get_num_threads, pool};
@@ -79,6 +80,9 @@ struct GraphTask {
     callbacks: Mutex<Vec<Callback>>,
     /// Runs every node reachable from the roots (`backward()` without `inputs`).
     runs_all: bool,
+    /// The caller computes a tangent (forward mode): the pass's ops propagate none, on the
+    /// workers too.
+    fw_suspended: bool,
 }
 
 /// A function run once a backward pass has completed.
@@ -365,6 +369,7 @@ fn build(
         index,
         callbacks: Mutex::new(Vec::new()),
         runs_all: !restrict,
+        fw_suspended: forward_ad::is_suspended(),
     };
     Ok(task)
 }
@@ -475,6 +480,7 @@ fn drain<'s>(
                                 // Workers do not inherit the caller's thread-locals.
                                 let _mode = GradModeGuard::new(create_graph);
                                 let _hooks = InheritGuard::new(task.saved_hooks.clone());
+                                let _fw = task.fw_suspended.then(forward_ad::Suspend::new);
                                 drain(task, Vec::new(), Some(s2), false);
                             });
                         }

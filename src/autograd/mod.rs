@@ -3,6 +3,7 @@
 
 mod accumulate_grad;
 pub mod engine;
+pub mod forward_ad;
 
 pub use crate::graph::{function, node, saved_hooks};
 pub use crate::tensor::grad_mode;

@@ -9,6 +9,7 @@ use std::sync::{Arc, Weak};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
+use super::forward_ad;
 use super::saved_hooks::{self, Payload, SavedTensorHooks};
 use crate::error::{Error, Result};
 use crate::tensor::grad_mode;
@@ -604,9 +605,11 @@ impl Drop for WantedGuard {
     }
 }
 
-/// Whether an op on `inputs` must be recorded.
+/// Whether an op on `inputs` must be recorded: for backward, or for forward mode (an input
+/// carries a tangent).
 pub(crate) fn needs_grad(inputs: &[&Tensor]) -> bool {
-    grad_mode::is_recording() && inputs.iter().any(|t| t.requires_grad())
+    (grad_mode::is_recording() && inputs.iter().any(|t| t.requires_grad()))
+        || forward_ad::any_tangent(inputs)
 }
 
 /// Record an op: make its node and attach it to `outputs`.
@@ -651,6 +654,7 @@ pub(crate) fn record_node(
         next_edges.push(t.gradient_edge());
         input_meta.push(TensorMeta::of(t));
     }
+    let tangents = forward_ad::tangents_of(inputs);
     record_parts(
         name,
         next_edges,
@@ -659,6 +663,7 @@ pub(crate) fn record_node(
         saved,
         saves_scalar,
         backward,
+        tangents,
     )
 }
 
@@ -690,6 +695,11 @@ where
         shape: MetaDims::new(),
         dtype: scalar.dtype,
     };
+    let tangents = forward_ad::tangents_of(&[t]).map(|mut ts| {
+        // The number's slot has no tangent.
+        ts.insert(scalar.pos, None);
+        ts
+    });
     let (next_edges, input_meta): (EdgeList, MetaList) = if scalar.pos == 0 {
         (
             smallvec::smallvec![None, t.gradient_edge()],
@@ -709,9 +719,48 @@ where
         saved,
         keeps_number,
         Box::new(backward),
+        tangents,
     )
 }
 
+/// How `record` gets `J v` from an op's backward rule (installed by `crate::autograd`, which
+/// owns the engine that differentiates the rule).
+pub type GenericJvp = fn(
+    backward: &BackwardFn,
+    input_meta: &[TensorMeta],
+    outputs: &[&Tensor],
+    saved: &[&Tensor],
+    tangents: &[Option<Tensor>],
+) -> Result<Vec<Option<Tensor>>>;
+
+static GENERIC_JVP: std::sync::OnceLock<GenericJvp> = std::sync::OnceLock::new();
+
+/// Install the rule-transposing `J v` (once; later calls are ignored).
+pub fn set_generic_jvp(f: GenericJvp) {
+    let _ = GENERIC_JVP.set(f);
+}
+
+/// The outputs' tangents of a recorded op (`J v`, from its backward rule through the installed
+/// [`GenericJvp`]), computed with tangent propagation suspended.
+fn output_tangents(
+    backward: &BackwardFn,
+    input_meta: &[TensorMeta],
+    outputs: &[&Tensor],
+    saved: &[&Tensor],
+    tangents: &[Option<Tensor>],
+) -> Result<Vec<Option<Tensor>>> {
+    let _quiet = forward_ad::Suspend::new();
+    // Inside a backward node (forward over reverse) the engine's mask is for that node.
+    let _all = WantedGuard::new(u64::MAX);
+    let f = GENERIC_JVP.get().ok_or_else(|| {
+        Error::runtime("forward-mode AD: no dual level was entered through crate::autograd")
+    })?;
+    f(backward, input_meta, outputs, saved, tangents)
+}
+
+/// Make the node (when backward needs one) and set the outputs' tangents (when an input has
+/// one: `tangents`, one per input).
+#[allow(clippy::too_many_arguments)]
 fn record_parts(
     name: Cow<'static, str>,
     next_edges: EdgeList,
@@ -720,7 +769,20 @@ fn record_parts(
     saved: &[&Tensor],
     saves_scalar: bool,
     backward: Box<BackwardFn>,
+    tangents: Option<Vec<Option<Tensor>>>,
 ) -> Result<()> {
+    if let Some(tangents) = tangents {
+        let out = output_tangents(&*backward, &input_meta, outputs, saved, &tangents)?;
+        for (o, t) in outputs.iter().zip(out) {
+            if let Some(t) = t {
+                forward_ad::set_tangent(o, t.detach());
+            }
+        }
+        // Only forward mode asked (no input requires grad, or grad mode is off): no node.
+        if !grad_mode::is_recording() || next_edges.iter().all(Option::is_none) {
+            return Ok(());
+        }
+    }
     let mut tensors = SmallVec::with_capacity(saved.len());
     for s in saved {
         let out_nr = outputs.iter().position(|o| o.same(s));

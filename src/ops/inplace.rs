@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::graph::forward_ad;
 use crate::graph::node::{needs_grad, record, record_node};
 use crate::kernels::copy::{cast, copy_raw};
 use crate::ops::convert::check_can_cast;
@@ -152,6 +153,9 @@ impl Tensor {
         check_can_cast(result.dtype(), self.dtype())?;
         write_into(self, &result)?;
         self.storage().bump_version();
+        if forward_ad::is_active() {
+            self.commit_tangent(&result)?;
+        }
         if !(grad_mode::is_recording() && result.requires_grad()) {
             return Ok(());
         }
@@ -168,6 +172,50 @@ impl Tensor {
                 Ok(())
             }
         }
+    }
+
+    /// Forward mode: this tensor's tangent becomes `result`'s; written through a view, the
+    /// base's tangent gets the view's region replaced (torch updates both the same way).
+    fn commit_tangent(&self, result: &Tensor) -> Result<()> {
+        let new = forward_ad::tangent(result);
+        let base = self.meta().view_base.clone().filter(|b| !b.same(self));
+        if let Some(base) = base {
+            let old = forward_ad::tangent(&base);
+            if new.is_some() || old.is_some() {
+                let _quiet = forward_ad::Suspend::new();
+                let idx = Arc::new(view_indices(&base, self)?);
+                let mut mask = crate::tensor::creation::try_filled_vec(base.numel(), false)?;
+                for &i in idx.iter() {
+                    mask[i] = true;
+                }
+                let mask = Tensor::from_vec(mask, base.shape())?;
+                let old = match old {
+                    Some(t) => t,
+                    None => Tensor::try_full(base.shape(), 0.0, base.dtype())?,
+                };
+                let region = match &new {
+                    Some(t) => t.to_dtype(base.dtype())?.contiguous()?,
+                    None => Tensor::try_full(self.shape(), 0.0, base.dtype())?,
+                };
+                let merged = old
+                    .masked_fill(&mask, 0.0)?
+                    .add(&region.scatter_add_flat(base.shape(), &idx)?)?;
+                forward_ad::set_tangent(&base, merged.detach());
+            }
+        }
+        match new {
+            Some(t) => {
+                let t = if t.dtype() != self.dtype() {
+                    let _quiet = forward_ad::Suspend::new();
+                    t.to_dtype(self.dtype())?
+                } else {
+                    t
+                };
+                forward_ad::set_tangent(self, t);
+            }
+            None => forward_ad::clear_tangent(self),
+        }
+        Ok(())
     }
 
     /// After writing `result` through the view `self` of `base`: the base's new history is

@@ -12,6 +12,7 @@ mod args;
 mod bind;
 mod creation;
 mod errors;
+mod forward_ad;
 mod graph;
 mod nn;
 mod node;
@@ -383,6 +384,7 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     creation::register(m)?;
     graph::register(m)?;
+    forward_ad::register(m)?;
     m.add_function(wrap_pyfunction!(get_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(set_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;

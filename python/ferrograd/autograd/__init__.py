@@ -6,7 +6,7 @@ import warnings
 from typing import Any, Optional, Sequence, Tuple, Union
 
 from .. import _C
-from . import function, grad_mode, graph
+from . import forward_ad, function, grad_mode, graph  # noqa: F401  (public submodules)
 from .anomaly_mode import (
     detect_anomaly,
     is_anomaly_check_nan_enabled,

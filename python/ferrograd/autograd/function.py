@@ -24,6 +24,8 @@ class FunctionCtx:
         self.materialize_grads = True
         self.needs_input_grad: Tuple[bool, ...] = ()
         self._saved: Any = None
+        self.saved_for_forward: Tuple[Optional[Tensor], ...] = ()
+        self._in_jvp = False
 
     def save_for_backward(self, *tensors: Optional[Tensor]) -> None:
         """Save tensors (or None) for backward; read them back with ``saved_tensors``."""
@@ -35,9 +37,22 @@ class FunctionCtx:
                 )
         self.to_save = tensors
 
+    def save_for_forward(self, *tensors: Optional[Tensor]) -> None:
+        """Save tensors (or None) for ``jvp``, which reads them as ``saved_tensors``."""
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(
+                    "save_for_forward expects all arguments to be tensors; you should save "
+                    f"non-tensors as attributes on ctx. Got argument {i} of type "
+                    f"{type(t).__name__}"
+                )
+        self.saved_for_forward = tensors
+
     @property
     def saved_tensors(self) -> Tuple[Optional[Tensor], ...]:
         """The saved tensors, checked against in-place changes; an error once freed."""
+        if self._in_jvp:
+            return tuple(self.saved_for_forward)
         if self._saved is None:
             return tuple(self.to_save)
         return self._saved.unpack()
@@ -55,6 +70,42 @@ class FunctionCtx:
     def set_materialize_grads(self, value: bool) -> None:
         """With False, backward receives None (not zeros) for outputs that got no gradient."""
         self.materialize_grads = value
+
+
+def _input_tangents(args: Tuple[Any, ...]) -> Optional[List[Optional[Tensor]]]:
+    """Each argument's tangent (forward mode), or None when no argument has one."""
+    if _C._current_dual_level() is None:
+        return None
+    tangents = [_C._unpack_dual(a)[1] if isinstance(a, Tensor) else None for a in args]
+    return tangents if any(t is not None for t in tangents) else None
+
+
+def _set_output_tangents(
+    cls: type, ctx: Any, tangents: List[Optional[Tensor]], result: List[Any], tensor_pos: List[int]
+) -> None:
+    """Run the Function's ``jvp`` on the inputs' tangents and give the outputs theirs."""
+    if not _overrides(cls, "jvp"):
+        raise NotImplementedError(
+            "You must implement the jvp function for custom autograd.Function to use it with "
+            "forward mode AD."
+        )
+    ctx._in_jvp = True
+    _C._suspend_forward_ad(True)
+    try:
+        with no_grad():
+            out = cls.jvp(ctx, *tangents)  # type: ignore[attr-defined]
+    finally:
+        _C._suspend_forward_ad(False)
+        ctx._in_jvp = False
+    outs = out if isinstance(out, tuple) else (out,)
+    if len(outs) != len(result):
+        raise RuntimeError(
+            f"function {cls.__name__} returned an incorrect number of forward gradients "
+            f"(expected {len(result)}, got {len(outs)})"
+        )
+    for pos in tensor_pos:
+        if outs[pos] is not None:
+            _C._set_tangent(result[pos], outs[pos])
 
 
 def _overrides(cls: type, name: str) -> bool:
@@ -95,6 +146,13 @@ class Function:
 
     vjp = backward
 
+    @staticmethod
+    def jvp(ctx: Any, *grad_inputs: Any) -> Any:
+        raise NotImplementedError(
+            "You must implement the jvp function for custom autograd.Function to use it with "
+            "forward mode AD."
+        )
+
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         ctx = FunctionCtx()
@@ -102,12 +160,20 @@ class Function:
         ctx.needs_input_grad = tuple(
             isinstance(a, Tensor) and a.requires_grad and recording for a in args
         )
-        with no_grad():
-            if _overrides(cls, "setup_context"):
-                output = cls.forward(*args, **kwargs)
-                cls.setup_context(ctx, args, output)
-            else:
-                output = cls.forward(ctx, *args, **kwargs)
+        tangents = _input_tangents(args)
+        # With tangents, forward's own ops propagate none: jvp gives the outputs' tangents.
+        if tangents is not None:
+            _C._suspend_forward_ad(True)
+        try:
+            with no_grad():
+                if _overrides(cls, "setup_context"):
+                    output = cls.forward(*args, **kwargs)
+                    cls.setup_context(ctx, args, output)
+                else:
+                    output = cls.forward(ctx, *args, **kwargs)
+        finally:
+            if tangents is not None:
+                _C._suspend_forward_ad(False)
         is_tuple = isinstance(output, tuple)
         outs = output if is_tuple else (output,)
         tensor_pos = [i for i, o in enumerate(outs) if isinstance(o, Tensor)]
@@ -145,6 +211,8 @@ class Function:
                 result[pos] = orig
             else:
                 result[pos] = new_outs[k]
+        if tangents is not None:
+            _set_output_tangents(cls, ctx, tangents, result, tensor_pos)
         return tuple(result) if is_tuple else result[0]
 
 

@@ -1310,7 +1310,7 @@ pub fn scaled_dot_product_attention(
         expand_to(&k, s, e)?,
         expand_to(&v, s, ev)?,
     );
-    let mask_grad = bias.as_ref().is_some_and(|b| b.requires_grad());
+    let mask_grad = bias.as_ref().is_some_and(|b| needs_grad(&[b]));
     if mask_grad || nb * l * s * e * ev == 0 {
         // Empty problems and a mask that wants its own gradient take the composed path.
         let drop = match &dims.dropout {

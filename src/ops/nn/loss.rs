@@ -861,7 +861,6 @@ fn pointwise_loss(
     if needs_grad(&[&xe, &ye]) {
         let n = shape.iter().product::<usize>();
         let w = weight.cloned();
-        let want_y = ye.requires_grad();
         record(
             kind.node(),
             &[&xe, &ye],
@@ -903,7 +902,11 @@ fn pointwise_loss(
                     dx = dx.mul(w)?;
                     dy = dy.mul(w)?;
                 }
-                let gy = if want_y { Some(gs.mul(&dy)?) } else { None };
+                let gy = if crate::graph::node::wants_grad(1) {
+                    Some(gs.mul(&dy)?)
+                } else {
+                    None
+                };
                 Ok(vec![Some(gs.mul(&dx)?), gy])
             },
         )?;
