@@ -526,7 +526,8 @@ fn sum_parts_in_order(parts: &mut Slot) -> Result<Tensor> {
     // Moved out, not cloned: a part nobody else holds can take the sum in place.
     let ts: SmallVec<[Tensor; 4]> = parts.drain(..).map(|(_, t)| t).collect();
     // Three or more same-shape parts without a graph: one pass instead of chained adds.
-    if ts.len() > 2 && !grad_mode::is_recording() {
+    // (Not with tangents: the one-pass kernel records nothing, so forward mode would lose them.)
+    if ts.len() > 2 && !grad_mode::is_recording() && !forward_ad::any_tangent_in(&ts) {
         if let Some(sum) = crate::ops::elementwise::sum_parts(&ts)? {
             return Ok(sum);
         }

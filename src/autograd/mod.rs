@@ -274,7 +274,11 @@ pub fn grad_points(
         .into_iter()
         .enumerate()
         .map(|(i, g)| match g {
-            Some(g) => Ok(Some(if opts.create_graph { g } else { g.detach() })),
+            Some(g) => Ok(Some(if opts.create_graph {
+                g
+            } else {
+                crate::graph::forward_ad::detach_keeping_tangent(&g)
+            })),
             None if opts.materialize_grads => {
                 let (shape, dtype) = inputs[i].meta();
                 Ok(Some(Tensor::zeros(shape, dtype)))

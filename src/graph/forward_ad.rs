@@ -112,6 +112,17 @@ pub(crate) fn set_tangent(t: &Tensor, tangent: Tensor) {
     s.tangents.insert(t.id(), (t.downgrade(), tangent));
 }
 
+/// `t.detach()` that keeps `t`'s tangent: a rule reading a saved output must see the output's
+/// tangent (torch's SavedVariable keeps the forward grad), and `grad()` without `create_graph`
+/// detaches its results from the backward graph, not from forward mode.
+pub fn detach_keeping_tangent(t: &Tensor) -> Tensor {
+    let d = t.detach();
+    if let Some(tan) = tangent(t) {
+        set_tangent(&d, tan);
+    }
+    d
+}
+
 /// Drop `t`'s tangent (an in-place op overwrote it with values that have none).
 pub(crate) fn clear_tangent(t: &Tensor) {
     STATE.lock().tangents.remove(&t.id());
@@ -129,6 +140,11 @@ pub(crate) fn tangents_of(inputs: &[&Tensor]) -> Option<Vec<Option<Tensor>>> {
 /// Whether any input carries a tangent ops must propagate.
 pub(crate) fn any_tangent(inputs: &[&Tensor]) -> bool {
     is_active() && inputs.iter().any(|t| tangent(t).is_some())
+}
+
+/// [`any_tangent`] for owned tensors.
+pub(crate) fn any_tangent_in(ts: &[Tensor]) -> bool {
+    is_active() && ts.iter().any(|t| tangent(t).is_some())
 }
 
 /// Stops tangent propagation on this thread while alive.

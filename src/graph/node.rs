@@ -191,7 +191,10 @@ impl SavedTensor {
         }
         let version = t.version();
         let (data, origin) = match (output_nr, t.grad_fn()) {
-            (Some(nr), _) => (t.detach(), Origin::OwnOutput(nr as u32)),
+            (Some(nr), _) => (
+                forward_ad::detach_keeping_tangent(t),
+                Origin::OwnOutput(nr as u32),
+            ),
             (None, Some(f)) => (t.clone(), Origin::Produced(f, t.output_nr() as u32)),
             (None, None) => (t.clone(), Origin::Leaf),
         };
@@ -238,7 +241,7 @@ impl SavedTensor {
             )));
         }
         let attach = |node: &Arc<Node>, nr: usize| {
-            let t = data.detach();
+            let t = forward_ad::detach_keeping_tangent(&data);
             {
                 let mut m = t.meta();
                 m.grad_fn = Some(node.clone());

@@ -187,3 +187,25 @@ def _observe(torch):
 def test_same_as_torch():
     torch = pytest.importorskip("torch")
     assert _observe(fg) == _observe(torch)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_forward_over_reverse_through_saved_outputs_matches_differences(create_graph):
+    # tanh, exp, sigmoid and softmax save their outputs; the hvp must see the outputs' tangents.
+    def loss(x):
+        return (x.tanh() * x.exp()).sum() + x.sigmoid().sum() + fg.softmax(x, 0)[0]
+
+    def grad_at(x):
+        x = _t(x).requires_grad_()
+        (g,) = fg.autograd.grad(loss(x), x)
+        return g.numpy()
+
+    w = np.linspace(-0.5, 0.5, 4)
+    u = np.array([1.0, 0.0, -1.0, 2.0])
+    with fwAD.dual_level():
+        wd = fwAD.make_dual(_t(w).requires_grad_(), _t(u))
+        (g,) = fg.autograd.grad(loss(wd), wd, create_graph=create_graph)
+        hvp = fwAD.unpack_dual(g).tangent.detach().numpy()
+    eps = 1e-6
+    fd = (grad_at(w + eps * u) - grad_at(w - eps * u)) / (2 * eps)
+    assert np.allclose(hvp, fd, atol=1e-6)
