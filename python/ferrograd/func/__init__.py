@@ -1,15 +1,16 @@
 """``ferrograd.func``: torch.func's function transforms (reverse mode) and functional module
 calls.
 
-``grad``, ``grad_and_value``, ``vjp``, ``jacrev`` and ``hessian`` differentiate Python functions
-of tensors (and pytrees of them); ``functional_call`` runs an ``nn.Module`` with parameters and
-buffers taken from dicts, and ``stack_module_state`` stacks the state of several models for
-ensembling. ``vmap``, ``jvp``, ``jacfwd``, ``linearize`` and ``functionalize`` need batching and
-forward-mode AD and are not provided yet.
+``grad``, ``grad_and_value``, ``vjp``, ``jacrev``, ``jvp``, ``jacfwd``, ``linearize`` and
+``hessian`` differentiate Python functions of tensors (and pytrees of them); ``functional_call``
+runs an ``nn.Module`` with parameters and buffers taken from dicts, and ``stack_module_state``
+stacks the state of several models for ensembling. ``vmap`` and ``functionalize`` are not
+provided yet.
 """
 
 from __future__ import annotations
 
+from ._forward import jacfwd, jvp, linearize
 from ._functional_call import functional_call, stack_module_state
 from ._transforms import grad, grad_and_value, hessian, jacrev, vjp
 
@@ -18,7 +19,10 @@ __all__ = [
     "grad",
     "grad_and_value",
     "hessian",
+    "jacfwd",
     "jacrev",
+    "jvp",
+    "linearize",
     "stack_module_state",
     "vjp",
 ]

@@ -39,8 +39,8 @@ There is no ``vmap`` yet, so ``jacrev`` computes its rows with one engine pass e
 (``autograd.grad(outputs, inputs, one_hot_row, retain_graph=True)`` over the outputs that
 require grad), then stacks them into torch.func's shapes (``output.shape + input.shape``).
 ``chunk_size`` is validated and otherwise has no effect. This becomes one batched pass per chunk
-when vmap lands. ``hessian`` is ``jacfwd(jacrev(f))`` in torch; without forward mode it is
-``jacrev(jacrev(f))`` here, which gives the same values.
+when vmap lands. ``hessian`` is ``jacrev(jacrev(f))`` (torch's is ``jacfwd(jacrev(f))``, which
+works here too: own inputs and released results keep forward-mode tangents).
 """
 
 from __future__ import annotations
@@ -122,6 +122,20 @@ def _replace_argnums(args: Tuple[Any, ...], argnums: Any, new: Any) -> Tuple[Any
 # one application of a transform: own inputs and the "externally differentiable" walk
 
 
+def _tangent(t: Tensor) -> Optional[Tensor]:
+    """``t``'s forward-mode tangent, if a dual level is open and it has one."""
+    if _C._current_dual_level() is None:
+        return None
+    return _C._unpack_dual(t)[1]
+
+
+def _detach(t: Tensor) -> Tensor:
+    """``t.detach()``, keeping a forward-mode tangent (a forward transform around this one reads
+    it)."""
+    tangent = _tangent(t)
+    return t.detach() if tangent is None else _C._make_dual(t.detach(), tangent)
+
+
 class _Level:
     """The state of one transform call: whether grad mode was on outside, the fresh leaves it
     made, and the graph nodes already known not to reach any other leaf that requires grad."""
@@ -147,7 +161,10 @@ class _Level:
             return view
         leaf = x.detach().requires_grad_()
         self.own.add(id(leaf))
-        return leaf
+        # Under a forward transform (jacfwd of this one) the input carries a tangent, which the
+        # own input must carry on.
+        tangent = _tangent(x)
+        return leaf if tangent is None else _C._make_dual(leaf, tangent)
 
     def check_inplace(self) -> None:
         """torch's error when ``func`` modified a connected input in place (torch's inputs are
@@ -193,7 +210,7 @@ class _Level:
         if enabled is None:
             enabled = self.outer_enabled
         if t.requires_grad and not (enabled and self.reaches_other_leaf(t)):
-            return t.detach()
+            return _detach(t)
         return t
 
     def release_aux(self, aux: Any) -> Any:
@@ -290,7 +307,7 @@ def _grad_and_value_impl(
         if connected:
             flat_grads = tuple(level.release(g) for g in flat_grads)
         grads = tree_unflatten(flat_grads, spec)
-        value = output if connected else output.detach()
+        value = output if connected else _detach(output)
         if has_aux:
             aux = level.release_aux(aux)
     if has_aux:
@@ -528,6 +545,8 @@ def jacrev(
 
 def hessian(func: Callable[..., Any], argnums: argnums_t = 0) -> Callable[..., Any]:
     """A function that returns the Hessian of ``func`` with respect to the argument(s)
-    ``argnums``: ``jacrev(jacrev(func, argnums), argnums)`` (torch composes
-    ``jacfwd(jacrev(...))``; the values are the same, forward mode is not there yet)."""
+    ``argnums``: ``jacrev(jacrev(func, argnums), argnums)``. torch composes
+    ``jacfwd(jacrev(...))``; the values are the same, and ``jacfwd(jacrev(f))`` works here too,
+    but forward-mode tangents are not differentiable by reverse mode yet, so the Hessian of an
+    input that requires grad would not be (torch's is)."""
     return jacrev(jacrev(func, argnums), argnums)

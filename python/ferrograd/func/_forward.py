@@ -1,0 +1,187 @@
+"""The forward-mode transforms: ``jvp``, ``jacfwd`` and ``linearize``, on
+``autograd.forward_ad`` (tangents computed by the crate as the function runs).
+
+Without ``vmap``, ``jacfwd`` runs the function once per input element (one column of the
+Jacobian per forward pass) and ``linearize``'s ``jvp_fn`` runs it again per call; both become
+batched when vmap lands. Forward mode has one dual level at a time, so forward transforms do not
+nest inside each other (``jacfwd(jacfwd(f))`` raises); ``jacfwd(jacrev(f))`` (forward over
+reverse) works.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, List, Optional, Tuple, Union
+
+from .. import _C
+from .._creation import eye
+from .._ops_shape import stack
+from ..autograd import forward_ad as fwAD
+from ..utils._pytree import tree_flatten, tree_unflatten, treespec_pprint
+from ._transforms import _slice_argnums
+
+__all__ = ["jvp", "jacfwd", "linearize"]
+
+Tensor = _C.Tensor
+argnums_t = Union[int, Tuple[int, ...]]
+
+
+def _jvp_flat(
+    func: Callable[..., Any],
+    primals: Tuple[Any, ...],
+    tangents: Tuple[Any, ...],
+    has_aux: bool,
+) -> Tuple[Any, Any, Any]:
+    """``(output, output tangents, aux)`` of one forward pass with ``tangents`` on ``primals``."""
+    flat_p, spec_p = tree_flatten(primals)
+    flat_t, spec_t = tree_flatten(tangents)
+    if spec_p != spec_t:
+        raise RuntimeError(
+            "jvp(f, primals, tangents): Expected primals and tangents to have the same python "
+            "structure. For example, if primals is a tuple of 3 tensors, tangents also must be. "
+            f"Got primals with structure {spec_p} and tangents with structure {spec_t}"
+        )
+    if not any(isinstance(p, Tensor) for p in flat_p):
+        raise RuntimeError(
+            "jvp(f, primals, tangents): Expected primals to contain at least one Tensor."
+        )
+    with fwAD.dual_level():
+        duals = [
+            fwAD.make_dual(p, t) if isinstance(p, Tensor) else p for p, t in zip(flat_p, flat_t)
+        ]
+        result = func(*tree_unflatten(duals, spec_p))
+        aux = None
+        if has_aux:
+            if not (isinstance(result, tuple) and len(result) == 2):
+                raise RuntimeError(
+                    "jvp(f, primals, tangents): output of function f should be a tuple: "
+                    "(output, aux) if has_aux is True"
+                )
+            result, aux = result
+        flat_out, spec_out = tree_flatten(result)
+        for o in flat_out:
+            if not isinstance(o, Tensor):
+                raise RuntimeError(
+                    "jvp(f, primals, tangents): expected f(*primals) to return only tensors, "
+                    f"got unsupported type {type(o)}"
+                )
+        outs, tans = [], []
+        for o in flat_out:
+            primal, tangent = fwAD.unpack_dual(o)
+            outs.append(primal)
+            tans.append(o.new_zeros(o.shape) if tangent is None else tangent)
+    return tree_unflatten(outs, spec_out), tree_unflatten(tans, spec_out), aux
+
+
+def jvp(
+    func: Callable[..., Any],
+    primals: Any,
+    tangents: Any,
+    *,
+    strict: bool = False,
+    has_aux: bool = False,
+) -> Any:
+    """``(func(*primals), J·tangents)`` by forward mode (one pass); with ``has_aux``, ``func``
+    returns ``(output, aux)`` and so does the result, plus aux: ``(output, jvp_out, aux)``."""
+    if not isinstance(primals, tuple):
+        raise RuntimeError(
+            "jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it should be valid "
+            "to call f(*primals)."
+        )
+    if not isinstance(tangents, tuple):
+        _, spec_p = tree_flatten(primals)
+        _, spec_t = tree_flatten(tangents)
+        raise RuntimeError(
+            "jvp(f, primals, tangents): Expected primals and tangents to have the same python "
+            "structure. For example, if primals is a tuple of 3 tensors, tangents also must be. "
+            f"Got primals with structure {spec_p} and tangents with structure {spec_t}"
+        )
+    if strict:
+        raise RuntimeError("jvp(f, primals, tangents, strict=True): strict is not implemented yet")
+    out, tan, aux = _jvp_flat(func, primals, tangents, has_aux)
+    return (out, tan, aux) if has_aux else (out, tan)
+
+
+def jacfwd(
+    func: Callable[..., Any],
+    argnums: argnums_t = 0,
+    has_aux: bool = False,
+    *,
+    randomness: str = "error",
+) -> Callable[..., Any]:
+    """A function returning the Jacobian of ``func`` with respect to ``argnums`` by forward
+    mode: per output, a tensor of shape ``output.shape + input.shape`` (a tuple of them for a
+    tuple ``argnums``). One forward pass per input element (see the module docstring)."""
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(
+            f"Only allowed values for randomness are 'error', 'different', or 'same'. Got "
+            f"{randomness}"
+        )
+
+    @functools.wraps(func)
+    def wrapper(*args: Any) -> Any:
+        selected = _slice_argnums(args, argnums)
+        flat_in, spec_in = tree_flatten(selected)
+        columns: List[List[Tensor]] = []  # per input leaf: per element, the flat output tangents
+        value: Optional[Tuple[Any, Any]] = None
+        aux = None
+        for j, inp in enumerate(flat_in):
+            n = inp.numel()
+            basis = eye(n, dtype=inp.dtype).reshape((n,) + tuple(inp.shape)) if n else None
+            cols = []
+            for e in range(n):
+                tangents = [
+                    basis[e] if k == j else x.new_zeros(x.shape)  # type: ignore[index]
+                    for k, x in enumerate(flat_in)
+                ]
+
+                def call(*sel: Any) -> Any:
+                    full = list(args)
+                    nums = (argnums,) if isinstance(argnums, int) else argnums
+                    for num, v in zip(nums, sel):
+                        full[num] = v
+                    return func(*full)
+
+                out, tan, aux = _jvp_flat(
+                    call, tuple(selected), tuple(tree_unflatten(tangents, spec_in)), has_aux
+                )
+                value = (out, aux)
+                cols.append(tree_flatten(tan)[0])
+            columns.append(cols)
+        if value is None:
+            raise RuntimeError("jacfwd: the selected inputs have no elements")
+        flat_out, spec_out = tree_flatten(value[0])
+        per_output = []
+        for k, o in enumerate(flat_out):
+            blocks = []
+            for j, inp in enumerate(flat_in):
+                shape = tuple(o.shape) + tuple(inp.shape)
+                if not columns[j]:
+                    blocks.append(o.new_zeros(shape))
+                    continue
+                col = stack([c[k] for c in columns[j]], dim=-1)
+                blocks.append(col.reshape(shape))
+            tree = tree_unflatten(blocks, spec_in)
+            per_output.append(tree[0] if isinstance(argnums, int) else tree)
+        result = tree_unflatten(per_output, spec_out)
+        return (result, value[1]) if has_aux else result
+
+    return wrapper
+
+
+def linearize(func: Callable[..., Any], *primals: Any) -> Tuple[Any, Callable[..., Any]]:
+    """``(func(*primals), jvp_fn)`` with ``jvp_fn(*tangents)`` the Jacobian-vector product at
+    ``primals`` (each call runs one forward pass; see the module docstring)."""
+    output = func(*primals)
+    _, spec_p = tree_flatten(primals)
+
+    def jvp_fn(*tangents: Any) -> Any:
+        _, spec_t = tree_flatten(tangents)
+        if spec_t != spec_p:
+            raise RuntimeError(
+                "linearize: Expected tangents to have the same structure as the primals: "
+                f"{treespec_pprint(spec_p)}, got {treespec_pprint(spec_t)}"
+            )
+        return _jvp_flat(func, primals, tangents, False)[1]
+
+    return output, jvp_fn
