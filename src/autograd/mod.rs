@@ -66,15 +66,75 @@ pub enum GradPoint {
     Edge(Edge),
 }
 
-impl GradPoint {
+/// What `grad` takes as an output or input: a tensor, or a [`GradPoint`] (tensor or edge).
+/// Generic, so that `grad` on tensors builds no list of points.
+trait Point {
     /// Shape and dtype of the gradient at this point.
+    fn meta(&self) -> (&[usize], crate::tensor::DType);
+    /// Whether a gradient can start here without a seed check failing (edges always can).
+    fn requires_grad(&self) -> bool;
+    /// Where a gradient seeded here enters the graph.
+    fn root_edge(&self) -> Option<Edge>;
+    /// Where the gradient with respect to this point is captured (an error for a tensor that
+    /// does not require grad).
+    fn capture_edge(&self) -> Result<Option<Edge>>;
+}
+
+impl Point for Tensor {
+    fn meta(&self) -> (&[usize], crate::tensor::DType) {
+        (self.shape(), self.dtype())
+    }
+    fn requires_grad(&self) -> bool {
+        Tensor::requires_grad(self)
+    }
+    fn root_edge(&self) -> Option<Edge> {
+        self.gradient_edge()
+    }
+    fn capture_edge(&self) -> Result<Option<Edge>> {
+        if !Tensor::requires_grad(self) {
+            return Err(Error::runtime(
+                "One of the differentiated Tensors does not require grad",
+            ));
+        }
+        Ok(match self.grad_fn() {
+            Some(f) => Some(Edge {
+                node: f,
+                input_nr: self.output_nr(),
+            }),
+            None => self.existing_grad_accumulator().map(|acc| Edge {
+                node: acc,
+                input_nr: 0,
+            }),
+        })
+    }
+}
+
+impl Point for GradPoint {
     fn meta(&self) -> (&[usize], crate::tensor::DType) {
         match self {
-            GradPoint::Tensor(t) => (t.shape(), t.dtype()),
+            GradPoint::Tensor(t) => Point::meta(t),
             GradPoint::Edge(e) => {
                 let m = &e.node.output_meta[e.input_nr];
                 (&m.shape, m.dtype)
             }
+        }
+    }
+    fn requires_grad(&self) -> bool {
+        match self {
+            GradPoint::Tensor(t) => Point::requires_grad(t),
+            GradPoint::Edge(_) => true,
+        }
+    }
+    fn root_edge(&self) -> Option<Edge> {
+        match self {
+            GradPoint::Tensor(t) => t.root_edge(),
+            GradPoint::Edge(e) => Some(e.clone()),
+        }
+    }
+    fn capture_edge(&self) -> Result<Option<Edge>> {
+        match self {
+            GradPoint::Tensor(t) => t.capture_edge(),
+            GradPoint::Edge(e) => Ok(Some(e.clone())),
         }
     }
 }
@@ -93,8 +153,8 @@ pub fn get_gradient_edge(t: &Tensor) -> Result<Edge> {
 }
 
 /// Check the seeds against the roots (torch's `_make_grads`) and pair each root with its edge.
-fn make_roots(
-    points: &[GradPoint],
+fn make_roots<P: Point>(
+    points: &[P],
     grads: &[Option<Tensor>],
     create_graph: bool,
 ) -> Result<Vec<(Edge, Tensor)>> {
@@ -108,10 +168,7 @@ fn make_roots(
     let mut roots = Vec::with_capacity(points.len());
     for (i, p) in points.iter().enumerate() {
         let (shape, dtype) = p.meta();
-        let requires_grad = match p {
-            GradPoint::Tensor(t) => t.requires_grad(),
-            GradPoint::Edge(_) => true,
-        };
+        let requires_grad = p.requires_grad();
         let seed = grads.get(i).cloned().flatten();
         let seed = match seed {
             Some(g) => {
@@ -147,11 +204,7 @@ fn make_roots(
                 Tensor::ones(shape, dtype)
             }
         };
-        let edge = match p {
-            GradPoint::Tensor(t) => t.gradient_edge(),
-            GradPoint::Edge(e) => Some(e.clone()),
-        };
-        match edge {
+        match p.root_edge() {
             Some(edge) => roots.push((edge, seed)),
             None => {
                 return Err(Error::runtime(format!(
@@ -202,8 +255,7 @@ pub fn backward(tensors: &[Tensor], opts: BackwardOptions) -> Result<()> {
             Targets::Only(edges)
         }
     };
-    let points: Vec<GradPoint> = tensors.iter().cloned().map(GradPoint::Tensor).collect();
-    let roots = make_roots(&points, &opts.grad_tensors, opts.create_graph)?;
+    let roots = make_roots(tensors, &opts.grad_tensors, opts.create_graph)?;
     engine::execute(roots, keep_graph, opts.create_graph, targets)?;
     Ok(())
 }
@@ -216,15 +268,21 @@ pub fn grad(
     inputs: &[Tensor],
     opts: GradOptions,
 ) -> Result<Vec<Option<Tensor>>> {
-    let outputs: Vec<GradPoint> = outputs.iter().cloned().map(GradPoint::Tensor).collect();
-    let inputs: Vec<GradPoint> = inputs.iter().cloned().map(GradPoint::Tensor).collect();
-    grad_points(&outputs, &inputs, opts)
+    grad_at(outputs, inputs, opts)
 }
 
 /// [`grad`] where outputs and inputs may also be gradient edges ([`get_gradient_edge`]).
 pub fn grad_points(
     outputs: &[GradPoint],
     inputs: &[GradPoint],
+    opts: GradOptions,
+) -> Result<Vec<Option<Tensor>>> {
+    grad_at(outputs, inputs, opts)
+}
+
+fn grad_at<P: Point>(
+    outputs: &[P],
+    inputs: &[P],
     opts: GradOptions,
 ) -> Result<Vec<Option<Tensor>>> {
     if inputs.is_empty() {
@@ -243,26 +301,7 @@ pub fn grad_points(
     let roots = make_roots(outputs, &opts.grad_outputs, opts.create_graph)?;
     let mut edges = Vec::with_capacity(inputs.len());
     for p in inputs {
-        edges.push(match p {
-            GradPoint::Edge(e) => Some(e.clone()),
-            GradPoint::Tensor(t) => {
-                if !t.requires_grad() {
-                    return Err(Error::runtime(
-                        "One of the differentiated Tensors does not require grad",
-                    ));
-                }
-                match t.grad_fn() {
-                    Some(f) => Some(Edge {
-                        node: f,
-                        input_nr: t.output_nr(),
-                    }),
-                    None => t.existing_grad_accumulator().map(|acc| Edge {
-                        node: acc,
-                        input_nr: 0,
-                    }),
-                }
-            }
-        });
+        edges.push(p.capture_edge()?);
     }
     let results = engine::execute(
         roots,

@@ -10,8 +10,9 @@
 //! `J v` comes from the op's backward rule, which computes `Jᵀ g` and is linear in `g`: the
 //! engine differentiates `<Jᵀ g, v>` with respect to `g` (that gradient is `J v`). Every op with
 //! a twice-differentiable backward rule gets a correct forward rule this way, at the cost of
-//! running the rule and a small backward pass per op; dedicated forward rules for the hot ops
-//! are the next step.
+//! running the rule and a small backward pass per op. Elementwise ops of one input (recorded
+//! with `record_elementwise`) have a diagonal Jacobian, and their rule applied to the tangent
+//! is already `J v`.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -641,6 +641,31 @@ where
     )
 }
 
+/// [`record`] for an elementwise op of one input whose output has the input's shape: its
+/// Jacobian is diagonal, so forward mode applies the backward rule to the tangent (`J v = Jᵀ v`)
+/// instead of transposing it.
+pub(crate) fn record_elementwise<F>(
+    name: &'static str,
+    inputs: &[&Tensor],
+    outputs: &[&Tensor],
+    saved: &[&Tensor],
+    saves_scalar: bool,
+    backward: F,
+) -> Result<()>
+where
+    F: Fn(&[Tensor], &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static,
+{
+    record_inputs(
+        Cow::Borrowed(name),
+        inputs,
+        outputs,
+        saved,
+        saves_scalar,
+        Box::new(backward),
+        true,
+    )
+}
+
 pub(crate) fn record_node(
     name: Cow<'static, str>,
     inputs: &[&Tensor],
@@ -648,6 +673,19 @@ pub(crate) fn record_node(
     saved: &[&Tensor],
     saves_scalar: bool,
     backward: Box<BackwardFn>,
+) -> Result<()> {
+    record_inputs(name, inputs, outputs, saved, saves_scalar, backward, false)
+}
+
+/// `diagonal`: see [`record_elementwise`].
+fn record_inputs(
+    name: Cow<'static, str>,
+    inputs: &[&Tensor],
+    outputs: &[&Tensor],
+    saved: &[&Tensor],
+    saves_scalar: bool,
+    backward: Box<BackwardFn>,
+    diagonal: bool,
 ) -> Result<()> {
     let mut next_edges = EdgeList::new();
     let mut input_meta = MetaList::new();
@@ -666,7 +704,7 @@ pub(crate) fn record_node(
         saved,
         saves_scalar,
         backward,
-        tangents,
+        tangents.map(|t| (t, diagonal)),
     )
 }
 
@@ -722,7 +760,7 @@ where
         saved,
         keeps_number,
         Box::new(backward),
-        tangents,
+        tangents.map(|t| (t, false)),
     )
 }
 
@@ -744,9 +782,11 @@ pub fn set_generic_jvp(f: GenericJvp) {
 }
 
 /// The outputs' tangents of a recorded op (`J v`, from its backward rule through the installed
-/// [`GenericJvp`]), computed with tangent propagation suspended.
+/// [`GenericJvp`], or the rule itself on the tangent for a `diagonal` one), computed with
+/// tangent propagation suspended.
 fn output_tangents(
     backward: &BackwardFn,
+    diagonal: bool,
     input_meta: &[TensorMeta],
     outputs: &[&Tensor],
     saved: &[&Tensor],
@@ -755,6 +795,16 @@ fn output_tangents(
     let _quiet = forward_ad::Suspend::new();
     // Inside a backward node (forward over reverse) the engine's mask is for that node.
     let _all = WantedGuard::new(u64::MAX);
+    if diagonal {
+        if let ([Some(v)], [out]) = (tangents, outputs) {
+            if v.shape() == out.shape() {
+                // The rule reads the saved tensors' values only; detached, it records nothing.
+                let saved: SmallVec<[Tensor; 2]> = saved.iter().map(|t| t.detach()).collect();
+                let mut g = backward(std::slice::from_ref(v), &saved)?;
+                return Ok(vec![g.pop().flatten()]);
+            }
+        }
+    }
     let f = GENERIC_JVP.get().ok_or_else(|| {
         Error::runtime("forward-mode AD: no dual level was entered through crate::autograd")
     })?;
@@ -772,10 +822,10 @@ fn record_parts(
     saved: &[&Tensor],
     saves_scalar: bool,
     backward: Box<BackwardFn>,
-    tangents: Option<Vec<Option<Tensor>>>,
+    tangents: Option<(Vec<Option<Tensor>>, bool)>,
 ) -> Result<()> {
-    if let Some(tangents) = tangents {
-        let out = output_tangents(&*backward, &input_meta, outputs, saved, &tangents)?;
+    if let Some((tangents, diagonal)) = tangents {
+        let out = output_tangents(&*backward, diagonal, &input_meta, outputs, saved, &tangents)?;
         for (o, t) in outputs.iter().zip(out) {
             if let Some(t) = t {
                 forward_ad::set_tangent(o, t.detach());

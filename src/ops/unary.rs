@@ -3,7 +3,7 @@
 //! their rule as one fused pass when no graph of the backward is being built.
 
 use crate::error::Result;
-use crate::graph::node::{needs_grad, record};
+use crate::graph::node::{needs_grad, record, record_elementwise};
 use crate::kernels::vmath::UnaryF32;
 use crate::ops::elementwise::{map, map_float, map_vmath, zip_float, zip_vmath};
 use crate::tensor::{DType, Tensor};
@@ -40,7 +40,7 @@ impl Tensor {
             }
         };
         if needs_grad(&[self]) {
-            record("NegBackward0", &[self], &[&out], &[], false, |g, _| {
+            record_elementwise("NegBackward0", &[self], &[&out], &[], false, |g, _| {
                 Ok(vec![Some(g[0].neg()?)])
             })?;
         }
@@ -51,7 +51,7 @@ impl Tensor {
     pub fn exp(&self) -> Result<Tensor> {
         let out = map_vmath(self, UnaryF32::Exp)?;
         if needs_grad(&[self]) {
-            record("ExpBackward0", &[self], &[&out], &[&out], false, |g, s| {
+            record_elementwise("ExpBackward0", &[self], &[&out], &[&out], false, |g, s| {
                 let (g, y) = (&g[0], &s[0]);
                 let d = if fusable(g, y) {
                     zip_float!(g, y, |g, y| g * y)?
@@ -68,7 +68,7 @@ impl Tensor {
     pub fn log(&self) -> Result<Tensor> {
         let out = map_vmath(self, UnaryF32::Log)?;
         if needs_grad(&[self]) {
-            record("LogBackward0", &[self], &[&out], &[self], false, |g, s| {
+            record_elementwise("LogBackward0", &[self], &[&out], &[self], false, |g, s| {
                 let (g, x) = (&g[0], &s[0]);
                 let d = if fusable(g, x) {
                     zip_float!(g, x, |g, x| g / x)?
@@ -85,7 +85,7 @@ impl Tensor {
     pub fn sin(&self) -> Result<Tensor> {
         let out = map_vmath(self, UnaryF32::Sin)?;
         if needs_grad(&[self]) {
-            record("SinBackward0", &[self], &[&out], &[self], false, |g, s| {
+            record_elementwise("SinBackward0", &[self], &[&out], &[self], false, |g, s| {
                 let (g, x) = (&g[0], &s[0]);
                 let d = if fusable(g, x) {
                     zip_vmath(g, x, UnaryF32::Cos, |g, c| g * c)?
@@ -102,7 +102,7 @@ impl Tensor {
     pub fn cos(&self) -> Result<Tensor> {
         let out = map_vmath(self, UnaryF32::Cos)?;
         if needs_grad(&[self]) {
-            record("CosBackward0", &[self], &[&out], &[self], false, |g, s| {
+            record_elementwise("CosBackward0", &[self], &[&out], &[self], false, |g, s| {
                 let (g, x) = (&g[0], &s[0]);
                 let d = if fusable(g, x) {
                     zip_vmath(g, x, UnaryF32::Sin, |g, s| g * -s)?
@@ -119,7 +119,7 @@ impl Tensor {
     pub fn tanh(&self) -> Result<Tensor> {
         let out = map_vmath(self, UnaryF32::Tanh)?;
         if needs_grad(&[self]) {
-            record("TanhBackward0", &[self], &[&out], &[&out], false, |g, s| {
+            record_elementwise("TanhBackward0", &[self], &[&out], &[&out], false, |g, s| {
                 let (g, y) = (&g[0], &s[0]);
                 let d = if fusable(g, y) {
                     zip_float!(g, y, |g, y| g * (1.0 - y * y))?
@@ -136,7 +136,7 @@ impl Tensor {
     pub fn sigmoid(&self) -> Result<Tensor> {
         let out = map_vmath(self, UnaryF32::Sigmoid)?;
         if needs_grad(&[self]) {
-            record(
+            record_elementwise(
                 "SigmoidBackward0",
                 &[self],
                 &[&out],
@@ -165,7 +165,7 @@ impl Tensor {
         };
         if needs_grad(&[self]) {
             // torch's threshold_backward: zero where y <= 0, so a NaN output passes g through.
-            record("ReluBackward0", &[self], &[&out], &[&out], false, |g, s| {
+            record_elementwise("ReluBackward0", &[self], &[&out], &[&out], false, |g, s| {
                 let (g, y) = (&g[0], &s[0]);
                 let d = if fusable(g, y) {
                     zip_float!(g, y, |g, y| if y <= 0.0 { 0.0 } else { g })?
@@ -186,7 +186,7 @@ impl Tensor {
     pub fn sqrt(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.sqrt())?;
         if needs_grad(&[self]) {
-            record("SqrtBackward0", &[self], &[&out], &[&out], false, |g, s| {
+            record_elementwise("SqrtBackward0", &[self], &[&out], &[&out], false, |g, s| {
                 Ok(vec![Some(g[0].div(&s[0].mul_scalar(2.0)?)?)])
             })?;
         }
@@ -201,7 +201,7 @@ impl Tensor {
             _ => map_float!(self, |x| x.abs())?,
         };
         if needs_grad(&[self]) {
-            record("AbsBackward0", &[self], &[&out], &[self], false, |g, s| {
+            record_elementwise("AbsBackward0", &[self], &[&out], &[self], false, |g, s| {
                 Ok(vec![Some(g[0].mul(&s[0].sign()?)?)])
             })?;
         }
@@ -222,7 +222,7 @@ impl Tensor {
             })?,
         };
         if needs_grad(&[self]) {
-            record("SignBackward0", &[self], &[&out], &[], false, |g, _| {
+            record_elementwise("SignBackward0", &[self], &[&out], &[], false, |g, _| {
                 Ok(vec![Some(g[0].mul_scalar(0.0)?)])
             })?;
         }
@@ -246,7 +246,7 @@ impl Tensor {
     pub fn exp2(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.exp2())?;
         if needs_grad(&[self]) {
-            record("Exp2Backward0", &[self], &[&out], &[&out], false, |g, s| {
+            record_elementwise("Exp2Backward0", &[self], &[&out], &[&out], false, |g, s| {
                 Ok(vec![Some(g[0].mul(&s[0].mul_scalar(LN2)?)?)])
             })?;
         }
@@ -257,7 +257,7 @@ impl Tensor {
     pub fn log2(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.log2())?;
         if needs_grad(&[self]) {
-            record("Log2Backward0", &[self], &[&out], &[self], false, |g, s| {
+            record_elementwise("Log2Backward0", &[self], &[&out], &[self], false, |g, s| {
                 Ok(vec![Some(g[0].div(&s[0].mul_scalar(LN2)?)?)])
             })?;
         }
@@ -268,7 +268,7 @@ impl Tensor {
     pub fn log10(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.log10())?;
         if needs_grad(&[self]) {
-            record(
+            record_elementwise(
                 "Log10Backward0",
                 &[self],
                 &[&out],
@@ -284,7 +284,7 @@ impl Tensor {
     pub fn log1p(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.ln_1p())?;
         if needs_grad(&[self]) {
-            record(
+            record_elementwise(
                 "Log1PBackward0",
                 &[self],
                 &[&out],
@@ -300,7 +300,7 @@ impl Tensor {
     pub fn expm1(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.exp_m1())?;
         if needs_grad(&[self]) {
-            record(
+            record_elementwise(
                 "Expm1Backward0",
                 &[self],
                 &[&out],
@@ -316,7 +316,7 @@ impl Tensor {
     pub fn rsqrt(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| 1.0 / x.sqrt())?;
         if needs_grad(&[self]) {
-            record(
+            record_elementwise(
                 "RsqrtBackward0",
                 &[self],
                 &[&out],
@@ -344,7 +344,7 @@ impl Tensor {
     pub fn reciprocal(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| 1.0 / x)?;
         if needs_grad(&[self]) {
-            record(
+            record_elementwise(
                 "ReciprocalBackward0",
                 &[self],
                 &[&out],
@@ -360,7 +360,7 @@ impl Tensor {
     pub fn tan(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.tan())?;
         if needs_grad(&[self]) {
-            record("TanBackward0", &[self], &[&out], &[&out], false, |g, s| {
+            record_elementwise("TanBackward0", &[self], &[&out], &[&out], false, |g, s| {
                 Ok(vec![Some(g[0].mul(&s[0].mul(&s[0])?.add_scalar(1.0)?)?)])
             })?;
         }
@@ -371,7 +371,7 @@ impl Tensor {
     pub fn asin(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.asin())?;
         if needs_grad(&[self]) {
-            record("AsinBackward0", &[self], &[&out], &[self], false, |g, s| {
+            record_elementwise("AsinBackward0", &[self], &[&out], &[self], false, |g, s| {
                 let d = s[0].mul(&s[0])?.rsub_scalar(1.0)?.rsqrt()?;
                 Ok(vec![Some(g[0].mul(&d)?)])
             })?;
@@ -383,7 +383,7 @@ impl Tensor {
     pub fn acos(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.acos())?;
         if needs_grad(&[self]) {
-            record("AcosBackward0", &[self], &[&out], &[self], false, |g, s| {
+            record_elementwise("AcosBackward0", &[self], &[&out], &[self], false, |g, s| {
                 let d = s[0].mul(&s[0])?.rsub_scalar(1.0)?.rsqrt()?.neg()?;
                 Ok(vec![Some(g[0].mul(&d)?)])
             })?;
@@ -395,7 +395,7 @@ impl Tensor {
     pub fn atan(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.atan())?;
         if needs_grad(&[self]) {
-            record("AtanBackward0", &[self], &[&out], &[self], false, |g, s| {
+            record_elementwise("AtanBackward0", &[self], &[&out], &[self], false, |g, s| {
                 Ok(vec![Some(g[0].div(&s[0].mul(&s[0])?.add_scalar(1.0)?)?)])
             })?;
         }
@@ -406,7 +406,7 @@ impl Tensor {
     pub fn sinh(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.sinh())?;
         if needs_grad(&[self]) {
-            record("SinhBackward0", &[self], &[&out], &[self], false, |g, s| {
+            record_elementwise("SinhBackward0", &[self], &[&out], &[self], false, |g, s| {
                 Ok(vec![Some(g[0].mul(&s[0].cosh()?)?)])
             })?;
         }
@@ -417,7 +417,7 @@ impl Tensor {
     pub fn cosh(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.cosh())?;
         if needs_grad(&[self]) {
-            record("CoshBackward0", &[self], &[&out], &[self], false, |g, s| {
+            record_elementwise("CoshBackward0", &[self], &[&out], &[self], false, |g, s| {
                 Ok(vec![Some(g[0].mul(&s[0].sinh()?)?)])
             })?;
         }
@@ -428,7 +428,7 @@ impl Tensor {
     pub fn asinh(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.asinh())?;
         if needs_grad(&[self]) {
-            record(
+            record_elementwise(
                 "AsinhBackward0",
                 &[self],
                 &[&out],
@@ -447,7 +447,7 @@ impl Tensor {
     pub fn acosh(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.acosh())?;
         if needs_grad(&[self]) {
-            record(
+            record_elementwise(
                 "AcoshBackward0",
                 &[self],
                 &[&out],
@@ -466,7 +466,7 @@ impl Tensor {
     pub fn atanh(&self) -> Result<Tensor> {
         let out = map_float!(self, |x| x.atanh())?;
         if needs_grad(&[self]) {
-            record(
+            record_elementwise(
                 "AtanhBackward0",
                 &[self],
                 &[&out],
@@ -482,7 +482,7 @@ impl Tensor {
     pub fn erf(&self) -> Result<Tensor> {
         let out = map_vmath(self, UnaryF32::Erf)?;
         if needs_grad(&[self]) {
-            record("ErfBackward0", &[self], &[&out], &[self], false, |g, s| {
+            record_elementwise("ErfBackward0", &[self], &[&out], &[self], false, |g, s| {
                 let d = s[0]
                     .mul(&s[0])?
                     .neg()?
@@ -498,7 +498,7 @@ impl Tensor {
     pub fn erfc(&self) -> Result<Tensor> {
         let out = crate::ops::elementwise::map_float_fn(self, libm::erfcf, libm::erfc)?;
         if needs_grad(&[self]) {
-            record("ErfcBackward0", &[self], &[&out], &[self], false, |g, s| {
+            record_elementwise("ErfcBackward0", &[self], &[&out], &[self], false, |g, s| {
                 let d = s[0]
                     .mul(&s[0])?
                     .neg()?
@@ -519,7 +519,7 @@ impl Tensor {
             erfinv_f64,
         )?;
         if needs_grad(&[self]) {
-            record(
+            record_elementwise(
                 "ErfinvBackward0",
                 &[self],
                 &[&out],
@@ -548,7 +548,7 @@ impl Tensor {
             _ => crate::kernels::copy::copy_raw(self)?,
         };
         if needs_grad(&[self]) {
-            record(name, &[self], &[&out], &[], false, |g, _| {
+            record_elementwise(name, &[self], &[&out], &[], false, |g, _| {
                 Ok(vec![Some(Tensor::zero_grad_like(&g[0])?)])
             })?;
         }
@@ -597,7 +597,7 @@ impl Tensor {
             )?
         };
         if needs_grad(&[self]) {
-            record("RoundBackward1", &[self], &[&out], &[], false, |g, _| {
+            record_elementwise("RoundBackward1", &[self], &[&out], &[], false, |g, _| {
                 Ok(vec![Some(Tensor::zero_grad_like(&g[0])?)])
             })?;
         }
@@ -715,7 +715,7 @@ impl Tensor {
             _ => crate::kernels::copy::copy_raw(self)?,
         };
         if needs_grad(&[self]) {
-            record(
+            record_elementwise(
                 "NanToNumBackward0",
                 &[self],
                 &[&out],
