@@ -641,6 +641,65 @@ where
     )
 }
 
+/// How forward mode gets an op's `J v` (see [`crate::graph::forward_ad`]).
+#[derive(Clone, Copy)]
+pub(crate) enum JvpRule<'a> {
+    /// Transpose the backward rule (one small reverse pass): right for every op.
+    Transpose,
+    /// The Jacobian is diagonal: the backward rule applied to the tangent.
+    Diagonal,
+    /// The op's own forward rule: tangents of the inputs (None: no tangent) to the outputs'.
+    Explicit(&'a dyn Fn(&[Option<Tensor>]) -> Result<Vec<Option<Tensor>>>),
+}
+
+/// [`record`] for an op with its own forward rule `jvp` (tangents of the inputs to those of
+/// the outputs; it runs with tangent propagation suspended).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn record_with_jvp<F>(
+    name: &'static str,
+    inputs: &[&Tensor],
+    outputs: &[&Tensor],
+    saved: &[&Tensor],
+    saves_scalar: bool,
+    backward: F,
+    jvp: &dyn Fn(&[Option<Tensor>]) -> Result<Vec<Option<Tensor>>>,
+) -> Result<()>
+where
+    F: Fn(&[Tensor], &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static,
+{
+    record_inputs(
+        Cow::Borrowed(name),
+        inputs,
+        outputs,
+        saved,
+        saves_scalar,
+        Box::new(backward),
+        JvpRule::Explicit(jvp),
+    )
+}
+
+/// The sum of an op's tangent `parts` (each broadcasting to `out`), as `out`'s tangent.
+pub(crate) fn sum_tangents(parts: Vec<Tensor>, out: &Tensor) -> Result<Option<Tensor>> {
+    let mut acc: Option<Tensor> = None;
+    for p in parts {
+        acc = Some(match acc {
+            None => p,
+            Some(a) => a.add(&p)?,
+        });
+    }
+    let Some(t) = acc else { return Ok(None) };
+    let t = if t.dtype() != out.dtype() {
+        t.to_dtype(out.dtype())?
+    } else {
+        t
+    };
+    Ok(Some(if t.shape() != out.shape() {
+        t.expand(out.shape())?
+    } else {
+        t
+    }))
+}
+
 /// [`record`] for an elementwise op of one input whose output has the input's shape: its
 /// Jacobian is diagonal, so forward mode applies the backward rule to the tangent (`J v = Jᵀ v`)
 /// instead of transposing it.
@@ -662,7 +721,7 @@ where
         saved,
         saves_scalar,
         Box::new(backward),
-        true,
+        JvpRule::Diagonal,
     )
 }
 
@@ -674,10 +733,17 @@ pub(crate) fn record_node(
     saves_scalar: bool,
     backward: Box<BackwardFn>,
 ) -> Result<()> {
-    record_inputs(name, inputs, outputs, saved, saves_scalar, backward, false)
+    record_inputs(
+        name,
+        inputs,
+        outputs,
+        saved,
+        saves_scalar,
+        backward,
+        JvpRule::Transpose,
+    )
 }
 
-/// `diagonal`: see [`record_elementwise`].
 fn record_inputs(
     name: Cow<'static, str>,
     inputs: &[&Tensor],
@@ -685,7 +751,7 @@ fn record_inputs(
     saved: &[&Tensor],
     saves_scalar: bool,
     backward: Box<BackwardFn>,
-    diagonal: bool,
+    rule: JvpRule<'_>,
 ) -> Result<()> {
     let mut next_edges = EdgeList::new();
     let mut input_meta = MetaList::new();
@@ -704,7 +770,7 @@ fn record_inputs(
         saved,
         saves_scalar,
         backward,
-        tangents.map(|t| (t, diagonal)),
+        tangents.map(|t| (t, rule)),
     )
 }
 
@@ -760,7 +826,7 @@ where
         saved,
         keeps_number,
         Box::new(backward),
-        tangents.map(|t| (t, false)),
+        tangents.map(|t| (t, JvpRule::Transpose)),
     )
 }
 
@@ -782,11 +848,11 @@ pub fn set_generic_jvp(f: GenericJvp) {
 }
 
 /// The outputs' tangents of a recorded op (`J v`, from its backward rule through the installed
-/// [`GenericJvp`], or the rule itself on the tangent for a `diagonal` one), computed with
-/// tangent propagation suspended.
+/// [`GenericJvp`], or as the op's [`JvpRule`] says), computed with tangent propagation
+/// suspended.
 fn output_tangents(
     backward: &BackwardFn,
-    diagonal: bool,
+    rule: JvpRule<'_>,
     input_meta: &[TensorMeta],
     outputs: &[&Tensor],
     saved: &[&Tensor],
@@ -795,7 +861,10 @@ fn output_tangents(
     let _quiet = forward_ad::Suspend::new();
     // Inside a backward node (forward over reverse) the engine's mask is for that node.
     let _all = WantedGuard::new(u64::MAX);
-    if diagonal {
+    if let JvpRule::Explicit(jvp) = rule {
+        return jvp(tangents);
+    }
+    if let JvpRule::Diagonal = rule {
         if let ([Some(v)], [out]) = (tangents, outputs) {
             if v.shape() == out.shape() {
                 // The rule reads the saved tensors' values only; detached, it records nothing.
@@ -822,10 +891,10 @@ fn record_parts(
     saved: &[&Tensor],
     saves_scalar: bool,
     backward: Box<BackwardFn>,
-    tangents: Option<(Vec<Option<Tensor>>, bool)>,
+    tangents: Option<(Vec<Option<Tensor>>, JvpRule<'_>)>,
 ) -> Result<()> {
-    if let Some((tangents, diagonal)) = tangents {
-        let out = output_tangents(&*backward, diagonal, &input_meta, outputs, saved, &tangents)?;
+    if let Some((tangents, rule)) = tangents {
+        let out = output_tangents(&*backward, rule, &input_meta, outputs, saved, &tangents)?;
         for (o, t) in outputs.iter().zip(out) {
             if let Some(t) = t {
                 forward_ad::set_tangent(o, t.detach());

@@ -1,7 +1,10 @@
 //! Broadcasting binary ops with torch's type promotion: arithmetic and comparisons.
 
 use crate::error::{Error, Result};
-use crate::graph::node::{grad_if_wanted, needs_grad, record, record_with_scalar, ScalarOperand};
+use crate::graph::node::{
+    grad_if_wanted, needs_grad, record, record_with_jvp, record_with_scalar, sum_tangents,
+    ScalarOperand,
+};
 use crate::kernels::copy::{as_dtype, cast};
 use crate::ops::elementwise::zip;
 use crate::tensor::dtype::result_type;
@@ -69,13 +72,19 @@ impl Tensor {
         }
         let out = promoted(self, other, |x, y| x + y, |x, y| x + y, i64::wrapping_add)?;
         if needs_grad(&[self, other]) {
-            record(
+            record_with_jvp(
                 "AddBackward0",
                 &[self, other],
                 &[&out],
                 &[],
                 false,
                 |g, _| Ok(vec![Some(g[0].clone()), Some(g[0].clone())]),
+                &|t| {
+                    Ok(vec![sum_tangents(
+                        t.iter().flatten().cloned().collect(),
+                        &out,
+                    )?])
+                },
             )?;
         }
         Ok(out)
@@ -91,7 +100,7 @@ impl Tensor {
         }
         let out = promoted(self, other, |x, y| x - y, |x, y| x - y, i64::wrapping_sub)?;
         if needs_grad(&[self, other]) {
-            record(
+            record_with_jvp(
                 "SubBackward0",
                 &[self, other],
                 &[&out],
@@ -100,6 +109,14 @@ impl Tensor {
                 |g, _| {
                     let gb = grad_if_wanted(1, || g[0].neg())?;
                     Ok(vec![Some(g[0].clone()), gb])
+                },
+                &|t| {
+                    let mut parts = Vec::new();
+                    parts.extend(t[0].clone());
+                    if let Some(tb) = &t[1] {
+                        parts.push(tb.neg()?);
+                    }
+                    Ok(vec![sum_tangents(parts, &out)?])
                 },
             )?;
         }
@@ -113,7 +130,7 @@ impl Tensor {
         }
         let out = promoted(self, other, |x, y| x * y, |x, y| x * y, i64::wrapping_mul)?;
         if needs_grad(&[self, other]) {
-            record(
+            record_with_jvp(
                 "MulBackward0",
                 &[self, other],
                 &[&out],
@@ -123,6 +140,16 @@ impl Tensor {
                     let ga = grad_if_wanted(0, || g[0].mul(&s[1]))?;
                     let gb = grad_if_wanted(1, || g[0].mul(&s[0]))?;
                     Ok(vec![ga, gb])
+                },
+                &|t| {
+                    let mut parts = Vec::new();
+                    if let Some(ta) = &t[0] {
+                        parts.push(ta.mul(other)?);
+                    }
+                    if let Some(tb) = &t[1] {
+                        parts.push(self.mul(tb)?);
+                    }
+                    Ok(vec![sum_tangents(parts, &out)?])
                 },
             )?;
         }
@@ -142,7 +169,7 @@ impl Tensor {
         };
         let out = arith(self, other, ct, |x, y| x / y, |x, y| x / y, |x, y| x / y)?;
         if needs_grad(&[self, other]) {
-            record(
+            record_with_jvp(
                 "DivBackward0",
                 &[self, other],
                 &[&out],
@@ -153,6 +180,17 @@ impl Tensor {
                     let ga = grad_if_wanted(0, || g[0].div(b))?;
                     let gb = grad_if_wanted(1, || g[0].mul(a)?.div(&b.mul(b)?)?.neg())?;
                     Ok(vec![ga, gb])
+                },
+                // d(a / b) = da / b - (a / b) db / b
+                &|t| {
+                    let mut parts = Vec::new();
+                    if let Some(ta) = &t[0] {
+                        parts.push(ta.div(other)?);
+                    }
+                    if let Some(tb) = &t[1] {
+                        parts.push(out.mul(tb)?.div(other)?.neg()?);
+                    }
+                    Ok(vec![sum_tangents(parts, &out)?])
                 },
             )?;
         }

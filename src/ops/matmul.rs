@@ -5,7 +5,7 @@ use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
 
 use crate::error::{Error, Result};
-use crate::graph::node::{grad_if_wanted, needs_grad, record};
+use crate::graph::node::{grad_if_wanted, needs_grad, record, record_with_jvp, sum_tangents};
 use crate::kernels::copy::as_dtype;
 use crate::kernels::gemm::{batch_offset, matmul_strided, GemmScalar, MatRef};
 use crate::ops::binary::result_dtype;
@@ -295,7 +295,7 @@ impl Tensor {
             } else {
                 "BmmBackward0"
             };
-            record(
+            record_with_jvp(
                 name,
                 &[self, other],
                 &[&out],
@@ -308,6 +308,16 @@ impl Tensor {
                     let ga = grad_if_wanted(0, || g[0].mm_batched(&b.transpose(-1, -2)?))?;
                     let gb = grad_if_wanted(1, || a.transpose(-1, -2)?.mm_batched(&g[0]))?;
                     Ok(vec![ga, gb])
+                },
+                &|t| {
+                    let mut parts = Vec::new();
+                    if let Some(ta) = &t[0] {
+                        parts.push(ta.mm_batched(other)?);
+                    }
+                    if let Some(tb) = &t[1] {
+                        parts.push(self.mm_batched(tb)?);
+                    }
+                    Ok(vec![sum_tangents(parts, &out)?])
                 },
             )?;
         }

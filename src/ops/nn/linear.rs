@@ -3,7 +3,7 @@
 //! transposed weight gradient to copy back and no batch of weight gradients to sum.
 
 use crate::error::{Error, Result};
-use crate::graph::node::{grad_if_wanted, needs_grad, record};
+use crate::graph::node::{grad_if_wanted, needs_grad, record_with_jvp, sum_tangents};
 use crate::ops::elementwise::add_rows_assign;
 use crate::tensor::grad_mode::GradModeGuard;
 use crate::tensor::{DType, Dims, Element, Layout, Tensor};
@@ -66,17 +66,38 @@ pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tens
             "MmBackward0"
         };
         let has_bias = bias.is_some();
-        record(name, &inputs, &[&y], &[x, weight], false, move |g, s| {
-            let (x, w) = (&s[0], &s[1]);
-            let g2 = fold_rows(&g[0])?;
-            let gx = grad_if_wanted(0, || g2.matmul(w)?.reshape(x.shape()))?;
-            let gw = grad_if_wanted(1, || g2.t()?.matmul(&fold_rows(x)?))?;
-            let mut grads = vec![gx, gw];
-            if has_bias {
-                grads.push(grad_if_wanted(2, || g2.sum_dims(&[0], false))?);
-            }
-            Ok(grads)
-        })?;
+        record_with_jvp(
+            name,
+            &inputs,
+            &[&y],
+            &[x, weight],
+            false,
+            move |g, s| {
+                let (x, w) = (&s[0], &s[1]);
+                let g2 = fold_rows(&g[0])?;
+                let gx = grad_if_wanted(0, || g2.matmul(w)?.reshape(x.shape()))?;
+                let gw = grad_if_wanted(1, || g2.t()?.matmul(&fold_rows(x)?))?;
+                let mut grads = vec![gx, gw];
+                if has_bias {
+                    grads.push(grad_if_wanted(2, || g2.sum_dims(&[0], false))?);
+                }
+                Ok(grads)
+            },
+            // d(x Wᵀ + b) = dx Wᵀ + x dWᵀ + db
+            &|t| {
+                let mut parts = Vec::new();
+                if let Some(tx) = &t[0] {
+                    parts.push(tx.matmul(&weight.t()?)?);
+                }
+                if let Some(tw) = &t[1] {
+                    parts.push(x.matmul(&tw.t()?)?);
+                }
+                if let Some(Some(tb)) = t.get(2) {
+                    parts.push(tb.clone());
+                }
+                Ok(vec![sum_tangents(parts, &y)?])
+            },
+        )?;
     }
     Ok(y)
 }
