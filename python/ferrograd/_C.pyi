@@ -98,6 +98,10 @@ __all__ = [
     "manual_seed",
     "_backward",
     "_grad",
+    "_push_node_creation_hook",
+    "_pop_node_creation_hook",
+    "_set_multithreading_enabled",
+    "_is_multithreading_enabled",
     "_enter_dual_level",
     "_exit_dual_level",
     "_current_dual_level",
@@ -222,10 +226,8 @@ class dtype:
     @property
     def _numpy_name(self) -> str:
         """The NumPy dtype name."""
-    def __eq__(self, other: object, /) -> _bool:
-        ...
-    def __hash__(self) -> _int:
-        ...
+    def __eq__(self, other: object, /) -> _bool: ...
+    def __hash__(self) -> _int: ...
 
 @final
 class Node:
@@ -260,14 +262,13 @@ class Node:
     @property
     def metadata(self) -> dict[Any, Any]:
         """A dict kept with the node (empty until something is put in it)."""
-    def __eq__(self, other: object, /) -> _bool:
-        ...
-    def __hash__(self) -> _int:
-        ...
+    def __eq__(self, other: object, /) -> _bool: ...
+    def __hash__(self) -> _int: ...
 
 @final
 class RngState:
     """A snapshot of the global random generator (opaque; for `_set_rng_state`)."""
+
     ...
 
 @final
@@ -309,8 +310,7 @@ class Tensor:
 
     # ----- subclasses -----------------------------------------------------------------------------
 
-    def __new__(cls: type[_TensorT], data: Tensor, requires_grad: _bool = False) -> _TensorT:
-        ...
+    def __new__(cls: type[_TensorT], data: Tensor, requires_grad: _bool = False) -> _TensorT: ...
     @staticmethod
     def _make_subclass(cls: type[_TensorT], data: Tensor, require_grad: _bool = False) -> _TensorT:
         """An instance of the subclass `cls` sharing `data`'s storage and version counter, a leaf
@@ -462,64 +462,37 @@ class Tensor:
 
     # ----- operators ------------------------------------------------------------------------------
 
-    def __add__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __radd__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __sub__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __rsub__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __mul__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __rmul__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __truediv__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __rtruediv__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __pow__(self, other: _Operand, modulo: None = None, /) -> Tensor:
-        ...
-    def __rpow__(self, other: _Operand, modulo: None = None, /) -> Tensor:
-        ...
-    def __matmul__(self, other: Tensor, /) -> Tensor:
-        ...
-    def __rmatmul__(self, other: Tensor, /) -> Tensor:
-        ...
-    def __iadd__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __isub__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __imul__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __itruediv__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __neg__(self) -> Tensor:
-        ...
+    def __add__(self, other: _Operand, /) -> Tensor: ...
+    def __radd__(self, other: _Operand, /) -> Tensor: ...
+    def __sub__(self, other: _Operand, /) -> Tensor: ...
+    def __rsub__(self, other: _Operand, /) -> Tensor: ...
+    def __mul__(self, other: _Operand, /) -> Tensor: ...
+    def __rmul__(self, other: _Operand, /) -> Tensor: ...
+    def __truediv__(self, other: _Operand, /) -> Tensor: ...
+    def __rtruediv__(self, other: _Operand, /) -> Tensor: ...
+    def __pow__(self, other: _Operand, modulo: None = None, /) -> Tensor: ...
+    def __rpow__(self, other: _Operand, modulo: None = None, /) -> Tensor: ...
+    def __matmul__(self, other: Tensor, /) -> Tensor: ...
+    def __rmatmul__(self, other: Tensor, /) -> Tensor: ...
+    def __iadd__(self, other: _Operand, /) -> Tensor: ...
+    def __isub__(self, other: _Operand, /) -> Tensor: ...
+    def __imul__(self, other: _Operand, /) -> Tensor: ...
+    def __itruediv__(self, other: _Operand, /) -> Tensor: ...
+    def __neg__(self) -> Tensor: ...
     def __eq__(self, other: _Operand, /) -> Tensor:  # type: ignore[override]
         ...
     def __ne__(self, other: _Operand, /) -> Tensor:  # type: ignore[override]
         ...
-    def __lt__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __le__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __gt__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __ge__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __hash__(self) -> _int:
-        ...
-    def __len__(self) -> _int:
-        ...
-    def __bool__(self) -> _bool:
-        ...
-    def __float__(self) -> _float:
-        ...
-    def __int__(self) -> _int:
-        ...
-    def __index__(self) -> _int:
-        ...
+    def __lt__(self, other: _Operand, /) -> Tensor: ...
+    def __le__(self, other: _Operand, /) -> Tensor: ...
+    def __gt__(self, other: _Operand, /) -> Tensor: ...
+    def __ge__(self, other: _Operand, /) -> Tensor: ...
+    def __hash__(self) -> _int: ...
+    def __len__(self) -> _int: ...
+    def __bool__(self) -> _bool: ...
+    def __float__(self) -> _float: ...
+    def __int__(self) -> _int: ...
+    def __index__(self) -> _int: ...
 
     # ----- reductions, linear algebra, views ------------------------------------------------------
 
@@ -659,8 +632,7 @@ class Tensor:
         (advanced indexing, NumPy's placement rule with ints applied first, as torch) copy."""
     def __setitem__(self, index: _Index, value: _ArrayOperand) -> None:
         """Assign `value` (broadcast) at the index (`index_put_` for advanced indices)."""
-    def __iter__(self) -> Iterator[Tensor]:
-        ...
+    def __iter__(self) -> Iterator[Tensor]: ...
     def backward(
         self,
         gradient: Tensor | None = None,
@@ -692,10 +664,8 @@ class Tensor:
         """`self` where `condition` else `other`, broadcasting."""
     def square(self) -> Tensor:
         """`self * self`."""
-    def __abs__(self) -> Tensor:
-        ...
-    def __pos__(self) -> Tensor:
-        ...
+    def __abs__(self) -> Tensor: ...
+    def __pos__(self) -> Tensor: ...
     def __repr__(self) -> str:
         """torch-style `tensor([...])` formatting."""
     def __str__(self) -> str:
@@ -757,8 +727,7 @@ class Tensor:
         """Elementwise logical not (bool)."""
     def bitwise_not(self) -> Tensor:
         """Bitwise not (bool or integer tensors)."""
-    def __invert__(self) -> Tensor:
-        ...
+    def __invert__(self) -> Tensor: ...
     def maximum(self, other: _Operand) -> Tensor:
         """`maximum(self, other)` elementwise, broadcasting."""
     def minimum(self, other: _Operand) -> Tensor:
@@ -785,26 +754,16 @@ class Tensor:
         """`bitwise_xor(self, other)` elementwise, broadcasting."""
     def floor_divide(self, other: _Operand) -> Tensor:
         """Division rounded down (`//`)."""
-    def __and__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __rand__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __or__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __ror__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __xor__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __rxor__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __mod__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __rmod__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __floordiv__(self, other: _Operand, /) -> Tensor:
-        ...
-    def __rfloordiv__(self, other: _Operand, /) -> Tensor:
-        ...
+    def __and__(self, other: _Operand, /) -> Tensor: ...
+    def __rand__(self, other: _Operand, /) -> Tensor: ...
+    def __or__(self, other: _Operand, /) -> Tensor: ...
+    def __ror__(self, other: _Operand, /) -> Tensor: ...
+    def __xor__(self, other: _Operand, /) -> Tensor: ...
+    def __rxor__(self, other: _Operand, /) -> Tensor: ...
+    def __mod__(self, other: _Operand, /) -> Tensor: ...
+    def __rmod__(self, other: _Operand, /) -> Tensor: ...
+    def __floordiv__(self, other: _Operand, /) -> Tensor: ...
+    def __rfloordiv__(self, other: _Operand, /) -> Tensor: ...
     def round(self, *, decimals: _int = 0) -> Tensor:
         """Nearest integer (halves to even), or to `decimals` decimal places."""
     def clamp(self, min: _Operand | None = None, max: _Operand | None = None) -> Tensor:
@@ -1050,6 +1009,18 @@ def _suspend_forward_ad(suspend: _bool) -> None:
     """Stop (`True`) or resume (`False`) tangent propagation on this thread (a custom Function's
     forward runs without it: its `jvp` gives the tangents)."""
 
+def _push_node_creation_hook(hook: Callable[[Any], Any]) -> None:
+    """Call `hook(node)` for every node created on this thread until the matching pop."""
+
+def _pop_node_creation_hook() -> None:
+    """Remove this thread's innermost node-creation hook."""
+
+def _set_multithreading_enabled(enabled: _bool) -> None:
+    """Let backward passes started on this thread use the pool, or not."""
+
+def _is_multithreading_enabled() -> _bool:
+    """Whether backward passes started on this thread may use the pool."""
+
 def _pop_saved_tensors_hooks() -> None:
     """Leave the innermost `saved_tensors_hooks`."""
 
@@ -1149,80 +1120,118 @@ def _where_tensors(cond: _ArrayOperand, a: _ArrayOperand, b: _ArrayOperand) -> T
 def _registry() -> list[dict[str, str]]:
     """The op registry's rows, for the Python op table: `name`, `family`, `doc`, `domain`,
     `grad`."""
+
 def exp(input: Tensor) -> Tensor:
     """e^x elementwise."""
+
 def log(input: Tensor) -> Tensor:
     """Natural logarithm elementwise."""
+
 def sin(input: Tensor) -> Tensor:
     """Sine elementwise."""
+
 def cos(input: Tensor) -> Tensor:
     """Cosine elementwise."""
+
 def tanh(input: Tensor) -> Tensor:
     """Hyperbolic tangent elementwise."""
+
 def sigmoid(input: Tensor) -> Tensor:
     """Logistic sigmoid elementwise."""
+
 def relu(input: Tensor) -> Tensor:
     """max(x, 0) elementwise."""
+
 def sqrt(input: Tensor) -> Tensor:
     """Square root elementwise."""
+
 def abs(input: Tensor) -> Tensor:
     """Absolute value elementwise."""
+
 def neg(input: Tensor) -> Tensor:
     """Negation elementwise."""
+
 def sign(input: Tensor) -> Tensor:
     """Sign (-1, 0, 1) elementwise."""
+
 def exp2(input: Tensor) -> Tensor:
     """2^x elementwise."""
+
 def log2(input: Tensor) -> Tensor:
     """Base-2 logarithm elementwise."""
+
 def log10(input: Tensor) -> Tensor:
     """Base-10 logarithm elementwise."""
+
 def log1p(input: Tensor) -> Tensor:
     """ln(1 + x) elementwise."""
+
 def expm1(input: Tensor) -> Tensor:
     """e^x - 1 elementwise."""
+
 def rsqrt(input: Tensor) -> Tensor:
     """1 / sqrt(x) elementwise."""
+
 def reciprocal(input: Tensor) -> Tensor:
     """1 / x elementwise."""
+
 def tan(input: Tensor) -> Tensor:
     """Tangent elementwise."""
+
 def asin(input: Tensor) -> Tensor:
     """Arcsine elementwise."""
+
 def acos(input: Tensor) -> Tensor:
     """Arccosine elementwise."""
+
 def atan(input: Tensor) -> Tensor:
     """Arctangent elementwise."""
+
 def sinh(input: Tensor) -> Tensor:
     """Hyperbolic sine elementwise."""
+
 def cosh(input: Tensor) -> Tensor:
     """Hyperbolic cosine elementwise."""
+
 def asinh(input: Tensor) -> Tensor:
     """Inverse hyperbolic sine elementwise."""
+
 def acosh(input: Tensor) -> Tensor:
     """Inverse hyperbolic cosine elementwise."""
+
 def atanh(input: Tensor) -> Tensor:
     """Inverse hyperbolic tangent elementwise."""
+
 def erf(input: Tensor) -> Tensor:
     """Error function elementwise."""
+
 def erfc(input: Tensor) -> Tensor:
     """Complementary error function elementwise."""
+
 def erfinv(input: Tensor) -> Tensor:
     """Inverse error function elementwise."""
+
 def floor(input: Tensor) -> Tensor:
     """Round down elementwise (zero gradient)."""
+
 def ceil(input: Tensor) -> Tensor:
     """Round up elementwise (zero gradient)."""
+
 def trunc(input: Tensor) -> Tensor:
     """Round towards zero elementwise (zero gradient)."""
+
 def isnan(input: Tensor) -> Tensor:
     """Elementwise NaN test (bool)."""
+
 def isinf(input: Tensor) -> Tensor:
     """Elementwise infinity test (bool)."""
+
 def isfinite(input: Tensor) -> Tensor:
     """Elementwise finiteness test (bool)."""
+
 def logical_not(input: Tensor) -> Tensor:
     """Elementwise logical not (bool)."""
+
 def bitwise_not(input: Tensor) -> Tensor:
     """Bitwise not (bool or integer tensors)."""
 
@@ -1430,6 +1439,7 @@ def _nn_interpolate(
 def _nn_shuffle(kind: str, input: Tensor, factor: _int) -> Tensor:
     """`pixel_shuffle` (`kind` "shuffle"), `pixel_unshuffle` ("unshuffle") or `channel_shuffle`
     ("channel") of `input` by `factor`."""
+
 def _nn_cosine_similarity(x1: Tensor, x2: Tensor, dim: _int, eps: _float) -> Tensor:
     """Cosine similarity of `x1` and `x2` (broadcast) along `dim`."""
 
@@ -1562,6 +1572,7 @@ def _nn_scaled_dot_product_attention(
     enable_gqa: _bool = False,
 ) -> Tensor:
     """`softmax(q kᵀ · scale + mask) v` through the fused kernel, the GIL released while it runs."""
+
 def _nn_gelu(input: Tensor, approximate: str) -> Tensor:
     """gelu, `approximate` "none" or "tanh"."""
 
@@ -1644,6 +1655,7 @@ def _nn_pointwise_loss(
 ) -> Tensor:
     """The regression and binary losses by name, with their optional weight and parameter
     (`beta` of smooth_l1, `delta` of huber, `log_target` of kl_div as 0/1)."""
+
 def _nn_conv(
     nd: _int,
     input: Tensor,

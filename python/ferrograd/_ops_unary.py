@@ -33,13 +33,6 @@ def square(input: Tensor) -> Tensor:
     return input.square()
 
 
-
-
-
-
-
-
-
 def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001
     """Nearest integer (halves to even), or to ``decimals`` decimal places; zero gradient."""
     return input.round(decimals=decimals)

@@ -13,9 +13,9 @@ use smallvec::SmallVec;
 
 use super::accumulate_grad;
 use crate::error::{Error, Result};
-use crate::graph::forward_ad;
 use crate::graph::node::{run_hook, Edge, Node, NodeKind, NodePostHook};
 use crate::graph::saved_hooks::{self, InheritGuard, SavedTensorHooks};
+use crate::graph::{creation_hooks, forward_ad};
 use crate::parallel::{get_num_threads, pool};
 use crate::tensor::grad_mode::{self, GradModeGuard};
 use crate::tensor::shape::{fmt_shape, is_expandable_to};
@@ -83,6 +83,23 @@ struct GraphTask {
     /// The caller computes a tangent (forward mode): the pass's ops propagate none, on the
     /// workers too.
     fw_suspended: bool,
+    /// The caller's node-creation hooks, active on the workers too.
+    creation_hooks: Vec<creation_hooks::NodeCreationHook>,
+}
+
+thread_local! {
+    static MULTITHREADING: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// Whether backward passes started on this thread may use the pool (torch's
+/// `set_multithreading_enabled`, thread-local): off, a pass runs on the calling thread alone.
+pub fn set_multithreading_enabled(enabled: bool) {
+    MULTITHREADING.set(enabled);
+}
+
+/// See [`set_multithreading_enabled`].
+pub fn is_multithreading_enabled() -> bool {
+    MULTITHREADING.get()
 }
 
 /// A function run once a backward pass has completed.
@@ -370,6 +387,7 @@ fn build(
         callbacks: Mutex::new(Vec::new()),
         runs_all: !restrict,
         fw_suspended: forward_ad::is_suspended(),
+        creation_hooks: creation_hooks::current(),
     };
     Ok(task)
 }
@@ -377,7 +395,7 @@ fn build(
 // ----- scheduling -----------------------------------------------------------------------------
 
 fn run(task: &GraphTask, ready: Vec<usize>) -> Result<()> {
-    if get_num_threads() <= 1 {
+    if get_num_threads() <= 1 || !is_multithreading_enabled() {
         let _mode = GradModeGuard::new(task.create_graph);
         drain(task, ready, None, true);
         return Ok(());
@@ -481,6 +499,8 @@ fn drain<'s>(
                                 let _mode = GradModeGuard::new(create_graph);
                                 let _hooks = InheritGuard::new(task.saved_hooks.clone());
                                 let _fw = task.fw_suspended.then(forward_ad::Suspend::new);
+                                let _creation =
+                                    creation_hooks::InheritHooks::new(&task.creation_hooks);
                                 drain(task, Vec::new(), Some(s2), false);
                             });
                         }

@@ -234,5 +234,7 @@ pub fn record_custom(
         m.grad_fn = Some(node.clone());
         m.output_nr = i;
     }
+    super::creation_hooks::created(&node)?;
+    super::creation_hooks::fire()?;
     Ok((outputs, saved))
 }

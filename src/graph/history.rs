@@ -109,6 +109,9 @@ impl Tensor {
         }
         let weak: Weak<dyn GraphNode> = Arc::downgrade(&acc) as Weak<Node>;
         m.grad_accumulator = Some(weak);
+        // Queued for node-creation hooks; made inside one it is simply not reported (there
+        // is no error path here, and an accumulator is bookkeeping, not a recorded op).
+        let _ = super::creation_hooks::created(&acc);
         Some(Edge {
             node: acc,
             input_nr: 0,

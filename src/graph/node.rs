@@ -641,6 +641,9 @@ where
     )
 }
 
+/// An op's own forward rule: the inputs' tangents (None: no tangent) to the outputs'.
+pub(crate) type JvpFn<'a> = &'a dyn Fn(&[Option<Tensor>]) -> Result<Vec<Option<Tensor>>>;
+
 /// How forward mode gets an op's `J v` (see [`crate::graph::forward_ad`]).
 #[derive(Clone, Copy)]
 pub(crate) enum JvpRule<'a> {
@@ -649,7 +652,7 @@ pub(crate) enum JvpRule<'a> {
     /// The Jacobian is diagonal: the backward rule applied to the tangent.
     Diagonal,
     /// The op's own forward rule: tangents of the inputs (None: no tangent) to the outputs'.
-    Explicit(&'a dyn Fn(&[Option<Tensor>]) -> Result<Vec<Option<Tensor>>>),
+    Explicit(JvpFn<'a>),
 }
 
 /// [`record`] for an op with its own forward rule `jvp` (tangents of the inputs to those of
@@ -662,7 +665,7 @@ pub(crate) fn record_with_jvp<F>(
     saved: &[&Tensor],
     saves_scalar: bool,
     backward: F,
-    jvp: &dyn Fn(&[Option<Tensor>]) -> Result<Vec<Option<Tensor>>>,
+    jvp: JvpFn<'_>,
 ) -> Result<()>
 where
     F: Fn(&[Tensor], &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static,
@@ -931,7 +934,8 @@ fn record_parts(
             m.output_nr = i;
         }
     }
-    Ok(())
+    super::creation_hooks::created(&node)?;
+    super::creation_hooks::fire()
 }
 
 /// Run a tensor hook on a gradient: the hook may replace it, with one of the same size.

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use super::errors::{from_py, guarded, IntoPyResult};
-use super::node::{hook_name, type_name, PyHookHandle, PyNode};
+use super::node::{hook_name, type_name, wrap_node, PyHookHandle, PyNode};
 use super::tensor::{opt_tensor_of, wrap, PyTensor};
 use crate::autograd::node::{NodePostHook, NodePreHook};
 use crate::autograd::saved_hooks::{self, Payload, SavedTensorHooks};
@@ -223,6 +223,35 @@ impl PyNode {
     }
 }
 
+/// Call `hook(node)` for every node created on this thread until the matching pop.
+#[pyfunction]
+fn _push_node_creation_hook(hook: Py<PyAny>) {
+    crate::graph::creation_hooks::push(Arc::new(move |node: &Arc<crate::autograd::Node>| {
+        Python::attach(|py| {
+            let n = wrap_node(py, node.clone()).map_err(from_py)?;
+            hook.call1(py, (n,)).map(drop).map_err(from_py)
+        })
+    }));
+}
+
+/// Remove this thread's innermost node-creation hook.
+#[pyfunction]
+fn _pop_node_creation_hook() {
+    crate::graph::creation_hooks::pop();
+}
+
+/// Let backward passes started on this thread use the pool, or not.
+#[pyfunction]
+fn _set_multithreading_enabled(enabled: bool) {
+    engine::set_multithreading_enabled(enabled);
+}
+
+/// Whether backward passes started on this thread may use the pool.
+#[pyfunction]
+fn _is_multithreading_enabled() -> bool {
+    engine::is_multithreading_enabled()
+}
+
 /// Register the module functions.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_push_saved_tensors_hooks, m)?)?;
@@ -234,5 +263,9 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_gradient_edge, m)?)?;
     m.add_function(wrap_pyfunction!(_queue_callback, m)?)?;
     m.add_function(wrap_pyfunction!(_increment_version, m)?)?;
+    m.add_function(wrap_pyfunction!(_push_node_creation_hook, m)?)?;
+    m.add_function(wrap_pyfunction!(_pop_node_creation_hook, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_multithreading_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_is_multithreading_enabled, m)?)?;
     Ok(())
 }

@@ -172,6 +172,14 @@ impl CustomBackward for PyFunctionBackward {
 /// Where `grad_fn` nodes get their Python face (`ferrograd._tensor._wrap_node`).
 static WRAP_NODE: PyItem = PyItem::new("ferrograd._tensor", "_wrap_node");
 
+/// A node's Python face (`ferrograd._tensor._wrap_node`: the class named after the op).
+pub(crate) fn wrap_node(py: Python<'_>, node: Arc<Node>) -> PyResult<Py<PyAny>> {
+    Ok(WRAP_NODE
+        .get(py)?
+        .call1((PyNode { inner: node },))?
+        .unbind())
+}
+
 // The tensor's graph-facing methods live here, beside the node and handle types they return,
 // so that the tensor's bindings do not import the node's (which import the tensor's).
 #[pymethods]
@@ -182,12 +190,7 @@ impl PyTensor {
         let Some(node) = self.inner.grad_fn() else {
             return Ok(None);
         };
-        Ok(Some(
-            WRAP_NODE
-                .get(py)?
-                .call1((PyNode { inner: node },))?
-                .unbind(),
-        ))
+        wrap_node(py, node).map(Some)
     }
     /// Register `hook(grad) -> Tensor | None` on this tensor's gradient.
     fn register_hook(&self, hook: Py<PyAny>) -> PyResult<PyHookHandle> {

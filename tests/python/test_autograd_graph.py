@@ -425,3 +425,90 @@ def _observe(torch):
 def test_same_observations_as_torch():
     torch = pytest.importorskip("torch")
     assert _observe(fg) == _observe(torch)
+
+
+# ----- node-creation hooks, multithreading switch -----------------------------------------------
+
+
+def test_node_creation_hook_sees_each_node_once_complete():
+    a = fg.ones(2, requires_grad=True)
+    seen = []
+
+    def hook(node):
+        # Complete: edges wired (the accumulator comes first, as in torch).
+        seen.append((node.name(), len(node.next_functions)))
+        node.metadata["tag"] = len(seen)
+
+    with graph.node_creation_hook(hook):
+        b = a * 2
+        c = b.sum()
+    a.exp()  # outside the context: not reported
+    assert seen == [
+        ("torch::autograd::AccumulateGrad", 0),
+        ("MulBackward0", 2),
+        ("SumBackward0", 1),
+    ]
+    assert b.grad_fn.metadata == {"tag": 2} and c.grad_fn.metadata == {"tag": 3}
+
+
+def test_node_creation_hooks_nest_and_must_not_create_nodes():
+    a = fg.ones(2, requires_grad=True)
+    order = []
+    with graph.node_creation_hook(lambda n: order.append("outer")):
+        with graph.node_creation_hook(lambda n: order.append("inner")):
+            (a * 2).sum()
+    assert order == ["outer", "inner", "outer", "inner", "outer", "inner"]
+
+    def bad(node):
+        a * 3
+
+    with graph.node_creation_hook(bad):
+        with pytest.raises(
+            RuntimeError, match="Creating a new autograd node from inside a node creation hook"
+        ):
+            a * 2
+
+
+def test_node_creation_hook_fires_for_functions_and_backward_nodes():
+    class Double(fg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = fg.tensor([1.0, 2.0], requires_grad=True)
+    names = []
+    with graph.node_creation_hook(lambda n: names.append(n.name())):
+        y = Double.apply(x).exp().sum()
+        # Nodes made while building the second-order graph are reported too.
+        (g,) = fg.autograd.grad(y, x, create_graph=True)
+    assert names[:3] == ["torch::autograd::AccumulateGrad", "DoubleBackward", "ExpBackward0"]
+    assert len(names) > 4
+
+
+def test_set_multithreading_enabled_gives_the_same_gradients():
+    prev = fg.get_num_threads()
+    fg.set_num_threads(2)
+    try:
+        fg.manual_seed(1)
+        x = fg.randn(256, 256, dtype=fg.float64, requires_grad=True)
+        threads = []
+        branches = [(x * (k + 1)).tanh() for k in range(4)]
+        for b in branches:
+            b.register_hook(lambda g: threads.append(threading.get_ident()))
+        loss = sum(b.sum() for b in branches)
+        (g1,) = fg.autograd.grad(loss, x, retain_graph=True)
+        threads.clear()
+        assert fg.autograd.grad_mode._C._is_multithreading_enabled()
+        with fg.autograd.set_multithreading_enabled(False):
+            assert not fg.autograd.grad_mode._C._is_multithreading_enabled()
+            (g2,) = fg.autograd.grad(loss, x)
+        # Every node ran on this thread.
+        assert threads == [threading.get_ident()] * 4
+        assert fg.autograd.grad_mode._C._is_multithreading_enabled()
+        assert np.array_equal(g1.numpy(), g2.numpy())
+    finally:
+        fg.set_num_threads(prev)

@@ -6,7 +6,7 @@ import warnings
 from typing import Any, Optional, Sequence, Tuple, Union
 
 from .. import _C
-from . import forward_ad, function, grad_mode, graph  # noqa: F401  (public submodules)
+from . import forward_ad, function, grad_mode, graph
 from .anomaly_mode import (
     detect_anomaly,
     is_anomaly_check_nan_enabled,
@@ -14,7 +14,13 @@ from .anomaly_mode import (
     set_detect_anomaly,
 )
 from .function import Function, FunctionCtx, once_differentiable
-from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
+from .grad_mode import (
+    enable_grad,
+    inference_mode,
+    no_grad,
+    set_grad_enabled,
+    set_multithreading_enabled,
+)
 from .variable import Variable
 
 __all__ = [
@@ -26,6 +32,7 @@ __all__ = [
     "no_grad",
     "enable_grad",
     "set_grad_enabled",
+    "set_multithreading_enabled",
     "inference_mode",
     "detect_anomaly",
     "set_detect_anomaly",
@@ -33,6 +40,8 @@ __all__ = [
     "is_anomaly_check_nan_enabled",
     "function",
     "grad_mode",
+    "graph",
+    "forward_ad",
     "Variable",
 ]
 

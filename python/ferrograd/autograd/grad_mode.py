@@ -14,7 +14,14 @@ from .. import _C
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled"]
+__all__ = [
+    "no_grad",
+    "enable_grad",
+    "set_grad_enabled",
+    "inference_mode",
+    "is_grad_enabled",
+    "set_multithreading_enabled",
+]
 
 is_grad_enabled = _C.is_grad_enabled
 
@@ -131,6 +138,26 @@ class set_grad_enabled(_DecoratorContextManager):
         _C._set_grad_enabled(self.prev)
 
     def clone(self) -> set_grad_enabled:
+        return self.__class__(self.mode)
+
+
+class set_multithreading_enabled(_DecoratorContextManager):
+    """Let backward passes on this thread use the thread pool (``True``, the default) or run
+    on the calling thread alone (``False``); a plain call, a context manager or a decorator.
+    Thread-local, as in torch."""
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = _C._is_multithreading_enabled()
+        _C._set_multithreading_enabled(mode)
+        self.mode = mode
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: Any) -> None:
+        _C._set_multithreading_enabled(self.prev)
+
+    def clone(self) -> set_multithreading_enabled:
         return self.__class__(self.mode)
 
 

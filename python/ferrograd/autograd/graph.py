@@ -21,6 +21,7 @@ __all__ = [
     "saved_tensors_hooks",
     "save_on_cpu",
     "disable_saved_tensors_hooks",
+    "node_creation_hook",
     "register_multi_grad_hook",
     "Node",
     "GradientEdge",
@@ -108,6 +109,21 @@ def disable_saved_tensors_hooks(error_message: str) -> Iterator[None]:
         yield
     finally:
         _C._set_saved_tensors_hooks_disabled(previous)
+
+
+class node_creation_hook:
+    """Within this context, ``hook(node)`` is called for every graph node created on this
+    thread (and on backward's worker threads for this thread's passes), once the node is
+    complete. Nested hooks all run, outermost first; a hook must not create nodes itself."""
+
+    def __init__(self, hook: Callable[[Node], None]) -> None:
+        self.hook = hook
+
+    def __enter__(self) -> None:
+        _C._push_node_creation_hook(self.hook)
+
+    def __exit__(self, *args: object) -> None:
+        _C._pop_node_creation_hook()
 
 
 class _MultiHandle:
