@@ -8,7 +8,7 @@ use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use super::node::Node;
+use super::node::{set_creation_observer, CreationObserver, Node};
 use crate::error::{Error, Result};
 
 /// Called with each node created while it is active.
@@ -25,6 +25,7 @@ static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 
 /// Make `hook` active on this thread (nested hooks all run, outermost first).
 pub fn push(hook: NodeCreationHook) {
+    set_creation_observer(CreationObserver { created, fire });
     HOOKS.with(|h| h.borrow_mut().push(hook));
     ACTIVE.fetch_add(1, Ordering::Relaxed);
 }

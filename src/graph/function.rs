@@ -234,7 +234,7 @@ pub fn record_custom(
         m.grad_fn = Some(node.clone());
         m.output_nr = i;
     }
-    super::creation_hooks::created(&node)?;
-    super::creation_hooks::fire()?;
+    super::node::node_created(&node)?;
+    super::node::fire_creation_hooks()?;
     Ok((outputs, saved))
 }

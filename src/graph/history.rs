@@ -111,7 +111,7 @@ impl Tensor {
         m.grad_accumulator = Some(weak);
         // Queued for node-creation hooks; made inside one it is simply not reported (there
         // is no error path here, and an accumulator is bookkeeping, not a recorded op).
-        let _ = super::creation_hooks::created(&acc);
+        let _ = super::node::node_created(&acc);
         Some(Edge {
             node: acc,
             input_nr: 0,

@@ -833,6 +833,35 @@ where
     )
 }
 
+/// What node-creation hooks (`crate::graph::creation_hooks`, which installs it) do with a new
+/// node, and how they are run; installed on first use so that recording imports nothing above.
+pub(crate) struct CreationObserver {
+    pub created: fn(&Arc<Node>) -> Result<()>,
+    pub fire: fn() -> Result<()>,
+}
+
+static CREATION_OBSERVER: std::sync::OnceLock<CreationObserver> = std::sync::OnceLock::new();
+
+pub(crate) fn set_creation_observer(o: CreationObserver) {
+    let _ = CREATION_OBSERVER.set(o);
+}
+
+/// A node was made (queued for node-creation hooks, if any are installed).
+pub(crate) fn node_created(node: &Arc<Node>) -> Result<()> {
+    match CREATION_OBSERVER.get() {
+        Some(o) => (o.created)(node),
+        None => Ok(()),
+    }
+}
+
+/// A recording path finished its node: run the node-creation hooks on the queued nodes.
+pub(crate) fn fire_creation_hooks() -> Result<()> {
+    match CREATION_OBSERVER.get() {
+        Some(o) => (o.fire)(),
+        None => Ok(()),
+    }
+}
+
 /// How `record` gets `J v` from an op's backward rule (installed by `crate::autograd`, which
 /// owns the engine that differentiates the rule).
 pub type GenericJvp = fn(
@@ -934,8 +963,8 @@ fn record_parts(
             m.output_nr = i;
         }
     }
-    super::creation_hooks::created(&node)?;
-    super::creation_hooks::fire()
+    node_created(&node)?;
+    fire_creation_hooks()
 }
 
 /// Run a tensor hook on a gradient: the hook may replace it, with one of the same size.
