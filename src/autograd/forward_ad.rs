@@ -99,7 +99,7 @@ pub fn make_dual(primal: &Tensor, tangent: &Tensor) -> Result<Tensor> {
         primal.reshape(primal.shape())?
     };
     let tangent = if tangent.dtype() == primal.dtype() {
-        tangent.detach()
+        tangent.clone()
     } else {
         tangent.to_dtype(primal.dtype())?
     };
@@ -118,7 +118,7 @@ pub fn set_output_tangent(output: &Tensor, tangent: &Tensor) -> Result<()> {
         )));
     }
     let tangent = if tangent.dtype() == output.dtype() {
-        tangent.detach()
+        tangent.clone()
     } else {
         tangent.to_dtype(output.dtype())?
     };
@@ -149,12 +149,26 @@ fn generic_jvp(
     saved: &[&Tensor],
     tangents: &[Option<Tensor>],
 ) -> Result<Vec<Option<Tensor>>> {
+    // Tangents stay differentiable by reverse mode (forward over reverse over ...): where the
+    // op records and a tangent or saved tensor requires grad, the rule's graph is kept.
+    let differentiable = crate::tensor::grad_mode::is_recording()
+        && (tangents.iter().flatten().any(Tensor::requires_grad)
+            || saved.iter().any(|t| t.requires_grad()));
     let _grad = GradModeGuard::new(true);
     let gs: Vec<Tensor> = outputs
         .iter()
         .map(|o| Tensor::zeros(o.shape(), o.dtype()).requires_grad_(o.dtype().is_float()))
         .collect::<Result<_>>()?;
-    let saved: Vec<Tensor> = saved.iter().map(|t| t.detach()).collect();
+    let saved: Vec<Tensor> = saved
+        .iter()
+        .map(|t| {
+            if differentiable {
+                (*t).clone()
+            } else {
+                t.detach()
+            }
+        })
+        .collect();
     let grads = backward(&gs, &saved)?;
     let mut inner: Option<Tensor> = None;
     for (k, (g, v)) in grads.iter().zip(tangents).enumerate() {
@@ -189,6 +203,7 @@ fn generic_jvp(
         &wrt,
         super::GradOptions {
             allow_unused: Some(true),
+            create_graph: differentiable,
             ..Default::default()
         },
     )?;

@@ -899,8 +899,12 @@ fn output_tangents(
     if let JvpRule::Diagonal = rule {
         if let ([Some(v)], [out]) = (tangents, outputs) {
             if v.shape() == out.shape() {
-                // The rule reads the saved tensors' values only; detached, it records nothing.
-                let saved: SmallVec<[Tensor; 2]> = saved.iter().map(|t| t.detach()).collect();
+                // Detached unless the tangent must stay differentiable (the op records).
+                let keep = grad_mode::is_recording();
+                let saved: SmallVec<[Tensor; 2]> = saved
+                    .iter()
+                    .map(|t| if keep { (*t).clone() } else { t.detach() })
+                    .collect();
                 let mut g = backward(std::slice::from_ref(v), &saved)?;
                 return Ok(vec![g.pop().flatten()]);
             }
@@ -925,17 +929,13 @@ fn record_parts(
     backward: Box<BackwardFn>,
     tangents: Option<(Vec<Option<Tensor>>, JvpRule<'_>)>,
 ) -> Result<()> {
-    if let Some((tangents, rule)) = tangents {
-        let out = output_tangents(&*backward, rule, &input_meta, outputs, saved, &tangents)?;
-        for (o, t) in outputs.iter().zip(out) {
-            if let Some(t) = t {
-                forward_ad::set_tangent(o, t.detach());
-            }
+    // Only forward mode asked (no input requires grad, or grad mode is off): no node.
+    if !grad_mode::is_recording() || next_edges.iter().all(Option::is_none) {
+        if let Some((tangents, rule)) = tangents {
+            let out = output_tangents(&*backward, rule, &input_meta, outputs, saved, &tangents)?;
+            set_output_tangents(outputs, out);
         }
-        // Only forward mode asked (no input requires grad, or grad mode is off): no node.
-        if !grad_mode::is_recording() || next_edges.iter().all(Option::is_none) {
-            return Ok(());
-        }
+        return Ok(());
     }
     let mut tensors = SmallVec::with_capacity(saved.len());
     for s in saved {
@@ -963,8 +963,47 @@ fn record_parts(
             m.output_nr = i;
         }
     }
+    // With the node attached, the tangents computed from the outputs are differentiable by
+    // reverse mode too (forward over reverse over ...).
+    if let (
+        Some((tangents, rule)),
+        NodeKind::Op {
+            backward,
+            saved: st,
+        },
+    ) = (tangents, &node.kind)
+    {
+        let out = output_tangents(
+            &**backward,
+            rule,
+            &node.input_meta,
+            outputs,
+            saved,
+            &tangents,
+        )?;
+        set_output_tangents(outputs, out);
+        // Saved outputs are kept as aliases: they carry the outputs' tangents.
+        for s in st.lock().tensors.iter() {
+            if let (Origin::OwnOutput(nr), SavedData::Tensor(alias)) = (&s.origin, &s.data) {
+                if let Some(t) = outputs
+                    .get(*nr as usize)
+                    .and_then(|o| forward_ad::tangent(o))
+                {
+                    forward_ad::set_tangent(alias, t);
+                }
+            }
+        }
+    }
     node_created(&node)?;
     fire_creation_hooks()
+}
+
+fn set_output_tangents(outputs: &[&Tensor], tangents: Vec<Option<Tensor>>) {
+    for (o, t) in outputs.iter().zip(tangents) {
+        if let Some(t) = t {
+            forward_ad::set_tangent(o, t);
+        }
+    }
 }
 
 /// Run a tensor hook on a gradient: the hook may replace it, with one of the same size.

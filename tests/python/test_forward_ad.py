@@ -209,3 +209,15 @@ def test_forward_over_reverse_through_saved_outputs_matches_differences(create_g
     eps = 1e-6
     fd = (grad_at(w + eps * u) - grad_at(w - eps * u)) / (2 * eps)
     assert np.allclose(hvp, fd, atol=1e-6)
+
+
+def test_tangents_are_differentiable_by_reverse_mode():
+    # tangent of sin(x) along v is cos(x) v; its gradient with respect to x is -sin(x) v
+    x = _t([0.4, -1.0]).requires_grad_()
+    v = _t([2.0, 3.0])
+    with fwAD.dual_level():
+        t = fwAD.unpack_dual(fwAD.make_dual(x, v).sin()).tangent
+        assert t.requires_grad
+        (g,) = fg.autograd.grad(t.sum(), x)
+    xs, vs = x.detach().numpy(), v.numpy()
+    assert np.allclose(g.numpy(), -np.sin(xs) * vs)

@@ -18,7 +18,12 @@ from .._creation import eye
 from .._ops_shape import stack
 from ..autograd import forward_ad as fwAD
 from ..utils._pytree import tree_flatten, tree_unflatten, treespec_pprint
-from ._transforms import _slice_argnums
+from ._transforms import (
+    _collect_own_leaves,
+    _reaches_leaf_outside,
+    _slice_argnums,
+    _stop_collecting,
+)
 
 __all__ = ["jvp", "jacfwd", "linearize"]
 
@@ -46,8 +51,11 @@ def _jvp_flat(
             "jvp(f, primals, tangents): Expected primals to contain at least one Tensor."
         )
     with fwAD.dual_level():
+        # A None tangent (jacfwd's other inputs) leaves that primal without one, so ops pay for
+        # no zero tangent and results do not depend on it even structurally.
         duals = [
-            fwAD.make_dual(p, t) if isinstance(p, Tensor) else p for p, t in zip(flat_p, flat_t)
+            fwAD.make_dual(p, t) if isinstance(p, Tensor) and t is not None else p
+            for p, t in zip(flat_p, flat_t)
         ]
         result = func(*tree_unflatten(duals, spec_p))
         aux = None
@@ -120,53 +128,77 @@ def jacfwd(
 
     @functools.wraps(func)
     def wrapper(*args: Any) -> Any:
-        selected = _slice_argnums(args, argnums)
-        flat_in, spec_in = tree_flatten(selected)
-        columns: List[List[Tensor]] = []  # per input leaf: per element, the flat output tangents
-        value: Optional[Tuple[Any, Any]] = None
-        aux = None
-        for j, inp in enumerate(flat_in):
-            n = inp.numel()
-            basis = eye(n, dtype=inp.dtype).reshape((n,) + tuple(inp.shape)) if n else None
-            cols = []
-            for e in range(n):
-                tangents = [
-                    basis[e] if k == j else x.new_zeros(x.shape)  # type: ignore[index]
-                    for k, x in enumerate(flat_in)
-                ]
-
-                def call(*sel: Any) -> Any:
-                    full = list(args)
-                    nums = (argnums,) if isinstance(argnums, int) else argnums
-                    for num, v in zip(nums, sel):
-                        full[num] = v
-                    return func(*full)
-
-                out, tan, aux = _jvp_flat(
-                    call, tuple(selected), tuple(tree_unflatten(tangents, spec_in)), has_aux
-                )
-                value = (out, aux)
-                cols.append(tree_flatten(tan)[0])
-            columns.append(cols)
-        if value is None:
-            raise RuntimeError("jacfwd: the selected inputs have no elements")
-        flat_out, spec_out = tree_flatten(value[0])
-        per_output = []
-        for k, o in enumerate(flat_out):
-            blocks = []
-            for j, inp in enumerate(flat_in):
-                shape = tuple(o.shape) + tuple(inp.shape)
-                if not columns[j]:
-                    blocks.append(o.new_zeros(shape))
-                    continue
-                col = stack([c[k] for c in columns[j]], dim=-1)
-                blocks.append(col.reshape(shape))
-            tree = tree_unflatten(blocks, spec_in)
-            per_output.append(tree[0] if isinstance(argnums, int) else tree)
-        result = tree_unflatten(per_output, spec_out)
-        return (result, value[1]) if has_aux else result
+        outer_enabled = _C.is_grad_enabled()
+        token = _collect_own_leaves()
+        try:
+            result, aux = _jacfwd(func, argnums, has_aux, args)
+        finally:
+            own = _stop_collecting(token)
+        inner = {id(t) for t in own}
+        # Tangents stay differentiable; the Jacobian stays attached only where something
+        # outside (an input or a closed-over tensor that requires grad) can differentiate it,
+        # not through the own leaves of transforms run inside (jacfwd(jacrev(f))).
+        flat, spec = tree_flatten(result)
+        flat = [
+            b.detach()
+            if b.requires_grad and not (outer_enabled and _reaches_leaf_outside(b, inner))
+            else b
+            for b in flat
+        ]
+        result = tree_unflatten(flat, spec)
+        return (result, aux) if has_aux else result
 
     return wrapper
+
+
+def _jacfwd(
+    func: Callable[..., Any], argnums: argnums_t, has_aux: bool, args: Tuple[Any, ...]
+) -> Tuple[Any, Any]:
+    """jacfwd's Jacobian (pytree of blocks) and aux, before releasing."""
+    selected = _slice_argnums(args, argnums)
+    flat_in, spec_in = tree_flatten(selected)
+    columns: List[List[Tensor]] = []  # per input leaf: per element, the flat output tangents
+    value: Optional[Tuple[Any, Any]] = None
+    aux = None
+    for j, inp in enumerate(flat_in):
+        n = inp.numel()
+        basis = eye(n, dtype=inp.dtype).reshape((n,) + tuple(inp.shape)) if n else None
+        cols = []
+        for e in range(n):
+            tangents = [
+                basis[e] if k == j else None  # type: ignore[index]
+                for k in range(len(flat_in))
+            ]
+
+            def call(*sel: Any) -> Any:
+                full = list(args)
+                nums = (argnums,) if isinstance(argnums, int) else argnums
+                for num, v in zip(nums, sel):
+                    full[num] = v
+                return func(*full)
+
+            out, tan, aux = _jvp_flat(
+                call, tuple(selected), tuple(tree_unflatten(tangents, spec_in)), has_aux
+            )
+            value = (out, aux)
+            cols.append(tree_flatten(tan)[0])
+        columns.append(cols)
+    if value is None:
+        raise RuntimeError("jacfwd: the selected inputs have no elements")
+    flat_out, spec_out = tree_flatten(value[0])
+    per_output = []
+    for k, o in enumerate(flat_out):
+        blocks = []
+        for j, inp in enumerate(flat_in):
+            shape = tuple(o.shape) + tuple(inp.shape)
+            if not columns[j]:
+                blocks.append(o.new_zeros(shape))
+                continue
+            col = stack([c[k] for c in columns[j]], dim=-1)
+            blocks.append(col.reshape(shape))
+        tree = tree_unflatten(blocks, spec_in)
+        per_output.append(tree[0] if isinstance(argnums, int) else tree)
+    return tree_unflatten(per_output, spec_out), value[1]
 
 
 def linearize(func: Callable[..., Any], *primals: Any) -> Tuple[Any, Callable[..., Any]]:

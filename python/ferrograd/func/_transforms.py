@@ -39,8 +39,8 @@ There is no ``vmap`` yet, so ``jacrev`` computes its rows with one engine pass e
 (``autograd.grad(outputs, inputs, one_hot_row, retain_graph=True)`` over the outputs that
 require grad), then stacks them into torch.func's shapes (``output.shape + input.shape``).
 ``chunk_size`` is validated and otherwise has no effect. This becomes one batched pass per chunk
-when vmap lands. ``hessian`` is ``jacrev(jacrev(f))`` (torch's is ``jacfwd(jacrev(f))``, which
-works here too: own inputs and released results keep forward-mode tangents).
+when vmap lands. ``hessian`` is ``jacfwd(jacrev(f))``, as in torch: own inputs and released
+results keep forward-mode tangents, and tangents stay differentiable by reverse mode.
 """
 
 from __future__ import annotations
@@ -122,6 +122,50 @@ def _replace_argnums(args: Tuple[Any, ...], argnums: Any, new: Any) -> Tuple[Any
 # one application of a transform: own inputs and the "externally differentiable" walk
 
 
+# Own leaves made while a forward transform (jacfwd) runs, so that it can tell them from the
+# caller's leaves when deciding whether its result stays attached (None: no collector active).
+_collected: Optional[List[Any]] = None
+
+
+def _collect_own_leaves() -> Optional[List[Any]]:
+    """Start collecting own leaves; returns what to hand back to ``_stop_collecting``."""
+    global _collected
+    outer, _collected = _collected, []
+    return outer
+
+
+def _stop_collecting(outer: Optional[List[Any]]) -> List[Tensor]:
+    """The own leaves made since the matching ``_collect_own_leaves``. Held strongly: a leaf's
+    Python object must outlive the caller's graph walk, or the walk meets a new object (with
+    another id) for the same tensor."""
+    global _collected
+    mine = _collected or []
+    _collected = outer
+    if outer is not None:
+        outer.extend(mine)
+    return mine
+
+
+def _reaches_leaf_outside(t: Tensor, inner: Set[int]) -> bool:
+    """Whether ``t``'s graph reaches a leaf that requires grad and is not in ``inner``."""
+    if not t.requires_grad:
+        return False
+    root = t.grad_fn
+    if root is None:
+        return id(t) not in inner
+    stack, seen = [root], {root}
+    while stack:
+        node = stack.pop()
+        var = node.variable
+        if var is not None and id(var) not in inner:
+            return True
+        for nxt, _ in node.next_functions:
+            if nxt is not None and nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return False
+
+
 def _tangent(t: Tensor) -> Optional[Tensor]:
     """``t``'s forward-mode tangent, if a dual level is open and it has one."""
     if _C._current_dual_level() is None:
@@ -161,6 +205,8 @@ class _Level:
             return view
         leaf = x.detach().requires_grad_()
         self.own.add(id(leaf))
+        if _collected is not None:
+            _collected.append(leaf)
         # Under a forward transform (jacfwd of this one) the input carries a tangent, which the
         # own input must carry on.
         tangent = _tangent(x)
@@ -545,8 +591,9 @@ def jacrev(
 
 def hessian(func: Callable[..., Any], argnums: argnums_t = 0) -> Callable[..., Any]:
     """A function that returns the Hessian of ``func`` with respect to the argument(s)
-    ``argnums``: ``jacrev(jacrev(func, argnums), argnums)``. torch composes
-    ``jacfwd(jacrev(...))``; the values are the same, and ``jacfwd(jacrev(f))`` works here too,
-    but forward-mode tangents are not differentiable by reverse mode yet, so the Hessian of an
-    input that requires grad would not be (torch's is)."""
-    return jacrev(jacrev(func, argnums), argnums)
+    ``argnums``: ``jacfwd(jacrev(func, argnums), argnums)``, forward over reverse, as torch
+    composes it (tangents stay differentiable, so the Hessian of an input that requires grad can
+    be differentiated again)."""
+    from ._forward import jacfwd
+
+    return jacfwd(jacrev(func, argnums), argnums)
