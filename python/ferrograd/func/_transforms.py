@@ -39,8 +39,9 @@ There is no ``vmap`` yet, so ``jacrev`` computes its rows with one engine pass e
 (``autograd.grad(outputs, inputs, one_hot_row, retain_graph=True)`` over the outputs that
 require grad), then stacks them into torch.func's shapes (``output.shape + input.shape``).
 ``chunk_size`` is validated and otherwise has no effect. This becomes one batched pass per chunk
-when vmap lands. ``hessian`` is ``jacfwd(jacrev(f))``, as in torch: own inputs and released
-results keep forward-mode tangents, and tangents stay differentiable by reverse mode.
+when vmap lands. ``hessian`` is ``jacrev(jacrev(f))`` until then (torch's
+``jacfwd(jacrev(f))`` works too: own inputs and released results keep forward-mode tangents,
+and tangents stay differentiable by reverse mode, but its column loop reruns the forward pass).
 """
 
 from __future__ import annotations
@@ -591,9 +592,8 @@ def jacrev(
 
 def hessian(func: Callable[..., Any], argnums: argnums_t = 0) -> Callable[..., Any]:
     """A function that returns the Hessian of ``func`` with respect to the argument(s)
-    ``argnums``: ``jacfwd(jacrev(func, argnums), argnums)``, forward over reverse, as torch
-    composes it (tangents stay differentiable, so the Hessian of an input that requires grad can
-    be differentiated again)."""
-    from ._forward import jacfwd
-
-    return jacfwd(jacrev(func, argnums), argnums)
+    ``argnums``: ``jacrev(jacrev(func, argnums), argnums)``. torch composes
+    ``jacfwd(jacrev(...))``, which works here too and gives the same values; without vmap its
+    column loop reruns the forward pass per input element (about 10x slower on 256 inputs),
+    while reverse over reverse runs it once."""
+    return jacrev(jacrev(func, argnums), argnums)
