@@ -115,10 +115,13 @@ def test_same_as_torch_func():
         assert msgs[0] == msgs[1]
 
 
-def test_hessian_of_an_input_that_requires_grad_is_differentiable():
+@pytest.mark.parametrize(
+    "hess", [func.hessian, lambda f: func.jacfwd(func.jacrev(f))], ids=["hessian", "fwd_rev"]
+)
+def test_hessian_of_an_input_that_requires_grad_is_differentiable(hess):
     # f = sum(e^v + v^3): H = diag(e^v + 6v), and d/dv sum(H) = e^v + 6
     x = _t([0.3, -0.7, 1.1]).requires_grad_()
-    h = func.hessian(lambda v: (v.exp() + v**3).sum())(x)
+    h = hess(lambda v: (v.exp() + v**3).sum())(x)
     assert h.requires_grad
     xs = x.detach().numpy()
     assert np.allclose(h.detach().numpy(), np.diag(np.exp(xs) + 6 * xs))
