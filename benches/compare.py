@@ -465,6 +465,100 @@ def deep_mlp_checkpoint() -> Dict[str, Any]:
     return _deep_mlp(True)
 
 
+def _func(lib: Any) -> Any:
+    """``torch.func`` / ``ferrograd.func``."""
+    if lib.__name__ == "torch":
+        import torch.func
+
+        return torch.func
+    return lib.func
+
+
+def jacfwd_mlp() -> Dict[str, Any]:
+    # jacfwd of a 64 -> 64 two-layer tanh MLP (issue 14's goal: <= 0.8 of torch.func)
+    w1, w2, x0 = _rand(64, 64, scale=0.125), _rand(64, 64, scale=0.125), _rand(64)
+
+    def make(lib: Any) -> Callable[[], None]:
+        a, b, x = lib.tensor(w1), lib.tensor(w2), lib.tensor(x0)
+        jac = _func(lib).jacfwd(lambda v: lib.tanh(lib.tanh(v @ a) @ b))
+
+        def step() -> None:
+            jac(x)
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
+def jacrev_mlp() -> Dict[str, Any]:
+    # jacrev of the same MLP
+    w1, w2, x0 = _rand(64, 64, scale=0.125), _rand(64, 64, scale=0.125), _rand(64)
+
+    def make(lib: Any) -> Callable[[], None]:
+        a, b, x = lib.tensor(w1), lib.tensor(w2), lib.tensor(x0)
+        jac = _func(lib).jacrev(lambda v: lib.tanh(lib.tanh(v @ a) @ b))
+
+        def step() -> None:
+            jac(x)
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
+def hessian_256() -> Dict[str, Any]:
+    # Hessian of tanh(A x).sum() + sum(x^3) for 256 inputs
+    a0, x0 = _rand(256, 256, scale=1 / 16), _rand(256, scale=0.1)
+
+    def make(lib: Any) -> Callable[[], None]:
+        a, x = lib.tensor(a0), lib.tensor(x0)
+        hess = _func(lib).hessian(lambda v: lib.tanh(a @ v).sum() + (v**3).sum())
+
+        def step() -> None:
+            hess(x)
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
+def per_sample_grads() -> Dict[str, Any]:
+    # per-sample gradients of a 784-128-10 MLP over a batch of 64 (issue 14's goal with
+    # vmap(grad(loss)): <= 0.8 of torch.func); torch uses vmap, ferrograd loops over samples
+    # until vmap exists
+    p0 = {
+        "w1": _rand(128, 784, scale=0.03), "b1": _rand(128, scale=0.03),
+        "w2": _rand(10, 128, scale=0.1), "b2": _rand(10, scale=0.1),
+    }  # fmt: skip
+    x0, y0 = _rand(64, 784), RNG.integers(0, 10, size=64)
+
+    def make(lib: Any) -> Callable[[], None]:
+        F = lib.nn.functional
+        p = {k: lib.tensor(v) for k, v in p0.items()}
+        x, y = lib.tensor(x0), lib.tensor(y0)
+
+        def loss(params: Dict[str, Any], xi: Any, yi: Any) -> Any:
+            h = F.relu(F.linear(xi, params["w1"], params["b1"]))
+            return F.cross_entropy(F.linear(h, params["w2"], params["b2"]), yi)
+
+        g = _func(lib).grad(loss)
+        if lib.__name__ == "torch":
+            batched = _func(lib).vmap(g, in_dims=(None, 0, 0))
+
+            def step() -> None:
+                batched(p, x, y)
+
+        else:
+
+            def step() -> None:
+                for i in range(x.shape[0]):
+                    g(p, x[i], y[i])
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
 def _peak_cells(code: str) -> str:
     """Peak RSS of each library running ``code`` in a child, and the growth over its RSS once the
     inputs exist (the code prints that baseline in kB), with the ratio ferrograd / torch."""
@@ -809,6 +903,10 @@ WORKLOADS = {
     "embedding_bag": (embedding_bag, 1.00),
     "deep_mlp": (deep_mlp, 1.00),
     "deep_mlp_checkpoint": (deep_mlp_checkpoint, 1.00),
+    "jacfwd_mlp": (jacfwd_mlp, 0.80),
+    "jacrev_mlp": (jacrev_mlp, 1.00),
+    "hessian_256": (hessian_256, 1.00),
+    "per_sample_grads": (per_sample_grads, 0.80),
 }
 
 
