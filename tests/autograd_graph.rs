@@ -194,3 +194,64 @@ fn forward_mode_tangents_match_closed_forms() {
     drop(level);
     assert!(forward_ad::unpack_dual(&y).unwrap().1.is_none());
 }
+
+/// x³ with a forward rule of its own (scaled by 10 so the test sees which rule ran).
+struct Cube {
+    with_jvp: bool,
+}
+
+impl ferrograd::autograd::CustomFunction for Cube {
+    fn name(&self) -> String {
+        "Cube".into()
+    }
+    fn forward(
+        &self,
+        ctx: &mut ferrograd::autograd::FunctionCtx,
+        inputs: &[Tensor],
+    ) -> ferrograd::Result<Vec<Tensor>> {
+        ctx.to_save = vec![Some(inputs[0].clone())];
+        Ok(vec![inputs[0].mul(&inputs[0])?.mul(&inputs[0])?])
+    }
+    fn backward(
+        &self,
+        ctx: &ferrograd::autograd::FunctionCtx,
+        grads: &[Option<Tensor>],
+    ) -> ferrograd::Result<Vec<Option<Tensor>>> {
+        let x = ctx.saved_tensors()?[0].clone().unwrap();
+        let g = grads[0].clone().unwrap();
+        Ok(vec![Some(x.mul(&x)?.mul_scalar(3.0)?.mul(&g)?)])
+    }
+    fn jvp(
+        &self,
+        _ctx: &ferrograd::autograd::FunctionCtx,
+        tangents: &[Option<Tensor>],
+    ) -> ferrograd::Result<Vec<Option<Tensor>>> {
+        if !self.with_jvp {
+            return Err(ferrograd::Error::not_implemented("no jvp"));
+        }
+        Ok(vec![tangents[0]
+            .as_ref()
+            .map(|t| t.mul_scalar(10.0))
+            .transpose()?])
+    }
+}
+
+#[test]
+fn custom_functions_give_their_own_tangents() {
+    use ferrograd::autograd::{forward_ad, function::apply};
+    let x = Tensor::from_vec(vec![1.0f64, 2.0], &[2]).unwrap();
+    let v = Tensor::from_vec(vec![1.0f64, 3.0], &[2]).unwrap();
+    let _level = forward_ad::dual_level().unwrap();
+    let d = forward_ad::make_dual(&x, &v).unwrap();
+    let y = apply(Arc::new(Cube { with_jvp: true }), std::slice::from_ref(&d)).unwrap();
+    assert_eq!(values(&y[0]), vec![1.0, 8.0]);
+    let t = forward_ad::unpack_dual(&y[0]).unwrap().1.unwrap();
+    assert_eq!(values(&t), vec![10.0, 30.0]);
+    let err = apply(Arc::new(Cube { with_jvp: false }), &[d])
+        .err()
+        .unwrap();
+    assert_eq!(err.kind(), ferrograd::ErrorKind::NotImplemented);
+    // Without tangents the function runs as before.
+    let z = apply(Arc::new(Cube { with_jvp: false }), &[x]).unwrap();
+    assert_eq!(values(&z[0]), vec![1.0, 8.0]);
+}

@@ -104,6 +104,14 @@ pub trait CustomFunction: Send + Sync + 'static {
     fn forward(&self, ctx: &mut FunctionCtx, inputs: &[Tensor]) -> Result<Vec<Tensor>>;
     /// Gradients of the inputs (one per input, `None` for none) from those of the outputs.
     fn backward(&self, ctx: &FunctionCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>>;
+    /// Forward mode: the outputs' tangents (one per output, `None` for none) from the inputs'
+    /// (`None` where an input has no tangent). Without it, calling the function on a dual
+    /// tensor is an error, as in torch.
+    fn jvp(&self, _ctx: &FunctionCtx, _tangents: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        Err(Error::not_implemented(
+            "You must implement the jvp function for custom autograd.Function to use it with forward mode AD.",
+        ))
+    }
 }
 
 struct RustFunctionNode<F: CustomFunction> {
@@ -135,21 +143,65 @@ pub fn apply<F: CustomFunction>(f: Arc<F>, inputs: &[Tensor]) -> Result<Vec<Tens
             .collect(),
         ..Default::default()
     };
+    let refs: Vec<&Tensor> = inputs.iter().collect();
+    let tangents = super::forward_ad::tangents_of(&refs);
+    // With tangents, forward's own ops propagate none: `jvp` gives the outputs' tangents.
+    let _quiet = tangents.as_ref().map(|_| super::forward_ad::Suspend::new());
     let outputs = {
         let _g = GradModeGuard::new(false);
         f.forward(&mut ctx, inputs)?
     };
+    let out_tangents = match &tangents {
+        Some(ts) => Some(f.jvp(&ctx, ts)?),
+        None => None,
+    };
+    drop(_quiet);
     let args: Vec<Option<Tensor>> = inputs.iter().cloned().map(Some).collect();
     let name = format!("{}Backward", f.name());
+    let node_name = name.clone();
     let non_diff = std::mem::take(&mut ctx.non_differentiable);
     let dirty = std::mem::take(&mut ctx.dirty);
     let to_save = std::mem::take(&mut ctx.to_save);
-    let (outputs, saved) =
-        record_custom(name, &args, outputs, &non_diff, &dirty, &to_save, |saved| {
+    let (outputs, saved) = record_custom(
+        node_name,
+        &args,
+        outputs,
+        &non_diff,
+        &dirty,
+        &to_save,
+        |saved| {
             ctx.saved = saved;
             Box::new(RustFunctionNode { f, ctx })
-        })?;
+        },
+    )?;
     let _ = saved;
+    if let Some(ts) = out_tangents {
+        if ts.len() != outputs.len() {
+            return Err(Error::runtime(format!(
+                "function {name} returned an incorrect number of forward gradients (expected {}, got {})",
+                outputs.len(),
+                ts.len()
+            )));
+        }
+        for (o, t) in outputs.iter().zip(ts) {
+            if let Some(t) = t {
+                if t.shape() != o.shape() {
+                    return Err(Error::runtime(format!(
+                        "Trying to set a forward gradient that has a different size than that of the original Tensor, this is not supported. Tensor is of size {} while the given forward gradient is of size {}.",
+                        crate::tensor::shape::fmt_shape(o.shape()),
+                        crate::tensor::shape::fmt_shape(t.shape())
+                    )));
+                }
+                let t = if t.dtype() != o.dtype() {
+                    let _quiet = super::forward_ad::Suspend::new();
+                    t.to_dtype(o.dtype())?
+                } else {
+                    t
+                };
+                super::forward_ad::set_tangent(o, t);
+            }
+        }
+    }
     Ok(outputs)
 }
 
