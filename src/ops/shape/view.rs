@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::graph::node::{needs_grad, record};
+use crate::graph::node::{needs_grad, record, record_with_jvp};
 use crate::tensor::grad_mode;
 use crate::tensor::shape::{fmt_shape, wrap_dim};
 use crate::tensor::storage::contiguous_strides;
@@ -86,9 +86,21 @@ impl Tensor {
         let out = self.make_view(layout);
         if needs_grad(&[self]) {
             let in_shape: Dims = self.shape().into();
-            record(name, &[self], &[&out], &[], false, move |g, _| {
-                Ok(vec![Some(g[0].reshape(&in_shape)?)])
-            })?;
+            record_with_jvp(
+                name,
+                &[self],
+                &[&out],
+                &[],
+                false,
+                move |g, _| Ok(vec![Some(g[0].reshape(&in_shape)?)]),
+                // Linear: the tangent is reshaped the same way.
+                &|t| {
+                    t[0].as_ref()
+                        .map(|t| t.reshape(out.shape()))
+                        .transpose()
+                        .map(|t| vec![t])
+                },
+            )?;
         }
         Ok(out)
     }
@@ -124,9 +136,18 @@ impl Tensor {
         }
         let out = self.make_view(l);
         if needs_grad(&[self]) {
-            record(name, &[self], &[&out], &[], false, move |g, _| {
-                Ok(vec![Some(g[0].transpose(a as i64, b as i64)?)])
-            })?;
+            record_with_jvp(
+                name,
+                &[self],
+                &[&out],
+                &[],
+                false,
+                move |g, _| Ok(vec![Some(g[0].transpose(a as i64, b as i64)?)]),
+                &|t| {
+                    let t = t[0].as_ref().map(|t| t.transpose(a as i64, b as i64));
+                    t.transpose().map(|t| vec![t])
+                },
+            )?;
         }
         Ok(out)
     }
@@ -173,13 +194,20 @@ impl Tensor {
             for (i, &p) in perm.iter().enumerate() {
                 inv[p] = i as i64;
             }
-            record(
+            let fwd: Vec<i64> = perm.iter().map(|&p| p as i64).collect();
+            record_with_jvp(
                 "PermuteBackward0",
                 &[self],
                 &[&out],
                 &[],
                 false,
                 move |g, _| Ok(vec![Some(g[0].permute(&inv)?)]),
+                &|t| {
+                    t[0].as_ref()
+                        .map(|t| t.permute(&fwd))
+                        .transpose()
+                        .map(|t| vec![t])
+                },
             )?;
         }
         Ok(out)
