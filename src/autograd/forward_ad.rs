@@ -82,13 +82,7 @@ pub fn make_dual(primal: &Tensor, tangent: &Tensor) -> Result<Tensor> {
             tangent.dtype().name()
         )));
     }
-    if tangent.shape() != primal.shape() {
-        return Err(Error::runtime(format!(
-            "Trying to set a forward gradient that has a different size than that of the original Tensor, this is not supported. Tensor is of size {} while the given forward gradient is of size {}.",
-            crate::tensor::shape::fmt_shape(primal.shape()),
-            crate::tensor::shape::fmt_shape(tangent.shape())
-        )));
-    }
+    let tangent = state::checked_tangent(primal, tangent)?;
     if state::tangent(primal).is_some() {
         return Err(Error::runtime(format!(
             "Making a dual Tensor based on a Tensor that already has a forward gradient at the same level {level} is not supported."
@@ -98,11 +92,6 @@ pub fn make_dual(primal: &Tensor, tangent: &Tensor) -> Result<Tensor> {
         let _quiet = Suspend::new();
         primal.reshape(primal.shape())?
     };
-    let tangent = if tangent.dtype() == primal.dtype() {
-        tangent.clone()
-    } else {
-        tangent.to_dtype(primal.dtype())?
-    };
     state::set_tangent(&dual, tangent);
     Ok(dual)
 }
@@ -110,19 +99,7 @@ pub fn make_dual(primal: &Tensor, tangent: &Tensor) -> Result<Tensor> {
 /// Give an output of a custom function the tangent its forward rule computed (same shape;
 /// cast to its dtype).
 pub fn set_output_tangent(output: &Tensor, tangent: &Tensor) -> Result<()> {
-    if tangent.shape() != output.shape() {
-        return Err(Error::runtime(format!(
-            "Trying to set a forward gradient that has a different size than that of the original Tensor, this is not supported. Tensor is of size {} while the given forward gradient is of size {}.",
-            crate::tensor::shape::fmt_shape(output.shape()),
-            crate::tensor::shape::fmt_shape(tangent.shape())
-        )));
-    }
-    let tangent = if tangent.dtype() == output.dtype() {
-        tangent.clone()
-    } else {
-        tangent.to_dtype(output.dtype())?
-    };
-    state::set_tangent(output, tangent);
+    state::set_tangent(output, state::checked_tangent(output, tangent)?);
     Ok(())
 }
 

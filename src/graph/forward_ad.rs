@@ -124,6 +124,23 @@ pub fn detach_keeping_tangent(t: &Tensor) -> Tensor {
     d
 }
 
+/// `tangent` as the tangent of `target`: the same shape (torch's error otherwise), cast to
+/// `target`'s dtype.
+pub fn checked_tangent(target: &Tensor, tangent: &Tensor) -> Result<Tensor> {
+    if tangent.shape() != target.shape() {
+        return Err(Error::runtime(format!(
+            "Trying to set a forward gradient that has a different size than that of the original Tensor, this is not supported. Tensor is of size {} while the given forward gradient is of size {}.",
+            crate::tensor::shape::fmt_shape(target.shape()),
+            crate::tensor::shape::fmt_shape(tangent.shape())
+        )));
+    }
+    if tangent.dtype() == target.dtype() {
+        return Ok(tangent.clone());
+    }
+    let _quiet = Suspend::new();
+    tangent.to_dtype(target.dtype())
+}
+
 /// Drop `t`'s tangent (an in-place op overwrote it with values that have none).
 pub(crate) fn clear_tangent(t: &Tensor) {
     STATE.lock().tangents.remove(&t.id());

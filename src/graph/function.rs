@@ -185,20 +185,7 @@ pub fn apply<F: CustomFunction>(f: Arc<F>, inputs: &[Tensor]) -> Result<Vec<Tens
         }
         for (o, t) in outputs.iter().zip(ts) {
             if let Some(t) = t {
-                if t.shape() != o.shape() {
-                    return Err(Error::runtime(format!(
-                        "Trying to set a forward gradient that has a different size than that of the original Tensor, this is not supported. Tensor is of size {} while the given forward gradient is of size {}.",
-                        crate::tensor::shape::fmt_shape(o.shape()),
-                        crate::tensor::shape::fmt_shape(t.shape())
-                    )));
-                }
-                let t = if t.dtype() != o.dtype() {
-                    let _quiet = super::forward_ad::Suspend::new();
-                    t.to_dtype(o.dtype())?
-                } else {
-                    t
-                };
-                super::forward_ad::set_tangent(o, t);
+                super::forward_ad::set_tangent(o, super::forward_ad::checked_tangent(o, &t)?);
             }
         }
     }

@@ -681,6 +681,14 @@ where
     )
 }
 
+/// The tangent of a one-input linear op (a view): `f` applied to the input's tangent.
+pub(crate) fn map_tangent(
+    t: &[Option<Tensor>],
+    f: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Vec<Option<Tensor>>> {
+    Ok(vec![t[0].as_ref().map(f).transpose()?])
+}
+
 /// The sum of an op's tangent `parts` (each broadcasting to `out`), as `out`'s tangent.
 pub(crate) fn sum_tangents(parts: Vec<Tensor>, out: &Tensor) -> Result<Option<Tensor>> {
     let mut acc: Option<Tensor> = None;
@@ -929,8 +937,10 @@ fn record_parts(
     backward: Box<BackwardFn>,
     tangents: Option<(Vec<Option<Tensor>>, JvpRule<'_>)>,
 ) -> Result<()> {
-    // Only forward mode asked (no input requires grad, or grad mode is off): no node.
-    if !grad_mode::is_recording() || next_edges.iter().all(Option::is_none) {
+    // Only forward mode asked (no input requires grad, or grad mode is off): no node. Checked
+    // only with tangents, so ordinary recording pays nothing for it.
+    if tangents.is_some() && (!grad_mode::is_recording() || next_edges.iter().all(Option::is_none))
+    {
         if let Some((tangents, rule)) = tangents {
             let out = output_tangents(&*backward, rule, &input_meta, outputs, saved, &tangents)?;
             set_output_tangents(outputs, out);

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::graph::node::{needs_grad, record, record_with_jvp};
+use crate::graph::node::{map_tangent, needs_grad, record, record_with_jvp};
 use crate::tensor::grad_mode;
 use crate::tensor::shape::{fmt_shape, wrap_dim};
 use crate::tensor::storage::contiguous_strides;
@@ -94,12 +94,7 @@ impl Tensor {
                 false,
                 move |g, _| Ok(vec![Some(g[0].reshape(&in_shape)?)]),
                 // Linear: the tangent is reshaped the same way.
-                &|t| {
-                    t[0].as_ref()
-                        .map(|t| t.reshape(out.shape()))
-                        .transpose()
-                        .map(|t| vec![t])
-                },
+                &|t| map_tangent(t, |t| t.reshape(out.shape())),
             )?;
         }
         Ok(out)
@@ -143,10 +138,7 @@ impl Tensor {
                 &[],
                 false,
                 move |g, _| Ok(vec![Some(g[0].transpose(a as i64, b as i64)?)]),
-                &|t| {
-                    let t = t[0].as_ref().map(|t| t.transpose(a as i64, b as i64));
-                    t.transpose().map(|t| vec![t])
-                },
+                &|t| map_tangent(t, |t| t.transpose(a as i64, b as i64)),
             )?;
         }
         Ok(out)
@@ -202,12 +194,7 @@ impl Tensor {
                 &[],
                 false,
                 move |g, _| Ok(vec![Some(g[0].permute(&inv)?)]),
-                &|t| {
-                    t[0].as_ref()
-                        .map(|t| t.permute(&fwd))
-                        .transpose()
-                        .map(|t| vec![t])
-                },
+                &|t| map_tangent(t, |t| t.permute(&fwd)),
             )?;
         }
         Ok(out)
