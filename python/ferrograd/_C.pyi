@@ -109,6 +109,14 @@ __all__ = [
     "_unpack_dual",
     "_set_tangent",
     "_suspend_forward_ad",
+    "_vmap_increment_nesting",
+    "_vmap_decrement_nesting",
+    "_add_batch_dim",
+    "_remove_batch_dim",
+    "is_batchedtensor",
+    "_batch_info",
+    "get_unwrapped",
+    "_current_vmap_level",
     "RngState",
     "_current_graph_task_id",
     "_get_rng_state",
@@ -667,9 +675,9 @@ class Tensor:
     def __abs__(self) -> Tensor: ...
     def __pos__(self) -> Tensor: ...
     def __repr__(self) -> str:
-        """torch-style `tensor([...])` formatting."""
+        """torch-style `tensor([...])` formatting (`BatchedTensor(...)` inside vmap, as torch)."""
     def __str__(self) -> str:
-        """torch-style `tensor([...])` formatting."""
+        """torch-style `tensor([...])` formatting (`BatchedTensor(...)` inside vmap, as torch)."""
 
     # ----- src/python/ops/{unary,binary,reduce}.rs, src/python/nn/softmax.rs ----------------------
 
@@ -1008,6 +1016,24 @@ def _set_tangent(t: Tensor, tangent: Tensor) -> None:
 def _suspend_forward_ad(suspend: _bool) -> None:
     """Stop (`True`) or resume (`False`) tangent propagation on this thread (a custom Function's
     forward runs without it: its `jvp` gives the tangents)."""
+
+def _vmap_increment_nesting(batch_size: _int, randomness: str) -> _int:
+    """Open a vmap level of `batch_size` samples; its id."""
+def _vmap_decrement_nesting() -> _int:
+    """Close the innermost vmap level; its id."""
+def _add_batch_dim(t: Tensor, bdim: _int, level: _int) -> Tensor:
+    """`t` seen one sample at a time along `bdim` at level `level`."""
+def _remove_batch_dim(t: Tensor, level: _int, batch_size: _int, out_dim: _int) -> Tensor:
+    """The physical tensor of `t` at `level`, batch dimension at `out_dim` (expanded to
+    `batch_size` when `t` is the same for every sample)."""
+def is_batchedtensor(t: Tensor) -> _bool:
+    """Whether `t` is batched (inside vmap)."""
+def _batch_info(t: Tensor) -> tuple[_int, _int]:
+    """`(level, bdim)` of a batched tensor, or `(-1, -1)`."""
+def get_unwrapped(t: Tensor) -> Tensor:
+    """The physical tensor of a batched `t` (`t` itself otherwise)."""
+def _current_vmap_level() -> tuple[_int, _int, str] | None:
+    """The innermost open vmap level's `(id, batch size, randomness)`, or None."""
 
 def _push_node_creation_hook(hook: Callable[[Any], Any]) -> None:
     """Call `hook(node)` for every node created on this thread until the matching pop."""

@@ -109,6 +109,7 @@ from ._ops_reduce import *  # noqa: E402,F401,F403
 from ._ops_shape import *  # noqa: E402,F401,F403
 from ._ops_softmax import *  # noqa: E402,F401,F403
 from ._ops_unary import *  # noqa: E402,F401,F403
+from .func import vmap  # noqa: E402
 from .serialization import load, save  # noqa: E402
 
 __all__ = [
@@ -174,6 +175,7 @@ __all__ = [
     "normal",
     "linalg",
     "func",
+    "vmap",
 ]
 __all__ += _ops_binary.__all__ + _ops_convert.__all__ + _ops_distance.__all__
 __all__ += _ops_indexing.__all__ + _ops_linalg.__all__ + _ops_matmul.__all__

@@ -6,6 +6,7 @@ other method is defined by the Rust class itself (``src/python/``)."""
 from __future__ import annotations
 
 import builtins
+import textwrap
 from typing import Any, List, Optional, Tuple
 
 from . import _C
@@ -90,7 +91,11 @@ def _format_data(arr: np.ndarray, indent: int) -> str:
 
 
 def _repr(self: Tensor) -> str:
-    """torch-style `tensor([...])` formatting."""
+    """torch-style `tensor([...])` formatting (`BatchedTensor(...)` inside vmap, as torch)."""
+    if _C.is_batchedtensor(self):
+        level, bdim = _C._batch_info(self)
+        value = textwrap.indent(_repr(_C.get_unwrapped(self)), "    ")
+        return f"BatchedTensor(lvl={level}, bdim={bdim}, value=\n{value}\n)"
     arr = self.detach().numpy()
     prefix = "tensor("
     body = _format_data(arr, len(prefix)) if arr.size or arr.ndim == 0 else "[]"

@@ -799,6 +799,17 @@ fn validate_outputs(node: &Node, mut grads: Vec<Option<Tensor>>) -> Result<Vec<O
         if g.dtype() != meta.dtype {
             g = g.to_dtype(meta.dtype)?;
         }
+        if g.is_batched() {
+            // Batches the node's forward saw its input broadcast over (an unbatched tensor
+            // used inside vmap) are summed out; later ones (batched cotangents) stay.
+            let seen = node
+                .output_meta
+                .iter()
+                .map(|m| m.batch_level)
+                .max()
+                .unwrap_or(0);
+            g = crate::ops::batching::sum_out_levels(g, meta.batch_level, seen)?;
+        }
         *slot = Some(g);
     }
     Ok(grads)

@@ -251,6 +251,7 @@ pub fn record_custom(
             None => TensorMeta {
                 shape: Default::default(),
                 dtype: crate::tensor::DType::Float32,
+                batch_level: 0,
             },
         })
         .collect();

@@ -38,6 +38,10 @@ pub struct TensorMeta {
     pub shape: MetaDims,
     /// Element type.
     pub dtype: DType,
+    /// The innermost vmap level the tensor is batched at (its id; 0: not batched). A gradient
+    /// batched at a level the tensor was not is summed over that batch on its way in: the
+    /// tensor was the same for every sample.
+    pub batch_level: u32,
 }
 
 impl TensorMeta {
@@ -45,6 +49,7 @@ impl TensorMeta {
         TensorMeta {
             shape: MetaDims::from_slice(t.shape()),
             dtype: t.dtype(),
+            batch_level: t.batch_parts().map_or(0, |(_, _, l)| l.id()),
         }
     }
 }
@@ -109,7 +114,8 @@ struct SavedLeaf {
 
 impl SavedData {
     fn of(t: Tensor) -> SavedData {
-        if t.is_leaf() && t.requires_grad() {
+        // A batched leaf has no elements of its own to keep: it is held as it is.
+        if t.is_leaf() && t.requires_grad() && !t.is_batched() {
             SavedData::Leaf(Box::new(SavedLeaf {
                 leaf: Arc::downgrade(&t.0),
                 storage: t.0.storage.clone(),
@@ -151,7 +157,7 @@ impl SavedData {
         Ok(SavedData::Packed(Box::new(PackedTensor {
             payload,
             hooks,
-            storage: Arc::downgrade(&t.0.storage),
+            storage: Arc::downgrade(t.data_storage()),
             leaf_edge,
         })))
     }
@@ -812,6 +818,7 @@ where
     let scalar_meta = TensorMeta {
         shape: MetaDims::new(),
         dtype: scalar.dtype,
+        batch_level: 0,
     };
     let tangents = forward_ad::tangents_of(&[t]).map(|mut ts| {
         // The number's slot has no tangent.

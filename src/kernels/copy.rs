@@ -319,6 +319,9 @@ fn convert_to<D: Element>(t: &Tensor) -> Result<Vec<D>> {
 
 /// A contiguous copy of `t` converted to `dtype`, without recording.
 pub(crate) fn cast(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    if let Some(r) = crate::tensor::batched::elementwise(&[t], |p| cast(&p[0], dtype)) {
+        return r;
+    }
     crate::tensor::creation::ensure_allocatable(t.numel(), dtype)?;
     let buf = match dtype {
         DType::Float32 => Buffer::F32(Data::Own(convert_to::<f32>(t)?)),

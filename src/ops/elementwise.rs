@@ -18,7 +18,7 @@ use crate::parallel::{self, SendPtr};
 use crate::tensor::creation::{checked_numel, ensure_allocatable};
 use crate::tensor::shape::broadcast_shapes;
 use crate::tensor::storage::Buffer;
-use crate::tensor::{DType, Element, Tensor};
+use crate::tensor::{batched, DType, Element, Tensor};
 
 /// Above this many elements, maps, zips and sums split the work across rayon threads. Waking
 /// the pool costs ~15-20 µs from the Python thread on a busy 2-core machine; an add runs at
@@ -91,6 +91,10 @@ enum Cover {
 }
 
 fn cover(t: &Tensor, shape: &[usize]) -> Option<Cover> {
+    // A batched tensor's elements are reached only through its physical tensor.
+    if t.is_batched() {
+        return None;
+    }
     if t.shape() == shape && t.is_contiguous() {
         return Some(Cover::Slice);
     }
@@ -317,6 +321,7 @@ fn add_parts_into<T: Element + std::ops::Add<Output = T>>(
 /// written) for any other case.
 pub(crate) fn add_assign_nograd(dst: &Tensor, src: &Tensor) -> Result<bool> {
     if src.dtype() != dst.dtype()
+        || dst.is_batched()
         || !dst.is_contiguous()
         || Arc::ptr_eq(dst.storage(), src.storage())
     {
@@ -426,6 +431,18 @@ pub(crate) fn map_with<T: Element, U: Element>(
     par_min: usize,
     f: impl Fn(T) -> U + Sync + Send,
 ) -> Result<Tensor> {
+    match batched::elementwise(&[t], |p| map_dense(&p[0], par_min, &f)) {
+        Some(r) => r,
+        None => map_dense(t, par_min, &f),
+    }
+}
+
+/// [`map_with`] of an unbatched tensor.
+fn map_dense<T: Element, U: Element>(
+    t: &Tensor,
+    par_min: usize,
+    f: &(impl Fn(T) -> U + Sync + Send),
+) -> Result<Tensor> {
     let n = t.numel();
     // An expanded input can name far more elements than it stores.
     ensure_allocatable(n, U::DTYPE)?;
@@ -440,7 +457,7 @@ pub(crate) fn map_with<T: Element, U: Element>(
         }
     };
     let out: Vec<U> = with_src::<T, _>(t, c, |s| {
-        collect_chunks(n, par_min, |start, out| map_chunk(s, start, out, &f))
+        collect_chunks(n, par_min, |start, out| map_chunk(s, start, out, f))
     })?;
     Tensor::from_vec(out, t.shape())
 }
@@ -460,6 +477,19 @@ pub(crate) fn zip_with<T: Element, U: Element>(
     b: &Tensor,
     par_min: usize,
     f: impl Fn(T, T) -> U + Sync + Send,
+) -> Result<Tensor> {
+    match batched::elementwise(&[a, b], |p| zip_dense(&p[0], &p[1], par_min, &f)) {
+        Some(r) => r,
+        None => zip_dense(a, b, par_min, &f),
+    }
+}
+
+/// [`zip_with`] of unbatched tensors.
+fn zip_dense<T: Element, U: Element>(
+    a: &Tensor,
+    b: &Tensor,
+    par_min: usize,
+    f: &(impl Fn(T, T) -> U + Sync + Send),
 ) -> Result<Tensor> {
     let shape = broadcast_shapes(a.shape(), b.shape())?;
     let n = checked_numel(&shape)?;
@@ -483,7 +513,7 @@ pub(crate) fn zip_with<T: Element, U: Element>(
     if let (Some(ca), Some(cb)) = (cover(a, &shape), cover(b, &shape)) {
         let out = with_src::<T, _>(a, ca, |sa| {
             with_src::<T, _>(b, cb, |sb| {
-                collect_chunks(n, par_min, |start, out| zip_chunk(sa, sb, start, out, &f))
+                collect_chunks(n, par_min, |start, out| zip_chunk(sa, sb, start, out, f))
             })
         })??;
         return Tensor::from_vec(out, &shape);
@@ -494,7 +524,7 @@ pub(crate) fn zip_with<T: Element, U: Element>(
             let out = whole.with_contiguous_slice::<T, _>(|sw| {
                 row.with_contiguous_slice::<T, _>(|sr| {
                     collect_chunks(n, par_min, |start, out| {
-                        zip_rows_chunk(sw, sr, row_second, start, out, &f)
+                        zip_rows_chunk(sw, sr, row_second, start, out, f)
                     })
                 })
             })??;
@@ -617,6 +647,9 @@ pub(crate) use zip_float;
 /// `f` of a float tensor through the vectorised float32 kernel (float64 uses std's scalar
 /// function, integers and bools are converted to float32 first, as torch does).
 pub(crate) fn map_vmath(t: &Tensor, f: UnaryF32) -> Result<Tensor> {
+    if let Some(r) = batched::elementwise(&[t], |p| map_vmath(&p[0], f)) {
+        return r;
+    }
     let t = match t.dtype() {
         DType::Float64 => return map::<f64, f64>(t, move |x| f.f64(x)),
         DType::Float32 if t.is_contiguous() => t.clone(),
@@ -640,6 +673,22 @@ pub(crate) fn zip_vmath(
     x: &Tensor,
     f: UnaryF32,
     combine: impl Fn(f64, f64) -> f64 + Sync + Send,
+) -> Result<Tensor> {
+    match batched::elementwise(&[g, x], |p| {
+        // Same logical shapes; an unbatched side is expanded over the batch.
+        let shape = broadcast_shapes(p[0].shape(), p[1].shape())?;
+        zip_vmath_dense(&p[0].expand(&shape)?, &p[1].expand(&shape)?, f, &combine)
+    }) {
+        Some(r) => r,
+        None => zip_vmath_dense(g, x, f, &combine),
+    }
+}
+
+fn zip_vmath_dense(
+    g: &Tensor,
+    x: &Tensor,
+    f: UnaryF32,
+    combine: &(impl Fn(f64, f64) -> f64 + Sync + Send),
 ) -> Result<Tensor> {
     if x.dtype() == DType::Float64 {
         return zip::<f64, f64>(g, x, move |g, x| combine(g, f.f64(x)));
@@ -672,7 +721,7 @@ pub(crate) fn zip_vmath(
                         u => u,
                     };
                     zip_chunk(gs, Src::Slice(fx), 0, oc, &|g: f32, y: f32| {
-                        combine_f32(&combine, g, y)
+                        combine_f32(combine, g, y)
                     });
                 }
             })
@@ -690,6 +739,9 @@ fn combine_f32(combine: &impl Fn(f64, f64) -> f64, g: f32, y: f32) -> f32 {
 
 /// `a` where `cond` else `b`, broadcasting the three (all of one element type `T`).
 pub(crate) fn select<T: Element>(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if let Some(r) = batched::elementwise(&[cond, a, b], |p| select::<T>(&p[0], &p[1], &p[2])) {
+        return r;
+    }
     let shape = broadcast_shapes(&broadcast_shapes(cond.shape(), a.shape())?, b.shape())?;
     ensure_allocatable(checked_numel(&shape)?, T::DTYPE)?;
     let arr = cond.with_view::<bool, _>(|cv| {

@@ -278,16 +278,32 @@ impl Tensor {
                 crate::tensor::scalar_type_name(rt)
             )));
         }
-        let mut shape: Dims = batch.clone();
-        shape.extend([n, m]);
-        // Refuse an output beyond RAM before converting operands: the lazily-mapping allocator
-        // would grant it and the OOM killer would end the process on first touch.
-        ensure_allocatable(checked_numel(&shape)?, rt)?;
-        let (a, b) = (as_dtype(self, rt)?, as_dtype(other, rt)?);
-        let out = match rt {
-            DType::Float32 => Tensor::from_vec(bmm_gemm::<f32>(&a, &b, &batch, n, k, m)?, &shape)?,
-            DType::Float64 => Tensor::from_vec(bmm_gemm::<f64>(&a, &b, &batch, n, k, m)?, &shape)?,
-            _ => Tensor::from_vec(bmm_ndarray::<i64>(&a, &b, &batch, n, k, m)?, &shape)?,
+        let batched = crate::ops::batching::on_physicals([self, other], |[a, b], [ba, bb]| {
+            // Batched operands padded to the same logical rank broadcast sample by sample.
+            let r = self.dim().max(other.dim());
+            let a = crate::ops::batching::pad_after_batch(&a, ba, self.dim(), r)?;
+            let b = crate::ops::batching::pad_after_batch(&b, bb, other.dim(), r)?;
+            a.mm_batched(&b)
+        });
+        let out = match batched {
+            Some(r) => r?,
+            None => {
+                let mut shape: Dims = batch.clone();
+                shape.extend([n, m]);
+                // Refuse an output beyond RAM before converting operands: the lazily-mapping allocator
+                // would grant it and the OOM killer would end the process on first touch.
+                ensure_allocatable(checked_numel(&shape)?, rt)?;
+                let (a, b) = (as_dtype(self, rt)?, as_dtype(other, rt)?);
+                match rt {
+                    DType::Float32 => {
+                        Tensor::from_vec(bmm_gemm::<f32>(&a, &b, &batch, n, k, m)?, &shape)?
+                    }
+                    DType::Float64 => {
+                        Tensor::from_vec(bmm_gemm::<f64>(&a, &b, &batch, n, k, m)?, &shape)?
+                    }
+                    _ => Tensor::from_vec(bmm_ndarray::<i64>(&a, &b, &batch, n, k, m)?, &shape)?,
+                }
+            }
         };
         if needs_grad(&[self, other]) {
             let name = if batch.is_empty() {

@@ -1,6 +1,7 @@
 //! Every differentiable op: its forward kernel and its backward rule side by side. Backward
 //! rules are written with these same ops, so `create_graph` gives higher-order gradients.
 
+pub mod batching;
 pub mod binary;
 pub mod convert;
 pub(crate) mod elementwise;

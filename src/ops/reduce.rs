@@ -205,14 +205,21 @@ impl Tensor {
     /// Sum over `dims` (empty: all), keeping them as size 1 with `keepdim`.
     pub fn sum_dims(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
         let rd = reduce_dims(dims, self.dim())?;
-        let out = match self.dtype() {
-            DType::Float32 => {
-                sum_kernel::<f32>(self, &rd, keepdim, |x, n| (x as f64 * n as f64) as f32)?
+        let batched = crate::ops::batching::on_physical(self, |p| {
+            if rd.is_empty() {
+                // A 0-d sample sums to itself (integers widen to int64).
+                let dt = if p.dtype().is_float() {
+                    p.dtype()
+                } else {
+                    DType::Int64
+                };
+                return cast(p, dt);
             }
-            DType::Float64 => sum_kernel::<f64>(self, &rd, keepdim, |x, n| x * n as f64)?,
-            _ => sum_kernel::<i64>(&cast(self, DType::Int64)?, &rd, keepdim, |x, n| {
-                x.wrapping_mul(n as i64)
-            })?,
+            p.sum_dims(&crate::ops::batching::shifted(&rd), keepdim)
+        });
+        let out = match batched {
+            Some(r) => r?,
+            None => self.sum_kernel_dims(&rd, keepdim)?,
         };
         if needs_grad(&[self]) {
             let in_shape: Dims = self.shape().into();
@@ -272,6 +279,19 @@ impl Tensor {
         Ok(out)
     }
 
+    /// The kernel of [`Tensor::sum_dims`] over wrapped, sorted `rd`.
+    fn sum_kernel_dims(&self, rd: &[usize], keepdim: bool) -> Result<Tensor> {
+        match self.dtype() {
+            DType::Float32 => {
+                sum_kernel::<f32>(self, rd, keepdim, |x, n| (x as f64 * n as f64) as f32)
+            }
+            DType::Float64 => sum_kernel::<f64>(self, rd, keepdim, |x, n| x * n as f64),
+            _ => sum_kernel::<i64>(&cast(self, DType::Int64)?, rd, keepdim, |x, n| {
+                x.wrapping_mul(n as i64)
+            }),
+        }
+    }
+
     /// Sum this (broadcast) tensor down to `shape`, the inverse of broadcasting `shape` to it.
     pub fn sum_to(&self, shape: &[usize]) -> Result<Tensor> {
         if self.shape() == shape {
@@ -295,6 +315,9 @@ impl Tensor {
 
 /// Whether a float tensor holds a NaN (anomaly mode).
 pub(crate) fn has_nan(t: &Tensor) -> Result<bool> {
+    if let Some((value, _, _)) = t.batch_parts() {
+        return has_nan(value);
+    }
     match t.dtype() {
         DType::Float32 => t.with_contiguous_slice::<f32, _>(|s| s.iter().any(|x| x.is_nan())),
         DType::Float64 => t.with_contiguous_slice::<f64, _>(|s| s.iter().any(|x| x.is_nan())),
@@ -335,13 +358,28 @@ fn reduce_groups<T: Element, U: Element>(
     keepdim: bool,
     f: impl Fn(&[T]) -> U,
 ) -> Result<Tensor> {
+    match crate::tensor::batched::unary_all(t, |p, nb| {
+        let pd: Vec<usize> = dims.iter().map(|&d| d + nb).collect();
+        reduce_groups_dense(p, &pd, keepdim, &f)
+    }) {
+        Some(r) => r,
+        None => reduce_groups_dense(t, dims, keepdim, &f),
+    }
+}
+
+fn reduce_groups_dense<T: Element, U: Element>(
+    t: &Tensor,
+    dims: &[usize],
+    keepdim: bool,
+    f: &impl Fn(&[T]) -> U,
+) -> Result<Tensor> {
     let out_shape = reduced_shape(t.shape(), dims, keepdim);
     let (data, n) = grouped::<T>(t, dims)?;
     let groups: usize = out_shape.iter().product();
     let out: Vec<U> = if n == 0 {
         (0..groups).map(|_| f(&[])).collect()
     } else {
-        data.chunks(n).map(&f).collect()
+        data.chunks(n).map(f).collect()
     };
     Tensor::from_vec(out, &out_shape)
 }

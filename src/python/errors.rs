@@ -50,6 +50,17 @@ impl<T> IntoPyResult<T> for crate::error::Result<T> {
     }
 }
 
+/// The RuntimeError a caught panic becomes: an op without a batching rule meeting a tensor
+/// inside vmap says so; anything else is a bug of ours.
+fn panic_error(p: Box<dyn std::any::Any + Send>) -> PyErr {
+    let msg = panic_message(p);
+    if msg == crate::tensor::batched::NO_RULE_MESSAGE {
+        PyRuntimeError::new_err(msg)
+    } else {
+        PyRuntimeError::new_err(format!("internal error in ferrograd: {msg}"))
+    }
+}
+
 fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
         (*s).to_string()
@@ -68,10 +79,7 @@ pub(crate) fn detached<T: Send>(
 ) -> PyResult<T> {
     match py.detach(|| std::panic::catch_unwind(AssertUnwindSafe(f))) {
         Ok(r) => r.py(),
-        Err(p) => Err(PyRuntimeError::new_err(format!(
-            "internal error in ferrograd: {}",
-            panic_message(p)
-        ))),
+        Err(p) => Err(panic_error(p)),
     }
 }
 
@@ -79,9 +87,6 @@ pub(crate) fn detached<T: Send>(
 pub(crate) fn guarded<T>(f: impl FnOnce() -> crate::error::Result<T>) -> PyResult<T> {
     match std::panic::catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r.py(),
-        Err(p) => Err(PyRuntimeError::new_err(format!(
-            "internal error in ferrograd: {}",
-            panic_message(p)
-        ))),
+        Err(p) => Err(panic_error(p)),
     }
 }

@@ -21,6 +21,7 @@ mod ops;
 mod optim;
 mod safetensors;
 mod tensor;
+mod vmap;
 
 use pyo3::prelude::*;
 
@@ -385,6 +386,7 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     creation::register(m)?;
     graph::register(m)?;
     forward_ad::register(m)?;
+    vmap::register(m)?;
     m.add_function(wrap_pyfunction!(get_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(set_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;

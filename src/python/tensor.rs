@@ -441,6 +441,7 @@ impl PyTensor {
 
     /// The value of a one-element tensor as a Python number.
     fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        refuse_batched(&self.inner, VMAP_ITEM)?;
         let v = guarded(|| self.inner.item_f64())?;
         Ok(match self.inner.dtype() {
             DType::Bool => PyBool::new(py, v != 0.0).to_owned().into_any(),
@@ -452,6 +453,7 @@ impl PyTensor {
     }
     /// A NumPy array sharing this tensor's memory.
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        refuse_batched(&self.inner, VMAP_DATA)?;
         if self.inner.requires_grad() {
             return Err(PyRuntimeError::new_err("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."));
         }
@@ -477,15 +479,19 @@ impl PyTensor {
                 }
             )));
         }
+        refuse_batched(&self.inner, VMAP_CONTROL_FLOW)?;
         Ok(guarded(|| self.inner.item_f64())? != 0.0)
     }
     fn __float__(&self) -> PyResult<f64> {
+        refuse_batched(&self.inner, VMAP_ITEM)?;
         guarded(|| self.inner.item_f64())
     }
     fn __int__(&self) -> PyResult<i64> {
+        refuse_batched(&self.inner, VMAP_ITEM)?;
         Ok(guarded(|| self.inner.item_f64())? as i64)
     }
     fn __index__(&self) -> PyResult<i64> {
+        refuse_batched(&self.inner, VMAP_ITEM)?;
         if self.inner.dtype() != DType::Int64 || self.inner.numel() != 1 {
             return Err(PyTypeError::new_err(
                 "only integer tensors of a single element can be converted to an index",
@@ -509,6 +515,7 @@ impl PyTensor {
     /// Pickling: the elements and whether the leaf requires grad (a non-leaf's history is not
     /// pickled; torch does not either).
     fn __reduce_ex__<'py>(&self, py: Python<'py>, _protocol: i64) -> PyResult<Bound<'py, PyTuple>> {
+        refuse_batched(&self.inner, VMAP_DATA)?;
         let array =
             super::numpy_interop::to_numpy(py, &self.inner.detach())?.call_method0("copy")?;
         let requires_grad = self.inner.requires_grad() && self.inner.is_leaf();
@@ -536,6 +543,7 @@ impl PyTensor {
     }
     /// The elements as (nested) Python lists, or a number for a 0-d tensor.
     fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        refuse_batched(&self.inner, VMAP_DATA)?;
         super::numpy_interop::to_numpy(py, &self.inner.detach())?.call_method0("tolist")
     }
     /// Makes NumPy defer binary operators to the tensor.
@@ -677,4 +685,16 @@ impl PyTensorIter {
         let t = guarded(|| self.tensor.select(0, i as i64))?;
         wrap(py, t).map(Some)
     }
+}
+
+/// torch's errors for reading one sample's elements as Python values inside vmap.
+const VMAP_ITEM: &str = "vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over calling .item() on a Tensor, please try to rewrite what you're doing with other operations. If error is occurring somewhere inside PyTorch internals, please file a bug report.";
+const VMAP_CONTROL_FLOW: &str = "vmap: It looks like you're attempting to use a Tensor in some data-dependent control flow. We don't support that yet, please file an issue at https://github.com/pytorch/pytorch/issues .";
+const VMAP_DATA: &str = "Cannot access data pointer of Tensor that doesn't have storage";
+
+fn refuse_batched(t: &Tensor, message: &str) -> PyResult<()> {
+    if t.is_batched() {
+        return Err(PyRuntimeError::new_err(message.to_string()));
+    }
+    Ok(())
 }

@@ -1,6 +1,7 @@
 //! The tensor handle: shared storage, a layout, a dtype and autograd metadata.
 
 mod alloc;
+pub mod batched;
 pub mod creation;
 pub mod dtype;
 pub mod grad_mode;
@@ -105,6 +106,8 @@ pub struct TensorImpl {
     /// tensor, so identity is preserved: `x.grad is x.grad`).
     #[cfg_attr(not(feature = "python"), allow(dead_code))]
     pub(crate) binding_slot: std::sync::atomic::AtomicPtr<std::ffi::c_void>,
+    /// For a batched tensor (inside vmap): its physical tensor, batch dim and level.
+    pub(crate) batch: Option<Box<batched::BatchSlot>>,
 }
 
 impl Drop for TensorImpl {
@@ -145,6 +148,7 @@ impl Tensor {
             inference: grad_mode::is_inference_mode_enabled(),
             wrapped_number: false,
             binding_slot: Default::default(),
+            batch: None,
         }))
     }
 
@@ -198,6 +202,7 @@ impl Tensor {
             inference: false,
             wrapped_number: true,
             binding_slot: Default::default(),
+            batch: None,
         }))
     }
 
@@ -227,7 +232,11 @@ impl Tensor {
     }
 
     /// A view of the same storage with another layout (no autograd recorded here).
+    /// On a batched tensor, `layout` is logical and the alias is batched too.
     pub(crate) fn alias_with_layout(&self, layout: Layout) -> Tensor {
+        if self.is_batched() {
+            return self.batched_alias(layout);
+        }
         Tensor::from_parts(self.0.storage.clone(), layout, self.0.dtype)
     }
 
@@ -267,7 +276,7 @@ impl Tensor {
     }
     /// The version counter shared by aliases of the storage.
     pub fn version(&self) -> u64 {
-        self.0.storage.version()
+        self.data_storage().version()
     }
     /// True when both handles are the same tensor.
     pub fn same(&self, other: &Tensor) -> bool {

@@ -206,10 +206,16 @@ element!(
     |v: i64| v != 0
 );
 
+/// What a kernel says when it meets a batched tensor it has no rule for.
+pub const NO_RULE_MESSAGE: &str = "vmap: this operation has no batching rule in ferrograd yet, so it cannot run on a tensor inside vmap (the batched tensor has no elements of its own). Please file an issue naming the operation; until then, compute it outside vmap or loop over the batch.";
+
 /// A buffer shared by aliasing tensors, with the version counter they share.
 pub struct Storage {
     buf: RwLock<Buffer>,
     version: AtomicU64,
+    /// The storage of batched tensors' logical handles (see [`crate::tensor::batched`]): it
+    /// holds no elements, and reading it means an op ran its kernel without a batching rule.
+    placeholder: bool,
 }
 
 impl Storage {
@@ -218,7 +224,35 @@ impl Storage {
         Storage {
             buf: RwLock::new(buf),
             version: AtomicU64::new(0),
+            placeholder: false,
         }
+    }
+
+    /// The element-less storage behind every batched tensor's logical handle.
+    pub(crate) fn placeholder() -> std::sync::Arc<Storage> {
+        static P: std::sync::OnceLock<std::sync::Arc<Storage>> = std::sync::OnceLock::new();
+        P.get_or_init(|| {
+            std::sync::Arc::new(Storage {
+                buf: RwLock::new(Buffer::F32(Data::Own(Vec::new()))),
+                version: AtomicU64::new(0),
+                placeholder: true,
+            })
+        })
+        .clone()
+    }
+
+    /// Whether this is the batched tensors' placeholder (no elements of its own).
+    pub fn is_placeholder(&self) -> bool {
+        self.placeholder
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn no_batching_rule() -> ! {
+        // A kernel reached the elements of a tensor inside vmap without a batching rule: stop
+        // here rather than read nothing (or out of bounds). Bindings turn this into a
+        // RuntimeError.
+        panic!("{}", NO_RULE_MESSAGE)
     }
 
     /// A storage over foreign memory.
@@ -253,11 +287,17 @@ impl Storage {
 
     /// Shared access to the elements. Re-entrant: two aliases may be read at once.
     pub fn read(&self) -> RwLockReadGuard<'_, Buffer> {
+        if self.placeholder {
+            Self::no_batching_rule()
+        }
         self.buf.read_recursive()
     }
 
     /// Exclusive access to the elements.
     pub fn write(&self) -> RwLockWriteGuard<'_, Buffer> {
+        if self.placeholder {
+            Self::no_batching_rule()
+        }
         self.buf.write()
     }
 

@@ -148,8 +148,6 @@ def grad(
             FutureWarning,
             stacklevel=2,
         )
-    if is_grads_batched:
-        raise NotImplementedError("is_grads_batched=True is not supported by ferrograd yet")
     keys = None
     if isinstance(inputs, dict):
         keys = list(inputs.keys())
@@ -164,18 +162,52 @@ def grad(
                 f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}"
             )
     grads = _grads_tuple(grad_outputs, len(outs))
-    result = _C._grad(
-        graph._edges_of(outs),
-        graph._edges_of(ins),
-        grads,
-        retain_graph,
-        create_graph,
-        allow_unused,
-        materialize_grads,
-    )
+    args = (graph._edges_of(outs), graph._edges_of(ins))
+    flags = (retain_graph, create_graph, allow_unused, materialize_grads)
+    if is_grads_batched:
+        result = _batched_grad(outs, grads, args, flags)
+    else:
+        result = _C._grad(*args, grads, *flags)
     if keys is not None:
         return dict(zip(keys, result))
     return result
+
+
+def _batched_grad(outs: Tuple[Any, ...], grads: Any, args: Any, flags: Any) -> Any:
+    """``grad`` with ``is_grads_batched=True``: one backward pass with the seeds' first dims as
+    a vmap batch (each node runs its batching rules on the batched gradients), as torch does
+    with ``vmap`` over the vector-Jacobian product."""
+    sizes = []
+    for i, (o, g) in enumerate(zip(outs, grads)):
+        if g is None:
+            continue
+        if g.dim() == 0 or (isinstance(o, Tensor) and tuple(g.shape[1:]) != tuple(o.shape)):
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each "
+                "grad_output as the batch dimension. The sizes of the remaining dimensions are "
+                "expected to match the shape of corresponding output, but a mismatch was "
+                f"detected: grad_output[{i}] has a shape of {g.shape} and output[{i}] has a "
+                f"shape of {o.shape}. If you only want some tensors in `grad_output` to be "
+                "considered batched, consider using vmap."
+            )
+        sizes.append(g.shape[0])
+    if not sizes:
+        return _C._grad(*args, grads, *flags)
+    if any(n != sizes[0] for n in sizes):
+        raise RuntimeError(
+            "vmap: Expected all tensors to have the same size in the mapped dimension, got "
+            f"sizes {sizes} for the mapped dimension"
+        )
+    size = sizes[0]
+    level = _C._vmap_increment_nesting(size, "error")
+    try:
+        seeds = [None if g is None else _C._add_batch_dim(g, 0, level) for g in grads]
+        result = _C._grad(*args, seeds, *flags)
+        return tuple(
+            None if r is None else _C._remove_batch_dim(r, level, size, 0) for r in result
+        )
+    finally:
+        _C._vmap_decrement_nesting()
 
 
 from . import functional  # noqa: E402, F401

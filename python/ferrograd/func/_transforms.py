@@ -33,15 +33,16 @@ leaf and remembers the nodes it cleared, so it costs at most one visit per graph
 either the output reaches such a leaf (whatever the grad mode was at the ``vjp`` call) or a
 cotangent requires grad.
 
-``jacrev`` and ``hessian`` without vmap
----------------------------------------
-There is no ``vmap`` yet, so ``jacrev`` computes its rows with one engine pass each
-(``autograd.grad(outputs, inputs, one_hot_row, retain_graph=True)`` over the outputs that
-require grad), then stacks them into torch.func's shapes (``output.shape + input.shape``).
-``chunk_size`` is validated and otherwise has no effect. This becomes one batched pass per chunk
-when vmap lands. ``hessian`` is ``jacrev(jacrev(f))`` until then (torch's
-``jacfwd(jacrev(f))`` works too: own inputs and released results keep forward-mode tangents,
-and tangents stay differentiable by reverse mode, but its column loop reruns the forward pass).
+``jacrev`` and ``hessian``
+-------------------------
+``jacrev`` computes the rows of each output's Jacobian in one engine pass per ``chunk_size``
+rows (all of them by default): the one-hot cotangents are batched (``vmap`` over the
+vector-Jacobian product, as torch does), so each node of the graph runs its backward once on
+the batch through its batching rules. Where some op of the graph has no batching rule yet, it
+falls back to one pass per row (``autograd.grad(outputs, inputs, one_hot_row,
+retain_graph=True)``). ``hessian`` is ``jacrev(jacrev(f))`` (torch's ``jacfwd(jacrev(f))``
+works too: own inputs and released results keep forward-mode tangents, and tangents stay
+differentiable by reverse mode, but its column loop reruns the forward pass).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set,
 
 from .. import _C
 from .._creation import eye
-from .._ops_shape import stack
+from .._ops_shape import cat, stack
 from ..autograd import grad as _autograd_grad_api
 from ..utils._pytree import tree_flatten, tree_map, tree_unflatten, treespec_pprint
 
@@ -181,6 +182,20 @@ def _detach(t: Tensor) -> Tensor:
     return t.detach() if tangent is None else _C._make_dual(t.detach(), tangent)
 
 
+def _batched_at_open_level(x: Tensor) -> Tensor:
+    """Inside ``vmap``, an own input that is the same for every sample (an unbatched
+    parameter) is made batched (expanded, no copy): the gradient with respect to it is then one
+    per sample, as ``vmap(grad(f))`` gives, where the engine would otherwise sum the samples'
+    gradients into the one tensor."""
+    info = _C._current_vmap_level()
+    if info is None:
+        return x
+    level, size, _ = info
+    if _C.is_batchedtensor(x) and _C._batch_info(x)[0] == level:
+        return x
+    return _C._add_batch_dim(x.unsqueeze(0).expand(size, *x.shape), 0, level)
+
+
 class _Level:
     """The state of one transform call: whether grad mode was on outside, the fresh leaves it
     made, and the graph nodes already known not to reach any other leaf that requires grad."""
@@ -201,10 +216,10 @@ class _Level:
         if not isinstance(x, Tensor):
             raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")
         if self.connect and x.requires_grad:
-            view = x.view_as(x)
+            view = _batched_at_open_level(x.view_as(x))
             self.views.append((view, view._version))
             return view
-        leaf = x.detach().requires_grad_()
+        leaf = _batched_at_open_level(x.detach()).requires_grad_()
         self.own.add(id(leaf))
         if _collected is not None:
             _collected.append(leaf)
@@ -512,7 +527,46 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
 # jacrev and hessian
 
 
-def _jacobian_rows(state: _VjpState) -> List[List[Tensor]]:
+def _batched_rows(
+    outs: Sequence[Tensor],
+    inputs: Sequence[Tensor],
+    k: int,
+    basis: Any,
+    record: bool,
+    chunk_size: Optional[int],
+) -> Optional[List[Tensor]]:
+    """The Jacobian rows of output ``k`` (``basis``: the one-hot cotangents, stacked) as one
+    engine pass per ``chunk_size`` rows with the cotangents batched (``vmap`` over the
+    vector-Jacobian product, as torch's jacrev). Per input, the rows stacked; None when some op
+    of the graph has no batching rule yet (the caller then runs one pass per row)."""
+    n = basis.shape[0]
+    step = n if chunk_size is None else chunk_size
+    parts: List[List[Tensor]] = []
+    for start in range(0, n, step):
+        size = min(step, n - start)
+        level = _C._vmap_increment_nesting(size, "error")
+        try:
+            cots: List[Any] = [None] * len(outs)
+            for j, o in enumerate(outs):
+                cots[j] = (
+                    _C._add_batch_dim(basis.narrow(0, start, size), 0, level)
+                    if j == k
+                    else o.new_zeros(o.shape)
+                )
+            grads = _engine_grad(outs, inputs, cots, True, record)
+            parts.append([_C._remove_batch_dim(g, level, size, 0) for g in grads])
+        except RuntimeError as err:
+            if "no batching rule" not in str(err):
+                raise
+            return None
+        finally:
+            _C._vmap_decrement_nesting()
+    if len(parts) == 1:
+        return parts[0]
+    return [cat([p[j] for p in parts], 0) for j in range(len(inputs))]
+
+
+def _jacobian_rows(state: _VjpState, chunk_size: Optional[int] = None) -> List[List[Tensor]]:
     """``jac[k][j]``: the Jacobian of flat output k with respect to flat input j, shaped
     ``out_k.shape + in_j.shape``.
 
@@ -535,9 +589,15 @@ def _jacobian_rows(state: _VjpState) -> List[List[Tensor]]:
         rows: List[Sequence[Tensor]] = []
         if k in zeros:
             basis = eye(n, dtype=out.dtype).reshape((n,) + out_shape) if n else None
-            for r in range(n):
-                cots = [basis[r] if j == k else zeros[j] for j in live]  # type: ignore[index]
-                rows.append(_engine_grad(live_outs, state.flat_in, cots, True, record))
+            batched = _batched_rows(
+                live_outs, state.flat_in, live.index(k), basis, record, chunk_size
+            )
+            if batched is not None:
+                rows = [[b[r] for b in batched] for r in range(n)]
+            else:
+                for r in range(n):
+                    cots = [basis[r] if j == k else zeros[j] for j in live]  # type: ignore[index]
+                    rows.append(_engine_grad(live_outs, state.flat_in, cots, True, record))
         elif n:
             if zero_row is None:
                 cots = [zeros[j] for j in live]
@@ -577,7 +637,7 @@ def jacrev(
     def wrapper(*args: Any) -> Any:
         _, state, aux = _vjp_trace(func, args, argnums, has_aux)
         with _modes(grad=None):
-            jac = _jacobian_rows(state)
+            jac = _jacobian_rows(state, chunk_size)
         per_output = []
         for per_input in jac:
             value = tree_unflatten(per_input, state.in_spec)

@@ -44,11 +44,16 @@ pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tens
     let y = {
         let _g = GradModeGuard::new(false);
         let rows = fold_rows(x)?;
-        let y = rows.matmul(&weight.t()?)?;
+        let mut y = rows.matmul(&weight.t()?)?;
         if let Some(b) = bias {
-            match dtype {
-                DType::Float32 => add_bias::<f32>(&y, b)?,
-                _ => add_bias::<f64>(&y, b)?,
+            if y.is_batched() || b.is_batched() {
+                // Inside vmap the product has no elements of its own to add into.
+                y = y.add(b)?;
+            } else {
+                match dtype {
+                    DType::Float32 => add_bias::<f32>(&y, b)?,
+                    _ => add_bias::<f64>(&y, b)?,
+                }
             }
         }
         let mut shape: Dims = x.shape()[..x.dim() - 1].into();

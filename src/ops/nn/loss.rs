@@ -207,6 +207,10 @@ fn class_loss(
 ) -> Result<Tensor> {
     label_smoothing_check(eps)?;
     let cd = check_class_args(x, target, weight)?;
+    if x.is_batched() || target.is_batched() || weight.is_some_and(|w| w.is_batched()) {
+        let args = (ignore_index, reduction, eps, logits, cd);
+        return class_loss_batched(x, target, weight, args);
+    }
     let geo = geometry(x.shape(), cd);
     let (outer, c, inner) = geo;
     let t: Vec<i64> = target.contiguous()?.to_vec::<i64>()?;
@@ -269,6 +273,65 @@ fn class_loss(
         })?;
     }
     Ok(out)
+}
+
+/// [`class_loss`] inside vmap, from batch-aware ops (the fused kernel reads elements
+/// directly): log-softmax, a one-hot of the targets made by comparing them with the class
+/// numbers, and sums along the class dim `cd`. `mean` divides by the weight of the counted
+/// targets, as the fused kernel does.
+fn class_loss_batched(
+    x: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    (ignore_index, reduction, eps, logits, cd): (i64, Reduction, f64, bool, usize),
+) -> Result<Tensor> {
+    let c = x.shape()[cd];
+    let targets = crate::tensor::batched::innermost(target)
+        .contiguous()?
+        .to_vec::<i64>()?;
+    if let Some(bad) = targets
+        .iter()
+        .find(|&&v| v != ignore_index && (v < 0 || v >= c as i64))
+    {
+        return Err(Error::index(format!("Target {bad} is out of bounds.")));
+    }
+    let dt = x.dtype();
+    let lp = if logits {
+        x.log_softmax(cd as i64)?
+    } else {
+        x.clone()
+    };
+    // The class numbers along `cd`, broadcasting over the dims after it.
+    let mut cshape = vec![1usize; x.dim() - cd];
+    cshape[0] = c;
+    let classes = Tensor::arange(0.0, c as f64, 1.0, DType::Int64)?.reshape(&cshape)?;
+    let onehot = target.unsqueeze(cd as i64)?.eq_t(&classes)?.to_dtype(dt)?;
+    let valid = target.ne_scalar(ignore_index as f64)?.to_dtype(dt)?;
+    let wc = weight
+        .map(|w| w.to_dtype(dt)?.reshape(&cshape))
+        .transpose()?;
+    let class_sum = |t: &Tensor| t.sum_dims(&[cd as i64], false);
+    // The weight of each sample's target class, 0 where it is ignored.
+    let a = match &wc {
+        Some(w) => class_sum(&onehot.mul(w)?)?.mul(&valid)?,
+        None => valid.clone(),
+    };
+    let mut per = class_sum(&lp.mul(&onehot)?)?.neg()?.mul(&a)?;
+    if eps > 0.0 {
+        let wlp = match &wc {
+            Some(w) => lp.mul(w)?,
+            None => lp.clone(),
+        };
+        let smooth = class_sum(&wlp)?.neg()?.mul(&valid)?;
+        per = per
+            .mul_scalar(1.0 - eps)?
+            .add(&smooth.mul_scalar(eps / c as f64)?)?;
+    }
+    match reduction {
+        Reduction::None => Ok(per),
+        Reduction::Sum => per.sum(),
+        Reduction::Mean => per.sum()?.div(&a.sum()?),
+    }
 }
 
 /// Per-sample losses (f64, sample order), each sample's log Σ exp over the classes and, for

@@ -357,6 +357,17 @@ pub(crate) fn fill_blocks<T: Element>(
 
 /// Softmax (`log` false) or log-softmax of `x` along `d`.
 fn rows_forward(x: &Tensor, d: usize, log: bool) -> Result<Tensor> {
+    if let Some(r) = crate::ops::batching::on_physical(x, |p| {
+        // A 0-d sample is a row of one.
+        let q = if x.dim() == 0 {
+            p.unsqueeze(1)?
+        } else {
+            p.clone()
+        };
+        rows_forward(&q, d + 1, log)?.reshape(p.shape())
+    }) {
+        return r;
+    }
     match x.dtype() {
         DType::Float32 => rows_forward_as::<f32>(x, d, log),
         _ => rows_forward_as::<f64>(x, d, log),
@@ -455,6 +466,24 @@ fn forward_cols<T: RowFloat>(
 /// The fused backward of softmax (`y (g - Σ g y)`) or log-softmax (`g - e^y Σ g`) along `d`;
 /// `g` and `y` share shape and float dtype.
 fn rows_backward(g: &Tensor, y: &Tensor, d: usize, log: bool) -> Result<Tensor> {
+    if let Some(r) = crate::ops::batching::on_physicals([g, y], |[g, y], [bg, by]| {
+        // One side may be the same for every sample: expanded to the other's physical shape.
+        let shape = if bg {
+            g.shape().to_vec()
+        } else {
+            y.shape().to_vec()
+        };
+        let _ = by;
+        let (g, y) = (g.expand(&shape)?, y.expand(&shape)?);
+        if shape.len() == 1 {
+            // 0-d samples: rows of one.
+            let (g1, y1) = (g.unsqueeze(1)?, y.unsqueeze(1)?);
+            return rows_backward(&g1, &y1, 1, log)?.reshape(&shape);
+        }
+        rows_backward(&g, &y, d + 1, log)
+    }) {
+        return r;
+    }
     match y.dtype() {
         DType::Float32 => rows_backward_as::<f32>(g, y, d, log),
         _ => rows_backward_as::<f64>(g, y, d, log),

@@ -164,7 +164,31 @@ impl Tensor {
         out_shape[d] = total;
         let out = {
             let _g = GradModeGuard::new(false);
-            concat_blocks(&used, dtype, d, &out_shape)?
+            match crate::tensor::batched::top_level(&used) {
+                // Inside vmap: the physical pieces, unbatched ones repeated for every sample.
+                Some(level) => {
+                    let size = level.size();
+                    let mut phys_shape = vec![size];
+                    phys_shape.extend_from_slice(&out_shape);
+                    let parts = used
+                        .iter()
+                        .map(
+                            |t| match crate::tensor::batched::physical_front(t, &level) {
+                                (p, true) => Ok(p),
+                                (p, false) => {
+                                    let mut shape = vec![size];
+                                    shape.extend_from_slice(p.shape());
+                                    p.unsqueeze(0)?.expand(&shape)
+                                }
+                            },
+                        )
+                        .collect::<Result<Vec<_>>>()?;
+                    let refs: Vec<&Tensor> = parts.iter().collect();
+                    let out = concat_blocks(&refs, dtype, d + 1, &phys_shape)?;
+                    Tensor::batched(out, 0, level)?
+                }
+                None => concat_blocks(&used, dtype, d, &out_shape)?,
+            }
         };
         let refs: Vec<&Tensor> = tensors.iter().collect();
         if needs_grad(&refs) {

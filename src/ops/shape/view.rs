@@ -64,6 +64,19 @@ impl Tensor {
             return self.reshaped_view(self.layout().clone(), name);
         }
         if !self.is_contiguous() {
+            // Still a view when the dims that merge or split are laid out as one run (torch's
+            // computeStride); a batched tensor's logical layout is rarely contiguous.
+            if let Some(strides) = viewed_strides(self.shape(), self.strides(), shape) {
+                let offset = self.layout().offset;
+                return self.reshaped_view(
+                    Layout {
+                        shape: shape.into(),
+                        strides,
+                        offset,
+                    },
+                    name,
+                );
+            }
             if view_only {
                 return Err(Error::runtime("view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead."));
             }
@@ -445,4 +458,42 @@ pub(crate) fn infer_shape(shape: &[i64], numel: usize) -> Result<Vec<usize>> {
         out[i] = numel / known;
     }
     Ok(out)
+}
+
+/// The strides under which `new` views the elements of a layout of `shape` and `strides`, or
+/// `None` when some dim of `new` would span two runs of memory (torch's `computeStride`).
+fn viewed_strides(shape: &[usize], strides: &[usize], new: &[usize]) -> Option<Dims> {
+    if shape.iter().product::<usize>() == 0 {
+        return None;
+    }
+    let mut out: Dims = smallvec::smallvec![0; new.len()];
+    if shape.is_empty() {
+        out.iter_mut().for_each(|s| *s = 1);
+        return Some(out);
+    }
+    let mut view_d = new.len() as isize - 1;
+    // Walk back over chunks of dims that are laid out as one run of memory.
+    let mut chunk_base = strides[shape.len() - 1];
+    let (mut tensor_numel, mut view_numel) = (1usize, 1usize);
+    for d in (0..shape.len()).rev() {
+        tensor_numel *= shape[d];
+        let chunk_ends =
+            d == 0 || (shape[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk_base);
+        if chunk_ends {
+            while view_d >= 0 && (view_numel < tensor_numel || new[view_d as usize] == 1) {
+                out[view_d as usize] = view_numel * chunk_base;
+                view_numel *= new[view_d as usize];
+                view_d -= 1;
+            }
+            if view_numel != tensor_numel {
+                return None;
+            }
+            if d > 0 {
+                chunk_base = strides[d - 1];
+                tensor_numel = 1;
+                view_numel = 1;
+            }
+        }
+    }
+    (view_d == -1).then_some(out)
 }

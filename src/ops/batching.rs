@@ -1,0 +1,168 @@
+//! Batching rules shared by the ops, and the two ops that cross a vmap boundary.
+//!
+//! A batched tensor (see [`crate::tensor::batched`]) is computed on through its physical
+//! tensor: an op's rule takes the place of its kernel, runs the op on the physical operands
+//! (batch dimension in front, logical dimensions shifted by one) without recording, and batches
+//! the result again. The op then records its own node on the logical tensors as usual, so its
+//! backward rule runs on batched gradients through the same rules.
+//!
+//! Elementwise kernels (`ops::elementwise`, `kernels::copy::cast`) and views (every view is an
+//! alias, see [`Tensor::alias_with_layout`]) batch with no rule of their own.
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::graph::node::{needs_grad, record};
+use crate::tensor::batched::{move_to_front, physical_front, top_level, Level};
+use crate::tensor::grad_mode::GradModeGuard;
+use crate::tensor::Tensor;
+
+/// `f` of a batched `t`'s physical tensor (batch dimension in front), batched again at the same
+/// level; `None` when `t` is not batched. `f` runs without recording and sees logical
+/// dimension `d` as `d + 1`.
+pub(crate) fn on_physical(
+    t: &Tensor,
+    f: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Option<Result<Tensor>> {
+    let s = t.batch_slot()?;
+    let _off = GradModeGuard::new(false);
+    let p = move_to_front(&s.value, s.bdim);
+    Some(f(&p).and_then(|out| Tensor::batched(out, 0, s.level.clone())))
+}
+
+/// Like [`on_physical`] for ops of several tensors: `f` gets every operand physical (batched
+/// ones with the batch dimension in front, the others as they are) and whether each is
+/// batched; `None` when none is.
+pub(crate) fn on_physicals<const N: usize>(
+    ts: [&Tensor; N],
+    f: impl FnOnce([Tensor; N], [bool; N]) -> Result<Tensor>,
+) -> Option<Result<Tensor>> {
+    let level = top_level(&ts)?;
+    let _off = GradModeGuard::new(false);
+    let mut batched = [false; N];
+    let phys: [Tensor; N] = std::array::from_fn(|i| {
+        let (p, b) = physical_front(ts[i], &level);
+        batched[i] = b;
+        p
+    });
+    Some(f(phys, batched).and_then(|out| Tensor::batched(out, 0, level)))
+}
+
+/// Logical dimensions (already wrapped) as physical ones behind a leading batch dimension.
+pub(crate) fn shifted(dims: &[usize]) -> Vec<i64> {
+    dims.iter().map(|&d| d as i64 + 1).collect()
+}
+
+/// A physical operand `p` of logical rank `rank` padded with size-1 dimensions after the batch
+/// dimension up to logical rank `to` (so it broadcasts sample by sample against another
+/// operand of that rank); an unbatched operand is returned as it is.
+pub(crate) fn pad_after_batch(p: &Tensor, batched: bool, rank: usize, to: usize) -> Result<Tensor> {
+    let mut p = p.clone();
+    if batched {
+        for _ in rank..to {
+            p = p.unsqueeze(1)?;
+        }
+    }
+    Ok(p)
+}
+
+/// `value` seen one sample at a time along `bdim` at `level` (torch's `_add_batch_dim`). When
+/// `value` requires grad, the batched tensor's history leads back to it, so gradients of what
+/// a vmapped function computes reach `value` (`grad(vmap(f))`).
+pub fn add_batch_dim(value: &Tensor, bdim: usize, level: &Arc<Level>) -> Result<Tensor> {
+    let out = Tensor::batched(value.clone(), bdim, level.clone())?;
+    if needs_grad(&[value]) {
+        let (level, size) = (level.clone(), level.size());
+        record(
+            "AddBatchDimBackward0",
+            &[value],
+            &[&out],
+            &[],
+            false,
+            move |g, _| Ok(vec![Some(remove_batch_dim(&g[0], &level, size, bdim)?)]),
+        )?;
+    }
+    Ok(out)
+}
+
+/// The physical tensor of `t` at `level`, its batch dimension at `out_dim` (torch's
+/// `_remove_batch_dim`); a `t` not batched at `level` is the same for every sample and is
+/// expanded to `size` there. Gradients flow back into the batched `t`.
+pub fn remove_batch_dim(
+    t: &Tensor,
+    level: &Arc<Level>,
+    size: usize,
+    out_dim: usize,
+) -> Result<Tensor> {
+    let s = match t.batch_slot() {
+        Some(s) if s.level.id() == level.id() => s,
+        _ => {
+            if out_dim > t.dim() {
+                return Err(Error::index(format!(
+                    "vmap: out_dim {out_dim} is out of range for an output of {} dimensions",
+                    t.dim() + 1
+                )));
+            }
+            let mut shape = t.shape().to_vec();
+            shape.insert(out_dim, size);
+            return t.unsqueeze(out_dim as i64)?.expand(&shape);
+        }
+    };
+    if out_dim > t.dim() {
+        return Err(Error::index(format!(
+            "vmap: out_dim {out_dim} is out of range for an output of {} dimensions",
+            t.dim() + 1
+        )));
+    }
+    let front = move_to_front(&s.value, s.bdim);
+    let mut l = front.layout().clone();
+    let (n, st) = (l.shape.remove(0), l.strides.remove(0));
+    l.shape.insert(out_dim, n);
+    l.strides.insert(out_dim, st);
+    // A fresh handle on the physical elements, so its history is this node alone.
+    let out = front.alias_with_layout(l);
+    if needs_grad(&[t]) {
+        let level = level.clone();
+        record(
+            "RemoveBatchDimBackward0",
+            &[t],
+            &[&out],
+            &[],
+            false,
+            move |g, _| Ok(vec![Some(add_batch_dim(&g[0], out_dim, &level)?)]),
+        )?;
+    }
+    Ok(out)
+}
+
+/// A gradient on its way into a tensor batched at level `keep` (0: not batched) from a node
+/// whose outputs were batched up to level `seen`: summed over the batch of every level in
+/// between, since the tensor was the same for all of those samples (an unbatched tensor a
+/// vmapped function used). Levels opened after the node (batched cotangents,
+/// `is_grads_batched`, jacrev) are kept.
+pub(crate) fn sum_out_levels(g: Tensor, keep: u32, seen: u32) -> Result<Tensor> {
+    let Some(s) = g.batch_slot() else {
+        return Ok(g);
+    };
+    let (id, level) = (s.level.id(), s.level.clone());
+    if id <= keep {
+        return Ok(g);
+    }
+    if id <= seen {
+        let size = level.size();
+        let summed = remove_batch_dim(&g, &level, size, 0)?.sum_dims(&[0], false)?;
+        return sum_out_levels(summed, keep, seen);
+    }
+    // A level opened after the node stays; the ones under it may need summing, per sample.
+    let inner = move_to_front(&s.value, s.bdim);
+    let summed = sum_out_levels(inner.clone(), keep, seen)?;
+    if summed.same(&inner) {
+        return Ok(g);
+    }
+    if g.requires_grad() {
+        return Err(Error::not_implemented(
+            "vmap: a graph of the backward (create_graph) through a batched gradient of a tensor shared by the samples of an enclosing vmap is not supported yet",
+        ));
+    }
+    Tensor::batched(summed, 0, level)
+}

@@ -1,0 +1,238 @@
+"""``vmap``: in_dims/out_dims handling, composition with autograd (``vmap(grad)``,
+``grad(vmap)``, nested vmap), and torch's errors; each result against an explicit loop over the
+samples (the definition of vmap), closed forms, or torch.func when torch is installed."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import ferrograd as fg
+import numpy as np
+import pytest
+from ferrograd.func import grad, vmap
+
+try:
+    import torch
+except ImportError:  # pragma: no cover - depends on the machine
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
+
+
+def _rand(*shape: int, seed: int = 0) -> Any:
+    return fg.tensor(np.random.default_rng(seed).standard_normal(shape))
+
+
+def _loop(f: Callable[..., Any], *xs: Any) -> Any:
+    return fg.stack([f(*[x[i] for x in xs]) for i in range(xs[0].shape[0])])
+
+
+def _close(a: Any, b: Any, tol: float = 1e-12) -> None:
+    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=tol, atol=tol)
+
+
+def test_identity_over_each_in_dim_and_out_dim() -> None:
+    x = _rand(2, 3, 4)
+    for in_dim in (0, 1, 2, -1):
+        for out_dim in (0, 1, -1):
+            got = vmap(lambda t: t, in_dims=in_dim, out_dims=out_dim)(x)
+            want = x.movedim(in_dim, out_dim)
+            _close(got, want)
+
+
+def test_shapes_inside_are_those_of_one_sample() -> None:
+    seen = []
+
+    def f(t: Any) -> Any:
+        seen.append((tuple(t.shape), t.dim(), t.numel(), fg._C.is_batchedtensor(t)))
+        return t
+
+    vmap(f, in_dims=1)(_rand(5, 3, 2))
+    assert seen == [((5, 2), 2, 10, True)]
+
+
+def test_unbatched_output_is_expanded_and_none_out_dim_passes_it_through() -> None:
+    c = _rand(3)
+    got = vmap(lambda x: c * 2, in_dims=0)(_rand(4, 2))
+    _close(got, (c * 2).expand(4, 3))
+    got = vmap(lambda x: (x + 1, c), out_dims=(0, None))(_rand(4, 2))
+    assert got[1] is c
+
+
+def test_elementwise_reductions_views_and_products_match_a_loop() -> None:
+    x, w, v = _rand(5, 3, 4), _rand(4, 2, seed=1), _rand(5, 4, seed=2)
+
+    def f(a: Any, b: Any) -> Any:
+        y = (a.sin() * 2 + b).relu() @ w  # (3, 2)
+        z = y.t().reshape(6).softmax(0) + a.mean(0).sum()
+        return fg.cat([z, a[1, 1:3], b.unsqueeze(0).sum(1)], 0).tanh()
+
+    _close(vmap(f)(x, v), _loop(f, x, v))
+
+
+def test_matmul_shapes_with_batched_and_unbatched_operands() -> None:
+    cases = [((4,), (4,)), ((4,), (4, 3)), ((3, 4), (4,)), ((2, 3, 4), (4, 5)), ((3, 4), (2, 4, 5))]
+    for sa, sb in cases:
+        a, b = _rand(6, *sa), _rand(6, *sb, seed=1)
+        _close(vmap(fg.matmul)(a, b), _loop(fg.matmul, a, b))
+        b0, a0 = b[0], a[0]
+        _close(vmap(fg.matmul, in_dims=(0, None))(a, b0), _loop(lambda p, q=b0: p @ q, a))
+        _close(vmap(fg.matmul, in_dims=(None, 0))(a0, b), _loop(lambda q, p=a0: p @ q, b))
+
+
+def test_linear_with_batched_input_and_batched_weights() -> None:
+    x, w, b = _rand(4, 7, 3), _rand(4, 5, 3, seed=1), _rand(4, 5, seed=2)
+    lin = fg.nn.functional.linear
+    _close(vmap(lin)(x, w, b), _loop(lin, x, w, b))
+    w0, b0 = w[0], b[0]
+    _close(vmap(lin, in_dims=(0, None, None))(x, w0, b0), _loop(lambda p: lin(p, w0, b0), x))
+
+
+def test_cross_entropy_per_sample_matches_a_loop() -> None:
+    logits = _rand(4, 6, 5)
+    target = fg.tensor(np.random.default_rng(3).integers(0, 5, size=(4, 6)))
+    ce = fg.nn.functional.cross_entropy
+    for kw in ({}, {"reduction": "sum"}, {"label_smoothing": 0.2}, {"ignore_index": 1}):
+        f = lambda a, t, kw=kw: ce(a, t, **kw)  # noqa: E731
+        _close(vmap(f)(logits, target), _loop(f, logits, target))
+    wt = fg.tensor([1.0, 2.0, 0.5, 1.5, 3.0], dtype=fg.float64)
+    f = lambda a, t: ce(a, t, weight=wt)  # noqa: E731
+    _close(vmap(f)(logits, target), _loop(f, logits, target))
+    bad = target.clone()
+    bad[1, 2] = 9
+    with pytest.raises(IndexError, match="Target 9 is out of bounds"):
+        vmap(ce)(logits, bad)
+
+
+def test_nested_vmap_matches_a_double_loop() -> None:
+    x, y = _rand(3, 4, 5), _rand(4, 5, seed=1)
+
+    def f(a: Any, b: Any) -> Any:
+        return (a * b).sum() + a.max()
+
+    got = vmap(vmap(f, in_dims=(0, 0)), in_dims=(0, None))(x, y)
+    want = fg.stack([fg.stack([f(x[i, j], y[j]) for j in range(4)]) for i in range(3)])
+    _close(got, want)
+
+
+def test_chunk_size_gives_the_same_result() -> None:
+    x = _rand(7, 3)
+    f = lambda t: (t * t).sum(0, keepdim=True)  # noqa: E731
+    _close(vmap(f, chunk_size=3)(x), vmap(f)(x))
+    _close(vmap(f, chunk_size=3, out_dims=1)(x), vmap(f, out_dims=1)(x))
+
+
+def test_per_sample_gradients_of_an_mlp_match_a_loop() -> None:
+    rng = np.random.default_rng(0)
+    w1 = fg.tensor(rng.standard_normal((8, 5)) * 0.5)
+    b1 = fg.tensor(rng.standard_normal(8))
+    w2 = fg.tensor(rng.standard_normal((3, 8)) * 0.5)
+    x = fg.tensor(rng.standard_normal((6, 5)))
+    y = fg.tensor(rng.integers(0, 3, size=6))
+    F = fg.nn.functional
+
+    def loss(params: Any, xi: Any, yi: Any) -> Any:
+        a, b, c = params
+        h = F.linear(xi.unsqueeze(0), a, b).relu()
+        return F.cross_entropy(F.linear(h, c), yi.unsqueeze(0))
+
+    got = vmap(grad(loss), in_dims=(None, 0, 0))((w1, b1, w2), x, y)
+    for i in range(6):
+        ps = [p.detach().requires_grad_() for p in (w1, b1, w2)]
+        want = fg.autograd.grad(loss(ps, x[i], y[i]), ps)
+        for g, w in zip(got, want):
+            _close(g[i], w)
+
+
+def test_grad_of_vmap_differentiates_through_the_batch() -> None:
+    x = _rand(4, 3).requires_grad_()
+    w = _rand(3, seed=1).requires_grad_()
+    out = vmap(lambda r: (r * w).sin().sum())(x)
+    gx, gw = fg.autograd.grad((out * out).sum(), [x, w])
+    # closed form: d/dx sum_i s_i^2 with s_i = sum_j sin(x_ij w_j)
+    s = (x * w).sin().sum(1, keepdim=True)
+    c = (x * w).cos()
+    _close(gx, 2 * s * c * w)
+    _close(gw, (2 * s * c * x).sum(0))
+
+
+def test_vmap_of_grad_keeps_working_with_create_graph_for_second_order() -> None:
+    x = _rand(5, 3)
+    # per-sample Hessian diagonal of sum(x^3) is 6x
+    hess_diag = vmap(grad(lambda t: grad(lambda u: (u**3).sum())(t).sum()))(x)
+    _close(hess_diag, 6 * x)
+
+
+def test_op_without_a_rule_raises_a_clear_error_and_leaves_inputs_intact() -> None:
+    x = _rand(2, 1, 6, 6)
+    w = _rand(2, 1, 3, 3, seed=1)
+    before = x.numpy().copy()
+    with pytest.raises(RuntimeError, match="no batching rule"):
+        vmap(lambda a: fg.nn.functional.conv2d(a, w))(x)
+    np.testing.assert_array_equal(x.numpy(), before)
+    # the level was closed: vmap works again afterwards
+    _close(vmap(lambda a: a + 1)(x), x + 1)
+
+
+def test_data_dependent_python_access_inside_vmap_raises() -> None:
+    with pytest.raises(RuntimeError):
+        vmap(lambda t: t.sum().item())(_rand(3, 2))
+
+
+def test_repr_shows_the_batched_tensor() -> None:
+    seen = []
+    vmap(lambda t: seen.append(repr(t)) or t)(_rand(2, 3))
+    assert seen[0].startswith("BatchedTensor(lvl=") and "bdim=0" in seen[0]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda v, x: v(lambda t: t, in_dims=0)(),
+        lambda v, x: v(lambda t: t, in_dims=[0])(x),
+        lambda v, x: v(lambda t: t, in_dims=3)(x),
+        lambda v, x: v(lambda t: t, in_dims=-4)(x),
+        lambda v, x: v(lambda t, n: t, in_dims=(0, 0))(x, 3),
+        lambda v, x: v(lambda t, s: t + s, in_dims=(0, 0))(x, x[:2]),
+        lambda v, x: v(lambda t: t, in_dims=(0, 0))(x),
+        lambda v, x: v(lambda t: t, in_dims=None)(x),
+        lambda v, x: v(lambda t: t, in_dims=(1.5,))(x),
+        lambda v, x: v(lambda t: t, out_dims=None)(x),
+        lambda v, x: v(lambda t: 3.0)(x),
+        lambda v, x: v(lambda t: (t, t), out_dims=(0, 0, 0))(x),
+        lambda v, x: v(lambda t: t, out_dims="a")(x),
+        lambda v, x: v(lambda t: t, randomness="sometimes")(x),
+        lambda v, x: v(lambda t: t, chunk_size=0)(x),
+    ],
+)
+def test_bad_arguments_raise_torchs_errors(call: Callable[..., Any]) -> None:
+    x = np.random.default_rng(0).standard_normal((3, 4, 5))
+    with pytest.raises(Exception) as ours:
+        call(fg.vmap, fg.tensor(x))
+    assert type(ours.value) in (ValueError, RuntimeError, IndexError)
+    if torch is not None:
+        with pytest.raises(Exception) as theirs:
+            call(torch.vmap, torch.tensor(x))
+        assert type(ours.value) is type(theirs.value)
+        norm = lambda s: s.replace("ferrograd", "torch")  # noqa: E731
+        assert norm(str(ours.value)) == norm(str(theirs.value))
+
+
+@needs_torch
+def test_per_sample_gradients_match_torch_func() -> None:
+    rng = np.random.default_rng(1)
+    arrays = [rng.standard_normal((4, 3)), rng.standard_normal(4), rng.standard_normal((5, 3))]
+
+    def make(lib: Any) -> Any:
+        w, b, x = (lib.tensor(a) for a in arrays)
+
+        def loss(w: Any, b: Any, xi: Any) -> Any:
+            return (lib.tanh(xi @ w.t() + b) ** 2).mean()
+
+        return lib.func.vmap(lib.func.grad(loss, argnums=(0, 1)), in_dims=(None, None, 0))(
+            w, b, x
+        )
+
+    ours, theirs = make(fg), make(torch)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12, atol=1e-12)

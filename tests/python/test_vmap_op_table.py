@@ -1,0 +1,206 @@
+"""Every op of ``optables/*`` under ``vmap``, against the definition of vmap: the op applied to
+each sample in a Python loop, the results stacked.
+
+For each entry and shape set, three samples of every tensor input are drawn and checked with
+the batch dimension first everywhere ("all0"), last on the first tensor input ("last"), and on
+the first tensor input only with the others shared by all samples ("mix"); then the gradient
+form, ``vmap(grad(loss))`` against ``autograd.grad`` sample by sample, puts each backward rule
+through batched gradients.
+
+Ops without a batching rule yet are listed in ``vmap_no_rule.txt``; for them the test asserts
+the clear error instead. The list may only shrink: an op that starts working fails here until
+its line is removed.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any, Callable, List, Optional, Tuple
+
+import ferrograd as fg
+import numpy as np
+import pytest
+from optables.spec import Arg, OpSpec
+from test_op_table import SPECS, _float_outputs, _make_arrays, _outputs
+
+B = 3
+NO_RULE_FILE = pathlib.Path(__file__).with_name("vmap_no_rule.txt")
+NO_RULE = {
+    line.split("#")[0].strip()
+    for line in NO_RULE_FILE.read_text().splitlines()
+    if line.split("#")[0].strip()
+}
+MODES = ("all0", "last", "mix")
+
+CASES = [
+    pytest.param(spec, i, mode, id=f"{spec.name}-{i}-{mode}")
+    for spec in SPECS
+    for i in range(len(spec.all_arg_sets()))
+    for mode in MODES
+]
+GRAD_CASES = [
+    pytest.param(spec, i, id=f"{spec.name}-{i}")
+    for spec in SPECS
+    if spec.grad
+    for i in range(len(spec.all_arg_sets()))
+]
+
+
+def _tensor_positions(args: List[Arg]) -> List[int]:
+    return [k for k, a in enumerate(args) if a.kind != "const"]
+
+
+def _sample_tensor(arr: Any, a: Arg) -> Any:
+    if a.kind == "float":
+        return fg.tensor(np.array(arr), dtype=fg.float64)
+    return fg.tensor(np.array(arr))
+
+
+def _samples(args: List[Arg], case: int) -> List[List[Any]]:
+    """B draws of the inputs (consts are those of the first draw)."""
+    draws = [_make_arrays(args, seed=100 * case + b) for b in range(B)]
+    return [
+        [arr if a.kind == "const" else _sample_tensor(arr, a) for arr, a in zip(d, args)]
+        for d in draws
+    ]
+
+
+def _batched_inputs(
+    args: List[Arg], samples: List[List[Any]], mode: str
+) -> Tuple[List[Any], Tuple[Optional[int], ...], List[List[Any]]]:
+    """The stacked inputs, their in_dims, and the per-sample inputs the loop must use."""
+    tpos = _tensor_positions(args)
+    first = tpos[0] if tpos else None
+    inputs: List[Any] = []
+    in_dims: List[Optional[int]] = []
+    loop = [list(s) for s in samples]
+    for k, a in enumerate(args):
+        if a.kind == "const":
+            inputs.append(samples[0][k])
+            in_dims.append(None)
+            continue
+        stacked = fg.stack([s[k] for s in samples])
+        if mode == "mix" and k != first:
+            inputs.append(samples[0][k])
+            in_dims.append(None)
+            for s in loop:
+                s[k] = samples[0][k]
+        elif mode == "last" and k == first and stacked.dim() > 1:
+            inputs.append(stacked.movedim(0, -1).contiguous())
+            in_dims.append(-1)
+        else:
+            inputs.append(stacked)
+            in_dims.append(0)
+    return inputs, tuple(in_dims), loop
+
+
+def _is_no_rule(err: Exception) -> bool:
+    return isinstance(err, RuntimeError) and "no batching rule" in str(err)
+
+
+def _check_listed(run: Callable[[], Any]) -> Optional[Any]:
+    """Run a listed op, which may fail with the no-rule error (None is returned then); a
+    result is checked as any other."""
+    try:
+        return run()
+    except RuntimeError as err:
+        if not _is_no_rule(err):
+            raise
+        return None
+
+
+def _assert_close(got: Any, want: Any, spec: OpSpec) -> None:
+    g = np.asarray(got.detach().numpy())
+    w = np.asarray(want.detach().numpy())
+    assert g.shape == w.shape
+    if spec.exact or g.dtype == bool or np.issubdtype(g.dtype, np.integer):
+        np.testing.assert_array_equal(g, w)
+    else:
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("spec,case,mode", CASES)
+def test_vmap_matches_a_loop_over_samples(spec: OpSpec, case: int, mode: str) -> None:
+    args = spec.all_arg_sets()[case]
+    if not _tensor_positions(args):
+        pytest.skip("no tensor input to map over")
+    samples = _samples(args, case)
+    inputs, in_dims, loop = _batched_inputs(args, samples, mode)
+    with fg.no_grad():
+        want = [_outputs(spec.fn(fg, *s)) for s in loop]
+
+    def run() -> Any:
+        with fg.no_grad():
+            return fg.vmap(lambda *a: spec.fn(fg, *a), in_dims=in_dims)(*inputs)
+
+    got = _check_listed(run) if spec.name in NO_RULE else run()
+    if got is None:
+        return
+    got = _outputs(got)
+    assert len(got) == len(want[0])
+    for j, g in enumerate(got):
+        _assert_close(g, fg.stack([w[j] for w in want]), spec)
+        assert not fg._C.is_batchedtensor(g)
+
+
+@pytest.mark.parametrize("spec,case", GRAD_CASES)
+def test_vmap_of_grad_matches_per_sample_gradients(spec: OpSpec, case: int) -> None:
+    _grad_case(spec, case, spec.name in NO_RULE)
+
+
+def _grad_case(spec: OpSpec, case: int, listed: bool) -> None:
+    args = spec.all_arg_sets()[case]
+    gpos = [k for k, a in enumerate(args) if a.kind == "float" and a.requires_grad]
+    if not gpos:
+        pytest.skip("no differentiable input")
+    samples = _samples(args, case)
+    inputs, in_dims, loop = _batched_inputs(args, samples, "all0")
+    with fg.no_grad():
+        outs0 = _float_outputs(spec.fn(fg, *loop[0]))
+    if not outs0:
+        pytest.skip("no float output to differentiate")
+    rng = np.random.default_rng(case + 7)
+    weights = [fg.tensor(rng.uniform(0.5, 1.5, size=tuple(o.shape))) for o in outs0]
+
+    def loss(*vals: Any) -> Any:
+        outs = _float_outputs(spec.fn(fg, *vals))
+        return sum((o * w).sum() for o, w in zip(outs, weights))
+
+    want = []
+    for s in loop:
+        xs = [v.detach().requires_grad_() if k in gpos else v for k, v in enumerate(s)]
+        want.append(fg.autograd.grad(loss(*xs), [xs[k] for k in gpos], allow_unused=True))
+
+    def run() -> Any:
+        return fg.vmap(fg.func.grad(loss, argnums=tuple(gpos)), in_dims=in_dims)(*inputs)
+
+    got = _check_listed(run) if listed else run()
+    if got is None:
+        return
+    for j in range(len(gpos)):
+        column = [w[j] if w[j] is not None else fg.zeros_like(loop[0][gpos[j]]) for w in want]
+        _assert_close(got[j], fg.stack(column), spec)
+
+
+@pytest.mark.parametrize("name", sorted(NO_RULE))
+def test_the_no_rule_list_only_names_ops_that_still_lack_a_rule(name: str) -> None:
+    specs = [s for s in SPECS if s.name == name]
+    assert specs, f"{name} in {NO_RULE_FILE.name} is no op-table entry"
+    spec = specs[0]
+    args = spec.args
+    samples = _samples(args, 0)
+    for mode in MODES:
+        inputs, in_dims, _ = _batched_inputs(args, samples, mode)
+        try:
+            with fg.no_grad():
+                fg.vmap(lambda *a: spec.fn(fg, *a), in_dims=in_dims)(*inputs)
+        except RuntimeError as err:
+            if _is_no_rule(err):
+                return
+    if spec.grad:
+        try:
+            _grad_case(spec, 0, False)
+        except RuntimeError as err:
+            if _is_no_rule(err):
+                return
+    pytest.fail(f"{name} works under vmap now: remove it from {NO_RULE_FILE.name}")
