@@ -10,7 +10,11 @@ iterations, slowest process), each after a barrier:
 - sequential:    backward, then the all-reduce (DDP's buckets filled and reduced afterwards);
 - ddp:           loss.backward() under DDP, buckets reduced while backward runs.
 
+- mpi alone:     one blocking MPI_Allreduce of a flat buffer of every gradient (no copies);
+- train step:    forward + DDP backward + SGD step, and the samples per second it gives.
+
 hidden = (sequential - ddp) / all-reduce: the fraction of the communication overlapped.
+Run with ``-n 1`` too for the scaling (the same per-process batch: weak scaling).
 """
 
 from __future__ import annotations
@@ -85,7 +89,19 @@ def main() -> None:
     def overlapped():
         loss.backward()
 
-    times = {"backward": [], "all-reduce": [], "sequential": [], "ddp": []}
+    flat = torch.zeros(n_params)
+    opt = torch.optim.SGD(ddp.parameters(), lr=1e-6)
+
+    def mpi_alone():
+        backend.allreduce(flat.numpy(), "sum")
+
+    def train_step():
+        opt.zero_grad()
+        loss_of(ddp).backward()
+        opt.step()
+
+    times = {"backward": [], "all-reduce": [], "sequential": [], "ddp": [], "mpi alone": [],
+             "train step": []}
     for it in range(args.iters + 1):
         for name, fn in [("backward", backward_only), ("sequential", sequential),
                          ("ddp", overlapped)]:
@@ -95,9 +111,11 @@ def main() -> None:
             if it:
                 times[name].append(t)
         # The all-reduce alone, on the gradients the last backward left.
-        t = timed(allreduce_only)
-        if it:
-            times["all-reduce"].append(t)
+        for name, fn in [("all-reduce", allreduce_only), ("mpi alone", mpi_alone),
+                         ("train step", train_step)]:
+            t = timed(fn)
+            if it:
+                times[name].append(t)
     med = {k: slowest(statistics.median(v)) for k, v in times.items()}
     if rank == 0:
         buckets = ddp.reducer.bucket_indices()
@@ -105,10 +123,14 @@ def main() -> None:
         print(f"{world} processes, {n_params / 1e6:.2f}M float32 parameters, batch "
               f"{args.batch}/process, bucket_cap_mb={args.bucket_cap_mb}: {len(buckets)} buckets "
               f"of {', '.join(f'{s:.1f}' for s in sizes)} MiB")
-        for k in ("backward", "all-reduce", "sequential", "ddp"):
+        for k in ("backward", "all-reduce", "sequential", "ddp", "mpi alone", "train step"):
             print(f"  {k:<11} {med[k] * 1e3:8.1f} ms")
-        hidden = (med["sequential"] - med["ddp"]) / med["all-reduce"]
-        print(f"  hidden: {hidden:.0%} of the all-reduce overlapped with backward")
+        if world > 1:
+            hidden = (med["sequential"] - med["ddp"]) / med["all-reduce"]
+            print(f"  hidden: {hidden:.0%} of the all-reduce overlapped with backward")
+            gb = 2 * (world - 1) / world * n_params * 4 / 1e9
+            print(f"  MPI_Allreduce: {gb / med['mpi alone']:.2f} GB/s of ring traffic per process")
+        print(f"  throughput: {args.batch * world / med['train step']:.0f} samples/s")
     dist.destroy_process_group()
 
 

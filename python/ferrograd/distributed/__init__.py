@@ -23,7 +23,7 @@ from typing import Any, List, Optional
 
 from .. import _C
 from .._C import Tensor
-from ._mpi import MPIBackend, mpi_importable, test_request, wait_request
+from ._mpi import SIGNATURE_LEN, MPIBackend, mpi_importable, test_request, wait_request
 
 __all__ = [
     "Backend",
@@ -271,19 +271,17 @@ def _check_list(ts: Any, name: str, like: Tensor, n: int) -> List[Tensor]:
     return ts
 
 
-_DTYPE_CODES = {"float32": 1, "float64": 2, "int64": 3, "bool": 4}
-
-
 def _check_same_everywhere(
     b: MPIBackend, what: str, t: Tensor, extra: Optional[List[int]] = None
 ) -> None:
     """Raise on every process when the processes passed tensors of different shapes/dtypes."""
     if b.world_size == 1:
         return
-    sig = [_DTYPE_CODES.get(str(t.dtype).rsplit(".", 1)[-1], 0), t.dim(), *t.shape, *(extra or [])]
-    # The number of dims goes first, so signatures of different lengths differ there; pad to a
-    # fixed length so every process passes the same count to MPI.
-    sig = sig[:34] + [0] * (34 - len(sig[:34]))
+    shape = t.shape
+    # The number of dims goes first, so signatures of different lengths differ there.
+    sig = [t.dtype.itemsize + 16 * t.dtype.is_floating_point, len(shape), *shape, *(extra or [])]
+    if len(sig) > SIGNATURE_LEN:
+        sig = [*sig[:2], hash(tuple(sig)) & 0x7FFFFFFFFFFFFFFF]
     if not b.same_everywhere(sig):
         raise RuntimeError(
             f"{what}: the processes passed tensors of different shapes or dtypes (this process: "

@@ -41,6 +41,10 @@ def mpi_importable() -> bool:
     return importlib.util.find_spec("mpi4py") is not None
 
 
+#: The most integers ``MPIBackend.same_everywhere`` compares.
+SIGNATURE_LEN = 34
+
+
 class MPIBackend:
     """One communicator (a duplicate of ``COMM_WORLD``) and the requests in flight on it."""
 
@@ -52,6 +56,7 @@ class MPIBackend:
         self.rank: int = self.comm.Get_rank()
         self.world_size: int = self.comm.Get_size()
         self._requests: Dict[int, Any] = {}
+        self._signature: Any = None
         # Backward's hooks call in from worker threads: one MPI call on the requests at a time
         # (MPI forbids testing one request from two threads at once).
         self._lock = threading.Lock()
@@ -112,14 +117,21 @@ class MPIBackend:
         return self.comm.Ireduce_scatter_block(send, recv, op=mop)
 
     def same_everywhere(self, values: List[int]) -> bool:
-        """Whether every process passed the same integers (one small all-reduce)."""
+        """Whether every process passed the same integers (at most ``SIGNATURE_LEN``; one small
+        all-reduce of their maximum and the maximum of their negation)."""
         import numpy as np
 
-        v = np.asarray(values, dtype=np.int64)
-        both = np.concatenate([v, -v])
-        self.comm.Allreduce(self.MPI.IN_PLACE, both, op=self.MPI.MAX)
         n = len(values)
-        return bool(np.array_equal(both[:n], -both[n:]))
+        if n > SIGNATURE_LEN:
+            raise ValueError(f"at most {SIGNATURE_LEN} values, got {n}")
+        buf = self._signature
+        if buf is None:
+            buf = self._signature = np.zeros(2 * SIGNATURE_LEN, dtype=np.int64)
+        buf[:] = 0
+        buf[:n] = values
+        np.negative(buf[:SIGNATURE_LEN], out=buf[SIGNATURE_LEN:])
+        self.comm.Allreduce(self.MPI.IN_PLACE, buf, op=self.MPI.MAX)
+        return bool((buf[:SIGNATURE_LEN] == -buf[SIGNATURE_LEN:]).all())
 
     # The collective of ``_C._Reducer``: ``start_sum`` / ``wait`` on bucket tensors.
 
