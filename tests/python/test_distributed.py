@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -41,9 +42,23 @@ def run_mpi(
     script: str, *args: str, n: int = 2, timeout: float = 60
 ) -> subprocess.CompletedProcess:
     """Run ``mpiexec -n n python tests/python/mpi/<script> args`` and return its outcome."""
-    cmd = [*_mpiexec(), "-n", str(n), sys.executable, str(MPI_DIR / script), *args]
+    return _run([*_mpiexec(), "-n", str(n), sys.executable, str(MPI_DIR / script), *args],
+                timeout)
+
+
+def _run(cmd: List[str], timeout: float) -> subprocess.CompletedProcess:
+    """Run ``cmd`` in a session of its own; on timeout, kill the whole session (mpiexec's
+    proxies and every rank) and fail."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"{' '.join(cmd)} hung for {timeout} s:\n{out}{err}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def assert_ok(p: subprocess.CompletedProcess, marker: str, n: int = 2) -> None:
@@ -75,7 +90,7 @@ def test_the_example_prints_matching_losses():
     root = Path(__file__).resolve().parents[2]
     cmd = [*_mpiexec(), "-n", "2", sys.executable, str(root / "examples" / "ddp.py"), "--steps",
            "5"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    p = _run(cmd, 60)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "max |loss difference|" in p.stdout, p.stdout
 

@@ -120,6 +120,36 @@ def no_sync_accumulates_then_averages(r: int, n: int) -> None:
         np.testing.assert_allclose(g.numpy(), q.grad.numpy(), rtol=1e-12, atol=1e-14)
 
 
+def forward_decides_whether_backward_averages(r: int, n: int) -> None:
+    """torch's rule: a forward inside no_sync gives a local backward even outside it, and a
+    forward outside gives an averaged one even when backward runs inside it."""
+    torch.manual_seed(0)
+    model = mlp(torch.float64)
+    ddp = DDP(model)
+    x, y = batch(r, 7, torch.float64)
+    ref = mlp(torch.float64)
+    ref.load_state_dict(model.state_dict())
+    ((ref(x) - y) ** 2).mean().backward()
+    own = [q.grad.clone() for q in ref.parameters()]
+
+    with ddp.no_sync():
+        loss = ((ddp(x) - y) ** 2).mean()
+    loss.backward()
+    for p, g in zip(model.parameters(), own):
+        np.testing.assert_array_equal(p.grad.numpy(), g.numpy())
+
+    ddp.zero_grad()
+    loss = ((ddp(x) - y) ** 2).mean()
+    with ddp.no_sync():
+        loss.backward()
+    ref.zero_grad()
+    for k in range(n):
+        xk, yk = batch(k, 7, torch.float64)
+        ((ref(xk) - yk) ** 2).mean().backward()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy() / n, rtol=1e-12, atol=1e-14)
+
+
 class Heads(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -175,6 +205,7 @@ def main() -> None:
     train_matches_full_batch(torch.float32, 2e-5, r, n)
     buckets_start_during_backward(r, n)
     no_sync_accumulates_then_averages(r, n)
+    forward_decides_whether_backward_averages(r, n)
     unused_parameters(r, n)
     mismatched_models_are_refused(r, n)
     dist.destroy_process_group()

@@ -9,7 +9,7 @@ from typing import Any, Iterator, List, Optional
 
 from ... import _C
 from ..._C import Tensor
-from ...autograd.grad_mode import no_grad
+from ...autograd.grad_mode import is_grad_enabled, no_grad
 from ...autograd.graph import queue_callback
 from ..modules.module import Module
 
@@ -34,8 +34,10 @@ class DistributedDataParallel(Module):
     averages written into ``.grad``, so ``optimizer.step()`` sees them.
 
     ``no_sync()`` skips the reduction (gradients accumulate locally; the next synchronised
-    backward averages the sum). ``find_unused_parameters=True`` lets parameters that got no
-    gradient on some process count as zeros; without it such a parameter raises torch's
+    backward averages the sum). As in torch, the forward decides: a backward through a forward
+    run inside ``no_sync()`` does not average, one through a forward run outside it does.
+    ``find_unused_parameters=True`` lets parameters that got no gradient on some process count
+    as zeros; without it such a parameter raises torch's
     "Expected to have finished reduction" ``RuntimeError`` at the end of backward. Unused
     parameters are found when backward ends, not by tracing the graph after forward as torch
     does, so their bucket is reduced then.
@@ -78,6 +80,7 @@ class DistributedDataParallel(Module):
         self.gradient_as_bucket_view = gradient_as_bucket_view
         self.static_graph = static_graph
         self.require_backward_grad_sync = True
+        self._expect_hooks = False
         self.bucket_bytes_cap = int(bucket_cap_mb * 1024 * 1024)
         object.__setattr__(self, "_backend", backend)
         params: List[Tensor] = [p for p in module.parameters() if p.requires_grad]
@@ -125,7 +128,7 @@ class DistributedDataParallel(Module):
 
     def _make_hook(self, index: int) -> Any:
         def hook(param: Tensor) -> None:
-            if not self.require_backward_grad_sync:
+            if not self._expect_hooks:
                 return
             task = _C._current_graph_task_id()
             with self._lock:
@@ -141,6 +144,7 @@ class DistributedDataParallel(Module):
     def _finalize(self, task: int) -> None:
         with self._lock:
             self._queued.pop(task, None)
+        self._expect_hooks = False
         self.reducer.finalize(self._backend, self.find_unused_parameters)
 
     @contextlib.contextmanager
@@ -166,6 +170,9 @@ class DistributedDataParallel(Module):
             with no_grad():
                 for b in self.module.buffers():
                     _broadcast(self._backend, b)
+        if is_grad_enabled() and self.require_backward_grad_sync:
+            # As torch's reducer: the next backward averages (whatever no_sync says then).
+            self._expect_hooks = True
         return self.module(*inputs, **kwargs)
 
     def __getstate__(self) -> Any:
