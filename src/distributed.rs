@@ -13,6 +13,28 @@
 //!
 //! The transport is a trait so that MPI (driven from Python through mpi4py), an in-process fake
 //! for tests, or another backend can be plugged in.
+//!
+//! ```
+//! use ferrograd::distributed::{Collective, Reducer};
+//! use ferrograd::{Result, Tensor};
+//!
+//! /// One process: nothing to sum.
+//! struct Alone;
+//! impl Collective for Alone {
+//!     fn world_size(&self) -> usize { 1 }
+//!     fn start_sum(&mut self, _buffer: &Tensor) -> Result<usize> { Ok(0) }
+//!     fn wait(&mut self, _ticket: usize) -> Result<()> { Ok(()) }
+//! }
+//!
+//! let w = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+//! let mut reducer = Reducer::new(vec![w.clone()], 25 << 20, 1 << 20)?;
+//! w.mul(&w)?.sum()?.backward()?;
+//! reducer.mark_ready(0, &mut Alone)?; // from a post-accumulate-grad hook in real use
+//! reducer.finalize(&mut Alone, false)?; // at the end of backward
+//! let g = w.grad().expect("accumulated");
+//! assert_eq!(g.to_vec::<f64>()?, vec![2.0, 4.0]);
+//! # Ok::<(), ferrograd::Error>(())
+//! ```
 
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Element, Tensor};

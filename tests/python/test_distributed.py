@@ -121,6 +121,15 @@ def test_only_the_mpi_backend_exists():
     assert not dist.is_initialized()
 
 
+def test_missing_mpi4py_is_named(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mpi4py", None)
+    monkeypatch.setitem(sys.modules, "mpi4py.MPI", None)
+    assert not dist.is_available()
+    with pytest.raises(RuntimeError, match=r"mpi4py is not installed: .*pip install mpi4py mpich"):
+        dist.init_process_group(backend="mpi")
+    assert not dist.is_initialized()
+
+
 def test_reduce_op_names_match_torch():
     names = ["SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR"]
     for name in names:

@@ -34,8 +34,10 @@ def load_mpi() -> Any:
 def mpi_importable() -> bool:
     """Whether mpi4py is installed (checked without importing it: importing starts MPI, which
     ``init_process_group`` does; a missing MPI library is reported there)."""
-    if "mpi4py.MPI" in sys.modules:
+    if sys.modules.get("mpi4py.MPI") is not None:
         return True
+    if "mpi4py" in sys.modules:
+        return sys.modules["mpi4py"] is not None
     import importlib.util
 
     return importlib.util.find_spec("mpi4py") is not None
