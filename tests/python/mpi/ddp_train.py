@@ -195,6 +195,18 @@ def mismatched_models_are_refused(r: int, n: int) -> None:
         assert "different parameter shapes" in str(e), e
     else:
         raise AssertionError("models of different shapes must be refused")
+    try:
+        DDP(nn.Linear(3, 2).double() if r else nn.Linear(3, 2))
+    except RuntimeError as e:
+        assert "different parameter shapes, dtypes" in str(e), e
+    else:
+        raise AssertionError("models of different dtypes must be refused")
+    try:
+        DDP(nn.Linear(3, 2), bucket_cap_mb=25 + r)
+    except RuntimeError as e:
+        assert "different bucket_cap_mb" in str(e), e
+    else:
+        raise AssertionError("different bucket sizes must be refused")
 
 
 def main() -> None:

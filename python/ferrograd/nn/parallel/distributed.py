@@ -99,21 +99,33 @@ class DistributedDataParallel(Module):
 
     # ----- construction -------------------------------------------------------------------
 
-    @staticmethod
-    def _check_same_model(backend: Any, module: Module) -> None:
-        """Every process must wrap a model of the same parameter shapes (torch checks too)."""
+    def _check_same_model(self, backend: Any, module: Module) -> None:
+        """Every process must wrap the same model (parameter and buffer shapes, dtypes, which
+        parameters require grad) with the same bucket size and unused-parameter setting:
+        otherwise the buckets' all-reduces would not match (torch checks the shapes too)."""
         if backend.world_size == 1:
             return
         sig: List[int] = []
         for p in module.parameters():
-            sig += [p.dim(), *p.shape]
-        digest = [len(sig), hash(tuple(sig)) & 0x7FFFFFFFFFFFFFFF]
-        if not backend.same_everywhere(digest):
+            sig += [p.dim(), *p.shape, p.dtype.itemsize, int(p.requires_grad)]
+        for b in module.buffers():
+            sig += [b.dim(), *b.shape, b.dtype.itemsize]
+        model = [len(sig), hash(tuple(sig)) & 0x7FFFFFFFFFFFFFFF]
+        settings = [self.bucket_bytes_cap, int(self.find_unused_parameters)]
+        if backend.same_everywhere(model + settings):
+            return
+        if backend.same_everywhere(model):
             raise RuntimeError(
-                "DistributedDataParallel: the processes' models have different parameter "
-                f"shapes (this process, rank {backend.rank}: "
-                f"{[tuple(p.shape) for p in module.parameters()]})"
+                "DistributedDataParallel: the processes passed different bucket_cap_mb or "
+                f"find_unused_parameters (this process, rank {backend.rank}: bucket_cap_mb="
+                f"{self.bucket_bytes_cap / 2**20:g}, find_unused_parameters="
+                f"{self.find_unused_parameters})"
             )
+        raise RuntimeError(
+            "DistributedDataParallel: the processes' models have different parameter "
+            f"shapes, dtypes or buffers (this process, rank {backend.rank}: parameters "
+            f"{[tuple(p.shape) for p in module.parameters()]})"
+        )
 
     @staticmethod
     def _broadcast_state(backend: Any, module: Module) -> None:
