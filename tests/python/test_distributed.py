@@ -86,6 +86,20 @@ def test_a_rank_that_dies_ends_the_job_instead_of_hanging(how):
         assert "rank 1 raised ValueError; aborting the job" in out, out
 
 
+def test_a_hung_rank_ends_at_mpiexecs_timeout(monkeypatch):
+    _mpiexec()
+    probe = subprocess.run(
+        [sys.executable, "-c", "from mpi4py import MPI; print(MPI.Get_library_version())"],
+        capture_output=True, text=True, timeout=30,
+    )
+    if "MPICH" not in probe.stdout:
+        pytest.skip("MPIEXEC_TIMEOUT is MPICH's (Open MPI: mpiexec --timeout)")
+    monkeypatch.setenv("MPIEXEC_TIMEOUT", "3")
+    p = run_mpi("rank_dies.py", "hang", timeout=30)
+    assert p.returncode != 0
+    assert "TIMED OUT" in p.stdout + p.stderr, p.stdout + p.stderr
+
+
 def test_the_example_prints_matching_losses():
     root = Path(__file__).resolve().parents[2]
     cmd = [*_mpiexec(), "-n", "2", sys.executable, str(root / "examples" / "ddp.py"), "--steps",

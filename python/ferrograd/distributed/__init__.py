@@ -7,9 +7,11 @@ where noted: ``all_gather``'s list and ``reduce_scatter``'s input list are gathe
 flat buffer, as MPI wants one), write in place and bump the written tensors' version counters
 as torch's in-place ops do.
 
-Faults: MPI has no timeout; once the group is initialised, an exception that escapes a process
-calls ``MPI_Abort``, so the whole job ends instead of the other processes waiting forever in
-their next collective; a process killed by a signal makes ``mpiexec`` end the job. Tensors of
+Faults: MPI collectives have no timeout; once the group is initialised, an exception that
+escapes a process calls ``MPI_Abort``, so the whole job ends instead of the other processes
+waiting forever in their next collective; a process killed by a signal makes ``mpiexec`` end
+the job; a hung process is ended by the launcher's timeout (``MPIEXEC_TIMEOUT=seconds`` with
+MPICH, ``mpiexec --timeout`` with Open MPI). Tensors of
 different shapes or dtypes across processes are caught before the collective (one small extra
 all-reduce per call) and raise a ``RuntimeError`` on every process.
 """
@@ -141,8 +143,9 @@ def init_process_group(
     """Join the processes ``mpiexec`` started into the default group: rank and world size come
     from MPI. ``backend`` must be ``"mpi"`` (or ``None``); ``world_size``/``rank``, when given,
     must agree with MPI's. ``init_method``, ``store`` and ``timeout`` are accepted for torch's
-    signature: MPI needs no rendezvous and has no timeout. A ``RuntimeError`` names the missing
-    package when mpi4py or MPI cannot be loaded."""
+    signature: MPI needs no rendezvous, and its collectives have no timeout (give the launcher
+    one: ``MPIEXEC_TIMEOUT`` with MPICH). A ``RuntimeError`` names the missing package when
+    mpi4py or MPI cannot be loaded."""
     global _backend, _previous_excepthook
     if _backend is not None:
         raise ValueError("trying to initialize the default process group twice!")
