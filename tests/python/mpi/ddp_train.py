@@ -69,6 +69,41 @@ def train_matches_full_batch(dtype, rtol: float, r: int, n: int) -> None:
         )
 
 
+class Branches(nn.Module):
+    """Independent branches: backward runs them (and their hooks) on several threads at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.branches = nn.ModuleList(
+            [nn.Sequential(nn.Linear(6, 64), nn.Tanh(), nn.Linear(64, 1)) for _ in range(16)]
+        )
+
+    def forward(self, x):
+        return sum(b(x) for b in self.branches)
+
+
+def concurrent_hooks_with_one_bucket_per_parameter(r: int, n: int) -> None:
+    torch.manual_seed(r)
+    model = Branches().double()
+    ddp = DDP(model, bucket_cap_mb=1e-9)
+    assert len(ddp.reducer.bucket_indices()) == len(list(model.parameters()))
+    ref = Branches().double()
+    ref.load_state_dict(model.state_dict())
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.01)
+    for step in range(5):
+        x, y = batch(r, step, torch.float64)
+        opt.zero_grad()
+        ((ddp(x) - y) ** 2).mean().backward()
+        opt.step()
+        check_identical_across_ranks(model, n, f"branches step {step}")
+        xs, ys = zip(*(batch(k, step, torch.float64) for k in range(n)))
+        ref_opt.zero_grad()
+        ((ref(torch.cat(xs)) - torch.cat(ys)) ** 2).mean().backward()
+        ref_opt.step()
+        np.testing.assert_allclose(flat_params(model), flat_params(ref), rtol=1e-10, atol=1e-12)
+
+
 def buckets_start_during_backward(r: int, n: int) -> None:
     torch.manual_seed(0)
     model = mlp(torch.float64)
@@ -216,6 +251,7 @@ def main() -> None:
     train_matches_full_batch(torch.float64, 1e-10, r, n)
     train_matches_full_batch(torch.float32, 2e-5, r, n)
     buckets_start_during_backward(r, n)
+    concurrent_hooks_with_one_bucket_per_parameter(r, n)
     no_sync_accumulates_then_averages(r, n)
     forward_decides_whether_backward_averages(r, n)
     unused_parameters(r, n)

@@ -81,7 +81,7 @@ class DistributedDataParallel(Module):
         self.static_graph = static_graph
         self.require_backward_grad_sync = True
         self._expect_hooks = False
-        self.bucket_bytes_cap = int(bucket_cap_mb * 1024 * 1024)
+        self.bucket_bytes_cap = max(1, int(bucket_cap_mb * 1024 * 1024))
         object.__setattr__(self, "_backend", backend)
         params: List[Tensor] = [p for p in module.parameters() if p.requires_grad]
         object.__setattr__(self, "_ddp_params", params)
