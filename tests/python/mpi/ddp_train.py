@@ -4,6 +4,8 @@ batch (each process computes it itself). Exits non-zero (the job aborts) on a fa
 
 from __future__ import annotations
 
+import threading
+
 import ferrograd as torch
 import ferrograd.distributed as dist
 import numpy as np
@@ -20,10 +22,10 @@ def mlp(dtype) -> nn.Module:
     ).to(dtype)
 
 
-def batch(rank: int, step: int, dtype):
+def batch(rank: int, step: int, dtype, size: int = PER_RANK):
     g = np.random.default_rng(1000 * step + rank)
-    x = torch.tensor(g.standard_normal((PER_RANK, 6)), dtype=dtype)
-    y = torch.tensor(g.standard_normal((PER_RANK, 1)), dtype=dtype)
+    x = torch.tensor(g.standard_normal((size, 6)), dtype=dtype)
+    y = torch.tensor(g.standard_normal((size, 1)), dtype=dtype)
     return x, y
 
 
@@ -75,7 +77,7 @@ class Branches(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.branches = nn.ModuleList(
-            [nn.Sequential(nn.Linear(6, 64), nn.Tanh(), nn.Linear(64, 1)) for _ in range(16)]
+            [nn.Sequential(nn.Linear(6, 256), nn.Tanh(), nn.Linear(256, 1)) for _ in range(8)]
         )
 
     def forward(self, x):
@@ -91,17 +93,23 @@ def concurrent_hooks_with_one_bucket_per_parameter(r: int, n: int) -> None:
     ref.load_state_dict(model.state_dict())
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     ref_opt = torch.optim.SGD(ref.parameters(), lr=0.01)
+    threads = set()
+    for p in model.parameters():
+        p.register_post_accumulate_grad_hook(lambda p: threads.add(threading.get_ident()))
     for step in range(5):
-        x, y = batch(r, step, torch.float64)
+        # 256 rows x 256 units per branch: large enough for backward to spread the branches
+        # over its threads, so hooks start all-reduces from several threads at once.
+        x, y = batch(r, step, torch.float64, 256)
         opt.zero_grad()
         ((ddp(x) - y) ** 2).mean().backward()
         opt.step()
         check_identical_across_ranks(model, n, f"branches step {step}")
-        xs, ys = zip(*(batch(k, step, torch.float64) for k in range(n)))
+        xs, ys = zip(*(batch(k, step, torch.float64, 256) for k in range(n)))
         ref_opt.zero_grad()
         ((ref(torch.cat(xs)) - torch.cat(ys)) ** 2).mean().backward()
         ref_opt.step()
         np.testing.assert_allclose(flat_params(model), flat_params(ref), rtol=1e-10, atol=1e-12)
+    assert len(threads) > 1 or torch.get_num_threads() == 1, "hooks ran on one thread only"
 
 
 def buckets_start_during_backward(r: int, n: int) -> None:
