@@ -161,8 +161,9 @@ class DistributedDataParallel(Module):
 
     @contextlib.contextmanager
     def no_sync(self) -> Iterator[None]:
-        """Within this context, backward accumulates gradients locally without averaging them;
-        the first backward after it averages what accumulated."""
+        """Forward passes run within this context give backward passes that accumulate
+        gradients locally without averaging them; the next backward through a forward run
+        outside it averages everything accumulated."""
         previous = self.require_backward_grad_sync
         self.require_backward_grad_sync = False
         try:
