@@ -102,12 +102,13 @@ _NOT_INITIALIZED = (
 
 
 def is_available() -> bool:
-    """Whether the distributed package can run here: mpi4py and an MPI library load."""
+    """Whether the distributed package can run here: mpi4py is installed (a missing MPI
+    library is reported by ``init_process_group``)."""
     return mpi_importable()
 
 
 def is_mpi_available() -> bool:
-    """Whether the MPI backend is available (mpi4py and an MPI library load)."""
+    """Whether the MPI backend is available: the same as ``is_available()``."""
     return mpi_importable()
 
 
