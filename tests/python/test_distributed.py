@@ -49,7 +49,9 @@ def run_mpi(
 def _run(cmd: List[str], timeout: float) -> subprocess.CompletedProcess:
     """Run ``cmd`` in a session of its own; on timeout, kill the whole session (mpiexec's
     proxies and every rank) and fail."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    # Open MPI (Debian's) refuses to start as root, which CI is, unless told; MPICH ignores it.
+    env = dict(os.environ, PYTHONUNBUFFERED="1", OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, start_new_session=True)
     try:
