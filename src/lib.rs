@@ -14,6 +14,7 @@
 //! ```
 
 pub mod autograd;
+pub mod distributed;
 pub mod error;
 pub mod graph;
 pub mod interrupt;

@@ -18,7 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["graph"],
     &["ops"],
     &["autograd"],
-    &["optim", "safetensors"],
+    &["optim", "safetensors", "distributed"],
     &["python"],
 ];
 

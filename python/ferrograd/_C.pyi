@@ -118,6 +118,7 @@ __all__ = [
     "get_unwrapped",
     "_current_vmap_level",
     "RngState",
+    "_Reducer",
     "_current_graph_task_id",
     "_get_rng_state",
     "_gradient_edge",
@@ -303,6 +304,26 @@ class SavedVariables:
 
     def unpack(self) -> tuple[Tensor | None, ...]:
         """The saved tensors (None where None was saved)."""
+
+@final
+class _Reducer:
+    """The gradient reducer of one data-parallel module: buckets of parameters, filled as
+    gradients are accumulated and summed across processes by the given collective."""
+    def __new__(
+        cls, params: Iterable[Tensor], bucket_cap_bytes: _int, first_bucket_cap_bytes: _int
+    ) -> _Reducer: ...
+    def bucket_indices(self) -> list[list[_int]]:
+        """The parameter indices of each bucket, in the order the buckets are reduced."""
+    def bucket_buffer(self, b: _int) -> Tensor:
+        """The flat buffer of bucket `b`."""
+    def in_pass(self) -> _bool:
+        """Whether a backward pass marked parameters ready and was not finalized yet."""
+    def mark_ready(self, index: _int, collective: Any) -> None:
+        """Parameter `index`'s gradient is accumulated: copy it into its bucket and start the
+        buckets that are complete."""
+    def finalize(self, collective: Any, find_unused: _bool) -> list[_int]:
+        """End the pass: wait for every bucket and write the averaged gradients into `.grad`.
+        Returns the indices of the parameters that got no gradient on this process."""
 
 # Not registered with the module (no ``m.add_class``), so ``ferrograd._C.StorageOwner`` does not
 # exist at runtime; declared for the type of ``t.numpy().base`` (allowlisted for stubtest).

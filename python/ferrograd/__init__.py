@@ -90,6 +90,7 @@ from . import (  # noqa: E402,F401
     _ops_unary,
     backends,
     cuda,
+    distributed,
     func,
     linalg,
     nn,

@@ -11,6 +11,7 @@
 mod args;
 mod bind;
 mod creation;
+mod distributed;
 mod errors;
 mod forward_ad;
 mod graph;
@@ -406,6 +407,7 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops::register(m)?;
     nn::register(m)?;
     optim::register(m)?;
+    distributed::register(m)?;
     safetensors::register(m)?;
     Ok(())
 }
