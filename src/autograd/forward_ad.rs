@@ -132,9 +132,23 @@ fn generic_jvp(
         && (tangents.iter().flatten().any(Tensor::requires_grad)
             || saved.iter().any(|t| t.requires_grad()));
     let _grad = GradModeGuard::new(true);
+    // Batched tangents (jacfwd's basis under vmap) need a `g` per sample, or the reverse pass
+    // would sum the samples' products into one `g`.
+    let level = crate::tensor::batched::top_level(&tangents.iter().flatten().collect::<Vec<_>>());
     let gs: Vec<Tensor> = outputs
         .iter()
-        .map(|o| Tensor::zeros(o.shape(), o.dtype()).requires_grad_(o.dtype().is_float()))
+        .map(|o| {
+            let z = Tensor::zeros(o.shape(), o.dtype());
+            let z = match &level {
+                None => z,
+                Some(l) => {
+                    let mut shape = vec![l.size()];
+                    shape.extend_from_slice(o.shape());
+                    Tensor::batched(z.unsqueeze(0)?.expand(&shape)?, 0, l.clone())?
+                }
+            };
+            z.requires_grad_(o.dtype().is_float())
+        })
         .collect::<Result<_>>()?;
     let saved: Vec<Tensor> = saved
         .iter()

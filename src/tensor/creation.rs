@@ -166,6 +166,17 @@ impl Tensor {
                 v.swap(i, r.random_range(0..=i));
             }
         }
+        if let Some(level) = super::batched::current_level() {
+            if level.randomness() != super::batched::Randomness::Same {
+                return Err(Error::runtime(
+                    if level.randomness() == super::batched::Randomness::Error {
+                        RANDOM_IN_VMAP
+                    } else {
+                        "vmap: randperm with randomness='different' is not supported yet; use randomness='same' or draw outside vmap"
+                    },
+                ));
+            }
+        }
         let mut v = try_vec::<i64>(n)?;
         v.extend(0..n as i64);
         match seed {
@@ -193,6 +204,26 @@ fn random(shape: &[usize], dtype: DType, sample: impl Fn(&mut SmallRng) -> f64) 
             super::scalar_type_name(dtype)
         )));
     }
+    // Inside vmap, per the level's `randomness`: refuse, one draw for all samples, or one each.
+    if let Some(level) = super::batched::current_level() {
+        match level.randomness() {
+            super::batched::Randomness::Error => return Err(Error::runtime(RANDOM_IN_VMAP)),
+            super::batched::Randomness::Same => {}
+            super::batched::Randomness::Different => {
+                let mut batch_shape = vec![level.size()];
+                batch_shape.extend_from_slice(shape);
+                let draws = draw(&batch_shape, dtype, &sample)?;
+                return Tensor::batched(draws, 0, level);
+            }
+        }
+    }
+    draw(shape, dtype, &sample)
+}
+
+/// torch's error for a random op inside `vmap(..., randomness="error")`.
+pub(crate) const RANDOM_IN_VMAP: &str = "vmap: called random operation while in randomness error mode. Please either use the 'same' or 'different' randomness flags on vmap or perform the randomness operation out of vmap";
+
+fn draw(shape: &[usize], dtype: DType, sample: &impl Fn(&mut SmallRng) -> f64) -> Result<Tensor> {
     let n = checked_numel(shape)?;
     ensure_allocatable(n, dtype)?;
     with_rng(|r| match dtype {

@@ -236,3 +236,21 @@ def test_per_sample_gradients_match_torch_func() -> None:
     ours, theirs = make(fg), make(torch)
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_randomness_error_same_and_different() -> None:
+    x = fg.zeros(4, 3)
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        vmap(lambda t: t + fg.randn(3))(x)
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        vmap(lambda t: fg.nn.functional.dropout(t + 1, 0.5))(x)
+    same = vmap(lambda t: t + fg.randn(3), randomness="same")(x)
+    assert (same == same[0]).all()
+    fg.manual_seed(0)
+    diff = vmap(lambda t: t + fg.rand(3), randomness="different")(x)
+    assert tuple(diff.shape) == (4, 3)
+    assert len({tuple(r) for r in diff.tolist()}) == 4
+    assert 0.0 <= float(diff.min()) and float(diff.max()) < 1.0
+    # the draws are those of rand(4, 3) from the same seed
+    fg.manual_seed(0)
+    _close(diff, fg.rand(4, 3))

@@ -31,6 +31,8 @@ NO_RULE = {
     if line.split("#")[0].strip()
 }
 MODES = ("all0", "last", "mix")
+# Entries that draw random numbers: vmap's default randomness="error" refuses them, as torch's.
+RANDOM = {"nn_dropout_seeded"}
 
 CASES = [
     pytest.param(spec, i, mode, id=f"{spec.name}-{i}-{mode}")
@@ -94,6 +96,11 @@ def _batched_inputs(
     return inputs, tuple(in_dims), loop
 
 
+def _expect_random_refused(run: Callable[[], Any]) -> None:
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        run()
+
+
 def _is_no_rule(err: Exception) -> bool:
     return isinstance(err, RuntimeError) and "no batching rule" in str(err)
 
@@ -133,6 +140,9 @@ def test_vmap_matches_a_loop_over_samples(spec: OpSpec, case: int, mode: str) ->
         with fg.no_grad():
             return fg.vmap(lambda *a: spec.fn(fg, *a), in_dims=in_dims)(*inputs)
 
+    if spec.name in RANDOM:
+        _expect_random_refused(run)
+        return
     got = _check_listed(run) if spec.name in NO_RULE else run()
     if got is None:
         return
@@ -174,6 +184,9 @@ def _grad_case(spec: OpSpec, case: int, listed: bool) -> None:
     def run() -> Any:
         return fg.vmap(fg.func.grad(loss, argnums=tuple(gpos)), in_dims=in_dims)(*inputs)
 
+    if spec.name in RANDOM:
+        _expect_random_refused(run)
+        return
     got = _check_listed(run) if listed else run()
     if got is None:
         return
@@ -204,3 +217,44 @@ def test_the_no_rule_list_only_names_ops_that_still_lack_a_rule(name: str) -> No
             if _is_no_rule(err):
                 return
     pytest.fail(f"{name} works under vmap now: remove it from {NO_RULE_FILE.name}")
+
+
+@pytest.mark.parametrize("spec,case", GRAD_CASES)
+def test_batched_jacfwd_matches_the_column_loop(spec: OpSpec, case: int) -> None:
+    """jacfwd pushes the whole one-hot basis through each op's forward rule at once (batched
+    tangents); the column loop pushes one basis vector per pass."""
+    from ferrograd.func import _forward
+
+    args = spec.all_arg_sets()[case]
+    gpos = [k for k, a in enumerate(args) if a.kind == "float" and a.requires_grad]
+    if not gpos:
+        pytest.skip("no differentiable input")
+    vals = _samples(args, case)[0]
+    k0 = gpos[0]
+
+    def f(x: Any) -> Any:
+        full = list(vals)
+        full[k0] = x
+        outs = _float_outputs(spec.fn(fg, *full))
+        return tuple(outs)
+
+    results = []
+    for batched in (True, False):
+        _forward._BATCHED[0] = batched
+        try:
+            results.append(fg.func.jacfwd(f)(vals[k0]))
+        except Exception as err:  # noqa: BLE001 - both forms must fail alike
+            results.append(type(err))
+        finally:
+            _forward._BATCHED[0] = True
+    got, want = results
+    if spec.name in RANDOM:
+        # random: jacfwd's default randomness="error" refuses it batched, as torch's does
+        assert got is RuntimeError
+        return
+    if isinstance(want, type):
+        assert got is want
+        return
+    assert not isinstance(got, type), got
+    for g, w in zip(got, want):
+        _assert_close(g, w, spec)

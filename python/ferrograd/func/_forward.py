@@ -1,9 +1,9 @@
 """The forward-mode transforms: ``jvp``, ``jacfwd`` and ``linearize``, on
 ``autograd.forward_ad`` (tangents computed by the crate as the function runs).
 
-Without ``vmap``, ``jacfwd`` runs the function once per input element (one column of the
-Jacobian per forward pass) and ``linearize``'s ``jvp_fn`` runs it again per call; both become
-batched when vmap lands. Forward mode has one dual level at a time, so forward transforms do not
+``jacfwd`` runs the function once per input with its tangents batched over the basis (all
+columns of the Jacobian in one forward pass; one pass per column where an op has no batching
+rule yet); ``linearize``'s ``jvp_fn`` runs it again per call. Forward mode has one dual level at a time, so forward transforms do not
 nest inside each other (``jacfwd(jacfwd(f))`` raises); ``jacfwd(jacrev(f))`` (forward over
 reverse) works.
 """
@@ -19,6 +19,7 @@ from .._ops_shape import stack
 from ..autograd import forward_ad as fwAD
 from ..utils._pytree import tree_flatten, tree_unflatten, treespec_pprint
 from ._transforms import (
+    LEVELS_STARTED,
     _collect_own_leaves,
     _reaches_leaf_outside,
     _slice_argnums,
@@ -131,7 +132,7 @@ def jacfwd(
         outer_enabled = _C.is_grad_enabled()
         token = _collect_own_leaves()
         try:
-            result, aux = _jacfwd(func, argnums, has_aux, args)
+            result, aux = _jacfwd(func, argnums, has_aux, args, randomness)
         finally:
             own = _stop_collecting(token)
         inner = {id(t) for t in own}
@@ -152,7 +153,11 @@ def jacfwd(
 
 
 def _jacfwd(
-    func: Callable[..., Any], argnums: argnums_t, has_aux: bool, args: Tuple[Any, ...]
+    func: Callable[..., Any],
+    argnums: argnums_t,
+    has_aux: bool,
+    args: Tuple[Any, ...],
+    randomness: str = "error",
 ) -> Tuple[Any, Any]:
     """jacfwd's Jacobian (pytree of blocks) and aux, before releasing."""
     selected = _slice_argnums(args, argnums)
@@ -160,22 +165,32 @@ def _jacfwd(
     columns: List[List[Tensor]] = []  # per input leaf: per element, the flat output tangents
     value: Optional[Tuple[Any, Any]] = None
     aux = None
+    def call(*sel: Any) -> Any:
+        full = list(args)
+        nums = (argnums,) if isinstance(argnums, int) else argnums
+        for num, v in zip(nums, sel):
+            full[num] = v
+        return func(*full)
+
+    batched: List[Optional[List[Tensor]]] = []  # per input leaf: the flat output tangents
     for j, inp in enumerate(flat_in):
         n = inp.numel()
         basis = eye(n, dtype=inp.dtype).reshape((n,) + tuple(inp.shape)) if n else None
         cols = []
+        if n and _BATCHED[0]:
+            got = _batched_columns(call, selected, spec_in, j, basis, has_aux, randomness)
+            if got is not None:
+                (out, aux), tans = got
+                value = (out, aux)
+                batched.append(tans)
+                columns.append([])
+                continue
+        batched.append(None)
         for e in range(n):
             tangents = [
                 basis[e] if k == j else None  # type: ignore[index]
                 for k in range(len(flat_in))
             ]
-
-            def call(*sel: Any) -> Any:
-                full = list(args)
-                nums = (argnums,) if isinstance(argnums, int) else argnums
-                for num, v in zip(nums, sel):
-                    full[num] = v
-                return func(*full)
 
             out, tan, aux = _jvp_flat(
                 call, tuple(selected), tuple(tree_unflatten(tangents, spec_in)), has_aux
@@ -191,6 +206,10 @@ def _jacfwd(
         blocks = []
         for j, inp in enumerate(flat_in):
             shape = tuple(o.shape) + tuple(inp.shape)
+            done = batched[j]
+            if done is not None:
+                blocks.append(done[k].reshape(shape))
+                continue
             if not columns[j]:
                 blocks.append(o.new_zeros(shape))
                 continue
@@ -199,6 +218,49 @@ def _jacfwd(
         tree = tree_unflatten(blocks, spec_in)
         per_output.append(tree[0] if isinstance(argnums, int) else tree)
     return tree_unflatten(per_output, spec_out), value[1]
+
+
+# Whether jacfwd batches its columns (a switch for tests that compare with the column loop).
+_BATCHED = [True]
+
+
+def _batched_columns(
+    call: Callable[..., Any],
+    selected: Any,
+    spec_in: Any,
+    j: int,
+    basis: Tensor,
+    has_aux: bool,
+    randomness: str,
+) -> Optional[Tuple[Tuple[Any, Any], List[Tensor]]]:
+    """All Jacobian columns for input leaf ``j`` in one forward pass: the one-hot tangents are
+    batched (vmap over jvp, as torch's jacfwd), so each op computes its tangents once for the
+    whole basis. ``((output, aux), per flat output its tangents with the columns last)``; None
+    when some op has no batching rule yet (the caller then runs one pass per column)."""
+    n = basis.shape[0]
+    flat_count = len(tree_flatten(selected)[0])
+    started = LEVELS_STARTED[0]
+    level = _C._vmap_increment_nesting(n, randomness)
+    try:
+        tangent = _C._add_batch_dim(basis, 0, level)
+        tangents = [tangent if k == j else None for k in range(flat_count)]
+        out, tan, aux = _jvp_flat(
+            call, tuple(selected), tuple(tree_unflatten(tangents, spec_in)), has_aux
+        )
+        cols = [
+            _C._remove_batch_dim(t, level, n, t.dim()) for t in tree_flatten(tan)[0]
+        ]
+    except RuntimeError as err:
+        if "no batching rule" not in str(err):
+            raise
+        return None
+    finally:
+        _C._vmap_decrement_nesting()
+    if LEVELS_STARTED[0] != started:
+        # A reverse transform ran inside (jacfwd(jacrev(f))): its own inputs were batched
+        # like the tangents, which forward over reverse does not support batched yet.
+        return None
+    return (out, aux), cols
 
 
 def linearize(func: Callable[..., Any], *primals: Any) -> Tuple[Any, Callable[..., Any]]:

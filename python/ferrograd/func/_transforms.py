@@ -182,6 +182,11 @@ def _detach(t: Tensor) -> Tensor:
     return t.detach() if tangent is None else _C._make_dual(t.detach(), tangent)
 
 
+# How many reverse transform calls have started (jacfwd runs its batched pass only over
+# functions that start none: reverse mode over batched tangents is not batched yet).
+LEVELS_STARTED = [0]
+
+
 def _batched_at_open_level(x: Tensor) -> Tensor:
     """Inside ``vmap``, an own input that is the same for every sample (an unbatched
     parameter) is made batched (expanded, no copy): the gradient with respect to it is then one
@@ -203,6 +208,7 @@ class _Level:
     __slots__ = ("outer_enabled", "connect", "own", "clean", "views")
 
     def __init__(self, always_connect: bool = False) -> None:
+        LEVELS_STARTED[0] += 1
         self.outer_enabled: bool = _C.is_grad_enabled()
         # vjp connects inputs that require grad even under no_grad: its vjp_fn may run later
         # with grad mode on, and torch's then differentiates through the primals.
