@@ -4,8 +4,8 @@
 ``jacfwd`` runs the function once per input with its tangents batched over the basis (all
 columns of the Jacobian in one forward pass; one pass per column where an op has no batching
 rule yet); ``linearize``'s ``jvp_fn`` runs it again per call. Forward mode has one dual
-level at a time, so forward transforms do not nest inside each other (``jacfwd(jacfwd(f))`` raises); ``jacfwd(jacrev(f))`` (forward over
-reverse) works.
+level at a time, so forward transforms do not nest inside each other (``jacfwd(jacfwd(f))``
+raises); ``jacfwd(jacrev(f))`` (forward over reverse) works.
 """
 
 from __future__ import annotations
