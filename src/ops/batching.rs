@@ -94,33 +94,20 @@ pub fn remove_batch_dim(
     size: usize,
     out_dim: usize,
 ) -> Result<Tensor> {
-    let s = match t.batch_slot() {
-        Some(s) if s.level.id() == level.id() => s,
-        _ => {
-            if out_dim > t.dim() {
-                return Err(Error::index(format!(
-                    "vmap: out_dim {out_dim} is out of range for an output of {} dimensions",
-                    t.dim() + 1
-                )));
-            }
-            let mut shape = t.shape().to_vec();
-            shape.insert(out_dim, size);
-            return t.unsqueeze(out_dim as i64)?.expand(&shape);
-        }
-    };
     if out_dim > t.dim() {
         return Err(Error::index(format!(
             "vmap: out_dim {out_dim} is out of range for an output of {} dimensions",
             t.dim() + 1
         )));
     }
-    let front = move_to_front(&s.value, s.bdim);
-    let mut l = front.layout().clone();
-    let (n, st) = (l.shape.remove(0), l.strides.remove(0));
-    l.shape.insert(out_dim, n);
-    l.strides.insert(out_dim, st);
-    // A fresh handle on the physical elements, so its history is this node alone.
-    let out = front.alias_with_layout(l);
+    let out = match unbatched_at(t, level, out_dim) {
+        Some(out) => out,
+        None => {
+            let mut shape = t.shape().to_vec();
+            shape.insert(out_dim, size);
+            return t.unsqueeze(out_dim as i64)?.expand(&shape);
+        }
+    };
     if needs_grad(&[t]) {
         let level = level.clone();
         record(
@@ -133,6 +120,26 @@ pub fn remove_batch_dim(
         )?;
     }
     Ok(out)
+}
+
+/// `t` with its batch at `level` made a real dimension at `out_dim` (a fresh handle on the same
+/// elements; inner levels above it stay batched), or `None` when `t` is not batched there.
+fn unbatched_at(t: &Tensor, level: &Level, out_dim: usize) -> Option<Tensor> {
+    let s = t.batch_slot()?;
+    let front = move_to_front(&s.value, s.bdim);
+    if s.level.id() == level.id() {
+        let mut l = front.layout().clone();
+        let (n, st) = (l.shape.remove(0), l.strides.remove(0));
+        l.shape.insert(out_dim, n);
+        l.strides.insert(out_dim, st);
+        return Some(front.alias_with_layout(l));
+    }
+    if s.level.id() < level.id() {
+        return None;
+    }
+    // An inner level on top: remove `level` for each of its samples.
+    let inner = unbatched_at(&front, level, out_dim + 1)?;
+    Tensor::batched(inner, 0, s.level.clone()).ok()
 }
 
 /// A gradient on its way into a tensor batched at level `keep` (0: not batched) from a node
@@ -165,4 +172,34 @@ pub(crate) fn sum_out_levels(g: Tensor, keep: u32, seen: u32) -> Result<Tensor> 
         ));
     }
     Tensor::batched(summed, 0, level)
+}
+
+/// The fallback rule for kernels without a batched form: `f` once per sample, on that
+/// sample of each batched operand and on the others as they are, the results stacked (what
+/// torch's vmap fallback does). `None` when no operand is batched. Runs without recording.
+pub(crate) fn per_sample(
+    ts: &[&Tensor],
+    f: impl Fn(&[Tensor]) -> Result<Tensor>,
+) -> Option<Result<Tensor>> {
+    let level = top_level(ts)?;
+    let _off = GradModeGuard::new(false);
+    let phys: Vec<(Tensor, bool)> = ts.iter().map(|t| physical_front(t, &level)).collect();
+    let run = || -> Result<Tensor> {
+        let mut outs = Vec::with_capacity(level.size());
+        for b in 0..level.size() {
+            let args = phys
+                .iter()
+                .map(|(p, batched)| {
+                    if *batched {
+                        p.select(0, b as i64)
+                    } else {
+                        Ok(p.clone())
+                    }
+                })
+                .collect::<Result<Vec<_>>>()?;
+            outs.push(f(&args)?);
+        }
+        Tensor::batched(Tensor::stack(&outs, 0)?, 0, level.clone())
+    };
+    Some(run())
 }

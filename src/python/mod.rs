@@ -362,11 +362,29 @@ fn check_signals() -> crate::error::Result<()> {
     Python::attach(|py| py.check_signals()).map_err(errors::from_py)
 }
 
+/// An op meeting a batched tensor without a batching rule stops with a panic that the
+/// bindings turn into a RuntimeError (and that jacrev/jacfwd catch to fall back to a loop):
+/// the default hook would print it to stderr as a crash first.
+fn quiet_no_rule_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied());
+        if msg != Some(crate::tensor::batched::NO_RULE_MESSAGE) {
+            default(info);
+        }
+    }));
+}
+
 #[pymodule(gil_used = true, name = "_C")]
 fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     grad_mode::set_anomaly_hooks(python_stack, warn_anomaly);
     crate::interrupt::set_interrupt_check(check_signals);
+    quiet_no_rule_panics();
     // After a large graph is freed, mimalloc returns its pages now rather than at some later
     // allocation (a dropped million-op chain kept ~400 MB resident).
     crate::memory::set_release_hook(|| unsafe { libmimalloc_sys::mi_collect(true) });

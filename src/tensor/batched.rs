@@ -126,6 +126,15 @@ impl Tensor {
     /// `value` seen one sample at a time along `bdim`, at `level`: a batched tensor whose
     /// logical shape is `value`'s without `bdim`. No autograd is recorded here.
     pub(crate) fn batched(value: Tensor, bdim: usize, level: Arc<Level>) -> Result<Tensor> {
+        // Levels nest outermost first (inner levels outside, as ops peel the innermost first):
+        // batching a tensor already batched at an inner level puts the new level under it.
+        if let Some(s) = value.batch_slot() {
+            if s.level.id > level.id && bdim < value.dim() {
+                let under = move_to_front(&s.value, s.bdim);
+                let inner = Tensor::batched(under, bdim + 1, level)?;
+                return Tensor::batched(inner, 0, s.level.clone());
+            }
+        }
         if bdim >= value.dim() {
             return Err(Error::index(format!(
                 "vmap: batch dimension {bdim} is out of range for a tensor of {} dimensions",

@@ -1,9 +1,6 @@
 """The torch.func tutorials "Per-sample-gradients" and "Model ensembling", written as there with
-``import ferrograd as torch``. Model ensembling runs its ``vmap`` lines as written; the
-per-sample-gradient tutorial's CNN needs conv2d and max_pool2d under vmap, which have no
-batching rule yet, so there a Python loop over the samples stands for the tutorial's vmap
-(the same computation with an MLP is in test_vmap.py). Checked against a plain autograd loop
-and, when torch is installed, against torch.func's vmap on the same weights and data."""
+``import ferrograd as torch``, their ``vmap`` lines as written. Checked against a plain autograd
+loop and, when torch is installed, against torch.func's vmap on the same weights and data."""
 
 from __future__ import annotations
 
@@ -88,7 +85,7 @@ DATA = RNG.standard_normal((BATCH, 1, 10, 10)).astype(np.float32)
 TARGETS = RNG.integers(0, 10, size=BATCH)
 
 
-def per_sample_grads_tutorial(torch, func, model, data, targets, vmap_available):
+def per_sample_grads_tutorial(torch, func, model, data, targets):
     """The tutorial's code. ``torch`` and ``func`` are the libraries under test."""
     F = torch.nn.functional
     from_func = func
@@ -123,12 +120,8 @@ def per_sample_grads_tutorial(torch, func, model, data, targets, vmap_available)
         return loss
 
     ft_compute_grad = from_func.grad(compute_loss)
-    if vmap_available:
-        ft_compute_sample_grad = from_func.vmap(ft_compute_grad, in_dims=(None, None, 0, 0))
-        ft_per_sample_grads = ft_compute_sample_grad(params, buffers, data, targets)
-    else:  # no vmap yet: the loop it stands for
-        rows = [ft_compute_grad(params, buffers, data[i], targets[i]) for i in range(BATCH)]
-        ft_per_sample_grads = {k: torch.stack([r[k] for r in rows]) for k in params}
+    ft_compute_sample_grad = from_func.vmap(ft_compute_grad, in_dims=(None, None, 0, 0))
+    ft_per_sample_grads = ft_compute_sample_grad(params, buffers, data, targets)
     return per_sample_grads, ft_per_sample_grads
 
 
@@ -139,7 +132,7 @@ def test_per_sample_gradients_tutorial():
     model = SimpleCNN()
     data = torch.tensor(DATA)
     targets = torch.tensor(TARGETS)
-    manual, ft = per_sample_grads_tutorial(torch, torch.func, model, data, targets, False)
+    manual, ft = per_sample_grads_tutorial(torch, torch.func, model, data, targets)
     for per_sample_grad, ft_per_sample_grad in zip(manual, ft.values()):
         assert tuple(ft_per_sample_grad.shape) == (BATCH,) + tuple(per_sample_grad.shape[1:])
         assert allclose(per_sample_grad, ft_per_sample_grad, atol=3e-3, rtol=1e-5)
@@ -158,7 +151,6 @@ def test_per_sample_gradients_tutorial():
         theirs_model,
         real_torch.from_numpy(DATA),
         real_torch.from_numpy(TARGETS),
-        True,
     )
     for k in theirs:
         np.testing.assert_allclose(npy(ft[k]), theirs[k].numpy(), rtol=1e-4, atol=1e-5)
@@ -170,7 +162,7 @@ NUM_MODELS = 4
 ENS_DATA = RNG.standard_normal((NUM_MODELS, 8, 1, 28, 28)).astype(np.float32)
 
 
-def ensembling_tutorial(torch, func, models, data, vmap_available):
+def ensembling_tutorial(torch, func, models, data):
     minibatches = data[:NUM_MODELS]
     predictions_diff_minibatch_loop = [
         model(minibatch) for model, minibatch in zip(models, minibatches)
@@ -185,22 +177,8 @@ def ensembling_tutorial(torch, func, models, data, vmap_available):
     def fmodel(params, buffers, x):
         return func.functional_call(base_model, (params, buffers), (x,))
 
-    def select(tree, i):
-        return {k: v[i] for k, v in tree.items()}
-
-    if vmap_available:
-        predictions1_vmap = func.vmap(fmodel)(params, buffers, minibatches)
-        predictions2_vmap = func.vmap(fmodel, in_dims=(0, 0, None))(params, buffers, minibatch)
-    else:  # no vmap yet: the loop it stands for
-        predictions1_vmap = torch.stack(
-            [
-                fmodel(select(params, i), select(buffers, i), minibatches[i])
-                for i in range(NUM_MODELS)
-            ]
-        )
-        predictions2_vmap = torch.stack(
-            [fmodel(select(params, i), select(buffers, i), minibatch) for i in range(NUM_MODELS)]
-        )
+    predictions1_vmap = func.vmap(fmodel)(params, buffers, minibatches)
+    predictions2_vmap = func.vmap(fmodel, in_dims=(0, 0, None))(params, buffers, minibatch)
     return (
         params,
         predictions_diff_minibatch_loop,
@@ -216,7 +194,7 @@ def test_model_ensembling_tutorial():
     torch.manual_seed(0)
     models = [SimpleMLP() for _ in range(NUM_MODELS)]
     data = torch.tensor(ENS_DATA)
-    params, loop1, loop2, vm1, vm2 = ensembling_tutorial(torch, torch.func, models, data, True)
+    params, loop1, loop2, vm1, vm2 = ensembling_tutorial(torch, torch.func, models, data)
     assert list(params) == [f"fc{i}.{p}" for i in (1, 2, 3) for p in ("weight", "bias")]
     assert tuple(params["fc1.weight"].shape) == (NUM_MODELS, 128, 784)
     assert params["fc1.weight"].is_leaf and params["fc1.weight"].requires_grad
@@ -236,7 +214,7 @@ def test_model_ensembling_tutorial():
     for ours, theirs in zip(models, theirs_models):
         copy_weights(ours, theirs)
     _, _, _, tvm1, tvm2 = ensembling_tutorial(
-        real_torch, TF, theirs_models, real_torch.from_numpy(ENS_DATA), True
+        real_torch, TF, theirs_models, real_torch.from_numpy(ENS_DATA)
     )
     np.testing.assert_allclose(npy(vm1), tvm1.detach().numpy(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(npy(vm2), tvm2.detach().numpy(), rtol=1e-4, atol=1e-5)

@@ -164,11 +164,10 @@ def test_vmap_of_grad_keeps_working_with_create_graph_for_second_order() -> None
 
 
 def test_op_without_a_rule_raises_a_clear_error_and_leaves_inputs_intact() -> None:
-    x = _rand(2, 1, 6, 6)
-    w = _rand(2, 1, 3, 3, seed=1)
+    x = _rand(2, 3, 6)
     before = x.numpy().copy()
     with pytest.raises(RuntimeError, match="no batching rule"):
-        vmap(lambda a: fg.nn.functional.conv2d(a, w))(x)
+        vmap(lambda a: fg.nn.functional.layer_norm(a, (6,)))(x)
     np.testing.assert_array_equal(x.numpy(), before)
     # the level was closed: vmap works again afterwards
     _close(vmap(lambda a: a + 1)(x), x + 1)
@@ -254,3 +253,21 @@ def test_randomness_error_same_and_different() -> None:
     # the draws are those of rand(4, 3) from the same seed
     fg.manual_seed(0)
     _close(diff, fg.rand(4, 3))
+
+
+def test_conv_and_pooling_per_sample_match_a_loop() -> None:
+    F = fg.nn.functional
+    x, w, b = _rand(3, 2, 1, 8, 8), _rand(4, 1, 3, 3, seed=1), _rand(4, seed=2)
+
+    def f(a: Any, k: Any) -> Any:
+        y = F.max_pool2d(F.conv2d(a, k, b, padding=1).relu(), 2)
+        return F.avg_pool2d(y, 2).sum() + y.amax()
+
+    _close(vmap(f, in_dims=(0, None))(x, w), _loop(lambda a: f(a, w), x))
+    # per-sample gradients through conv and both poolings (the weight gradient per sample)
+    got = vmap(grad(f, argnums=(0, 1)), in_dims=(0, None))(x, w)
+    for i in range(3):
+        xi, wi = x[i].detach().requires_grad_(), w.detach().requires_grad_()
+        want = fg.autograd.grad(f(xi, wi), [xi, wi])
+        _close(got[0][i], want[0])
+        _close(got[1][i], want[1])

@@ -1388,9 +1388,18 @@ fn conv_apply(
             })???
         }};
     }
-    let out = match a.dtype() {
-        DType::Float32 => Tensor::from_vec(run!(f32), &out_shape)?,
-        _ => Tensor::from_vec(run!(f64), &out_shape)?,
+    let mut operands: Vec<&Tensor> = vec![a, b];
+    operands.extend(bias);
+    // Inside vmap: one sample at a time (no batched kernel yet).
+    let per_sample = crate::ops::batching::per_sample(&operands, |p| {
+        conv_apply(kind, &p[0], &p[1], p.get(2), geo, name)
+    });
+    let out = match per_sample {
+        Some(r) => r?,
+        None => match a.dtype() {
+            DType::Float32 => Tensor::from_vec(run!(f32), &out_shape)?,
+            _ => Tensor::from_vec(run!(f64), &out_shape)?,
+        },
     };
     let mut inputs: Vec<&Tensor> = vec![a, b];
     inputs.extend(bias);

@@ -21,7 +21,7 @@ const PARALLEL_MIN_ELEMENTS: usize = 1 << 15;
 
 /// For each spatial dim (padded to three with size-1 dims in front) and each output position,
 /// the input positions the window reads (padding left out), as compressed rows.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Windows {
     /// `N * C`.
     planes: usize,
@@ -41,6 +41,15 @@ struct Windows {
 }
 
 impl Windows {
+    /// The same windows over `b` times the planes: a vmap batch folded in front.
+    fn batched(&self, b: usize) -> Windows {
+        let mut w = self.clone();
+        w.planes *= b;
+        w.in_shape.insert(0, b);
+        w.out_shape.insert(0, b);
+        w
+    }
+
     fn in_plane(&self) -> usize {
         self.input.iter().product()
     }
@@ -460,21 +469,92 @@ macro_rules! float_dispatch {
 /// Max pooling on batched `x`: values and plane-local argmax indices.
 fn max_pool_apply(x: &Tensor, w: &Arc<Windows>, names: Names) -> Result<(Tensor, Tensor)> {
     let mut idx_out: Option<Vec<i64>> = None;
-    let vals = float_dispatch!(x, &w.out_shape, |xs: T| {
-        max_kernel::<T>(w, xs).map(|(v, i)| {
-            idx_out = Some(i);
-            v
-        })
+    // Inside vmap the samples' planes are pooled as more planes of one call.
+    let folded = on_folded_planes(x, w, false, |p, wb| {
+        Ok(float_dispatch!(p, &wb.out_shape, |xs: T| {
+            max_kernel::<T>(wb, xs).map(|(v, i)| {
+                idx_out = Some(i);
+                v
+            })
+        }))
     });
+    let (vals, level) = match folded {
+        Some(r) => (r?, crate::tensor::batched::top_level(&[x])),
+        None => {
+            let vals = float_dispatch!(x, &w.out_shape, |xs: T| {
+                max_kernel::<T>(w, xs).map(|(v, i)| {
+                    idx_out = Some(i);
+                    v
+                })
+            });
+            (vals, None)
+        }
+    };
     let idx = Arc::new(idx_out.unwrap_or_default());
-    let indices = Tensor::from_vec(idx.to_vec(), &w.out_shape)?;
+    let indices = match &level {
+        Some(_) => on_folded_planes(x, w, false, |_, wb| {
+            Tensor::from_vec(idx.to_vec(), &wb.out_shape)
+        })
+        .unwrap_or_else(|| Err(Error::runtime("internal error: max pool indices")))?,
+        None => Tensor::from_vec(idx.to_vec(), &w.out_shape)?,
+    };
     if needs_grad(&[x]) {
         let (w, idx) = (w.clone(), idx.clone());
         record(names.forward, &[x], &[&vals], &[], true, move |g, _| {
-            Ok(vec![Some(index_scatter(&g[0], &idx, &w, names)?)])
+            // The indices cover every sample: a gradient the same for all is spread first.
+            let g = match &level {
+                Some(l) if !g[0].is_batched() => {
+                    let mut shape = vec![l.size()];
+                    shape.extend_from_slice(g[0].shape());
+                    crate::ops::batching::add_batch_dim(&g[0].unsqueeze(0)?.expand(&shape)?, 0, l)?
+                }
+                _ => g[0].clone(),
+            };
+            Ok(vec![Some(index_scatter(&g, &idx, &w, names)?)])
         })?;
     }
     Ok((vals, indices))
+}
+
+/// Whether saved argmax indices are those of one sample's planes (an unbatched forward).
+fn covers_one_sample(idx: &[i64], w: &Windows) -> bool {
+    idx.len() == w.planes * w.out_plane()
+}
+
+/// Saved indices that cover a vmap batch need a batched gradient (double backward inside vmap
+/// of a gradient the same for every sample is not supported yet).
+fn check_unfolded(idx: &[i64], w: &Windows) -> Result<()> {
+    if !covers_one_sample(idx, w) {
+        return Err(Error::not_implemented(
+            "vmap: max pooling's double backward with a gradient shared by all samples is not supported yet",
+        ));
+    }
+    Ok(())
+}
+
+/// Inside vmap: `f` on the physical tensor under batched `x` with every sample's planes
+/// folded into one call (`w.batched`), the result batched again; `None` for an unbatched `x`.
+/// `adjoint`: `x` has the windows' output shape (a gradient) instead of their input shape.
+fn on_folded_planes(
+    x: &Tensor,
+    w: &Windows,
+    adjoint: bool,
+    f: impl FnOnce(&Tensor, &Windows) -> Result<Tensor>,
+) -> Option<Result<Tensor>> {
+    crate::tensor::batched::unary_all(x, |p, nb| {
+        let b: usize = p.shape()[..nb].iter().product();
+        let wb = w.batched(b);
+        let (from, to) = if adjoint {
+            (&wb.out_shape, &wb.in_shape)
+        } else {
+            (&wb.in_shape, &wb.out_shape)
+        };
+        let out = f(&p.reshape(from)?, &wb)?;
+        let mut shape = p.shape()[..nb].to_vec();
+        shape.extend_from_slice(&to[1..]);
+        debug_assert_eq!(out.shape(), to.as_slice());
+        out.reshape(&shape)
+    })
 }
 
 /// The backward of max pooling: `g` added at the saved indices of each plane.
@@ -484,7 +564,25 @@ fn index_scatter(
     w: &Arc<Windows>,
     names: Names,
 ) -> Result<Tensor> {
-    let out = float_dispatch!(g, &w.in_shape, |gs: T| scatter_kernel::<T>(w, idx, gs));
+    let out = if g.is_batched() && covers_one_sample(idx, w) {
+        // The indices of an unbatched forward, used per sample (forward-mode tangents).
+        crate::ops::batching::per_sample(&[g], |p| index_scatter(&p[0], idx, w, names))
+            .unwrap_or_else(|| Err(Error::runtime("internal error: pooling indices")))?
+    } else {
+        match on_folded_planes(g, w, true, |p, wb| {
+            Ok(float_dispatch!(
+                p,
+                &wb.in_shape,
+                |gs: T| scatter_kernel::<T>(wb, idx, gs)
+            ))
+        }) {
+            Some(r) => r?,
+            None => {
+                check_unfolded(idx, w)?;
+                float_dispatch!(g, &w.in_shape, |gs: T| scatter_kernel::<T>(w, idx, gs))
+            }
+        }
+    };
     if needs_grad(&[g]) {
         let (w, idx) = (w.clone(), idx.clone());
         record(names.backward, &[g], &[&out], &[], true, move |gg, _| {
@@ -496,7 +594,25 @@ fn index_scatter(
 
 /// The adjoint of [`index_scatter`]: each plane's elements at the saved indices.
 fn index_gather(x: &Tensor, idx: &Arc<Vec<i64>>, w: &Arc<Windows>, names: Names) -> Result<Tensor> {
-    let out = float_dispatch!(x, &w.out_shape, |xs: T| gather_kernel::<T>(w, idx, xs));
+    let out = if x.is_batched() && covers_one_sample(idx, w) {
+        // The indices of an unbatched forward, used per sample (forward-mode tangents).
+        crate::ops::batching::per_sample(&[x], |p| index_gather(&p[0], idx, w, names))
+            .unwrap_or_else(|| Err(Error::runtime("internal error: pooling indices")))?
+    } else {
+        match on_folded_planes(x, w, false, |p, wb| {
+            Ok(float_dispatch!(
+                p,
+                &wb.out_shape,
+                |xs: T| gather_kernel::<T>(wb, idx, xs)
+            ))
+        }) {
+            Some(r) => r?,
+            None => {
+                check_unfolded(idx, w)?;
+                float_dispatch!(x, &w.out_shape, |xs: T| gather_kernel::<T>(w, idx, xs))
+            }
+        }
+    };
     if needs_grad(&[x]) {
         let (w, idx) = (w.clone(), idx.clone());
         record(names.forward, &[x], &[&out], &[], true, move |g, _| {
@@ -509,10 +625,16 @@ fn index_gather(x: &Tensor, idx: &Arc<Vec<i64>>, w: &Arc<Windows>, names: Names)
 /// Average pooling (`adjoint == false`) of batched `x`, or its adjoint (from output-shaped
 /// gradients to input-shaped ones); each is the other's backward.
 fn avg_pool_apply(x: &Tensor, w: &Arc<Windows>, adjoint: bool, names: Names) -> Result<Tensor> {
-    let out = if adjoint {
-        float_dispatch!(x, &w.in_shape, |xs: T| avg_adjoint_kernel::<T>(w, xs))
-    } else {
-        float_dispatch!(x, &w.out_shape, |xs: T| avg_kernel::<T>(w, xs))
+    let kernel = |x: &Tensor, w: &Windows| -> Result<Tensor> {
+        Ok(if adjoint {
+            float_dispatch!(x, &w.in_shape, |xs: T| avg_adjoint_kernel::<T>(w, xs))
+        } else {
+            float_dispatch!(x, &w.out_shape, |xs: T| avg_kernel::<T>(w, xs))
+        })
+    };
+    let out = match on_folded_planes(x, w, adjoint, kernel) {
+        Some(r) => r?,
+        None => kernel(x, w)?,
     };
     if needs_grad(&[x]) {
         let w = w.clone();
