@@ -116,6 +116,22 @@ def test_matrix_exp_of_diagonal_and_nilpotent():
     )
 
 
+@pytest.mark.parametrize("norm", [0.01, 0.2, 0.9, 2.0, 5.0, 40.0])
+def test_matrix_exp_matches_taylor_series_at_every_pade_degree(norm):
+    # The 1-norm picks the Padé degree (3, 5, 7, 9, 13, then scaling and squaring).
+    a = RNG.normal(size=(4, 4))
+    a *= norm / np.abs(a).sum(0).max()
+    # exp(A) = exp(A/2^k)^(2^k), each factor a long Taylor sum.
+    k = max(0, int(np.ceil(np.log2(norm))) + 2)
+    small, term, total = a / 2**k, np.eye(4), np.eye(4)
+    for j in range(1, 40):
+        term = term @ small / j
+        total = total + term
+    for _ in range(k):
+        total = total @ total
+    close(fg.linalg.matrix_exp(t(a)), total, 1e-11 * max(1.0, np.abs(total).max()))
+
+
 def test_matrix_power_identity_and_negative():
     a = t(RNG.normal(size=(2, 3, 3)) + 3 * np.eye(3))
     close(fg.linalg.matrix_power(a, 0), np.broadcast_to(np.eye(3), (2, 3, 3)), 0)
@@ -242,12 +258,17 @@ def _errors():
             lambda L, T: L.linalg.cholesky(T(np.stack([np.eye(2), [[1.0, 2], [2, 1]]]))),
         ),
         ("solve singular", lambda L, T: L.linalg.solve(T(z), T(np.ones(2)))),
+        (
+            "solve vector right",
+            lambda L, T: L.linalg.solve(T(np.eye(3)), T(np.ones(3)), left=False),
+        ),
         ("solve shapes", lambda L, T: L.linalg.solve(T(np.eye(3)), T(np.ones((4, 1))))),
         ("non-square", lambda L, T: L.linalg.inv(T(np.ones((2, 3))))),
         ("1-D", lambda L, T: L.linalg.det(T(np.ones(3)))),
         ("integer", lambda L, T: L.linalg.inv(T(np.eye(2, dtype=np.int64), True))),
         ("eigh non-square", lambda L, T: L.linalg.eigh(T(np.ones((2, 3))))),
         ("svd 1-D", lambda L, T: L.linalg.svd(T(np.ones(3)))),
+        ("svd nan", lambda L, T: L.linalg.svdvals(T([[math.nan, 1.0], [1.0, 1.0]]))),
         ("qr mode", lambda L, T: L.linalg.qr(T(np.eye(2)), mode="x")),
         ("matrix_exp", lambda L, T: L.linalg.matrix_exp(T(np.ones((2, 3))))),
         ("matrix_power", lambda L, T: L.linalg.matrix_power(T(np.ones((2, 3))), 2)),

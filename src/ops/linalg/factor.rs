@@ -58,7 +58,7 @@ impl Tensor {
     /// positive-definite is an error with torch's message.
     ///
     /// ```
-    /// use ferrograd::tensor::Tensor;
+    /// use ferrograd::Tensor;
     /// let a = Tensor::from_vec(vec![4.0f64, 2.0, 2.0, 5.0], &[2, 2]).unwrap();
     /// assert_eq!(a.cholesky(false).unwrap().to_vec::<f64>().unwrap(), vec![2.0, 0.0, 1.0, 2.0]);
     /// ```
@@ -203,7 +203,7 @@ impl Tensor {
     /// distinct, as in torch); with `full_matrices` only the first `k` vectors take part.
     ///
     /// ```
-    /// use ferrograd::tensor::Tensor;
+    /// use ferrograd::Tensor;
     /// let a = Tensor::from_vec(vec![3.0f64, 0.0, 0.0, -2.0], &[2, 2]).unwrap();
     /// let (_u, s, _vh) = a.svd(false).unwrap();
     /// assert_eq!(s.to_vec::<f64>().unwrap(), vec![3.0, 2.0]);

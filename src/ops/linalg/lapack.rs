@@ -293,8 +293,15 @@ fn eig_failed(b: &Batch, k: usize, op: &str) -> Error {
 }
 
 fn svd_failed(b: &Batch, k: usize, op: &str) -> Error {
+    let m = b.mat(k);
+    let finite = (0..m.nrows()).all(|i| (0..m.ncols()).all(|j| m[(i, j)].is_finite()));
+    let why = if finite {
+        "is ill-conditioned or has too many repeated singular values"
+    } else {
+        "contained non-finite values"
+    };
     Error::runtime(format!(
-        "{op}: {}The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated singular values.",
+        "{op}: {}The algorithm failed to converge because the input matrix {why}.",
         batch_prefix(!b.batch.is_empty(), k)
     ))
 }
@@ -347,7 +354,7 @@ pub(crate) fn pinv(b: &Batch, hermitian: bool, atol: f64, rtol: f64) -> Result<V
                 u,
             )
         } else {
-            let f = a.thin_svd().map_err(|_| svd_failed(b, k, "linalg.pinv"))?;
+            let f = a.thin_svd().map_err(|_| svd_failed(b, k, "linalg.svd"))?;
             let s = f.S().column_vector().iter().copied().collect();
             (f.U().to_owned(), s, f.V().to_owned())
         };
@@ -371,26 +378,71 @@ pub(crate) fn pinv(b: &Batch, hermitian: bool, atol: f64, rtol: f64) -> Result<V
     Ok(concat(parts))
 }
 
-/// Matrix exponential per matrix: scaling and squaring with the degree-13 Padé approximant
-/// (Higham 2005, "The scaling and squaring method for the matrix exponential revisited").
+/// Padé coefficients `b_0..b_m` of degree 3, 5, 7 and 9 with the 1-norm up to which each is
+/// accurate to double precision (Higham 2005, Table 2.3).
+const PADE_LOW: [(f64, &[f64]); 4] = [
+    (1.495585217958292e-2, &[120.0, 60.0, 12.0, 1.0]),
+    (
+        2.539398330063230e-1,
+        &[30240.0, 15120.0, 3360.0, 420.0, 30.0, 1.0],
+    ),
+    (
+        9.504178996162932e-1,
+        &[
+            17297280.0, 8648640.0, 1995840.0, 277200.0, 25200.0, 1512.0, 56.0, 1.0,
+        ],
+    ),
+    (
+        2.097847961257068e0,
+        &[
+            17643225600.0,
+            8821612800.0,
+            2075673600.0,
+            302702400.0,
+            30270240.0,
+            2162160.0,
+            110880.0,
+            3960.0,
+            90.0,
+            1.0,
+        ],
+    ),
+];
+
+/// Degree-13 Padé coefficients and their 1-norm bound.
+const PADE13: [f64; 14] = [
+    64764752532480000.0,
+    32382376266240000.0,
+    7771770303897600.0,
+    1187353796428800.0,
+    129060195264000.0,
+    10559470521600.0,
+    670442572800.0,
+    33522128640.0,
+    1323241920.0,
+    40840800.0,
+    960960.0,
+    16380.0,
+    182.0,
+    1.0,
+];
+const THETA13: f64 = 5.371920351148152;
+
+/// `Σ_k c[k] · p[k]` over matrices `p` (each `n x n`).
+fn combo(n: usize, terms: &[(f64, &Mat<f64>)]) -> Mat<f64> {
+    let mut out = Mat::<f64>::zeros(n, n);
+    for (c, m) in terms {
+        out += *m * faer::Scale(*c);
+    }
+    out
+}
+
+/// Matrix exponential per matrix: scaling and squaring with the Padé approximant of the
+/// lowest degree (3, 5, 7, 9 or 13) accurate for the matrix's 1-norm (Higham 2005, "The
+/// scaling and squaring method for the matrix exponential revisited"). The coefficients are
+/// divided by `b_0`, so `V` starts at `I` and exactly representable cases (diagonal,
+/// nilpotent) come out exact.
 pub(crate) fn expm(b: &Batch) -> Result<Vec<f64>> {
-    const C: [f64; 14] = [
-        64764752532480000.0,
-        32382376266240000.0,
-        7771770303897600.0,
-        1187353796428800.0,
-        129060195264000.0,
-        10559470521600.0,
-        670442572800.0,
-        33522128640.0,
-        1323241920.0,
-        40840800.0,
-        960960.0,
-        16380.0,
-        182.0,
-        1.0,
-    ];
-    const THETA13: f64 = 5.371920351148152;
     let n = b.rows;
     let parts = per_matrix(b, |k| {
         let a = b.mat(k);
@@ -400,20 +452,45 @@ pub(crate) fn expm(b: &Batch) -> Result<Vec<f64>> {
         if !norm1.is_finite() {
             return Ok(vec![f64::NAN; n * n]);
         }
-        let s = if norm1 > THETA13 {
-            (norm1 / THETA13).log2().ceil().max(0.0) as i32
-        } else {
-            0
-        };
-        let a = a.to_owned() * faer::Scale(0.5f64.powi(s));
         let id = Mat::<f64>::identity(n, n);
-        let a2 = &a * &a;
-        let a4 = &a2 * &a2;
-        let a6 = &a4 * &a2;
-        let u_inner = &a6 * (&a6 * C[13] + &a4 * C[11] + &a2 * C[9]);
-        let u = &a * (u_inner + &a6 * C[7] + &a4 * C[5] + &a2 * C[3] + &id * C[1]);
-        let v_inner = &a6 * (&a6 * C[12] + &a4 * C[10] + &a2 * C[8]);
-        let v = v_inner + &a6 * C[6] + &a4 * C[4] + &a2 * C[2] + &id * C[0];
+        let low = PADE_LOW.iter().find(|(theta, _)| norm1 <= *theta);
+        let (s, u, v) = if let Some((_, c)) = low {
+            // U = A Σ c_{2j+1} A^{2j}, V = Σ c_{2j} A^{2j}.
+            let a = a.to_owned();
+            let a2 = &a * &a;
+            let mut powers = vec![id.clone(), a2.clone()];
+            while powers.len() * 2 < c.len() {
+                let next = powers.last().map(|p| p * &a2).unwrap_or_else(|| id.clone());
+                powers.push(next);
+            }
+            let c0 = c[0];
+            let odd: Vec<(f64, &Mat<f64>)> = powers
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| 2 * j + 1 < c.len())
+                .map(|(j, p)| (c[2 * j + 1] / c0, p))
+                .collect();
+            let even: Vec<(f64, &Mat<f64>)> = powers
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| 2 * j < c.len())
+                .map(|(j, p)| (c[2 * j] / c0, p))
+                .collect();
+            (0, &a * combo(n, &odd), combo(n, &even))
+        } else {
+            let s = (norm1 / THETA13).log2().ceil().max(0.0) as i32;
+            let c: Vec<f64> = PADE13.iter().map(|x| x / PADE13[0]).collect();
+            let a = a.to_owned() * faer::Scale(0.5f64.powi(s));
+            let a2 = &a * &a;
+            let a4 = &a2 * &a2;
+            let a6 = &a4 * &a2;
+            let u_inner = &a6 * combo(n, &[(c[13], &a6), (c[11], &a4), (c[9], &a2)]);
+            let u =
+                &a * (u_inner + combo(n, &[(c[7], &a6), (c[5], &a4), (c[3], &a2), (c[1], &id)]));
+            let v_inner = &a6 * combo(n, &[(c[12], &a6), (c[10], &a4), (c[8], &a2)]);
+            let v = v_inner + combo(n, &[(c[6], &a6), (c[4], &a4), (c[2], &a2), (c[0], &id)]);
+            (s, u, v)
+        };
         let p = &v + &u;
         let q = &v - &u;
         let mut r = q.partial_piv_lu().solve(&p);

@@ -10,7 +10,7 @@ impl Tensor {
     /// `torch.linalg.cross`. The dim must have size 3 in both inputs.
     ///
     /// ```
-    /// use ferrograd::tensor::Tensor;
+    /// use ferrograd::Tensor;
     /// let x = Tensor::from_vec(vec![1.0f64, 0.0, 0.0], &[3]).unwrap();
     /// let y = Tensor::from_vec(vec![0.0f64, 1.0, 0.0], &[3]).unwrap();
     /// assert_eq!(x.linalg_cross(&y, -1).unwrap().to_vec::<f64>().unwrap(), vec![0.0, 0.0, 1.0]);

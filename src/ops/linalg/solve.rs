@@ -31,7 +31,7 @@ impl Tensor {
     /// element k is zero, ...`); [`Tensor::inv_ex`] returns the status instead.
     ///
     /// ```
-    /// use ferrograd::tensor::Tensor;
+    /// use ferrograd::Tensor;
     /// let a = Tensor::from_vec(vec![2.0f64, 0.0, 0.0, 4.0], &[2, 2]).unwrap();
     /// assert_eq!(a.inv().unwrap().to_vec::<f64>().unwrap(), vec![0.5, 0.0, 0.0, 0.25]);
     /// ```
@@ -108,16 +108,14 @@ impl Tensor {
             )));
         }
         let (br, bc) = (b.shape()[b.dim() - 2], b.shape()[b.dim() - 1]);
-        let (k_rows, k_cols) = if left { (br, bc) } else { (bc, br) };
-        if k_rows != n || (vector && !left) {
+        // The dim of B that meets A: its rows for AX = B, its columns for XA = B.
+        let meets = if left { br } else { bc };
+        if meets != n {
             let what = if left { "AX = B" } else { "XA = B" };
             return Err(Error::runtime(format!(
-                "{op}: Incompatible shapes of A and B for the equation {what} ({n}x{n} and {}x{})",
-                if left { br } else { br },
-                if left { bc } else { bc }
+                "{op}: Incompatible shapes of A and B for the equation {what} ({n}x{n} and {br}x{bc})"
             )));
         }
-        let _ = k_cols;
         let batch = crate::tensor::shape::broadcast_shapes(
             &self.shape()[..self.dim() - 2],
             &b.shape()[..b.dim() - 2],
@@ -157,7 +155,7 @@ impl Tensor {
     /// as torch's).
     ///
     /// ```
-    /// use ferrograd::tensor::Tensor;
+    /// use ferrograd::Tensor;
     /// let a = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
     /// assert!((a.det().unwrap().item_f64().unwrap() + 2.0).abs() < 1e-12);
     /// ```
@@ -311,7 +309,7 @@ impl Tensor {
     /// `exp([[Aᵀ, g], [0, Aᵀ]])`, itself a `matrix_exp`, so it is twice differentiable.
     ///
     /// ```
-    /// use ferrograd::tensor::Tensor;
+    /// use ferrograd::Tensor;
     /// let a = Tensor::from_vec(vec![0.0f64, 1.0, 0.0, 0.0], &[2, 2]).unwrap();
     /// // A is nilpotent: exp(A) = I + A.
     /// assert_eq!(a.matrix_exp().unwrap().to_vec::<f64>().unwrap(), vec![1.0, 1.0, 0.0, 1.0]);
