@@ -86,6 +86,16 @@ _Svd = _return_type("linalg_svd", ["U", "S", "Vh"])
 _Lstsq = _return_type("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 
 
+def _tensors(fn: str, *named: Tuple[str, Any]) -> None:
+    """torch's TypeError for an argument that is not a Tensor (``linalg_inv(): argument 'A'
+    (position 1) must be Tensor, not int``)."""
+    for pos, (name, x) in enumerate(named, 1):
+        if not isinstance(x, Tensor):
+            raise TypeError(
+                f"{fn}(): argument '{name}' (position {pos}) must be Tensor, not {type(x).__name__}"
+            )
+
+
 def _out(result: Any, out: Any) -> Any:
     if out is not None:
         raise TypeError("ferrograd.linalg: the out= argument is not supported")
@@ -96,12 +106,14 @@ def _out(result: Any, out: Any) -> Any:
 def inv(A: Tensor, *, out: Any = None) -> Tensor:
     """The inverse of a square matrix (or of each in a batch); ``LinAlgError`` when singular.
     Gradient ``-A⁻ᵀ g A⁻ᵀ``."""
+    _tensors("linalg_inv", ("A", A))
     return _out(_C._linalg_inv(A), out)
 
 
 def inv_ex(A: Tensor, *, check_errors: bool = False, out: Any = None) -> Any:
     """``(inverse, info)``: ``info`` (int64, per matrix) is 0, or the index of the zero pivot
     of a singular matrix (whose inverse then holds non-finite values)."""
+    _tensors("linalg_inv_ex", ("A", A))
     if check_errors:
         inv(A)
     return _out(_InvEx(*_C._linalg_inv_ex(A)), out)
@@ -111,17 +123,20 @@ def inv_ex(A: Tensor, *, check_errors: bool = False, out: Any = None) -> Any:
 def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor:
     """The solution ``X`` of ``A X = B`` (``X A = B`` when not ``left``), batched with
     broadcasting; ``B`` may be a (batch of) vector(s). ``LinAlgError`` when ``A`` is singular."""
+    _tensors("linalg_solve", ("A", A), ("B", B))
     return _out(_C._linalg_solve(A, B, left), out)
 
 
 def det(A: Tensor, *, out: Any = None) -> Tensor:
     """The determinant (batched). Its gradient is finite at singular matrices (the cofactor
     matrix, through an SVD)."""
+    _tensors("linalg_det", ("A", A))
     return _out(_C._linalg_det(A), out)
 
 
 def slogdet(A: Tensor, *, out: Any = None) -> Any:
     """``(sign, logabsdet)`` (batched): sign 0 and ``-inf`` for a singular matrix."""
+    _tensors("linalg_slogdet", ("A", A))
     return _out(_Slogdet(*_C._linalg_slogdet(A)), out)
 
 
@@ -129,6 +144,7 @@ def slogdet(A: Tensor, *, out: Any = None) -> Any:
 def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
     """The lower Cholesky factor ``L`` (``A = L Lᵀ``, from the lower triangle), or ``Lᵀ`` when
     ``upper``; ``LinAlgError`` when ``A`` is not positive-definite."""
+    _tensors("linalg_cholesky", ("input", A))
     return _out(_C._linalg_cholesky(A, upper), out)
 
 
@@ -137,6 +153,7 @@ def cholesky_ex(
 ) -> Any:
     """``(L, info)``: ``info`` (int64, per matrix) is 0, or the order of the first leading
     minor that is not positive-definite."""
+    _tensors("linalg_cholesky_ex", ("input", A))
     if check_errors:
         cholesky(A, upper=upper)
     return _out(_CholeskyEx(*_C._linalg_cholesky_ex(A, upper)), out)
@@ -145,6 +162,7 @@ def cholesky_ex(
 def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> Any:
     """``(Q, R)`` with ``A = Q R``: ``mode`` ``'reduced'`` (``Q`` ``m×k``), ``'complete'``
     (``Q`` ``m×m``) or ``'r'`` (``Q`` empty, not differentiable)."""
+    _tensors("linalg_qr", ("A", A))
     return _out(_Qr(*_C._linalg_qr(A, mode)), out)
 
 
@@ -159,12 +177,14 @@ def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Any:
     """``(eigenvalues, eigenvectors)`` of a symmetric matrix from its ``UPLO`` triangle:
     eigenvalues ascending. The eigenvectors' gradient is finite only for distinct
     eigenvalues, as in torch."""
+    _tensors("linalg_eigh", ("input", A))
     return _out(_Eigh(*_C._linalg_eigh(A, _uplo(UPLO))), out)
 
 
 @_linalg_errors
 def eigvalsh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Tensor:
     """The eigenvalues of a symmetric matrix, ascending."""
+    _tensors("linalg_eigvalsh", ("input", A))
     return _out(_C._linalg_eigvalsh(A, _uplo(UPLO)), out)
 
 
@@ -175,12 +195,14 @@ def svd(
     """``(U, S, Vh)`` with ``A = U diag(S) Vh``, ``S`` descending; ``full_matrices=False``
     gives the thin factors. The gradient through ``U``/``Vh`` is finite only for distinct
     singular values, as in torch."""
+    _tensors("linalg_svd", ("A", A))
     return _out(_Svd(*_C._linalg_svd(A, full_matrices)), out)
 
 
 @_linalg_errors
 def svdvals(A: Tensor, *, driver: Optional[str] = None, out: Any = None) -> Tensor:
     """The singular values, descending."""
+    _tensors("linalg_svdvals", ("A", A))
     return _out(_C._linalg_svdvals(A), out)
 
 
@@ -207,6 +229,7 @@ def pinv(
 ) -> Tensor:
     """The Moore–Penrose pseudo-inverse: singular values at most ``max(atol, rtol·σ_max)``
     count as zero (``rtol`` defaults to ``eps·max(m, n)`` when neither is given)."""
+    _tensors("linalg_pinv", ("input", A))
     return _out(_C._linalg_pinv(A, _number(atol, "atol"), _number(rtol, "rtol"), hermitian), out)
 
 
@@ -218,12 +241,12 @@ def lstsq(
     rank-deficient ``A``), batched. As torch on CPU: ``rank`` for every driver but ``'gels'``;
     ``singular_values``, and ``residuals`` (when ``m > n`` and every matrix has full rank),
     only for ``'gelsd'``/``'gelss'``; otherwise empty tensors."""
+    _tensors("linalg_lstsq", ("input", A), ("b", B))
     if driver is None:
         driver = "gelsy"
     if driver not in ("gels", "gelsy", "gelsd", "gelss"):
         raise RuntimeError(
-            f"torch.linalg.lstsq: parameter `driver` should be one of "
-            f"(gels, gelsy, gelsd, gelss), but got {driver}"
+            "torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)"
         )
     X = _C._linalg_lstsq(A, B, rcond)
     m, n = A.shape[-2], A.shape[-1]
@@ -250,6 +273,7 @@ def lstsq(
 
 def matrix_power(A: Tensor, n: int, *, out: Any = None) -> Tensor:
     """``A^n`` for an integer ``n`` (the identity for 0, powers of the inverse for ``n < 0``)."""
+    _tensors("linalg_matrix_power", ("input", A))
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(
             f"linalg_matrix_power(): argument 'n' (position 2) must be int, not {type(n).__name__}"
@@ -260,16 +284,19 @@ def matrix_power(A: Tensor, n: int, *, out: Any = None) -> Tensor:
 def matrix_exp(A: Tensor) -> Tensor:
     """The matrix exponential (Padé scaling and squaring); its gradient is a block
     ``matrix_exp``, so it is twice differentiable."""
+    _tensors("linalg_matrix_exp", ("input", A))
     return _C._linalg_matrix_exp(A)
 
 
 def cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
     """The cross product of 3-vectors along ``dim`` (inputs broadcast)."""
+    _tensors("linalg_cross", ("input", input), ("other", other))
     return _out(_C._linalg_cross(input, other, dim), out)
 
 
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
     """``Σ x·y`` along ``dim`` (inputs broadcast)."""
+    _tensors("linalg_vecdot", ("x", x), ("y", y))
     return _out(_C._linalg_vecdot(x, y, dim), out)
 
 
