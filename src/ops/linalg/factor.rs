@@ -5,6 +5,7 @@ use super::lapack::{self, batch_prefix, check_matrix, check_square, Batch};
 use super::solve::{first_failure, mt, solve_square};
 use crate::error::{Error, Result};
 use crate::graph::node::{needs_grad, record};
+use crate::tensor::grad_mode::{is_grad_enabled, GradModeGuard};
 use crate::tensor::{DType, Tensor};
 
 /// The QR variants of `torch.linalg.qr`.
@@ -291,8 +292,8 @@ impl Tensor {
     }
 
     /// Least squares `min ‖A X - B‖` (minimum-norm for rank-deficient `A`): `pinv(A, rtol =
-    /// rcond) @ B`, batched with broadcasting, so differentiable in both. `rcond` defaults to
-    /// `eps · max(m, n)`.
+    /// rcond) @ B`, batched with broadcasting; the gradient is that of this product (torch's
+    /// rule). `rcond` defaults to `eps · max(m, n)`.
     pub fn lstsq(&self, rhs: &Tensor, rcond: Option<f64>) -> Result<Tensor> {
         check_matrix(self, "linalg.lstsq", "A")?;
         if rhs.dim() < 1 {
@@ -320,12 +321,43 @@ impl Tensor {
                 crate::tensor::scalar_type_name(rhs.dtype())
             )));
         }
-        let x = self.pinv(None, rcond, false)?.matmul(&b)?;
-        if vector {
-            x.squeeze(Some(-1))
-        } else {
-            Ok(x)
+        let (x, p) = {
+            let _off = GradModeGuard::new(false);
+            let p = self.detach().pinv(None, rcond, false)?;
+            let x = p.matmul(&b.detach())?;
+            (if vector { x.squeeze(Some(-1))? } else { x }, p)
+        };
+        if needs_grad(&[self, rhs]) {
+            // X = A⁺ B: gB = A⁺ᵀ g, and A⁺'s gradient g Bᵀ goes through pinv's rule. Under
+            // create_graph A⁺ is recomputed with its graph, so the rule is differentiable.
+            record(
+                "LinalgLstsqBackward0",
+                &[self, rhs],
+                &[&x],
+                &[self, rhs],
+                false,
+                move |g, s| {
+                    let p = if is_grad_enabled() {
+                        s[0].pinv(None, rcond, false)?
+                    } else {
+                        p.clone()
+                    };
+                    let col = |t: &Tensor| {
+                        if vector {
+                            t.unsqueeze(-1)
+                        } else {
+                            Ok(t.clone())
+                        }
+                    };
+                    let (g, b) = (col(&g[0])?, col(&s[1])?);
+                    let gb = mt(&p)?.matmul(&g)?;
+                    let gb = if vector { gb.squeeze(Some(-1))? } else { gb };
+                    let gp = g.matmul(&mt(&b)?)?;
+                    Ok(vec![Some(pinv_backward(&gp, &p, &s[0])?), Some(gb)])
+                },
+            )?;
         }
+        Ok(x)
     }
 }
 
@@ -337,8 +369,8 @@ fn qr_backward(a: &Tensor, q: &Tensor, r: &Tensor, gq: &Tensor, gr: &Tensor) -> 
     let square = |q: &Tensor, r: &Tensor, gq: &Tensor, gr: &Tensor| -> Result<Tensor> {
         let mm = r.matmul(&mt(gr)?)?.sub(&mt(gq)?.matmul(q)?)?;
         let b = gq.add(&q.matmul(&copyltu(&mm)?)?)?;
-        // B R⁻ᵀ = (R⁻¹ Bᵀ)ᵀ
-        mt(&solve_square(r, &mt(&b)?)?)
+        // B R⁻ᵀ
+        solve_square(&mt(r)?, &b, false)
     };
     if m >= n {
         return square(q, r, gq, gr);

@@ -1,7 +1,10 @@
-//! Products of `torch.linalg` composed from differentiable ops: `cross`, `vecdot`,
-//! `multi_dot` (whose chain order minimises the flops, as torch's).
+//! Products of `torch.linalg`: `cross` (its own node, the backward two more crosses), and
+//! `vecdot` and `multi_dot` (whose chain order minimises the flops, as torch's) composed from
+//! differentiable ops.
 
 use crate::error::{Error, Result};
+use crate::graph::node::{needs_grad, record};
+use crate::tensor::grad_mode::GradModeGuard;
 use crate::tensor::shape::{broadcast_shapes, wrap_dim};
 use crate::tensor::{scalar_type_name, Tensor};
 
@@ -29,19 +32,43 @@ impl Tensor {
             )));
         }
         let shape = broadcast_shapes(self.shape(), other.shape())?;
-        let (a, b) = (self.expand(&shape)?, other.expand(&shape)?);
         let di = d as i64;
-        let c = |x: &Tensor, i: i64| x.narrow(di, i, 1);
-        let (a0, a1, a2) = (c(&a, 0)?, c(&a, 1)?, c(&a, 2)?);
-        let (b0, b1, b2) = (c(&b, 0)?, c(&b, 1)?, c(&b, 2)?);
-        Tensor::cat(
-            &[
-                a1.mul(&b2)?.sub(&a2.mul(&b1)?)?,
-                a2.mul(&b0)?.sub(&a0.mul(&b2)?)?,
-                a0.mul(&b1)?.sub(&a1.mul(&b0)?)?,
-            ],
-            di,
-        )
+        let out = {
+            let _off = GradModeGuard::new(false);
+            let (a, b) = (
+                self.detach().expand(&shape)?,
+                other.detach().expand(&shape)?,
+            );
+            let c = |x: &Tensor, i: i64| x.narrow(di, i, 1);
+            let (a0, a1, a2) = (c(&a, 0)?, c(&a, 1)?, c(&a, 2)?);
+            let (b0, b1, b2) = (c(&b, 0)?, c(&b, 1)?, c(&b, 2)?);
+            Tensor::cat(
+                &[
+                    a1.mul(&b2)?.sub(&a2.mul(&b1)?)?,
+                    a2.mul(&b0)?.sub(&a0.mul(&b2)?)?,
+                    a0.mul(&b1)?.sub(&a1.mul(&b0)?)?,
+                ],
+                di,
+            )?
+        };
+        if needs_grad(&[self, other]) {
+            // ⟨g, dx × y⟩ = ⟨dx, y × g⟩ and ⟨g, x × dy⟩ = ⟨dy, g × x⟩; the engine sums the
+            // broadcast dims back.
+            record(
+                "LinalgCrossBackward0",
+                &[self, other],
+                &[&out],
+                &[self, other],
+                false,
+                move |g, s| {
+                    Ok(vec![
+                        Some(s[1].linalg_cross(&g[0], di)?),
+                        Some(g[0].linalg_cross(&s[0], di)?),
+                    ])
+                },
+            )?;
+        }
+        Ok(out)
     }
 
     /// The dot product of vectors along `dim` (`Σ x·y`, inputs broadcast), as

@@ -138,11 +138,7 @@ impl Tensor {
             }
         };
         let (a, b) = (full(self)?, full(&b)?);
-        let x = if left {
-            solve_square(&a, &b)?
-        } else {
-            mt(&solve_square(&mt(&a)?, &mt(&b)?)?)?
-        };
+        let x = solve_square(&a, &b, left)?;
         if vector {
             x.squeeze(Some(-1))
         } else {
@@ -341,29 +337,41 @@ impl Tensor {
     }
 }
 
-/// `A⁻¹ B` for `A` and `B` of the same batch shape; `B` has at least 2 dims.
-pub(crate) fn solve_square(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let (ba, bb) = (Batch::of(a)?, Batch::of(b)?);
-    let (data, info) = lapack::solve(&ba, &bb)?;
+/// `A⁻¹ B` (`left`) or `B A⁻¹` for `A` and `B` of the same batch shape; `B` has at least 2
+/// dims. One node, `LinalgSolveExBackward0`, either way.
+pub(crate) fn solve_square(a: &Tensor, b: &Tensor, left: bool) -> Result<Tensor> {
+    // B A⁻¹ = (A⁻ᵀ Bᵀ)ᵀ: the kernel solves with the transposes.
+    let (ka, kb) = if left {
+        (Batch::of(a)?, Batch::of(b)?)
+    } else {
+        (Batch::of(&mt(a)?)?, Batch::of(&mt(b)?)?)
+    };
+    let (data, info) = lapack::solve(&ka, &kb)?;
     if let Some((k, _)) = first_failure(&info) {
         return Err(Error::runtime(format!(
             "torch.linalg.solve: {}The solver failed because the input matrix is singular.",
-            batch_prefix(!ba.batch.is_empty(), k)
+            batch_prefix(!ka.batch.is_empty(), k)
         )));
     }
-    let x = bb.collect(data, &[bb.rows, bb.cols])?;
+    let raw = kb.collect(data, &[kb.rows, kb.cols])?;
+    let x = if left { raw } else { mt(&raw)?.contiguous()? };
     if needs_grad(&[a, b]) {
-        // X = A⁻¹B: gB = A⁻ᵀ g, gA = -gB Xᵀ.
+        // X = A⁻¹B: gB = A⁻ᵀ g, gA = -gB Xᵀ.  X = B A⁻¹: gB = g A⁻ᵀ, gA = -Xᵀ gB.
         record(
             "LinalgSolveExBackward0",
             &[a, b],
             &[&x],
             &[a, &x],
             false,
-            |g, s| {
-                let gb = solve_square(&mt(&s[0])?, &g[0])?;
-                let ga = gb.matmul(&mt(&s[1])?)?.neg()?;
-                Ok(vec![Some(ga), Some(gb)])
+            move |g, s| {
+                let gb = solve_square(&mt(&s[0])?, &g[0], left)?;
+                let xt = mt(&s[1])?;
+                let ga = if left {
+                    gb.matmul(&xt)?
+                } else {
+                    xt.matmul(&gb)?
+                };
+                Ok(vec![Some(ga.neg()?), Some(gb)])
             },
         )?;
     }

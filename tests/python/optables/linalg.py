@@ -114,12 +114,14 @@ OPS += [
         shape_sets=[[SQ_B]],
         op="linalg.inv",
         note=_LA,
+        torch_grad_fn=True,
     ),
     OpSpec(
         "linalg_inv_ex",
         lambda L, x: L.linalg.inv_ex(_shift(L, x)).inverse,
         [SQ],
         op="linalg.inv_ex",
+        torch_grad_fn=True,
     ),
     OpSpec("inverse", lambda L, x: L.inverse(_shift(L, x)), [SQ], op="inverse"),
     OpSpec("inverse_method", lambda L, x: _shift(L, x).inverse(), [SQ], op="Tensor.inverse"),
@@ -140,6 +142,7 @@ OPS += [
         lambda L, a, b: L.linalg.solve(_shift(L, a), b, left=False),
         [SQ, Arg((2, 3))],
         op="linalg.solve",
+        torch_grad_fn=True,
     ),
     OpSpec(
         "linalg_det",
@@ -147,6 +150,7 @@ OPS += [
         [SQ],
         shape_sets=[[SQ_B], [Arg((1, 1))]],
         op="linalg.det",
+        torch_grad_fn=True,
     ),
     OpSpec("det", lambda L, x: L.det(_shift(L, x, 1.0)), [SQ], op="det"),
     OpSpec("det_method", lambda L, x: x.det(), [SQ_B], op="Tensor.det"),
@@ -173,12 +177,14 @@ OPS += [
         [SQ],
         shape_sets=[[SQ_B]],
         op="linalg.cholesky",
+        torch_grad_fn=True,
     ),
     OpSpec(
         "linalg_cholesky_upper",
         lambda L, x: L.linalg.cholesky(_spd(L, x), upper=True),
         [SQ],
         op="linalg.cholesky",
+        torch_grad_fn=True,
     ),
     OpSpec(
         "linalg_cholesky_ex",
@@ -225,6 +231,7 @@ OPS += [
         [SQ],
         shape_sets=[[SQ_B]],
         op="linalg.eigvalsh",
+        torch_grad_fn=True,
     ),
     OpSpec(
         "linalg_svd", lambda L, x: _svd(L, x), [TALL], shape_sets=[[WIDE], [SQ_B]], op="linalg.svd"
@@ -239,6 +246,7 @@ OPS += [
         [TALL],
         shape_sets=[[WIDE], [SQ_B]],
         op="linalg.svdvals",
+        torch_grad_fn=True,
     ),
     OpSpec(
         "linalg_pinv",
@@ -246,6 +254,7 @@ OPS += [
         [TALL],
         shape_sets=[[WIDE], [SQ_B]],
         op="linalg.pinv",
+        torch_grad_fn=True,
     ),
     OpSpec(
         "linalg_pinv_hermitian",
@@ -260,6 +269,7 @@ OPS += [
         [TALL, Arg((4, 2))],
         shape_sets=[[Arg((2, 4, 3)), Arg((2, 4, 2))], [TALL, Arg((4,))]],
         op="linalg.lstsq",
+        torch_grad_fn=True,
     ),
     OpSpec(
         "linalg_matrix_power",
@@ -286,6 +296,7 @@ OPS += [
         [SQ],
         shape_sets=[[SQ_B]],
         op="linalg.matrix_exp",
+        torch_grad_fn=True,
     ),
     OpSpec(
         "matrix_exp_large",
@@ -301,6 +312,7 @@ OPS += [
         [Arg((2, 3)), Arg((2, 3))],
         shape_sets=[[Arg((1, 3)), Arg((2, 3))], [Arg((4, 3)), Arg((4, 3))]],
         op="linalg.cross",
+        torch_grad_fn=True,
     ),
     OpSpec(
         "cross_dim",
@@ -321,6 +333,7 @@ OPS += [
         [Arg((2, 3)), Arg((2, 3))],
         shape_sets=[[Arg((3,)), Arg((2, 3))]],
         op="linalg.vecdot",
+        torch_grad_fn=True,
     ),
     OpSpec(
         "linalg_vecdot_dim",
