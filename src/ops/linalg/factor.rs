@@ -6,7 +6,7 @@ use super::solve::{first_failure, mt, solve_square};
 use crate::error::{Error, Result};
 use crate::graph::node::{needs_grad, record};
 use crate::tensor::grad_mode::{is_grad_enabled, GradModeGuard};
-use crate::tensor::{DType, Tensor};
+use crate::tensor::Tensor;
 
 /// The QR variants of `torch.linalg.qr`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -266,11 +266,7 @@ impl Tensor {
         }
         let b = Batch::of(self)?;
         let (m, n) = (b.rows, b.cols);
-        let eps = if self.dtype() == DType::Float32 {
-            f32::EPSILON as f64
-        } else {
-            f64::EPSILON
-        };
+        let eps = lapack::eps(self.dtype());
         let rtol = match (atol, rtol) {
             (_, Some(r)) => r,
             (None, None) => eps * m.max(n) as f64,

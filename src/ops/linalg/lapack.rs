@@ -23,6 +23,26 @@ pub(crate) struct Batch {
     pub(crate) dtype: DType,
 }
 
+/// The machine epsilon of a float dtype (float32's for float32, else float64's).
+pub(crate) fn eps(dtype: DType) -> f64 {
+    if dtype == DType::Float32 {
+        f32::EPSILON as f64
+    } else {
+        f64::EPSILON
+    }
+}
+
+/// torch's check that `x` has a floating dtype, with `op`'s name.
+pub(crate) fn check_float(x: &Tensor, op: &str) -> Result<()> {
+    if x.dtype().is_float() {
+        return Ok(());
+    }
+    Err(Error::not_implemented(format!(
+        "{op}: Expected a floating point or complex tensor as input. Got {}",
+        scalar_type_name(x.dtype())
+    )))
+}
+
 /// torch's check that `x` is a floating matrix (or a batch of them), with `op`'s name.
 pub(crate) fn check_matrix(x: &Tensor, op: &str, name: &str) -> Result<()> {
     if x.dim() < 2 {
@@ -30,13 +50,7 @@ pub(crate) fn check_matrix(x: &Tensor, op: &str, name: &str) -> Result<()> {
             "{op}: The input tensor {name} must have at least 2 dimensions."
         )));
     }
-    if !x.dtype().is_float() {
-        return Err(Error::not_implemented(format!(
-            "{op}: Expected a floating point or complex tensor as input. Got {}",
-            scalar_type_name(x.dtype())
-        )));
-    }
-    Ok(())
+    check_float(x, op)
 }
 
 /// [`check_matrix`] and squareness, as torch words it.

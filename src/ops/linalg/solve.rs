@@ -1,20 +1,15 @@
 //! Inverse, linear solve, determinants, matrix powers and the matrix exponential, with torch's
 //! backward rules written in differentiable ops (`create_graph` works through them).
 
-use super::lapack::{self, batch_prefix, check_matrix, check_square, Batch};
+use super::lapack::{self, batch_prefix, check_float, check_matrix, check_square, Batch};
 use crate::error::{Error, Result};
 use crate::graph::node::{needs_grad, record};
 use crate::tensor::grad_mode::GradModeGuard;
-use crate::tensor::{DType, Tensor};
+use crate::tensor::Tensor;
 
 /// The transpose of the last two dims (torch's `mT`).
 pub(crate) fn mt(x: &Tensor) -> Result<Tensor> {
     x.transpose(-2, -1)
-}
-
-/// `n x n` identity of `dtype` broadcastable against a batch.
-pub(crate) fn eye_like(n: usize, dtype: DType) -> Result<Tensor> {
-    Tensor::eye(n, n, dtype)
 }
 
 /// The index of the first batch element with a nonzero `info`, and that info.
@@ -81,12 +76,7 @@ impl Tensor {
     pub fn solve(&self, rhs: &Tensor, left: bool) -> Result<Tensor> {
         let op = "linalg.solve";
         check_square(self, op, "A")?;
-        if !rhs.dtype().is_float() {
-            return Err(Error::not_implemented(format!(
-                "{op}: Expected a floating point or complex tensor as input. Got {}",
-                crate::tensor::scalar_type_name(rhs.dtype())
-            )));
-        }
+        check_float(rhs, op)?;
         if self.dtype() != rhs.dtype() {
             return Err(Error::runtime(format!(
                 "{op}: Expected A and B to have the same dtype, but found A of type {} and B of type {} instead",
@@ -164,11 +154,7 @@ impl Tensor {
             .zip(&logs)
             .map(|(s, l)| if *s == 0.0 { 0.0 } else { s * l.exp() })
             .collect();
-        let eps = if self.dtype() == DType::Float32 {
-            f32::EPSILON as f64
-        } else {
-            f64::EPSILON
-        };
+        let eps = lapack::eps(self.dtype());
         let singular: Vec<bool> = dets.iter().map(|d| d.abs() < 100.0 * eps).collect();
         let out = b.collect(dets, &[])?;
         if needs_grad(&[self]) {
@@ -185,7 +171,7 @@ impl Tensor {
                     let gd = g[0].mul(det)?.unsqueeze(-1)?.unsqueeze(-1)?;
                     let any_singular = singular.iter().any(|&x| x);
                     let all_singular = singular.iter().all(|&x| x);
-                    let id = eye_like(n, a.dtype())?;
+                    let id = Tensor::eye(n, n, a.dtype())?;
                     let m = mask.unsqueeze(-1)?.unsqueeze(-1)?;
                     let regular = if all_singular {
                         None
