@@ -43,12 +43,15 @@ def slogdet(input: Tensor) -> Any:
 
 def svd(input: Tensor, some: bool = True, compute_uv: bool = True, *, out: Any = None) -> Any:
     """``torch.svd``: ``(U, S, V)`` (``V``, not ``Vᴴ``), thin when ``some``; with
-    ``compute_uv=False``, ``U`` and ``V`` are zero-filled."""
+    ``compute_uv=False``, ``U`` and ``V`` are zero-filled and square."""
     if out is not None:
         raise TypeError("ferrograd.svd: the out= argument is not supported")
-    U, S, Vh = _linalg.svd(input, full_matrices=not some)
     if not compute_uv:
-        return _Svd(U.detach() * 0.0, S, Vh.detach().mT * 0.0)
+        # torch: zero-filled U (m x m) and V (n x n) whatever `some` says.
+        S = _linalg.svdvals(input)
+        *batch, m, n = input.shape
+        return _Svd(input.new_zeros((*batch, m, m)), S, input.new_zeros((*batch, n, n)))
+    U, S, Vh = _linalg.svd(input, full_matrices=not some)
     return _Svd(U, S, Vh.mT)
 
 

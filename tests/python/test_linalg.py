@@ -343,8 +343,10 @@ def test_named_tuples_and_methods():
     close(a.det(), 16.0, 1e-12)
     close(a.logdet(), math.log(16.0), 1e-12)
     close(a.pinverse(), np.linalg.inv(a.numpy()), 1e-12)
-    U, S, V = a.svd(compute_uv=False)
-    close(U, np.zeros((2, 2)), 0)
+    U, S, V = t(np.ones((3, 2))).svd(compute_uv=False)
+    assert tuple(U.shape) == (3, 3) and tuple(V.shape) == (2, 2)
+    close(U, np.zeros((3, 3)), 0)
+    close(S, [math.sqrt(6.0), 0.0], 1e-12)
 
 
 @needs_torch
