@@ -268,6 +268,8 @@ def _errors():
         ("integer", lambda L, T: L.linalg.inv(T(np.eye(2, dtype=np.int64), True))),
         ("eigh non-square", lambda L, T: L.linalg.eigh(T(np.ones((2, 3))))),
         ("svd 1-D", lambda L, T: L.linalg.svd(T(np.ones(3)))),
+        ("solve batch", lambda L, T: L.linalg.solve(T(np.ones((2, 3, 3))), T(np.ones((3, 3, 1))))),
+        ("lstsq batch", lambda L, T: L.linalg.lstsq(T(np.ones((2, 4, 3))), T(np.ones((3, 4, 1))))),
         ("inv of int", lambda L, T: L.linalg.inv(3)),
         ("solve of int", lambda L, T: L.linalg.solve(T(np.eye(2)), 3)),
         ("lstsq of int", lambda L, T: L.linalg.lstsq(T(np.eye(2)), 3)),

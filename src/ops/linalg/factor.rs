@@ -6,6 +6,7 @@ use super::solve::{first_failure, mt, solve_square};
 use crate::error::{Error, Result};
 use crate::graph::node::{needs_grad, record};
 use crate::tensor::grad_mode::{is_grad_enabled, GradModeGuard};
+use crate::tensor::shape::broadcast_shapes;
 use crate::tensor::Tensor;
 
 /// The QR variants of `torch.linalg.qr`.
@@ -317,6 +318,7 @@ impl Tensor {
                 crate::tensor::scalar_type_name(rhs.dtype())
             )));
         }
+        broadcast_shapes(&self.shape()[..self.dim() - 2], &b.shape()[..b.dim() - 2])?;
         let (x, p) = {
             let _off = GradModeGuard::new(false);
             let p = self.detach().pinv(None, rcond, false)?;

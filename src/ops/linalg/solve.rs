@@ -106,18 +106,11 @@ impl Tensor {
                 "{op}: Incompatible shapes of A and B for the equation {what} ({n}x{n} and {br}x{bc})"
             )));
         }
+        // torch broadcasts B's batch dims against A's (its message names them in that order).
         let batch = crate::tensor::shape::broadcast_shapes(
-            &self.shape()[..self.dim() - 2],
             &b.shape()[..b.dim() - 2],
-        )
-        .map_err(|_| {
-            Error::runtime(format!(
-                "{op}: Incompatible shapes of A and B for the equation {} ({:?} and {:?})",
-                if left { "AX = B" } else { "XA = B" },
-                self.shape(),
-                rhs.shape()
-            ))
-        })?;
+            &self.shape()[..self.dim() - 2],
+        )?;
         let full = |x: &Tensor| -> Result<Tensor> {
             let mut s: Vec<usize> = batch.to_vec();
             s.extend_from_slice(&x.shape()[x.dim() - 2..]);
