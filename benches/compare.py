@@ -855,6 +855,67 @@ def embedding_bag() -> Dict[str, Any]:
     return {"make": make, "unit": "ms/step", "scale": 1e3}
 
 
+# ----- linalg: 256x256 float64 factorisations (faer in ferrograd, LAPACK in torch/numpy) --------
+
+
+def _linalg(kind: str) -> Callable[[], Dict[str, Any]]:
+    """A forward factorisation of one well-conditioned 256x256 float64 matrix (symmetric
+    positive-definite for eigh/cholesky), or svd's forward+backward with ``_bwd``."""
+
+    def workload() -> Dict[str, Any]:
+        r = RNG.standard_normal((256, 256))
+        a0 = r + 16.0 * np.eye(256)
+        s0 = a0 @ a0.T
+        b0 = RNG.standard_normal((256, 256))
+        src = s0 if kind in ("eigh", "cholesky") else a0
+        if kind == "det":
+            src = a0 / 16.0  # |det| of a0 itself overflows float64
+
+        def make(lib: Any) -> Callable[[], None]:
+            a, b = lib.tensor(src), lib.tensor(b0)
+            L = lib.linalg
+            if kind == "svd_bwd":
+                x = lib.tensor(src).requires_grad_()
+
+                def step_bwd() -> None:
+                    U, S, Vh = L.svd(x, full_matrices=False)
+                    (U.sum() + S.sum() + Vh.sum()).backward()
+                    x.grad = None
+
+                return step_bwd
+            fns = {
+                "svd": lambda: L.svd(a, full_matrices=False),
+                "eigh": lambda: L.eigh(a),
+                "solve": lambda: L.solve(a, b),
+                "inv": lambda: L.inv(a),
+                "qr": lambda: L.qr(a),
+                "cholesky": lambda: L.cholesky(a),
+                "det": lambda: L.det(a),
+            }
+            f = fns[kind]
+
+            def step() -> None:
+                f()
+
+            return step
+
+        npf: Dict[str, Callable[[], Any]] = {
+            "svd": lambda: np.linalg.svd(src, full_matrices=False),
+            "eigh": lambda: np.linalg.eigh(src),
+            "solve": lambda: np.linalg.solve(src, b0),
+            "inv": lambda: np.linalg.inv(src),
+            "qr": lambda: np.linalg.qr(src),
+            "cholesky": lambda: np.linalg.cholesky(src),
+            "det": lambda: np.linalg.det(src),
+        }
+        spec: Dict[str, Any] = {"make": make, "unit": "ms/call", "scale": 1e3}
+        if kind in npf:  # NumPy has no backward: no column for svd_bwd
+            spec["numpy"] = npf[kind]
+        return spec
+
+    return workload
+
+
 WORKLOADS = {
     "tiny_chain": (tiny_chain, 0.07),
     "scalar_mlp": (scalar_mlp, 0.30),
@@ -891,6 +952,14 @@ WORKLOADS = {
     "jacrev_mlp": (jacrev_mlp, 1.00),
     "hessian_256": (hessian_256, 1.00),
     "per_sample_grads": (per_sample_grads, 0.80),
+    "linalg_svd_256": (_linalg("svd"), 1.50),
+    "linalg_svd_bwd_256": (_linalg("svd_bwd"), 1.50),
+    "linalg_eigh_256": (_linalg("eigh"), 1.50),
+    "linalg_solve_256": (_linalg("solve"), 1.50),
+    "linalg_inv_256": (_linalg("inv"), 1.50),
+    "linalg_qr_256": (_linalg("qr"), 1.50),
+    "linalg_cholesky_256": (_linalg("cholesky"), 1.50),
+    "linalg_det_256": (_linalg("det"), 1.50),
 }
 
 

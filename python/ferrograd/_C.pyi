@@ -218,6 +218,26 @@ __all__ = [
     "_cat",
     "_stack",
     "_einsum",
+    "_linalg_inv",
+    "_linalg_inv_ex",
+    "_linalg_solve",
+    "_linalg_det",
+    "_linalg_slogdet",
+    "_linalg_logdet",
+    "_linalg_cholesky",
+    "_linalg_cholesky_ex",
+    "_linalg_qr",
+    "_linalg_eigh",
+    "_linalg_eigvalsh",
+    "_linalg_svd",
+    "_linalg_svdvals",
+    "_linalg_pinv",
+    "_linalg_lstsq",
+    "_linalg_matrix_power",
+    "_linalg_matrix_exp",
+    "_linalg_cross",
+    "_linalg_vecdot",
+    "_linalg_multi_dot",
 ]
 
 # ----- classes ------------------------------------------------------------------------------------
@@ -956,6 +976,28 @@ class Tensor:
         """Lower triangle."""
     def triu(self, diagonal: _int = 0) -> Tensor:
         """Upper triangle."""
+    def inverse(self) -> Tensor:
+        """The inverse of a square matrix (batched), as `torch.inverse`."""
+    def det(self) -> Tensor:
+        """The determinant (batched)."""
+    def logdet(self) -> Tensor:
+        """`log det`: NaN for a negative determinant."""
+    def slogdet(self) -> Any:
+        """`(sign, logabsdet)`."""
+    def svd(self, some: _bool = True, compute_uv: _bool = True) -> Any:
+        """`(U, S, V)` with torch.svd's `some` and `compute_uv`."""
+    def qr(self, some: _bool = True) -> Any:
+        """`(Q, R)`, reduced when `some`."""
+    def cholesky(self, upper: _bool = False) -> Tensor:
+        """The Cholesky factor, lower unless `upper`."""
+    def pinverse(self, rcond: _float = 1e-15) -> Tensor:
+        """The pseudo-inverse with cutoff `rcond`."""
+    def matrix_power(self, n: _int) -> Tensor:
+        """`A^n` for an integer `n`."""
+    def matrix_exp(self) -> Tensor:
+        """The matrix exponential."""
+    def cross(self, other: Tensor, dim: _int | None = None) -> Tensor:
+        """The cross product of 3-vectors along `dim` (the first dim of size 3 when None)."""
 
 # ----- dtype constants ----------------------------------------------------------------------------
 
@@ -1779,3 +1821,65 @@ def _stack(tensors: Sequence[Tensor], dim: _int = 0) -> Tensor:
 
 def _einsum(equation: str, operands: Sequence[Tensor]) -> Tensor:
     """Einstein summation."""
+
+def _linalg_inv(a: Tensor) -> Tensor:
+    """The inverse of a square matrix (batched); singular input raises."""
+
+def _linalg_inv_ex(a: Tensor) -> tuple[Tensor, Tensor]:
+    """The inverse and the int64 `info` per matrix (0: invertible)."""
+
+def _linalg_solve(a: Tensor, b: Tensor, left: _bool) -> Tensor:
+    """`X` with `A X = B` (`left`) or `X A = B`, batched with broadcasting."""
+
+def _linalg_det(a: Tensor) -> Tensor:
+    """The determinant (batched)."""
+
+def _linalg_slogdet(a: Tensor) -> tuple[Tensor, Tensor]:
+    """`(sign, log|det|)` (batched)."""
+
+def _linalg_logdet(a: Tensor) -> Tensor:
+    """`log det(A)`: NaN for a negative determinant (batched)."""
+
+def _linalg_cholesky(a: Tensor, upper: _bool) -> Tensor:
+    """The Cholesky factor, lower or `upper`; a matrix that is not positive-definite raises."""
+
+def _linalg_cholesky_ex(a: Tensor, upper: _bool) -> tuple[Tensor, Tensor]:
+    """The Cholesky factor and the int64 `info` per matrix (0: positive-definite)."""
+
+def _linalg_qr(a: Tensor, mode: str) -> tuple[Tensor, Tensor]:
+    """`(Q, R)` in `mode` `'reduced'`, `'complete'` or `'r'`."""
+
+def _linalg_eigh(a: Tensor, lower: _bool) -> tuple[Tensor, Tensor]:
+    """`(eigenvalues, eigenvectors)` of a symmetric matrix from its `lower` (or upper) triangle."""
+
+def _linalg_eigvalsh(a: Tensor, lower: _bool) -> Tensor:
+    """Eigenvalues of a symmetric matrix, ascending."""
+
+def _linalg_svd(a: Tensor, full_matrices: _bool) -> tuple[Tensor, Tensor, Tensor]:
+    """`(U, S, Vh)`, full or thin."""
+
+def _linalg_svdvals(a: Tensor) -> Tensor:
+    """Singular values, descending."""
+
+def _linalg_pinv(
+    a: Tensor, atol: _float | None, rtol: _float | None, hermitian: _bool
+) -> Tensor:
+    """The pseudo-inverse with tolerances `atol`/`rtol` (torch's defaults when None)."""
+
+def _linalg_lstsq(a: Tensor, b: Tensor, rcond: _float | None) -> Tensor:
+    """The least-squares solution of `A X = B`."""
+
+def _linalg_matrix_power(a: Tensor, n: _int) -> Tensor:
+    """`A^n` for an integer `n`."""
+
+def _linalg_matrix_exp(a: Tensor) -> Tensor:
+    """The matrix exponential."""
+
+def _linalg_cross(input: Tensor, other: Tensor, dim: _int) -> Tensor:
+    """The cross product of 3-vectors along `dim`."""
+
+def _linalg_vecdot(x: Tensor, y: Tensor, dim: _int) -> Tensor:
+    """The dot product along `dim`."""
+
+def _linalg_multi_dot(tensors: Sequence[Tensor]) -> Tensor:
+    """The product of a chain of matrices in the cheapest order."""

@@ -1,5 +1,15 @@
 //! Linear algebra on top of `matmul` and the shape ops: `einsum`, `trace`, `diag`, `diagonal`, `tril`, `triu`. All are compositions of differentiable ops or
-//! have backward rules written with them.
+//! have backward rules written with them. The `torch.linalg` family lives in the submodules:
+//! factorisations through `faer` (`lapack`), inverse/solve/determinants/`matrix_exp`
+//! (`solve`), Cholesky/QR/eigh/SVD/pinv/lstsq (`factor`) and `cross`/`vecdot`/`multi_dot`
+//! (`products`).
+
+mod factor;
+mod lapack;
+mod products;
+mod solve;
+
+pub use factor::QrMode;
 
 use std::sync::Arc;
 
