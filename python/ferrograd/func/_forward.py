@@ -25,6 +25,7 @@ from ._transforms import (
     _slice_argnums,
     _stop_collecting,
 )
+from ._vmap import try_batched
 
 __all__ = ["jvp", "jacfwd", "linearize"]
 
@@ -240,27 +241,22 @@ def _batched_columns(
     n = basis.shape[0]
     flat_count = len(tree_flatten(selected)[0])
     started = LEVELS_STARTED[0]
-    level = _C._vmap_increment_nesting(n, randomness)
-    try:
+
+    def columns(level: int) -> Tuple[Tuple[Any, Any], List[Tensor]]:
         tangent = _C._add_batch_dim(basis, 0, level)
         tangents = [tangent if k == j else None for k in range(flat_count)]
         out, tan, aux = _jvp_flat(
             call, tuple(selected), tuple(tree_unflatten(tangents, spec_in)), has_aux
         )
-        cols = [
-            _C._remove_batch_dim(t, level, n, t.dim()) for t in tree_flatten(tan)[0]
-        ]
-    except RuntimeError as err:
-        if "no batching rule" not in str(err):
-            raise
-        return None
-    finally:
-        _C._vmap_decrement_nesting()
+        cols = [_C._remove_batch_dim(t, level, n, t.dim()) for t in tree_flatten(tan)[0]]
+        return (out, aux), cols
+
+    got = try_batched(n, randomness, columns)
     if LEVELS_STARTED[0] != started:
         # A reverse transform ran inside (jacfwd(jacrev(f))): its own inputs were batched
         # like the tangents, which forward over reverse does not support batched yet.
         return None
-    return (out, aux), cols
+    return got
 
 
 def linearize(func: Callable[..., Any], *primals: Any) -> Tuple[Any, Callable[..., Any]]:

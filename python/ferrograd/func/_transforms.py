@@ -56,6 +56,7 @@ from .._creation import eye
 from .._ops_shape import cat, stack
 from ..autograd import grad as _autograd_grad_api
 from ..utils._pytree import tree_flatten, tree_map, tree_unflatten, treespec_pprint
+from ._vmap import try_batched
 
 __all__ = ["grad", "grad_and_value", "vjp", "jacrev", "hessian"]
 
@@ -550,23 +551,21 @@ def _batched_rows(
     parts: List[List[Tensor]] = []
     for start in range(0, n, step):
         size = min(step, n - start)
-        level = _C._vmap_increment_nesting(size, "error")
-        try:
-            cots: List[Any] = [None] * len(outs)
-            for j, o in enumerate(outs):
-                cots[j] = (
-                    _C._add_batch_dim(basis.narrow(0, start, size), 0, level)
-                    if j == k
-                    else o.new_zeros(o.shape)
-                )
+
+        def rows(level: int, start: int = start, size: int = size) -> List[Tensor]:
+            cots = [
+                _C._add_batch_dim(basis.narrow(0, start, size), 0, level)
+                if j == k
+                else o.new_zeros(o.shape)
+                for j, o in enumerate(outs)
+            ]
             grads = _engine_grad(outs, inputs, cots, True, record)
-            parts.append([_C._remove_batch_dim(g, level, size, 0) for g in grads])
-        except RuntimeError as err:
-            if "no batching rule" not in str(err):
-                raise
+            return [_C._remove_batch_dim(g, level, size, 0) for g in grads]
+
+        part = try_batched(size, "error", rows)
+        if part is None:
             return None
-        finally:
-            _C._vmap_decrement_nesting()
+        parts.append(part)
     if len(parts) == 1:
         return parts[0]
     return [cat([p[j] for p in parts], 0) for j in range(len(inputs))]

@@ -11,7 +11,7 @@ Argument handling and error messages follow ``torch._functorch.vmap``.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, List, Optional, Tuple, Union
+from typing import Any, Callable, List, Optional, Tuple, TypeVar, Union
 
 from .. import _C
 from ..utils._pytree import TreeSpec, _children, tree_flatten, tree_unflatten
@@ -22,6 +22,23 @@ _InDims = Union[int, None, Tuple[Any, ...]]
 _OutDims = Union[int, None, Tuple[Any, ...]]
 
 __all__ = ["vmap"]
+
+_T = TypeVar("_T")
+
+
+def try_batched(size: int, randomness: str, body: Callable[[int], _T]) -> Optional[_T]:
+    """``body(level)`` inside a vmap level of ``size`` samples (what jacrev and jacfwd batch
+    their basis with); None when some op met inside has no batching rule yet, so that the
+    caller can fall back to a loop."""
+    level = _C._vmap_increment_nesting(size, randomness)
+    try:
+        return body(level)
+    except RuntimeError as err:
+        if "no batching rule" not in str(err):
+            raise
+        return None
+    finally:
+        _C._vmap_decrement_nesting()
 
 
 def _get_name(func: Callable[..., Any]) -> str:
