@@ -5,6 +5,7 @@ loop and, when torch is installed, against torch.func's vmap on the same weights
 from __future__ import annotations
 
 import copy
+import functools
 
 import ferrograd
 import numpy as np
@@ -255,13 +256,15 @@ def test_ensemble_gradients_match_torch(argnums):
         assert o.requires_grad == t.requires_grad
 
 
-# ----- "Jacobians, Hessians, hvp, vhp, and more": its reverse-mode parts --------------------------
+# ----- "Jacobians, Hessians, hvp, vhp, and more" ------------------------------------------------
 
 
 def jacobians_tutorial(torch, func):
-    """The tutorial's code up to where it needs vmap / jacfwd / jvp (not there yet)."""
+    """The tutorial's code (its ``jacfwd(jacfwd(f))`` Hessian aside: forward mode has one dual
+    level at a time here)."""
     F = torch.nn.functional
     jacrev, hessian, vjp, grad = func.jacrev, func.hessian, func.vjp, func.grad
+    vmap, jacfwd, jvp = func.vmap, func.jacfwd, func.jvp
 
     def predict(weight, bias, x):
         return F.linear(x, weight, bias).tanh()
@@ -282,8 +285,12 @@ def jacobians_tutorial(torch, func):
     unit_vectors = torch.eye(D)
     jacobian = compute_jac(xp)
 
+    _, vjp_fn = vjp(functools.partial(predict, weight, bias), x)
+    (vmap_jacobian,) = vmap(vjp_fn)(unit_vectors)
+
     ft_jacobian = jacrev(predict, argnums=2)(weight, bias, x)
     ft_jac_weight, ft_jac_bias = jacrev(predict, argnums=(0, 1))(weight, bias, x)
+    fwd_jacobian = jacfwd(predict, argnums=2)(weight, bias, x)
 
     def predict_with_output_summed(weight, bias, x):
         return predict(weight, bias, x).sum()
@@ -301,6 +308,31 @@ def jacobians_tutorial(torch, func):
     xh = torch.tensor(rng.standard_normal(2048), dtype=torch.float32)
     tangent = torch.tensor(rng.standard_normal(2048), dtype=torch.float32)
     result_hvp_revrev = hvp_revrev(f, (xh,), (tangent,))
+
+    def hvp(f, primals, tangents):
+        return jvp(grad(f), primals, tangents)[1]
+
+    result_hvp = hvp(f, (xh,), (tangent,))
+
+    # batch Jacobian and batch Hessian
+    batch_size, din, dout = 64, 31, 33
+    weight = torch.tensor(rng.standard_normal((dout, din)), dtype=torch.float32)
+    bias = torch.tensor(rng.standard_normal(dout), dtype=torch.float32)
+    x = torch.tensor(rng.standard_normal((batch_size, din)), dtype=torch.float32)
+    compute_batch_jacobian = vmap(jacrev(predict, argnums=2), in_dims=(None, None, 0))
+    batch_jacobian0 = compute_batch_jacobian(weight, bias, x)
+
+    def predict_with_output_summed_over_batch(weight, bias, x):
+        return predict(weight, bias, x).sum(0)
+
+    batch_jacobian1 = jacrev(predict_with_output_summed_over_batch, argnums=2)(
+        weight, bias, x
+    ).movedim(1, 0)
+    batch_jacobian_fwd = vmap(jacfwd(predict, argnums=2), in_dims=(None, None, 0))(
+        weight, bias, x
+    )
+    compute_batch_hessian = vmap(hessian(predict, argnums=2), in_dims=(None, None, 0))
+    batch_hess = compute_batch_hessian(weight, bias, x)
     return {
         "jacobian": jacobian,
         "ft_jacobian": ft_jacobian,
@@ -309,13 +341,28 @@ def jacobians_tutorial(torch, func):
         "hess0": hess0,
         "hess1": hess1,
         "hvp": result_hvp_revrev[0],
+        "hvp_fwdrev": result_hvp,
         "hvp_expected": -xh.sin() * tangent,
+        "vmap_jacobian": vmap_jacobian,
+        "fwd_jacobian": fwd_jacobian,
+        "batch_jacobian0": batch_jacobian0,
+        "batch_jacobian1": batch_jacobian1,
+        "batch_jacobian_fwd": batch_jacobian_fwd,
+        "batch_hess": batch_hess,
+        "hess_sample_3": hessian(predict, argnums=2)(weight, bias, x[3]),
     }
 
 
-def test_jacobians_hessians_tutorial_reverse_mode_parts():
+def test_jacobians_hessians_tutorial():
     ours = jacobians_tutorial(ferrograd, ferrograd.func)
     assert allclose(ours["jacobian"], ours["ft_jacobian"], atol=1e-6, rtol=1e-5)
+    for k in ("vmap_jacobian", "fwd_jacobian"):
+        assert allclose(ours[k], ours["jacobian"], atol=1e-6, rtol=1e-5), k
+    for k in ("batch_jacobian1", "batch_jacobian_fwd"):
+        assert allclose(ours[k], ours["batch_jacobian0"], atol=1e-5, rtol=1e-5), k
+    assert tuple(ours["batch_hess"].shape) == (64, 33, 31, 31)
+    assert allclose(ours["batch_hess"][3], ours["hess_sample_3"], atol=1e-5, rtol=1e-5)
+    assert allclose(ours["hvp_fwdrev"], ours["hvp_expected"], atol=1e-5, rtol=1e-5)
     assert tuple(ours["ft_jac_weight"].shape) == (16, 16, 16)
     assert tuple(ours["ft_jac_bias"].shape) == (16, 16)
     assert allclose(ours["hess0"], ours["hess1"], atol=1e-6, rtol=1e-5)

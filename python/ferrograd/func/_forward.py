@@ -17,7 +17,7 @@ from .. import _C
 from .._creation import eye
 from .._ops_shape import stack
 from ..autograd import forward_ad as fwAD
-from ..utils._pytree import tree_flatten, tree_unflatten, treespec_pprint
+from ..utils._pytree import tree_flatten, tree_map, tree_unflatten, treespec_pprint
 from ._transforms import (
     LEVELS_STARTED,
     _collect_own_leaves,
@@ -108,7 +108,21 @@ def jvp(
         )
     if strict:
         raise RuntimeError("jvp(f, primals, tangents, strict=True): strict is not implemented yet")
-    out, tan, aux = _jvp_flat(func, primals, tangents, has_aux)
+    outer_enabled = _C.is_grad_enabled()
+    token = _collect_own_leaves()
+    try:
+        out, tan, aux = _jvp_flat(func, primals, tangents, has_aux)
+    finally:
+        inner = {id(t) for t in _stop_collecting(token)}
+
+    def release(b: Any) -> Any:
+        # attached only where something outside can differentiate it (jvp(grad(f)) is not)
+        if isinstance(b, Tensor) and b.requires_grad:
+            if not (outer_enabled and _reaches_leaf_outside(b, inner)):
+                return b.detach()
+        return b
+
+    out, tan = tree_map(release, out), tree_map(release, tan)
     return (out, tan, aux) if has_aux else (out, tan)
 
 
