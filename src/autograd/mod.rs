@@ -4,6 +4,7 @@
 mod accumulate_grad;
 pub mod engine;
 pub mod forward_ad;
+mod vmap;
 
 pub use crate::graph::{function, node, saved_hooks};
 pub use crate::tensor::grad_mode;
@@ -16,6 +17,7 @@ pub use grad_mode::{
     is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled, GradModeGuard,
 };
 pub use node::{Edge, Node};
+pub use vmap::vmap;
 
 use crate::error::{Error, Result};
 use crate::tensor::shape::fmt_shape;

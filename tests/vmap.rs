@@ -1,0 +1,126 @@
+//! `ferrograd::autograd::vmap` against explicit loops over the samples.
+
+use ferrograd::autograd::{grad, vmap, GradOptions};
+use ferrograd::{Result, Tensor};
+
+fn rand(shape: &[usize], seed: u64) -> Tensor {
+    let n: usize = shape.iter().product();
+    // a small LCG: deterministic values in [-1, 1)
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let v = (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        })
+        .collect();
+    Tensor::from_vec(v, shape).unwrap()
+}
+
+fn close(a: &Tensor, b: &Tensor) {
+    assert_eq!(a.shape(), b.shape());
+    for (x, y) in a
+        .to_vec::<f64>()
+        .unwrap()
+        .iter()
+        .zip(b.to_vec::<f64>().unwrap())
+    {
+        assert!((x - y).abs() < 1e-12, "{x} vs {y}");
+    }
+}
+
+/// tanh(W x + b) · v, one sample x at a time.
+fn layer(w: &Tensor, b: &Tensor, v: &Tensor, x: &Tensor) -> Result<Tensor> {
+    w.matmul(x)?.add(b)?.tanh()?.dot(v)
+}
+
+#[test]
+fn vmap_matches_a_loop_and_leaves_no_level_open() {
+    let (w, b, v, xs) = (
+        rand(&[4, 3], 1),
+        rand(&[4], 2),
+        rand(&[4], 3),
+        rand(&[3, 5], 4),
+    );
+    let got = vmap(std::slice::from_ref(&xs), &[Some(1)], |a| {
+        Ok(vec![layer(&w, &b, &v, &a[0])?])
+    })
+    .unwrap();
+    let want: Vec<Tensor> = (0..5)
+        .map(|i| layer(&w, &b, &v, &xs.select(1, i).unwrap()).unwrap())
+        .collect();
+    close(&got[0], &Tensor::stack(&want, 0).unwrap());
+    assert!(ferrograd::tensor::batched::current_level().is_none());
+}
+
+#[test]
+fn gradients_flow_through_vmap_and_per_sample_gradients_inside() {
+    let (w, b, v, xs) = (
+        rand(&[4, 3], 5),
+        rand(&[4], 6),
+        rand(&[4], 7),
+        rand(&[6, 3], 8),
+    );
+    let w = w.requires_grad_(true).unwrap();
+    let out = vmap(std::slice::from_ref(&xs), &[Some(0)], |a| {
+        Ok(vec![layer(&w, &b, &v, &a[0])?])
+    })
+    .unwrap();
+    let total = out[0].sum().unwrap();
+    let gw = grad(&[total], &[w.clone()], GradOptions::default()).unwrap()[0]
+        .clone()
+        .unwrap();
+    // the same sum computed on the whole batch at once
+    let direct = w
+        .matmul(&xs.t().unwrap())
+        .unwrap()
+        .t()
+        .unwrap()
+        .add(&b)
+        .unwrap()
+        .tanh()
+        .unwrap();
+    let direct = direct.matmul(&v).unwrap().sum().unwrap();
+    let want = grad(&[direct], &[w.clone()], GradOptions::default()).unwrap()[0]
+        .clone()
+        .unwrap();
+    close(&gw, &want);
+
+    // per-sample gradients with respect to the (shared) weight
+    let shared = w.detach().unsqueeze(0).unwrap().expand(&[6, 4, 3]).unwrap();
+    let per = vmap(&[shared, xs.clone()], &[Some(0), Some(0)], |a| {
+        let wi = a[0].detach().requires_grad_(true)?;
+        let g = grad(&[layer(&wi, &b, &v, &a[1])?], &[wi], GradOptions::default())?;
+        Ok(vec![g[0].clone().expect("used")])
+    })
+    .unwrap();
+    for i in 0..6 {
+        let wi = w.detach().requires_grad_(true).unwrap();
+        let l = layer(&wi, &b, &v, &xs.select(0, i as i64).unwrap()).unwrap();
+        let g = grad(&[l], &[wi], GradOptions::default()).unwrap()[0]
+            .clone()
+            .unwrap();
+        close(&per[0].select(0, i as i64).unwrap(), &g);
+    }
+}
+
+#[test]
+fn bad_in_dims_are_errors_and_close_the_level() {
+    let x = rand(&[3, 2], 9);
+    assert!(vmap(&[x.clone()], &[Some(2)], |a| Ok(a.to_vec())).is_err());
+    assert!(
+        vmap(&[x.clone(), rand(&[4], 1)], &[Some(0), Some(0)], |a| Ok(
+            a.to_vec()
+        ))
+        .is_err()
+    );
+    assert!(vmap(&[x.clone()], &[None], |a| Ok(a.to_vec())).is_err());
+    let failing = vmap(&[x.clone()], &[Some(0)], |_| {
+        Err(ferrograd::Error::runtime("inside"))
+    });
+    assert!(failing.is_err());
+    assert!(ferrograd::tensor::batched::current_level().is_none());
+}
