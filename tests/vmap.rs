@@ -70,7 +70,7 @@ fn gradients_flow_through_vmap_and_per_sample_gradients_inside() {
     })
     .unwrap();
     let total = out[0].sum().unwrap();
-    let gw = grad(&[total], &[w.clone()], GradOptions::default()).unwrap()[0]
+    let gw = grad(&[total], std::slice::from_ref(&w), GradOptions::default()).unwrap()[0]
         .clone()
         .unwrap();
     // the same sum computed on the whole batch at once
@@ -84,7 +84,7 @@ fn gradients_flow_through_vmap_and_per_sample_gradients_inside() {
         .tanh()
         .unwrap();
     let direct = direct.matmul(&v).unwrap().sum().unwrap();
-    let want = grad(&[direct], &[w.clone()], GradOptions::default()).unwrap()[0]
+    let want = grad(&[direct], std::slice::from_ref(&w), GradOptions::default()).unwrap()[0]
         .clone()
         .unwrap();
     close(&gw, &want);
@@ -110,15 +110,15 @@ fn gradients_flow_through_vmap_and_per_sample_gradients_inside() {
 #[test]
 fn bad_in_dims_are_errors_and_close_the_level() {
     let x = rand(&[3, 2], 9);
-    assert!(vmap(&[x.clone()], &[Some(2)], |a| Ok(a.to_vec())).is_err());
+    assert!(vmap(std::slice::from_ref(&x), &[Some(2)], |a| Ok(a.to_vec())).is_err());
     assert!(
         vmap(&[x.clone(), rand(&[4], 1)], &[Some(0), Some(0)], |a| Ok(
             a.to_vec()
         ))
         .is_err()
     );
-    assert!(vmap(&[x.clone()], &[None], |a| Ok(a.to_vec())).is_err());
-    let failing = vmap(&[x.clone()], &[Some(0)], |_| {
+    assert!(vmap(std::slice::from_ref(&x), &[None], |a| Ok(a.to_vec())).is_err());
+    let failing = vmap(std::slice::from_ref(&x), &[Some(0)], |_| {
         Err(ferrograd::Error::runtime("inside"))
     });
     assert!(failing.is_err());
