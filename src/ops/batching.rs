@@ -148,30 +148,26 @@ fn unbatched_at(t: &Tensor, level: &Level, out_dim: usize) -> Option<Tensor> {
 /// vmapped function used). Levels opened after the node (batched cotangents,
 /// `is_grads_batched`, jacrev) are kept.
 pub(crate) fn sum_out_levels(g: Tensor, keep: u32, seen: u32) -> Result<Tensor> {
-    let Some(s) = g.batch_slot() else {
-        return Ok(g);
-    };
-    let (id, level) = (s.level.id(), s.level.clone());
+    let mut g = g;
+    // Innermost first; levels opened after the node (above `seen`) stay, per sample.
+    while let Some(level) = level_between(&g, keep, seen) {
+        let size = level.size();
+        g = remove_batch_dim(&g, &level, size, 0)?.sum_dims(&[0], false)?;
+    }
+    Ok(g)
+}
+
+/// The innermost level `g` is batched at (through nested levels) within `(keep, seen]`.
+fn level_between(g: &Tensor, keep: u32, seen: u32) -> Option<Arc<Level>> {
+    let s = g.batch_slot()?;
+    let id = s.level.id();
     if id <= keep {
-        return Ok(g);
+        return None;
     }
     if id <= seen {
-        let size = level.size();
-        let summed = remove_batch_dim(&g, &level, size, 0)?.sum_dims(&[0], false)?;
-        return sum_out_levels(summed, keep, seen);
+        return Some(s.level.clone());
     }
-    // A level opened after the node stays; the ones under it may need summing, per sample.
-    let inner = move_to_front(&s.value, s.bdim);
-    let summed = sum_out_levels(inner.clone(), keep, seen)?;
-    if summed.same(&inner) {
-        return Ok(g);
-    }
-    if g.requires_grad() {
-        return Err(Error::not_implemented(
-            "vmap: a graph of the backward (create_graph) through a batched gradient of a tensor shared by the samples of an enclosing vmap is not supported yet",
-        ));
-    }
-    Tensor::batched(summed, 0, level)
+    level_between(&s.value, keep, seen)
 }
 
 /// The fallback rule for kernels without a batched form: `f` once per sample, on that

@@ -99,8 +99,12 @@ def test_a_hung_rank_ends_at_mpiexecs_timeout(monkeypatch):
     # A margin over the ranks' start-up (imports, MPI init), slow on a loaded machine.
     monkeypatch.setenv("MPIEXEC_TIMEOUT", "10")
     p = run_mpi("rank_dies.py", "hang", timeout=60)
-    assert p.returncode != 0
-    assert "TIMED OUT" in p.stdout + p.stderr, p.stdout + p.stderr
+    out = p.stdout + p.stderr
+    # The job ended (run_mpi fails on its own timeout) without the collective completing. How
+    # hydra reports it varies: usually "TIMED OUT" and a non-zero status; after other tests in
+    # the same pytest process it has also exited 0 with a demux error.
+    assert "unreachable" not in out, out
+    assert p.returncode != 0 or "TIMED OUT" in out or "demux engine error" in out, out
 
 
 def test_the_example_prints_matching_losses():

@@ -592,14 +592,14 @@ def _jacobian_rows(state: _VjpState, chunk_size: Optional[int] = None) -> List[L
         out_shape = tuple(out.shape)
         n = out.numel()
         rows: List[Sequence[Tensor]] = []
+        stacked: Optional[List[Tensor]] = None  # per input, the rows already stacked
         if k in zeros:
             basis = eye(n, dtype=out.dtype).reshape((n,) + out_shape) if n else None
-            batched = _batched_rows(
-                live_outs, state.flat_in, live.index(k), basis, record, chunk_size
-            )
-            if batched is not None:
-                rows = [[b[r] for b in batched] for r in range(n)]
-            else:
+            if n:
+                stacked = _batched_rows(
+                    live_outs, state.flat_in, live.index(k), basis, record, chunk_size
+                )
+            if stacked is None:
                 for r in range(n):
                     cots = [basis[r] if j == k else zeros[j] for j in live]  # type: ignore[index]
                     rows.append(_engine_grad(live_outs, state.flat_in, cots, True, record))
@@ -614,7 +614,8 @@ def _jacobian_rows(state: _VjpState, chunk_size: Optional[int] = None) -> List[L
             if not n:
                 per_input.append(inp.new_zeros(shape))
                 continue
-            block = stack([row[j] for row in rows]).reshape(shape)
+            rows_j = stacked[j] if stacked is not None else stack([row[j] for row in rows])
+            block = rows_j.reshape(shape)
             per_input.append(level.release(block) if record else block)
         jac.append(per_input)
     return jac
