@@ -167,7 +167,7 @@ def test_op_without_a_rule_raises_a_clear_error_and_leaves_inputs_intact() -> No
     x = _rand(2, 3, 6)
     before = x.numpy().copy()
     with pytest.raises(RuntimeError, match="no batching rule"):
-        vmap(lambda a: fg.nn.functional.layer_norm(a, (6,)))(x)
+        vmap(lambda a: fg.nn.functional.group_norm(a.unsqueeze(0), 3))(x)
     np.testing.assert_array_equal(x.numpy(), before)
     # the level was closed: vmap works again afterwards
     _close(vmap(lambda a: a + 1)(x), x + 1)
@@ -271,3 +271,37 @@ def test_conv_and_pooling_per_sample_match_a_loop() -> None:
         want = fg.autograd.grad(f(xi, wi), [xi, wi])
         _close(got[0][i], want[0])
         _close(got[1][i], want[1])
+
+
+def test_custom_function_runs_per_sample_forward_and_backward() -> None:
+    class Exp(fg.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, i: Any) -> Any:
+            r = i.exp()
+            ctx.save_for_backward(r)
+            return r
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            (r,) = ctx.saved_tensors
+            return g * r
+
+    x = _rand(4, 3)
+    _close(vmap(lambda t: Exp.apply(t).sum())(x), x.exp().sum(1))
+    _close(vmap(grad(lambda t: Exp.apply(t).sum()))(x), x.exp())
+
+
+def test_layer_norm_and_rms_norm_per_sample_match_a_loop() -> None:
+    F = fg.nn.functional
+    x, w, b = _rand(4, 5, 6), _rand(6, seed=1), _rand(6, seed=2)
+
+    def f(a: Any, wt: Any) -> Any:
+        return (F.layer_norm(a, (6,), wt, b).tanh() * F.rms_norm(a, (6,), wt)).sum()
+
+    _close(vmap(f, in_dims=(0, None))(x, w), _loop(lambda a: f(a, w), x), 1e-10)
+    got = vmap(grad(f, argnums=(0, 1)), in_dims=(0, None))(x, w)
+    for i in range(4):
+        xi, wi = x[i].detach().requires_grad_(), w.detach().requires_grad_()
+        want = fg.autograd.grad(f(xi, wi), [xi, wi])
+        _close(got[0][i], want[0], 1e-10)
+        _close(got[1][i], want[1], 1e-10)

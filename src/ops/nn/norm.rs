@@ -884,6 +884,43 @@ fn check_normalized_shape(
     check_param_dtype(input, bias)
 }
 
+/// layer_norm (`center`) or rms_norm inside vmap, from batch-aware ops (the fused kernels read
+/// rows of elements and keep per-row statistics): `(x - mean) / sqrt(var + eps) * w + b` over
+/// the trailing `k` dims, with the biased variance (or the mean square for rms_norm). `None`
+/// when nothing is batched.
+fn rows_batched(
+    x: &Tensor,
+    k: usize,
+    w: Option<&Tensor>,
+    b: Option<&Tensor>,
+    eps: f64,
+    center: bool,
+) -> Option<Result<Tensor>> {
+    let batched =
+        x.is_batched() || w.is_some_and(Tensor::is_batched) || b.is_some_and(Tensor::is_batched);
+    if !batched {
+        return None;
+    }
+    let run = || -> Result<Tensor> {
+        let dims: Vec<i64> = (x.dim() - k..x.dim()).map(|d| d as i64).collect();
+        let xc = if center {
+            x.sub(&x.mean_dims(&dims, true)?)?
+        } else {
+            x.clone()
+        };
+        let var = xc.mul(&xc)?.mean_dims(&dims, true)?;
+        let mut y = xc.mul(&var.add_scalar(eps)?.rsqrt()?)?;
+        if let Some(w) = w {
+            y = y.mul(w)?;
+        }
+        match b {
+            Some(b) => y.add(b),
+            None => Ok(y),
+        }
+    };
+    Some(run())
+}
+
 fn rows_geo(input: &Tensor, normalized_shape: &[usize]) -> Geo {
     let l: usize = normalized_shape.iter().product();
     let k = normalized_shape.len();
@@ -908,6 +945,9 @@ pub fn layer_norm(
 ) -> Result<Tensor> {
     check_normalized_shape(input, normalized_shape, weight, bias, false)?;
     check_float(input, "LayerNormKernelImpl")?;
+    if let Some(r) = rows_batched(input, normalized_shape.len(), weight, bias, eps, true) {
+        return r;
+    }
     let geo = rows_geo(input, normalized_shape);
     let opts = Opts {
         eps,
@@ -928,9 +968,13 @@ pub fn rms_norm(
 ) -> Result<Tensor> {
     check_normalized_shape(input, normalized_shape, weight, None, true)?;
     check_float(input, "rms_norm")?;
+    let eps = eps.unwrap_or_else(|| finfo_eps(input.dtype()));
+    if let Some(r) = rows_batched(input, normalized_shape.len(), weight, None, eps, false) {
+        return r;
+    }
     let geo = rows_geo(input, normalized_shape);
     let opts = Opts {
-        eps: eps.unwrap_or_else(|| finfo_eps(input.dtype())),
+        eps,
         center: false,
         name: "MulBackward0",
     };
