@@ -53,19 +53,6 @@ pub(crate) fn shifted(dims: &[usize]) -> Vec<i64> {
     dims.iter().map(|&d| d as i64 + 1).collect()
 }
 
-/// A physical operand `p` of logical rank `rank` padded with size-1 dimensions after the batch
-/// dimension up to logical rank `to` (so it broadcasts sample by sample against another
-/// operand of that rank); an unbatched operand is returned as it is.
-pub(crate) fn pad_after_batch(p: &Tensor, batched: bool, rank: usize, to: usize) -> Result<Tensor> {
-    let mut p = p.clone();
-    if batched {
-        for _ in rank..to {
-            p = p.unsqueeze(1)?;
-        }
-    }
-    Ok(p)
-}
-
 /// `value` seen one sample at a time along `bdim` at `level` (torch's `_add_batch_dim`). When
 /// `value` requires grad, the batched tensor's history leads back to it, so gradients of what
 /// a vmapped function computes reach `value` (`grad(vmap(f))`).

@@ -278,13 +278,12 @@ impl Tensor {
                 crate::tensor::scalar_type_name(rt)
             )));
         }
-        let batched = crate::ops::batching::on_physicals([self, other], |[a, b], [ba, bb]| {
-            // Batched operands padded to the same logical rank broadcast sample by sample.
-            let r = self.dim().max(other.dim());
-            let a = crate::ops::batching::pad_after_batch(&a, ba, self.dim(), r)?;
-            let b = crate::ops::batching::pad_after_batch(&b, bb, other.dim(), r)?;
-            a.mm_batched(&b)
-        });
+        // Inside vmap: the operands padded after the batch dim to one logical rank, so their
+        // samples pair up as broadcast batch dims of one product.
+        let batched = {
+            let _off = crate::tensor::grad_mode::GradModeGuard::new(false);
+            crate::tensor::batched::elementwise(&[self, other], |p| p[0].mm_batched(&p[1]))
+        };
         let out = match batched {
             Some(r) => r?,
             None => {

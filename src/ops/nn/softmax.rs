@@ -466,14 +466,13 @@ fn forward_cols<T: RowFloat>(
 /// The fused backward of softmax (`y (g - Σ g y)`) or log-softmax (`g - e^y Σ g`) along `d`;
 /// `g` and `y` share shape and float dtype.
 fn rows_backward(g: &Tensor, y: &Tensor, d: usize, log: bool) -> Result<Tensor> {
-    if let Some(r) = crate::ops::batching::on_physicals([g, y], |[g, y], [bg, by]| {
+    if let Some(r) = crate::ops::batching::on_physicals([g, y], |[g, y], [g_batched, _]| {
         // One side may be the same for every sample: expanded to the other's physical shape.
-        let shape = if bg {
+        let shape = if g_batched {
             g.shape().to_vec()
         } else {
             y.shape().to_vec()
         };
-        let _ = by;
         let (g, y) = (g.expand(&shape)?, y.expand(&shape)?);
         if shape.len() == 1 {
             // 0-d samples: rows of one.
