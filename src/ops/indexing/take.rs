@@ -59,8 +59,12 @@ pub(crate) fn scatter_add<T: Element + std::ops::Add<Output = T>, const PAD: boo
 impl Tensor {
     /// Elements at flat row-major positions `idx`, shaped `shape`.
     pub(crate) fn take_flat(&self, idx: &Arc<Vec<usize>>, shape: &[usize]) -> Result<Tensor> {
-        let out = by_dtype!(self, shape, |s| gather::<_, false>(s, idx),
-            DType::Float32 => f32, DType::Float64 => f64, DType::Int64 => i64, DType::Bool => bool);
+        // Inside vmap: each sample gathered at the same positions.
+        let out = match crate::ops::batching::per_sample(&[self], |p| p[0].take_flat(idx, shape)) {
+            Some(r) => r?,
+            None => by_dtype!(self, shape, |s| gather::<_, false>(s, idx),
+                DType::Float32 => f32, DType::Float64 => f64, DType::Int64 => i64, DType::Bool => bool),
+        };
         if needs_grad(&[self]) {
             let (idx, in_shape): (Arc<Vec<usize>>, Dims) = (idx.clone(), self.shape().into());
             record(
@@ -87,8 +91,12 @@ impl Tensor {
                 "scatter_add is not supported for bool tensors",
             ));
         }
-        let out = by_dtype!(self, shape, |s| scatter_add::<_, false>(s, idx, n),
-            DType::Float32 => f32, DType::Float64 => f64, _ => i64);
+        let per = crate::ops::batching::per_sample(&[self], |p| p[0].scatter_add_flat(shape, idx));
+        let out = match per {
+            Some(r) => r?,
+            None => by_dtype!(self, shape, |s| scatter_add::<_, false>(s, idx, n),
+                DType::Float32 => f32, DType::Float64 => f64, _ => i64),
+        };
         if needs_grad(&[self]) {
             let (idx, src_shape): (Arc<Vec<usize>>, Dims) = (idx.clone(), self.shape().into());
             record(
