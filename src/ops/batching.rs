@@ -30,24 +30,6 @@ pub(crate) fn on_physical(
     Some(f(&p).and_then(|out| Tensor::batched(out, 0, s.level.clone())))
 }
 
-/// Like [`on_physical`] for ops of several tensors: `f` gets every operand physical (batched
-/// ones with the batch dimension in front, the others as they are) and whether each is
-/// batched; `None` when none is.
-pub(crate) fn on_physicals<const N: usize>(
-    ts: [&Tensor; N],
-    f: impl FnOnce([Tensor; N], [bool; N]) -> Result<Tensor>,
-) -> Option<Result<Tensor>> {
-    let level = top_level(&ts)?;
-    let _off = GradModeGuard::new(false);
-    let mut batched = [false; N];
-    let phys: [Tensor; N] = std::array::from_fn(|i| {
-        let (p, b) = physical_front(ts[i], &level);
-        batched[i] = b;
-        p
-    });
-    Some(f(phys, batched).and_then(|out| Tensor::batched(out, 0, level)))
-}
-
 /// Logical dimensions (already wrapped) as physical ones behind a leading batch dimension.
 pub(crate) fn shifted(dims: &[usize]) -> Vec<i64> {
     dims.iter().map(|&d| d as i64 + 1).collect()

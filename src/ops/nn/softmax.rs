@@ -18,7 +18,7 @@ use crate::ops::elementwise::PAR_MIN_VMATH;
 use crate::ops::reduce::reduce_dims;
 use crate::parallel::{self, SendPtr};
 use crate::tensor::grad_mode::GradModeGuard;
-use crate::tensor::shape::wrap_dim;
+use crate::tensor::shape::{broadcast_shapes, wrap_dim};
 use crate::tensor::{DType, Element, Tensor};
 
 /// Softmax kernels take floats only (torch raises NotImplementedError for integers).
@@ -466,21 +466,24 @@ fn forward_cols<T: RowFloat>(
 /// The fused backward of softmax (`y (g - Σ g y)`) or log-softmax (`g - e^y Σ g`) along `d`;
 /// `g` and `y` share shape and float dtype.
 fn rows_backward(g: &Tensor, y: &Tensor, d: usize, log: bool) -> Result<Tensor> {
-    if let Some(r) = crate::ops::batching::on_physicals([g, y], |[g, y], [g_batched, _]| {
-        // One side may be the same for every sample: expanded to the other's physical shape.
-        let shape = if g_batched {
-            g.shape().to_vec()
-        } else {
-            y.shape().to_vec()
-        };
-        let (g, y) = (g.expand(&shape)?, y.expand(&shape)?);
-        if shape.len() == 1 {
-            // 0-d samples: rows of one.
-            let (g1, y1) = (g.unsqueeze(1)?, y.unsqueeze(1)?);
-            return rows_backward(&g1, &y1, 1, log)?.reshape(&shape);
-        }
-        rows_backward(&g, &y, d + 1, log)
-    }) {
+    // Inside vmap: every level peeled (the batch dims lead), a side the same for every sample
+    // expanded to the other's shape.
+    let rank = y.dim();
+    let batched = {
+        let _off = GradModeGuard::new(false);
+        crate::tensor::batched::elementwise(&[g, y], |p| {
+            let shape = broadcast_shapes(p[0].shape(), p[1].shape())?;
+            let (g, y) = (p[0].expand(&shape)?, p[1].expand(&shape)?);
+            let lead = shape.len() - rank;
+            if rank == 0 {
+                // 0-d samples: rows of one.
+                let (g1, y1) = (g.unsqueeze(-1)?, y.unsqueeze(-1)?);
+                return rows_backward(&g1, &y1, lead, log)?.reshape(&shape);
+            }
+            rows_backward(&g, &y, d + lead, log)
+        })
+    };
+    if let Some(r) = batched {
         return r;
     }
     match y.dtype() {
