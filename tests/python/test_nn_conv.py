@@ -213,6 +213,32 @@ def test_conv_transpose_is_the_adjoint_of_conv() -> None:
     np.testing.assert_allclose(float((y * v).sum()), float((x * xt).sum()), rtol=1e-12)
 
 
+def test_conv_with_an_empty_batch_and_huge_padding_returns_at_once() -> None:
+    """No element to compute: an empty result of torch's shape and a zero weight gradient, without
+    building the (2^41-wide) geometry of the windows (the fuzzer found it hanging)."""
+    x = fg.zeros(0, 3, 3, requires_grad=True)
+    w = fg.tensor([[[3.0], [-4.0], [1.0]]], requires_grad=True)
+    y = F.conv1d(x, w, None, 1, 2**40)
+    assert tuple(y.shape) == (0, 1, 3 + 2 * 2**40)
+    y.sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.zeros((1, 3, 1), np.float32))
+    assert tuple(x.grad.shape) == (0, 3, 3)
+
+
+def test_conv_without_input_channels_gives_the_bias() -> None:
+    """An empty sum per output element: the output is the bias, each bias gets one gradient per
+    output position, and the empty weight and input get empty gradients."""
+    x = fg.randn(2, 0, 5, requires_grad=True)
+    w = fg.randn(4, 0, 3, requires_grad=True)
+    b = fg.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    y = F.conv1d(x, w, b, padding=1)
+    expected = np.broadcast_to([[1.0], [2], [3], [4]], (2, 4, 5))
+    np.testing.assert_array_equal(y.detach().numpy(), expected)
+    y.sum().backward()
+    np.testing.assert_array_equal(b.grad.numpy(), np.full(4, 2 * 5, np.float32))
+    assert tuple(w.grad.shape) == (4, 0, 3) and tuple(x.grad.shape) == (2, 0, 5)
+
+
 @pytest.mark.parametrize(
     "xshape,wshape",
     # 8 channels: im2col; 32: Winograd forward and input gradient, transposed weight gradient.

@@ -1390,16 +1390,22 @@ fn conv_apply(
     }
     let mut operands: Vec<&Tensor> = vec![a, b];
     operands.extend(bias);
-    // Inside vmap: one sample at a time (no batched kernel yet).
-    let per_sample = crate::ops::batching::per_sample(&operands, |p| {
-        conv_apply(kind, &p[0], &p[1], p.get(2), geo, name)
-    });
-    let out = match per_sample {
-        Some(r) => r?,
-        None => match a.dtype() {
-            DType::Float32 => Tensor::from_vec(run!(f32), &out_shape)?,
-            _ => Tensor::from_vec(run!(f64), &out_shape)?,
-        },
+    let out = if a.numel() == 0 || b.numel() == 0 {
+        // Nothing to sum over (an empty batch or channel dim): the bias alone, without the
+        // kernels, whose geometry tables follow the output size, huge even when empty.
+        empty_operand_result(&out_shape, a.dtype(), bias)?
+    } else {
+        // Inside vmap: one sample at a time (no batched kernel yet).
+        let per_sample = crate::ops::batching::per_sample(&operands, |p| {
+            conv_apply(kind, &p[0], &p[1], p.get(2), geo, name)
+        });
+        match per_sample {
+            Some(r) => r?,
+            None => match a.dtype() {
+                DType::Float32 => Tensor::from_vec(run!(f32), &out_shape)?,
+                _ => Tensor::from_vec(run!(f64), &out_shape)?,
+            },
+        }
     };
     let mut inputs: Vec<&Tensor> = vec![a, b];
     inputs.extend(bias);
@@ -1444,6 +1450,21 @@ fn conv_apply(
         })?;
     }
     Ok(out)
+}
+
+/// A convolution's result when an operand has no element: zeros of `shape` (channels in dim 1)
+/// plus the bias.
+fn empty_operand_result(shape: &[usize], dtype: DType, bias: Option<&Tensor>) -> Result<Tensor> {
+    let numel: usize = shape.iter().product();
+    let mut out = vec![0.0f64; numel];
+    if let (Some(bias), Some(&channels)) = (bias, shape.get(1)) {
+        let b = bias.to_dtype(DType::Float64)?.to_vec::<f64>()?;
+        let inner: usize = shape[2..].iter().product();
+        for (i, v) in out.iter_mut().enumerate() {
+            *v = b[(i / inner.max(1)) % channels];
+        }
+    }
+    Tensor::from_vec(out, shape)?.to_dtype(dtype)
 }
 
 /// torch's name of the node of a convolution (and of a transposed one).
