@@ -112,8 +112,9 @@ fn values_indices(
 /// A norm order: a number, inf, or `'fro'` (2 over all given dims).
 fn norm_order(p: &Bound<'_, PyAny>) -> PyResult<f64> {
     if let Ok(s) = p.cast::<PyString>() {
-        let s = s.to_str()?;
-        return match s {
+        // to_cow: `to_str` is not in the stable ABI before Python 3.10.
+        let s = s.to_cow()?;
+        return match s.as_ref() {
             "fro" => Ok(2.0),
             _ => Err(PyRuntimeError::new_err(format!(
                 "norm(): ord '{s}' is not supported for vector norms (use 'fro' or a number)"
