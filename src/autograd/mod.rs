@@ -1,5 +1,43 @@
 //! Reverse-mode automatic differentiation: `backward`, `grad`, hooks, grad modes and custom
 //! functions, with the semantics of `torch::autograd`.
+//!
+//! `backward` accumulates into the leaves' `.grad`; `grad` returns gradients instead, and with
+//! `create_graph` they can be differentiated again:
+//!
+//! ```
+//! use ferrograd::autograd::{self, GradOptions};
+//! use ferrograd::Tensor;
+//! # fn main() -> ferrograd::Result<()> {
+//! let x = Tensor::from_vec(vec![2.0f64], &[1])?.requires_grad_(true)?;
+//! let y = x.mul(&x)?.mul(&x)?.sum()?; // x³
+//! let opts = GradOptions { create_graph: true, ..Default::default() };
+//! let dy = autograd::grad(&[y], std::slice::from_ref(&x), opts)?[0].clone().unwrap();
+//! assert_eq!(dy.to_vec::<f64>()?, vec![12.0]); // 3x²
+//! dy.sum()?.backward()?; // d²y/dx² = 6x, into x.grad
+//! assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![12.0]);
+//! // Nothing is recorded under no_grad.
+//! let _guard = autograd::no_grad();
+//! assert!(!x.mul(&x)?.requires_grad());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Hooks see (and may replace) a tensor's gradient as backward passes it:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use ferrograd::Tensor;
+//! # fn main() -> ferrograd::Result<()> {
+//! let x = Tensor::from_vec(vec![1.0f64, 2.0], &[2])?.requires_grad_(true)?;
+//! let y = x.mul_scalar(3.0)?;
+//! // Double the gradient flowing into y: returning Some(g) replaces it.
+//! let handle = y.register_hook(Arc::new(|g: &Tensor| Ok(Some(g.mul_scalar(2.0)?))))?;
+//! y.sum()?.backward()?;
+//! assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![6.0, 6.0]);
+//! handle.remove();
+//! # Ok(())
+//! # }
+//! ```
 
 mod accumulate_grad;
 pub mod engine;

@@ -1,5 +1,45 @@
 //! Custom differentiable functions (torch's `autograd.Function`) for Rust and, through the same
 //! recording path, for Python.
+//!
+//! A function gives its forward and backward; [`apply`] runs the forward without recording and
+//! records one node whose backward is the function's:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use ferrograd::autograd::{function::apply, CustomFunction, FunctionCtx};
+//! use ferrograd::Tensor;
+//!
+//! /// exp(x), saving its output for backward (torch's `Exp` example).
+//! struct Exp;
+//!
+//! impl CustomFunction for Exp {
+//!     fn name(&self) -> String {
+//!         "Exp".into()
+//!     }
+//!     fn forward(&self, ctx: &mut FunctionCtx, inputs: &[Tensor]) -> ferrograd::Result<Vec<Tensor>> {
+//!         let out = inputs[0].exp()?;
+//!         ctx.to_save = vec![Some(out.clone())];
+//!         Ok(vec![out])
+//!     }
+//!     fn backward(
+//!         &self,
+//!         ctx: &FunctionCtx,
+//!         grads: &[Option<Tensor>],
+//!     ) -> ferrograd::Result<Vec<Option<Tensor>>> {
+//!         let out = ctx.saved_tensors()?[0].clone().expect("saved in forward");
+//!         let g = grads[0].clone().expect("materialized");
+//!         Ok(vec![Some(g.mul(&out)?)])
+//!     }
+//! }
+//!
+//! # fn main() -> ferrograd::Result<()> {
+//! let x = Tensor::from_vec(vec![0.0f64, 1.0], &[2])?.requires_grad_(true)?;
+//! let y = apply(Arc::new(Exp), std::slice::from_ref(&x))?.remove(0);
+//! y.sum()?.backward()?;
+//! assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![1.0, 1.0f64.exp()]);
+//! # Ok(())
+//! # }
+//! ```
 
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock, Weak};

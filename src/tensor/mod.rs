@@ -1,4 +1,26 @@
 //! The tensor handle: shared storage, a layout, a dtype and autograd metadata.
+//!
+//! Creating tensors, reading them back, and views that share storage:
+//!
+//! ```
+//! use ferrograd::{DType, Tensor};
+//! # fn main() -> ferrograd::Result<()> {
+//! let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])?;
+//! assert_eq!(a.shape(), &[2, 3]);
+//! assert_eq!(a.dtype(), DType::Float32);
+//! let z = Tensor::zeros(&[2, 3], DType::Float64);
+//! let r = Tensor::arange(0.0, 5.0, 1.0, DType::Int64)?;
+//! assert_eq!(r.to_vec::<i64>()?, vec![0, 1, 2, 3, 4]);
+//! let e = Tensor::eye(3, 3, DType::Float64)?;
+//! assert_eq!(e.sum()?.item()?, 3.0);
+//! // A transpose is a view: no copy, and the same elements seen in another order.
+//! let t = a.t()?;
+//! assert_eq!(t.shape(), &[3, 2]);
+//! assert_eq!(t.contiguous()?.to_vec::<f32>()?, vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+//! assert_eq!(z.to_dtype(DType::Float32)?.dtype(), DType::Float32);
+//! # Ok(())
+//! # }
+//! ```
 
 mod alloc;
 pub mod batched;
