@@ -9,7 +9,7 @@
 //! computed.
 //!
 //! Helpers linger: after their last block they keep polling for the next operation (and run
-//! any rayon work that turns up) for [`LINGER`] before giving their worker back to the pool.
+//! any rayon work that turns up) for `LINGER` before giving their worker back to the pool.
 //! Waking a sleeping thread costs tens of microseconds on a virtual machine, as much as a
 //! 192x192 matmul takes; with helpers woken per product, an op-by-op loop from Python ran most
 //! products on one thread (192^3 in a loop: 125 µs median on 2 threads vs 66 µs best case).

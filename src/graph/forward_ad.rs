@@ -3,7 +3,7 @@
 //!
 //! Tangents live in a side table keyed by tensor, not in the tensor: forward mode is rare, and
 //! every tensor would otherwise pay for the slot. Ops record tangents through the same
-//! [`record`](super::node::record) call that records their backward node: while a level is
+//! `record` (graph::node) call that records their backward node: while a level is
 //! open and an input has a tangent, `record` asks for the outputs' tangents (`J v`) and sets
 //! them, with or without making the node.
 //!

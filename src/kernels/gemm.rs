@@ -5,13 +5,13 @@
 //! and the output is written without being zeroed first.
 //!
 //! Threads: the output is split into independent blocks (whole batch matrices, or row/column
-//! bands of one matrix) and shared through [`crate::parallel::share_work`]: the caller starts at
+//! bands of one matrix) and shared through `parallel::share_work`: the caller starts at
 //! once and helpers take what is left (engine branches running in parallel simply do all their
 //! blocks themselves). Nothing nests: each block is a single-threaded kernel call.
 //!
 //! Determinism: every output element is computed by the same sequence of floating-point
 //! operations whatever the thread count, because bands are only cut where the kernel's blocking
-//! along `k` and its choice of code path stay those of the unsplit product (see [`plan`]).
+//! along `k` and its choice of code path stay those of the unsplit product (see `plan`).
 //! Results are therefore bitwise identical for 1, 2 or more threads.
 
 use std::sync::OnceLock;

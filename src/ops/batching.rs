@@ -7,7 +7,7 @@
 //! backward rule runs on batched gradients through the same rules.
 //!
 //! Elementwise kernels (`ops::elementwise`, `kernels::copy::cast`) and views (every view is an
-//! alias, see [`Tensor::alias_with_layout`]) batch with no rule of their own.
+//! alias, see `Tensor::alias_with_layout`) batch with no rule of their own.
 
 use std::sync::Arc;
 

@@ -1,12 +1,12 @@
 //! Batched tensors, the representation behind `vmap` (functorch's `BatchedTensorImpl`).
 //!
-//! A batched tensor is an ordinary [`Tensor`] whose handle carries a [`BatchSlot`]: the
+//! A batched tensor is an ordinary [`Tensor`] whose handle carries a `BatchSlot`: the
 //! physical tensor holding every sample (`value`), the dimension of `value` the samples run
 //! along (`bdim`) and the vmap [`Level`] it belongs to. Its own layout is the *logical* one,
 //! `value`'s with `bdim` removed, so shapes, strides and offsets are what the per-sample
 //! function sees, and they still address `value`'s storage: a view computed on the logical
 //! layout becomes a physical view by putting the batch dimension back (see
-//! [`Tensor::alias_with_layout`]). Its storage is a placeholder without elements, so a kernel
+//! `Tensor::alias_with_layout`). Its storage is a placeholder without elements, so a kernel
 //! that reaches it without a batching rule stops with [`NO_RULE_MESSAGE`] instead of reading
 //! something wrong.
 //!

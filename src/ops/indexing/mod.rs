@@ -1,6 +1,6 @@
 //! Index-driven ops (`index`, `index_put`, `gather`, `scatter`, `index_select`, `masked_select`,
 //! ...). Each computes flat row-major source positions and moves elements with the adjoint pair
-//! `take_flat` / `scatter_add_flat` ([`take`]), so every backward is itself made of
+//! `take_flat` / `scatter_add_flat` (`indexing::take`), so every backward is itself made of
 //! differentiable ops and higher-order gradients work.
 
 pub(crate) mod take;

@@ -2,7 +2,7 @@
 //! the hard* functions, leaky_relu, logsigmoid), glu and dropout.
 //!
 //! Each activation is one elementwise kernel and one node named as torch's. The formulas are
-//! written once over f64 and generic in [`Math`]: float32 tensors run them on f64 lanes with
+//! written once over f64 and generic in `Math`: float32 tensors run them on f64 lanes with
 //! the branch-free vectorisable exp/erfc of `vmath` (then round once), float64 tensors with
 //! std/libm. Exact gelu, silu, logsigmoid, softplus (beta 1) and the elu family (input scale 1)
 //! on float32 run on float32 lanes instead (`vmath`). The backward is one fused pass `g * f'(x)` unless a graph of the backward

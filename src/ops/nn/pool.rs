@@ -1,6 +1,6 @@
 //! Max, average and adaptive pooling over 1 to 3 spatial dims, with torch's geometry and checks.
 //!
-//! Every pooling op is described by the same [`Windows`]: for each spatial dim and output
+//! Every pooling op is described by the same `Windows`: for each spatial dim and output
 //! position, the input positions its window reads. The kernels run over the `N * C` planes in
 //! parallel. Max pooling keeps the argmax of each window in its node: its backward scatters
 //! the gradient to those indices and the double backward gathers by the same indices. Average
