@@ -12,6 +12,7 @@ mod args;
 mod bind;
 mod creation;
 mod distributed;
+mod dlpack;
 mod errors;
 mod forward_ad;
 mod graph;
@@ -403,6 +404,7 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(name, dtype_object(py, d)?)?;
     }
     creation::register(m)?;
+    dlpack::register(m)?;
     graph::register(m)?;
     forward_ad::register(m)?;
     vmap::register(m)?;
