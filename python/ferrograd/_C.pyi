@@ -87,6 +87,7 @@ __all__ = [
     "float64",
     "_from_numpy",
     "_from_dlpack_capsule",
+    "_make_dot",
     "_full",
     "_arange",
     "_linspace",
@@ -1031,6 +1032,14 @@ def _from_numpy(array: npt.NDArray[Any], share: _bool) -> Tensor:
 
 def _from_dlpack_capsule(capsule: Any) -> Tensor:
     """The tensor a DLPack capsule holds, sharing its memory; the capsule is consumed (renamed)."""
+def _make_dot(
+    outputs: Sequence[Tensor],
+    params: Sequence[tuple[str, Tensor]],
+    show_attrs: _bool,
+    show_saved: _bool,
+) -> str:
+    """The Graphviz DOT text of the backward graph behind `outputs` (torchviz's look): `params`
+    names leaves as `(name, tensor)` pairs."""
 def _full(shape: Sequence[_int], value: _float, dtype: dtype) -> Tensor:
     """A tensor filled with `value`."""
 

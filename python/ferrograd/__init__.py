@@ -96,6 +96,7 @@ from . import (  # noqa: E402,F401
     nn,
     optim,
     utils,
+    viz,
 )
 from ._device import device  # noqa: E402
 from ._dlpack import from_dlpack  # noqa: E402
@@ -179,6 +180,7 @@ __all__ = [
     "func",
     "vmap",
     "from_dlpack",
+    "viz",
 ]
 __all__ += _ops_binary.__all__ + _ops_convert.__all__ + _ops_distance.__all__
 __all__ += _ops_indexing.__all__ + _ops_linalg.__all__ + _ops_matmul.__all__

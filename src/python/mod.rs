@@ -23,6 +23,7 @@ mod ops;
 mod optim;
 mod safetensors;
 mod tensor;
+mod viz;
 mod vmap;
 
 use pyo3::prelude::*;
@@ -408,6 +409,7 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     graph::register(m)?;
     forward_ad::register(m)?;
     vmap::register(m)?;
+    viz::register(m)?;
     m.add_function(wrap_pyfunction!(get_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(set_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
