@@ -5,6 +5,7 @@ module maps the arguments and renders through the ``graphviz`` package when it i
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _C
@@ -33,10 +34,10 @@ class Dot:
 
     def _graphviz(self) -> Any:
         try:
-            import graphviz
+            # Imported by name: an optional package without type information.
+            return importlib.import_module("graphviz")
         except ImportError:
             raise ImportError(_INSTALL) from None
-        return graphviz
 
     def pipe(self, format: str = "svg") -> bytes:  # noqa: A002 - graphviz's name
         """The picture's bytes in ``format`` ('svg', 'png', ...), made by Graphviz's dot."""

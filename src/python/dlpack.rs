@@ -152,8 +152,8 @@ unsafe extern "C" fn delete_versioned(m: *mut DLManagedTensorVersioned) {
 
 /// The capsule's destructor: frees the managed tensor unless a consumer took it (renamed it).
 unsafe extern "C" fn capsule_destructor(capsule: *mut ffi::PyObject) {
-    // SAFETY: called by Python with the GIL on a live capsule; `PyCapsule_IsValid` sets no error,
-    // and a valid name means the pointer is one of ours (or a producer's, when we re-wrap none).
+    // SAFETY: called by Python with the GIL on a live capsule of ours; `PyCapsule_IsValid` sets
+    // no error, and a name not yet renamed means no consumer took the managed tensor.
     unsafe {
         if ffi::PyCapsule_IsValid(capsule, VERSIONED.as_ptr()) == 1 {
             let m = ffi::PyCapsule_GetPointer(capsule, VERSIONED.as_ptr())

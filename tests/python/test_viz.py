@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 
 import ferrograd as fg
 import pytest
@@ -155,3 +156,15 @@ def test_render_svg_and_png(tmp_path):
     png = d.render(str(tmp_path / "mlp"), format="png")
     assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     assert d._repr_svg_().lstrip().startswith(("<?xml", "<svg", "<!--"))
+
+
+def test_render_names_what_to_install(monkeypatch, tmp_path):
+    d = make_dot(fg.ones(2, requires_grad=True).sum())
+    monkeypatch.setitem(sys.modules, "graphviz", None)  # as if not installed
+    with pytest.raises(ImportError, match=r"pip install graphviz.*apt-get install graphviz"):
+        d.render(str(tmp_path / "g"))
+    monkeypatch.undo()
+    pytest.importorskip("graphviz")
+    monkeypatch.setenv("PATH", str(tmp_path))  # the package without its dot program
+    with pytest.raises(RuntimeError, match="apt-get install graphviz"):
+        d.pipe("svg")
