@@ -3,6 +3,7 @@ side and reading through the other; lifetimes with weakrefs, refcounts and gc.""
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import sys
 import weakref
@@ -399,3 +400,157 @@ def test_torch_consumes_legacy_capsules():
     tt = torch.from_dlpack(to_dlpack(t))
     tt += 1
     assert t.tolist() == [1, 2, 3]
+
+
+# ----- a hand-made producer (ctypes): byte_offset, null strides, flags, versions, deleters -------
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class _Managed(ctypes.Structure):
+    pass
+
+
+class _Versioned(ctypes.Structure):
+    pass
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Managed))
+_DELETER_V = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Versioned))
+_Managed._fields_ = [
+    ("dl_tensor", _DLTensor),
+    ("manager_ctx", ctypes.c_void_p),
+    ("deleter", _DELETER),
+]
+_Versioned._fields_ = [
+    ("major", ctypes.c_uint32),
+    ("minor", ctypes.c_uint32),
+    ("manager_ctx", ctypes.c_void_p),
+    ("deleter", _DELETER_V),
+    ("flags", ctypes.c_uint64),
+    ("dl_tensor", _DLTensor),
+]
+
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_NAMES = {False: b"dltensor", True: b"dltensor_versioned"}  # alive as long as the capsules
+
+
+class _Producer:
+    """A DLPack producer over ``buf`` (a NumPy array it keeps) that counts its deleter's calls."""
+
+    def __init__(
+        self,
+        buf,
+        shape,
+        strides=None,
+        byte_offset=0,
+        dtype=(2, 64, 1),
+        device=1,
+        versioned=False,
+        version=(1, 0),
+        flags=0,
+    ):
+        self.buf, self.deleted, self.versioned = buf, 0, versioned
+        self.shape = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+        self.strides = None if strides is None else (ctypes.c_int64 * len(strides))(*strides)
+        t = _DLTensor(
+            ctypes.c_void_p(buf.ctypes.data),
+            _DLDevice(device, 0),
+            len(shape),
+            _DLDataType(*dtype),
+            self.shape,
+            self.strides,
+            byte_offset,
+        )
+        if versioned:
+            self.deleter = _DELETER_V(self._delete)
+            self.managed = _Versioned(version[0], version[1], None, self.deleter, flags, t)
+        else:
+            self.deleter = _DELETER(self._delete)
+            self.managed = _Managed(t, None, self.deleter)
+
+    def _delete(self, _ptr):
+        self.deleted += 1
+
+    def capsule(self):
+        return _capsule_new(ctypes.addressof(self.managed), _NAMES[self.versioned], None)
+
+
+@pytest.mark.parametrize("versioned", [False, True])
+def test_byte_offset_and_null_strides(versioned):
+    buf = np.arange(10, dtype=np.float64)
+    p = _Producer(buf, shape=(2, 3), byte_offset=2 * 8, versioned=versioned)  # row-major
+    t = fg.from_dlpack(p.capsule())
+    assert t.tolist() == [[2.0, 3.0, 4.0], [5.0, 6.0, 7.0]]
+    t[1, 2] = -1.0
+    assert buf[7] == -1.0 and buf[8] == 8.0
+    q = _Producer(buf, shape=(3,), strides=(3,), byte_offset=8, versioned=versioned)
+    assert fg.from_dlpack(q.capsule()).tolist() == [1.0, 4.0, -1.0]
+
+
+def test_deleter_runs_once_when_the_last_view_dies():
+    buf = np.arange(6, dtype=np.int64)
+    p = _Producer(buf, shape=(6,), dtype=(0, 64, 1), versioned=True)
+    cap = p.capsule()
+    t = fg.from_dlpack(cap)
+    view = t[2:]
+    with pytest.raises(RuntimeError, match="consumed only once"):
+        fg.from_dlpack(cap)
+    del t
+    gc.collect()
+    assert p.deleted == 0 and view.tolist() == [2, 3, 4, 5]
+    del view
+    gc.collect()
+    assert p.deleted == 1
+    del cap
+    gc.collect()
+    assert p.deleted == 1
+
+
+def test_read_only_flag_warns():
+    buf = np.arange(3, dtype=np.float64)
+    p = _Producer(buf, shape=(3,), versioned=True, flags=1)
+    with pytest.warns(UserWarning, match="read-only"):
+        t = fg.from_dlpack(p.capsule())
+    assert t.tolist() == [0.0, 1.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(dtype=(4, 16, 1)), TypeError, "type bfloat16"),
+        (dict(dtype=(2, 32, 4)), TypeError, "type float32x4"),
+        (dict(dtype=(5, 128, 1)), TypeError, "type complex128"),
+        (dict(device=2), BufferError, r"DLPack device \(2, 0\)"),
+        (dict(versioned=True, version=(2, 0)), BufferError, "version 2.0"),
+        (dict(strides=(-1,)), ValueError, "negative stride"),
+    ],
+)
+def test_refused_capsules_stay_with_the_producer(kwargs, error, match):
+    buf = np.zeros(4)
+    p = _Producer(buf, shape=(4,), **kwargs)
+    cap = p.capsule()
+    with pytest.raises(error, match=match):
+        fg.from_dlpack(cap)
+    # Not consumed: the capsule keeps its name and the producer its memory.
+    assert "used_" not in repr(cap) and p.deleted == 0
