@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import sys
+import warnings
 import weakref
 
 import ferrograd as fg
@@ -554,3 +555,20 @@ def test_refused_capsules_stay_with_the_producer(kwargs, error, match):
         fg.from_dlpack(cap)
     # Not consumed: the capsule keeps its name and the producer its memory.
     assert "used_" not in repr(cap) and p.deleted == 0
+
+
+# ----- JAX ---------------------------------------------------------------------------------------
+
+
+def test_jax_both_ways():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    x = jnp.arange(6, dtype=jnp.float32).reshape(2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # JAX may flag its buffers read-only
+        t = fg.from_dlpack(x)
+    assert t.dtype == fg.float32 and t.tolist() == np.asarray(x).tolist()
+    assert t.data_ptr() == x.unsafe_buffer_pointer()  # no copy
+    ours = fg.arange(6, dtype=fg.float32)[1:]
+    back = jnp.from_dlpack(ours)
+    assert np.asarray(back).tolist() == ours.tolist()
