@@ -86,6 +86,8 @@ __all__ = [
     "float32",
     "float64",
     "_from_numpy",
+    "_from_dlpack_capsule",
+    "_make_dot",
     "_full",
     "_arange",
     "_linspace",
@@ -455,6 +457,19 @@ class Tensor:
         """Row-major (itself when already so)."""
     def numpy(self) -> npt.NDArray[Any]:
         """A NumPy array sharing this tensor's memory."""
+    def __dlpack__(
+        self,
+        *,
+        stream: Any | None = None,
+        max_version: tuple[_int, _int] | None = None,
+        dl_device: tuple[_int, _int] | None = None,
+        copy: _bool | None = None,
+    ) -> Any:
+        """A DLPack capsule sharing this tensor's memory (for `np.from_dlpack(t)`,
+        `torch.from_dlpack(t)`): `dltensor_versioned` when the consumer passes
+        `max_version >= (1, 0)`, the legacy `dltensor` otherwise; `copy=True` exports a copy."""
+    def __dlpack_device__(self) -> tuple[_int, _int]:
+        """The DLPack device of this tensor: `(1, 0)`, kDLCPU."""
 
     # ----- elementwise ----------------------------------------------------------------------------
 
@@ -1015,6 +1030,16 @@ float64: dtype
 def _from_numpy(array: npt.NDArray[Any], share: _bool) -> Tensor:
     """A tensor from a NumPy array: `share=True` keeps the memory (from_numpy), else copies."""
 
+def _from_dlpack_capsule(capsule: Any) -> Tensor:
+    """The tensor a DLPack capsule holds, sharing its memory; the capsule is consumed (renamed)."""
+def _make_dot(
+    outputs: Sequence[Tensor],
+    params: Sequence[tuple[str, Tensor]],
+    show_attrs: _bool,
+    show_saved: _bool,
+) -> str:
+    """The Graphviz DOT text of the backward graph behind `outputs` (torchviz's look): `params`
+    names leaves as `(name, tensor)` pairs."""
 def _full(shape: Sequence[_int], value: _float, dtype: dtype) -> Tensor:
     """A tensor filled with `value`."""
 

@@ -96,8 +96,10 @@ from . import (  # noqa: E402,F401
     nn,
     optim,
     utils,
+    viz,
 )
 from ._device import device  # noqa: E402
+from ._dlpack import from_dlpack  # noqa: E402
 from ._generator import Generator, randperm  # noqa: E402
 from ._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor, normal  # noqa: E402
 from ._ops_binary import *  # noqa: E402,F401,F403
@@ -177,6 +179,8 @@ __all__ = [
     "linalg",
     "func",
     "vmap",
+    "from_dlpack",
+    "viz",
 ]
 __all__ += _ops_binary.__all__ + _ops_convert.__all__ + _ops_distance.__all__
 __all__ += _ops_indexing.__all__ + _ops_linalg.__all__ + _ops_matmul.__all__

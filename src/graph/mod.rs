@@ -4,6 +4,7 @@
 //! engine) sits above the ops, in [`crate::autograd`].
 
 pub mod creation_hooks;
+pub mod dot;
 pub mod forward_ad;
 pub mod function;
 mod history;

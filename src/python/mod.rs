@@ -12,6 +12,7 @@ mod args;
 mod bind;
 mod creation;
 mod distributed;
+mod dlpack;
 mod errors;
 mod forward_ad;
 mod graph;
@@ -22,6 +23,7 @@ mod ops;
 mod optim;
 mod safetensors;
 mod tensor;
+mod viz;
 mod vmap;
 
 use pyo3::prelude::*;
@@ -403,9 +405,11 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(name, dtype_object(py, d)?)?;
     }
     creation::register(m)?;
+    dlpack::register(m)?;
     graph::register(m)?;
     forward_ad::register(m)?;
     vmap::register(m)?;
+    viz::register(m)?;
     m.add_function(wrap_pyfunction!(get_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(set_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;

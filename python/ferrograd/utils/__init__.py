@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from . import checkpoint, data
+from . import checkpoint, data, dlpack
 
-__all__ = ["checkpoint", "data"]
+__all__ = ["checkpoint", "data", "dlpack"]
