@@ -186,7 +186,11 @@ def searchsorted(
 
 
 def bucketize(
-    input: Any, boundaries: Tensor, *, out_int32: builtins.bool = False, right: builtins.bool = False
+    input: Any,
+    boundaries: Tensor,
+    *,
+    out_int32: builtins.bool = False,
+    right: builtins.bool = False,
 ) -> Tensor:
     """The bucket index of each element of ``input`` among the 1-D sorted ``boundaries``."""
     if out_int32:

@@ -258,13 +258,23 @@ impl Tensor {
     }
 
     /// `(values, indices)` sorted along `dim`, ascending unless `descending`; NaN counts as the
-    /// largest value. Equal elements keep their order whether or not `stable` is asked (torch
-    /// promises it only with `stable`). The gradient goes back to the original positions.
-    pub fn sort(&self, dim: i64, descending: bool, stable: bool) -> Result<(Tensor, Tensor)> {
-        let _ = stable;
+    /// largest value. Equal elements always keep their order (torch promises it only with
+    /// `stable=True`); `stable` given (`Some`) is torch's `stable=` overload, whose node is
+    /// `SortBackward1`. The gradient goes back to the original positions.
+    pub fn sort(
+        &self,
+        dim: i64,
+        descending: bool,
+        stable: Option<bool>,
+    ) -> Result<(Tensor, Tensor)> {
         let d = wrap_dim(dim, self.dim())?;
         let n = shape1(self)[d];
-        self.select_rows(d, n, false, "SortBackward0", &|t, picks| {
+        let name = if stable.is_some() {
+            "SortBackward1"
+        } else {
+            "SortBackward0"
+        };
+        self.select_rows(d, n, false, name, &|t, picks| {
             *picks = by_elem!(t, T => {
                 let (data, n, count) = rows::<T>(t, d)?;
                 map_rows(&data, n, count, n, |row, out| first_k(row, n, descending, out))?
@@ -274,14 +284,14 @@ impl Tensor {
     }
 
     /// The indices that sort this tensor along `dim` (int64; see [`Tensor::sort`]).
-    pub fn argsort(&self, dim: i64, descending: bool, stable: bool) -> Result<Tensor> {
+    pub fn argsort(&self, dim: i64, descending: bool, stable: Option<bool>) -> Result<Tensor> {
         let _g = crate::tensor::grad_mode::GradModeGuard::new(false);
         Ok(self.detach().sort(dim, descending, stable)?.1)
     }
 
     /// Sorted along the first dimension (values only), like `torch.msort`.
     pub fn msort(&self) -> Result<Tensor> {
-        Ok(self.sort(0, false, false)?.0)
+        Ok(self.sort(0, false, None)?.0)
     }
 
     /// The `k` largest (`largest`) or smallest elements along `dim` and their indices, in
@@ -331,7 +341,12 @@ impl Tensor {
 
     /// The lower median along `dim` and its index. A row holding NaN gives NaN (the first
     /// one) unless `ignore_nan` (`nanmedian`), which takes the median of the other values.
-    pub fn median_dim(&self, dim: i64, keepdim: bool, ignore_nan: bool) -> Result<(Tensor, Tensor)> {
+    pub fn median_dim(
+        &self,
+        dim: i64,
+        keepdim: bool,
+        ignore_nan: bool,
+    ) -> Result<(Tensor, Tensor)> {
         let op = if ignore_nan { "nanmedian" } else { "median" };
         let d = wrap_dim(dim, self.dim())?;
         check_dim_nonempty(self, d, op)?;
@@ -355,7 +370,11 @@ impl Tensor {
     pub fn median_all(&self, ignore_nan: bool) -> Result<Tensor> {
         refuse_bool(self, if ignore_nan { "nanmedian" } else { "median" })?;
         if self.numel() == 0 {
-            let nan = if self.dtype().is_float() { f64::NAN } else { 0.0 };
+            let nan = if self.dtype().is_float() {
+                f64::NAN
+            } else {
+                0.0
+            };
             return Ok(Tensor::full(&[], nan, self.dtype()));
         }
         let flat = self.detach().reshape(&[self.numel()])?;
@@ -458,14 +477,16 @@ impl Tensor {
         }
         let qs = q.to_vec::<f64>()?;
         if qs.iter().any(|&v| !(0.0..=1.0).contains(&v)) {
-            return Err(Error::runtime("quantile() q values must be in the range [0, 1]"));
+            return Err(Error::runtime(
+                "quantile() q values must be in the range [0, 1]",
+            ));
         }
         let (x, d) = match dim {
             None => (self.reshape(&[self.numel()])?, 0),
             Some(dm) => (self.clone(), wrap_dim(dm, self.dim())?),
         };
         let x = if x.dim() == 0 { x.reshape(&[1])? } else { x };
-        let sorted = x.sort(d as i64, false, false)?.0;
+        let sorted = x.sort(d as i64, false, None)?.0;
         let shape = x.shape().to_vec();
         let n = shape[d];
         let inner: usize = shape[d + 1..].iter().product();
@@ -659,7 +680,9 @@ impl Tensor {
                 let v = s.to_vec::<i64>()?;
                 let last = *self.shape().last().unwrap_or(&0) as i64;
                 if v.iter().any(|&i| i < 0 || i >= last) {
-                    return Err(Error::runtime("torch.searchsorted(): sorter index out of range"));
+                    return Err(Error::runtime(
+                        "torch.searchsorted(): sorter index out of range",
+                    ));
                 }
                 Some(v)
             }

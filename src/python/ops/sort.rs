@@ -18,7 +18,7 @@ tensor_methods! {
     #[pyo3(signature = (dim=Int(-1), descending=false, *, stable=None),
            text_signature = "($self, dim=-1, descending=False, *, stable=None)")]
     fn argsort(x, dim: Int, descending: bool, stable: Option<bool>) =>
-        x.argsort(dim, descending, stable.unwrap_or(false));
+        x.argsort(dim, descending, stable);
 
     /// Sorted along the first dimension.
     fn msort(x) => x.msort();
@@ -61,9 +61,7 @@ tensor_functions! {
 /// `(values, indices)` as the `ferrograd.return_types.<name>` named tuple.
 fn named(py: Python<'_>, name: &str, (v, i): (Tensor, Tensor)) -> PyResult<Py<PyAny>> {
     let factory = py.import("ferrograd._ops_sort")?.getattr("_return_type")?;
-    Ok(factory
-        .call1((name, wrap(py, v)?, wrap(py, i)?))?
-        .unbind())
+    Ok(factory.call1((name, wrap(py, v)?, wrap(py, i)?))?.unbind())
 }
 
 /// An optional `dim` argument that must be an int when given.
@@ -111,7 +109,11 @@ impl PyTensor {
         interpolation: &str,
         ignore_nan: bool,
     ) -> PyResult<Py<PyTensor>> {
-        let op = if ignore_nan { "nanquantile" } else { "quantile" };
+        let op = if ignore_nan {
+            "nanquantile"
+        } else {
+            "quantile"
+        };
         let dim = opt_dim(op, dim)?;
         let interp = guarded(|| Interpolation::parse(interpolation))?;
         let x = &self.inner;
@@ -167,8 +169,11 @@ impl PyTensor {
         descending: bool,
         stable: Option<bool>,
     ) -> PyResult<Py<PyAny>> {
-        let st = stable.unwrap_or(false);
-        named(py, "sort", guarded(|| self.inner.sort(dim.0, descending, st))?)
+        named(
+            py,
+            "sort",
+            guarded(|| self.inner.sort(dim.0, descending, stable))?,
+        )
     }
 
     /// `(values, indices)` of the `k` largest (or smallest) elements along `dim`.
