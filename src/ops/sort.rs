@@ -106,7 +106,7 @@ fn rows<T: Element>(t: &Tensor, d: usize) -> Result<(Vec<T>, usize, usize)> {
     }
     let n = t.shape()[d];
     let (data, _) = grouped::<T>(t, &[d])?;
-    let count = if n == 0 { 0 } else { data.len() / n };
+    let count = data.len().checked_div(n).unwrap_or(0);
     Ok((data, n, count))
 }
 
@@ -604,7 +604,7 @@ impl Tensor {
         let mut order: Vec<i64> = vec![d as i64];
         order.extend((0..src.dim() as i64).filter(|&k| k != d as i64));
         let front = src.permute(&order)?.contiguous()?;
-        let slice_len = if n == 0 { 0 } else { front.numel() / n };
+        let slice_len = front.numel().checked_div(n).unwrap_or(0);
         let (values, inverse, counts) = by_elem!(front, T => {
             let data = front.to_vec::<T>()?;
             let slice = |i: usize| &data[i * slice_len..(i + 1) * slice_len];
