@@ -420,7 +420,7 @@ impl Tensor {
     }
 
     /// Running maximum along `dim` and where it was reached (the latest among ties; once NaN
-    /// is seen it stays). The gradient goes to those positions.
+    /// is seen it stays, at the latest NaN). The gradient goes to those positions.
     pub fn cummax(&self, dim: i64) -> Result<(Tensor, Tensor)> {
         self.cum_extreme(dim, true)
     }
@@ -904,14 +904,14 @@ fn mode_pick<T: PartialOrd>(row: &[T]) -> usize {
     best
 }
 
-/// Positions of the running max (`is_max`) or min of `row`: a later equal value takes over, a
-/// NaN takes over and stays.
+/// Positions of the running max (`is_max`) or min of `row`: a later equal value takes over; a
+/// NaN takes over and stays, each later NaN taking over again (torch's rule).
 fn scan_extreme<T: PartialOrd>(row: &[T], is_max: bool, out: &mut [usize]) {
     let mut best = 0usize;
     for (i, v) in row.iter().enumerate() {
         let b = &row[best];
         let better = if is_max { v >= b } else { v <= b };
-        if i == 0 || (!is_nan(b) && (is_nan(v) || better)) {
+        if i == 0 || is_nan(v) || (!is_nan(b) && better) {
             best = i;
         }
         out[i] = best;

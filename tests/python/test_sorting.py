@@ -181,10 +181,11 @@ def test_cummax_cummin_match_numpy(dim: int) -> None:
 
 
 def test_cummax_nan_sticks() -> None:
-    v, i = fg.tensor([1.0, 3.0, np.nan, 5.0, 1.0]).cummax(0)
+    # torch's rule: NaN stays, and each later NaN takes the index over.
+    v, i = fg.tensor([1.0, 3.0, np.nan, 5.0, np.nan, 1.0]).cummax(0)
     np.testing.assert_array_equal(v.numpy()[:2], [1.0, 3.0])
     assert np.isnan(v.numpy()[2:]).all()
-    np.testing.assert_array_equal(i.numpy(), [0, 1, 2, 2, 2])
+    np.testing.assert_array_equal(i.numpy(), [0, 1, 2, 2, 4, 4])
 
 
 # ----- quantile / nanquantile --------------------------------------------------------------------
@@ -432,3 +433,60 @@ def test_integer_outputs_are_not_differentiable() -> None:
     assert not x.argsort().requires_grad
     assert not fg.count_nonzero(x).requires_grad
     assert not fg.searchsorted(v.detach()[0], x).requires_grad
+
+
+# ----- torch parity (when installed) -------------------------------------------------------------
+
+
+def test_matches_torch_on_ties_and_nan() -> None:
+    torch = pytest.importorskip("torch")
+    a = _ties((4, 7))
+    a[1, 2] = a[3, 0] = a[3, 5] = np.nan
+    ours, theirs = _t(a), torch.tensor(a)
+
+    def same(x: Any, y: Any) -> None:
+        np.testing.assert_array_equal(x.numpy(), y.numpy())
+
+    for desc in (False, True):
+        for o, t in zip(
+            ours.sort(dim=1, descending=desc, stable=True),
+            theirs.sort(dim=1, descending=desc, stable=True),
+        ):
+            same(o, t)
+    for k in (1, 3):
+        same(ours.topk(k, 1).values, theirs.topk(k, 1).values)
+        same(ours.topk(k, 0, largest=False).values, theirs.topk(k, 0, largest=False).values)
+    same(ours.kthvalue(3, 1).values, theirs.kthvalue(3, 1).values)
+    for fn in ("median", "nanmedian"):
+        same(getattr(ours, fn)(1).values, getattr(theirs, fn)(1).values)
+        same(getattr(ours, fn)(), getattr(theirs, fn)())
+    same(ours.median(1).indices[[1, 3]], theirs.median(1).indices[[1, 3]])  # first NaN
+    ints = RNG.integers(0, 3, size=(5, 9))
+    for o, t in zip(_t(ints).mode(1), torch.tensor(ints).mode(1)):
+        same(o, t)
+    for fn in ("cummax", "cummin"):
+        for o, t in zip(getattr(ours, fn)(1), getattr(theirs, fn)(1)):
+            same(o, t)
+    b = np.nan_to_num(a)
+    for m in METHODS:
+        for dim in (None, 0):
+            o = _t(b).quantile(_t([0.1, 0.5, 0.95]), dim, interpolation=m)
+            t = torch.tensor(b).quantile(
+                torch.tensor([0.1, 0.5, 0.95], dtype=torch.float64), dim, interpolation=m
+            )
+            np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-12, atol=1e-12)
+        same(ours.nanquantile(0.3, 1, interpolation=m), theirs.nanquantile(0.3, 1, interpolation=m))
+    for o, t in zip(
+        fg.unique(_t(ints), dim=1, return_inverse=True, return_counts=True),
+        torch.unique(torch.tensor(ints), dim=1, return_inverse=True, return_counts=True),
+    ):
+        same(o, t)
+    same(fg.histc(_t(b), bins=6), torch.histc(torch.tensor(b), bins=6))
+    same(fg.bincount(_t(ints.ravel())), torch.bincount(torch.tensor(ints.ravel())))
+    seq = np.sort(b, axis=1)
+    same(
+        fg.searchsorted(_t(seq), _t(b), right=True),
+        torch.searchsorted(torch.tensor(seq), torch.tensor(b), right=True),
+    )
+    same(fg.count_nonzero(_t(b), 0), torch.count_nonzero(torch.tensor(b), 0))
+    same(fg.argwhere(_t(b)), torch.argwhere(torch.tensor(b)))
