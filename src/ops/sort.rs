@@ -370,12 +370,11 @@ impl Tensor {
     pub fn median_all(&self, ignore_nan: bool) -> Result<Tensor> {
         refuse_bool(self, if ignore_nan { "nanmedian" } else { "median" })?;
         if self.numel() == 0 {
-            let nan = if self.dtype().is_float() {
-                f64::NAN
-            } else {
-                0.0
-            };
-            return Ok(Tensor::full(&[], nan, self.dtype()));
+            // torch's NaN, which an int64 result holds as the smallest value.
+            if self.dtype() == DType::Int64 {
+                return Tensor::from_vec(vec![i64::MIN], &[]);
+            }
+            return Ok(Tensor::full(&[], f64::NAN, self.dtype()));
         }
         let flat = self.detach().reshape(&[self.numel()])?;
         let (out, _) = {
@@ -830,32 +829,23 @@ impl Tensor {
             lo -= 1.0;
             hi += 1.0;
         }
-        if lo > hi {
-            return Err(Error::runtime("torch.histc: max must be larger than min"));
-        }
         if !lo.is_finite() || !hi.is_finite() {
             return Err(Error::runtime(format!(
                 "torch.histc: range of [{lo}, {hi}] is not finite"
             )));
         }
+        if lo >= hi {
+            return Err(Error::runtime("torch.histc: max must be larger than min"));
+        }
         let nb = bins as usize;
         crate::tensor::creation::ensure_allocatable(nb, DType::Float64)?;
-        let edge = |i: usize| lo + (hi - lo) * i as f64 / nb as f64;
-        let mut out = vec![0f64; nb];
-        for &x in &data {
-            if !(x >= lo && x <= hi) {
-                continue;
+        match self.dtype() {
+            DType::Float32 => {
+                let v = self.to_vec::<f32>()?;
+                Tensor::from_vec(histc_kernel(&v, nb, lo as f32, hi as f32), &[nb])
             }
-            let mut b = (((x - lo) * nb as f64 / (hi - lo)) as usize).min(nb - 1);
-            // The division may land one bin off an edge: settle against the edges themselves.
-            if b > 0 && x < edge(b) {
-                b -= 1;
-            } else if b + 1 < nb && x >= edge(b + 1) {
-                b += 1;
-            }
-            out[b] += 1.0;
+            _ => Tensor::from_vec(histc_kernel(&data, nb, lo, hi), &[nb]),
         }
-        cast(&Tensor::from_vec(out, &[nb])?, self.dtype())
     }
 
     /// Coordinates of the nonzero elements, `[count, ndim]` int64 (`torch.argwhere`).
@@ -916,6 +906,30 @@ fn scan_extreme<T: PartialOrd>(row: &[T], is_max: bool, out: &mut [usize]) {
         }
         out[i] = best;
     }
+}
+
+/// Counts of `data` in `nb` equal bins over `[lo, hi]`, in the input's precision as torch's
+/// histc: bin `(x - lo) * nb / (hi - lo)` truncated, `hi` itself in the last bin, elements
+/// outside (and NaN) skipped.
+fn histc_kernel<T: num_traits::Float + num_traits::FromPrimitive>(
+    data: &[T],
+    nb: usize,
+    lo: T,
+    hi: T,
+) -> Vec<T> {
+    let n = T::from_usize(nb).unwrap_or_else(T::infinity);
+    let mut out = vec![T::zero(); nb];
+    for &x in data {
+        if !(x >= lo && x <= hi) {
+            continue;
+        }
+        let b = ((x - lo) * n / (hi - lo))
+            .to_usize()
+            .unwrap_or(0)
+            .min(nb - 1);
+        out[b] = out[b] + T::one();
+    }
+    out
 }
 
 /// The insertion index in each boundary row (`len` long, read through `sorter` when given)
