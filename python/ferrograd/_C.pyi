@@ -92,6 +92,8 @@ __all__ = [
     "_arange",
     "_linspace",
     "_eye",
+    "_searchsorted",
+    "_bucketize",
     "_rand",
     "_randn",
     "_randperm",
@@ -906,6 +908,71 @@ class Tensor:
         """Whether all elements (over `dim`) are nonzero."""
     def any(self, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False) -> Tensor:
         """Whether any element (over `dim`) is nonzero."""
+    # ----- src/python/ops/sort.rs ----------------------------------------------------------------
+    def sort(
+        self, dim: _int = -1, descending: _bool = False, *, stable: _bool | None = None
+    ) -> Any:
+        """`(values, indices)` sorted along `dim`; NaN is the largest value."""
+    def argsort(
+        self, dim: _int = -1, descending: _bool = False, *, stable: _bool | None = None
+    ) -> Tensor:
+        """The indices that sort the tensor along `dim`."""
+    def msort(self) -> Tensor:
+        """Sorted along the first dimension."""
+    def topk(self, k: _int, dim: _int = -1, largest: _bool = True, sorted: _bool = True) -> Any:
+        """`(values, indices)` of the `k` largest (or smallest) elements along `dim`."""
+    def kthvalue(self, k: _int, dim: _int = -1, keepdim: _bool = False) -> Any:
+        """`(values, indices)` of the `k`-th smallest element along `dim`."""
+    def median(self, dim: _int | None = None, keepdim: _bool = False) -> Any:
+        """The lower median of all elements, or `(values, indices)` along `dim`."""
+    def nanmedian(self, dim: _int | None = None, keepdim: _bool = False) -> Any:
+        """`median` ignoring NaN."""
+    def mode(self, dim: _int = -1, keepdim: _bool = False) -> Any:
+        """`(values, indices)` of the most frequent value along `dim`."""
+    def cummax(self, dim: _int) -> Any:
+        """`(values, indices)` of the running maximum along `dim`."""
+    def cummin(self, dim: _int) -> Any:
+        """`(values, indices)` of the running minimum along `dim`."""
+    def quantile(
+        self,
+        q: _float | Tensor,
+        dim: _int | None = None,
+        keepdim: _bool = False,
+        *,
+        interpolation: str = "linear",
+    ) -> Tensor:
+        """The `q`-quantiles over `dim` (all elements when None)."""
+    def nanquantile(
+        self,
+        q: _float | Tensor,
+        dim: _int | None = None,
+        keepdim: _bool = False,
+        *,
+        interpolation: str = "linear",
+    ) -> Tensor:
+        """`quantile` ignoring NaN."""
+    def unique(
+        self,
+        sorted: _bool = True,
+        return_inverse: _bool = False,
+        return_counts: _bool = False,
+        dim: _int | None = None,
+    ) -> Any:
+        """The sorted distinct elements (slices along `dim`), with the inverse and the counts
+        when asked."""
+    def unique_consecutive(
+        self, return_inverse: _bool = False, return_counts: _bool = False, dim: _int | None = None
+    ) -> Any:
+        """The elements (slices along `dim`) with runs of equal neighbours collapsed, with the
+        inverse and the counts when asked."""
+    def bincount(self, weights: Tensor | None = None, minlength: _int = 0) -> Tensor:
+        """How often each non-negative integer occurs (or the sum of `weights` per value)."""
+    def histc(self, bins: _int = 100, min: _float = 0, max: _float = 0) -> Tensor:
+        """Histogram with `bins` equal bins over `[min, max]` (the data's range when equal)."""
+    def argwhere(self) -> Tensor:
+        """Coordinates of the nonzero elements, `[count, ndim]`."""
+    def count_nonzero(self, dim: _int | Sequence[_int] | None = None) -> Tensor:
+        """The number of nonzero elements over `dim` (all when None)."""
     # ----- src/python/ops/{shape,indexing,matmul,linalg}.rs ---------------------------------------
     def view_as(self, other: Tensor) -> Tensor:
         """A view with `other`'s shape."""
@@ -1051,6 +1118,14 @@ def _linspace(start: _float, end: _float, steps: _int, dtype: dtype) -> Tensor:
 
 def _eye(n: _int, m: _int, dtype: dtype) -> Tensor:
     """An identity matrix."""
+
+def _searchsorted(
+    sorted_sequence: Tensor, values: Tensor, right: _bool, sorter: Tensor | None = None
+) -> Tensor:
+    """Insertion indices of `values` into the sorted `sorted_sequence` (see torch.searchsorted)."""
+
+def _bucketize(input: Tensor, boundaries: Tensor, right: _bool) -> Tensor:
+    """Bucket indices of `input` among the 1-D sorted `boundaries`."""
 
 def _rand(shape: Sequence[_int], dtype: dtype) -> Tensor:
     """Uniform [0, 1) samples."""

@@ -87,6 +87,7 @@ from . import (  # noqa: E402,F401
     _ops_reduce,
     _ops_shape,
     _ops_softmax,
+    _ops_sort,
     _ops_unary,
     backends,
     cuda,
@@ -111,6 +112,7 @@ from ._ops_matmul import *  # noqa: E402,F401,F403
 from ._ops_reduce import *  # noqa: E402,F401,F403
 from ._ops_shape import *  # noqa: E402,F401,F403
 from ._ops_softmax import *  # noqa: E402,F401,F403
+from ._ops_sort import *  # noqa: E402,F401,F403
 from ._ops_unary import *  # noqa: E402,F401,F403
 from .func import vmap  # noqa: E402
 from .serialization import load, save  # noqa: E402
@@ -185,3 +187,4 @@ __all__ = [
 __all__ += _ops_binary.__all__ + _ops_convert.__all__ + _ops_distance.__all__
 __all__ += _ops_indexing.__all__ + _ops_linalg.__all__ + _ops_matmul.__all__
 __all__ += _ops_reduce.__all__ + _ops_shape.__all__ + _ops_softmax.__all__ + _ops_unary.__all__
+__all__ += _ops_sort.__all__

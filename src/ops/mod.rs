@@ -39,4 +39,5 @@ pub mod nn;
 pub mod reduce;
 pub mod registry;
 pub mod shape;
+pub mod sort;
 pub mod unary;

@@ -329,7 +329,7 @@ pub(crate) fn has_nan(t: &Tensor) -> Result<bool> {
 
 /// The elements of `t` regrouped so each reduction group (the elements sharing the kept
 /// coordinates) is one contiguous run of `n`: returns the row-major data and `n`.
-fn grouped<T: Element>(t: &Tensor, dims: &[usize]) -> Result<(Vec<T>, usize)> {
+pub(crate) fn grouped<T: Element>(t: &Tensor, dims: &[usize]) -> Result<(Vec<T>, usize)> {
     let n: usize = dims.iter().map(|&d| t.shape()[d]).product();
     if dims.is_empty()
         || dims
@@ -382,6 +382,30 @@ fn reduce_groups_dense<T: Element, U: Element>(
         data.chunks(n).map(f).collect()
     };
     Tensor::from_vec(out, &out_shape)
+}
+
+/// The gradient `g` of a reduction over `dims` that picked the value `out` of `x`, shared evenly
+/// among the elements equal to it (or among the NaNs when it is NaN), as torch's
+/// `evenly_distribute_backward`; differentiable. `keep_shape` is `out`'s shape with `dims` kept.
+pub(crate) fn evenly_distribute(
+    g: &Tensor,
+    x: &Tensor,
+    out: &Tensor,
+    keep_shape: &[usize],
+    in_shape: &[usize],
+    dims: &[i64],
+) -> Result<Tensor> {
+    let ok = out.reshape(keep_shape)?;
+    let mask = x
+        .eq_t(&ok)?
+        .logical_or(&x.isnan()?.logical_and(&ok.isnan()?)?)?;
+    let count = mask.sum_dims(dims, true)?;
+    let share = g
+        .reshape(keep_shape)?
+        .div(&cast(&count, g.dtype())?)?
+        .expand(in_shape)?;
+    let zero = Tensor::wrapped_scalar(0.0, g.dtype());
+    Tensor::where_cond(&mask, &share, &zero)
 }
 
 /// Torch's error for reducing an empty dimension without identity (max, amin, argmax, ...).
@@ -592,19 +616,14 @@ impl Tensor {
             let keep_shape = reduced_shape(self.shape(), &rd, true);
             let rdi: Vec<i64> = rd.iter().map(|&d| d as i64).collect();
             record(name, &[self], &[&out], &[self, &out], false, move |g, s| {
-                let (x, out) = (&s[0], &s[1]);
-                let ok = out.reshape(&keep_shape)?;
-                // Ties (or NaN positions when the result is NaN) share the gradient.
-                let mask = x
-                    .eq_t(&ok)?
-                    .logical_or(&x.isnan()?.logical_and(&ok.isnan()?)?)?;
-                let count = mask.sum_dims(&rdi, true)?;
-                let share = g[0]
-                    .reshape(&keep_shape)?
-                    .div(&cast(&count, g[0].dtype())?)?
-                    .expand(&in_shape)?;
-                let zero = Tensor::wrapped_scalar(0.0, g[0].dtype());
-                Ok(vec![Some(Tensor::where_cond(&mask, &share, &zero)?)])
+                Ok(vec![Some(evenly_distribute(
+                    &g[0],
+                    &s[0],
+                    &s[1],
+                    &keep_shape,
+                    &in_shape,
+                    &rdi,
+                )?)])
             })?;
         }
         Ok(out)

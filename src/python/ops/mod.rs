@@ -1,5 +1,5 @@
 //! Bindings of the op families of `crate::ops`, one file per family: `unary`, `binary`,
-//! `reduce`, `shape`, `indexing`, `matmul`, `linalg`, `inplace`, `convert`.
+//! `reduce`, `shape`, `indexing`, `matmul`, `linalg`, `inplace`, `convert`, `sort`.
 
 mod binary;
 mod convert;
@@ -9,6 +9,7 @@ mod linalg;
 mod matmul;
 mod reduce;
 mod shape;
+mod sort;
 mod unary;
 
 use pyo3::prelude::*;
@@ -18,6 +19,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     binary::register(m)?;
     linalg::register(m)?;
     shape::register(m)?;
+    sort::register(m)?;
     unary::register(m)?;
     Ok(())
 }
