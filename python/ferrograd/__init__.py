@@ -21,11 +21,14 @@ from ._creation import (
     full,
     full_like,
     linspace,
+    logspace,
     ones,
     ones_like,
     rand,
     rand_like,
     randn,
+    randint,
+    randint_like,
     randn_like,
     tensor,
     zeros,
@@ -84,6 +87,7 @@ from . import (  # noqa: E402,F401
     _ops_indexing,
     _ops_linalg,
     _ops_matmul,
+    _ops_pointwise,
     _ops_reduce,
     _ops_shape,
     _ops_softmax,
@@ -106,6 +110,7 @@ from ._ops_distance import *  # noqa: E402,F401,F403
 from ._ops_indexing import *  # noqa: E402,F401,F403
 from ._ops_linalg import *  # noqa: E402,F401,F403
 from ._ops_matmul import *  # noqa: E402,F401,F403
+from ._ops_pointwise import *  # noqa: E402,F401,F403
 from ._ops_reduce import *  # noqa: E402,F401,F403
 from ._ops_shape import *  # noqa: E402,F401,F403
 from ._ops_softmax import *  # noqa: E402,F401,F403
@@ -143,6 +148,7 @@ __all__ = [
     "is_inference_mode_enabled",
     "is_tensor",
     "linspace",
+    "logspace",
     "long",
     "manual_seed",
     "no_grad",
@@ -152,6 +158,8 @@ __all__ = [
     "rand",
     "rand_like",
     "randn",
+    "randint",
+    "randint_like",
     "randn_like",
     "set_default_dtype",
     "set_grad_enabled",
@@ -180,4 +188,5 @@ __all__ = [
 ]
 __all__ += _ops_binary.__all__ + _ops_convert.__all__ + _ops_distance.__all__
 __all__ += _ops_indexing.__all__ + _ops_linalg.__all__ + _ops_matmul.__all__
+__all__ += _ops_pointwise.__all__
 __all__ += _ops_reduce.__all__ + _ops_shape.__all__ + _ops_softmax.__all__ + _ops_unary.__all__

@@ -243,6 +243,72 @@ def linspace(
     return _finish(_C._linspace(_float(start), _float(end), int(steps), dt), requires_grad)
 
 
+def logspace(
+    start: _float,
+    end: _float,
+    steps: int,
+    base: _float = 10.0,
+    dtype: Any = None,
+    requires_grad: _bool = False,
+    device: Any = None,
+) -> Tensor:
+    """``steps`` values ``base ** x`` for ``x`` evenly spaced from ``start`` to ``end``."""
+    check_device(device)
+    dt = _C.get_default_dtype() if dtype is None else check_dtype(dtype)
+    t = _C._logspace(_float(start), _float(end), int(steps), _float(base), dt)
+    return _finish(t, requires_grad)
+
+
+def _randint(low: Any, high: Any, size: Any, generator: Any, dtype: Any) -> Tensor:
+    for name, v in (("low", low), ("high", high)):
+        if isinstance(v, _bool) or not (isinstance(v, int) or hasattr(v, "__index__")):
+            raise TypeError(f"randint(): argument '{name}' must be int, not {type(v).__name__}")
+    seed = None if generator is None else generator._next_seed()
+    return _C._randint(int(low), int(high), _size((size,)), dtype, seed)
+
+
+def randint(
+    *args: Any,
+    size: Any = None,
+    generator: Any = None,
+    dtype: Any = None,
+    requires_grad: _bool = False,
+    device: Any = None,
+) -> Tensor:
+    """Integers drawn uniformly from ``[low, high)``: ``randint(high, size)`` or
+    ``randint(low, high, size)`` (int64 unless ``dtype`` says otherwise)."""
+    check_device(device)
+    if size is not None:
+        args = (*args, size)
+    if len(args) == 2:
+        low, high, shape = 0, args[0], args[1]
+    elif len(args) == 3:
+        low, high, shape = args
+    else:
+        raise TypeError("randint() expects (high, size) or (low, high, size)")
+    dt = int64 if dtype is None else check_dtype(dtype)
+    return _finish(_randint(low, high, shape, generator, dt), requires_grad)
+
+
+def randint_like(
+    input: Tensor,
+    low: Any = 0,
+    high: Any = None,
+    *,
+    dtype: Any = None,
+    requires_grad: _bool = False,
+    device: Any = None,
+    memory_format: Any = None,
+) -> Tensor:
+    """Integers from ``[low, high)`` (``randint_like(input, high)`` draws from ``[0, high)``)
+    with ``input``'s shape and, by default, its dtype."""
+    check_device(device)
+    if high is None:
+        low, high = 0, low
+    dt = input.dtype if dtype is None else check_dtype(dtype)
+    return _finish(_randint(low, high, list(input.shape), None, dt), requires_grad)
+
+
 def eye(
     n: int,
     m: Optional[int] = None,

@@ -195,6 +195,121 @@ impl Tensor {
     pub fn randn(shape: &[usize], dtype: DType) -> Result<Tensor> {
         random(shape, dtype, |r| r.sample::<f64, _>(StandardNormal))
     }
+
+    /// Uniform samples in `[low, high)` (torch's `uniform_`).
+    pub fn uniform(shape: &[usize], low: f64, high: f64, dtype: DType) -> Result<Tensor> {
+        if low > high {
+            return Err(Error::runtime(format!(
+                "uniform_ expects to return a [from, to) range, but found from={low} > to={high}"
+            )));
+        }
+        random(shape, dtype, move |r| {
+            low + (high - low) * r.random::<f64>()
+        })
+    }
+
+    /// Normal samples of mean `mean` and standard deviation `std` (torch's `normal_`).
+    pub fn normal(shape: &[usize], mean: f64, std: f64, dtype: DType) -> Result<Tensor> {
+        if std < 0.0 {
+            return Err(Error::runtime(format!(
+                "normal expects std >= 0.0, but found std {std}"
+            )));
+        }
+        if !dtype.is_float() {
+            return Err(Error::not_implemented(format!(
+                "\"normal_kernel_cpu\" not implemented for '{}'",
+                super::scalar_type_name(dtype)
+            )));
+        }
+        random(shape, dtype, move |r| {
+            mean + std * r.sample::<f64, _>(StandardNormal)
+        })
+    }
+
+    /// Exponential samples of rate `lambd` (density `lambd * exp(-lambd * x)`), torch's
+    /// `exponential_`.
+    pub fn exponential(shape: &[usize], lambd: f64, dtype: DType) -> Result<Tensor> {
+        if !dtype.is_float() {
+            return Err(Error::runtime(format!("Exponential distribution is a continuous probability distribution. dtype must be a floating point but you specified {}", super::scalar_type_name(dtype))));
+        }
+        if lambd.is_nan() || lambd <= 0.0 {
+            return Err(Error::runtime(format!(
+                "exponential_ expects lambda > 0.0, but found lambda={lambd}"
+            )));
+        }
+        // 1 - u lies in (0, 1], so the logarithm is finite.
+        random(shape, dtype, move |r| {
+            -(1.0 - r.random::<f64>()).ln() / lambd
+        })
+    }
+
+    /// Integers drawn uniformly from `[low, high)`, stored as `dtype` (torch's `randint` and
+    /// `random_`).
+    pub fn randint(low: i64, high: i64, shape: &[usize], dtype: DType) -> Result<Tensor> {
+        if low >= high {
+            return Err(Error::runtime(format!(
+                "random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+            )));
+        }
+        random_any(shape, dtype, move |r| r.random_range(low..high) as f64)
+    }
+
+    /// 0/1 samples that are 1 with probability `p` (torch's `bernoulli_(p)`), as `dtype`.
+    pub fn bernoulli_scalar(shape: &[usize], p: f64, dtype: DType) -> Result<Tensor> {
+        if !(0.0..=1.0).contains(&p) {
+            return Err(Error::runtime(format!(
+                "bernoulli_ expects p to be in [0, 1], but got p={p}"
+            )));
+        }
+        random_any(shape, dtype, move |r| {
+            f64::from(u8::from(r.random::<f64>() < p))
+        })
+    }
+
+    /// `base ** linspace(start, end, steps)` (torch's `logspace`), computed in float64.
+    pub fn logspace(start: f64, end: f64, steps: usize, base: f64, dtype: DType) -> Result<Tensor> {
+        let step = if steps > 1 {
+            (end - start) / (steps - 1) as f64
+        } else {
+            0.0
+        };
+        let mut v = try_vec::<f64>(steps)?;
+        v.extend((0..steps).map(|i| base.powf(start + step * i as f64)));
+        from_f64(v, &[steps], dtype)
+    }
+}
+
+/// Samples of any dtype, drawn as float64 values (integers and 0/1 draws are exact below 2^53).
+fn random_any(
+    shape: &[usize],
+    dtype: DType,
+    sample: impl Fn(&mut SmallRng) -> f64,
+) -> Result<Tensor> {
+    if dtype.is_float() {
+        return random(shape, dtype, sample);
+    }
+    let draws = random(shape, DType::Float64, sample)?;
+    match draws.batch_parts() {
+        Some((phys, bdim, level)) => {
+            let t = from_f64(phys.to_vec::<f64>()?, phys.shape(), dtype)?;
+            Tensor::batched(t, bdim, level.clone())
+        }
+        None => from_f64(draws.to_vec::<f64>()?, draws.shape(), dtype),
+    }
+}
+
+/// float64 values stored as `dtype` (integers truncated towards zero).
+fn from_f64(v: Vec<f64>, shape: &[usize], dtype: DType) -> Result<Tensor> {
+    match dtype {
+        DType::Float64 => Tensor::from_vec(v, shape),
+        DType::Float32 => {
+            Tensor::from_vec(v.into_iter().map(|x| x as f32).collect::<Vec<_>>(), shape)
+        }
+        DType::Int64 => {
+            Tensor::from_vec(v.into_iter().map(|x| x as i64).collect::<Vec<_>>(), shape)
+        }
+        DType::Bool => Tensor::from_vec(v.into_iter().map(|x| x != 0.0).collect::<Vec<_>>(), shape),
+    }
 }
 
 fn random(shape: &[usize], dtype: DType, sample: impl Fn(&mut SmallRng) -> f64) -> Result<Tensor> {

@@ -3,7 +3,10 @@
 //! `take_flat` / `scatter_add_flat` ([`take`]), so every backward is itself made of
 //! differentiable ops and higher-order gradients work.
 
+mod select;
 pub(crate) mod take;
+
+pub use select::ScatterReduce;
 
 use std::sync::Arc;
 
