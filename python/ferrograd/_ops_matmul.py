@@ -76,7 +76,7 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
             raise RuntimeError(
                 f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}"
             )
-        dims_a = list(range(a.dim() - dims, a.dim()))
+        dims_a = list(range(-dims, 0))
         dims_b = list(range(dims))
     else:
         dims_a, dims_b = dims

@@ -325,7 +325,7 @@ impl Tensor {
 
     /// [`Tensor::lerp`] in place.
     pub fn lerp_(&self, end: &Tensor, weight: &Tensor) -> Result<()> {
-        self.inplace_with(&[end, weight], false, |x| x.lerp(end, weight))
+        self.inplace_with(&[end, weight], true, |x| x.lerp(end, weight))
     }
 
     /// [`Tensor::addcmul`] in place.
