@@ -14,6 +14,7 @@ from . import _C
 from ._creation import (
     arange,
     as_tensor,
+    bernoulli,
     empty,
     empty_like,
     eye,
@@ -31,6 +32,8 @@ from ._creation import (
     randint_like,
     randn_like,
     tensor,
+    tril_indices,
+    triu_indices,
     zeros,
     zeros_like,
 )
@@ -66,6 +69,18 @@ __version__ = "0.1.0"
 def is_tensor(obj: Any) -> builtins.bool:
     """Whether ``obj`` is a ferrograd tensor."""
     return isinstance(obj, Tensor)
+
+
+def is_floating_point(input: Tensor) -> builtins.bool:
+    """Whether ``input``'s dtype is a floating point type."""
+    return input.is_floating_point()
+
+
+def dropout(input: Tensor, p: builtins.float = 0.5, train: builtins.bool = True) -> Tensor:
+    """``nn.functional.dropout(input, p, train)``."""
+    from .nn.functional import dropout as _dropout
+
+    return _dropout(input, p, train)
 
 
 def numel(t: Tensor) -> int:
@@ -124,6 +139,11 @@ __all__ = [
     "arange",
     "as_tensor",
     "autograd",
+    "bernoulli",
+    "dropout",
+    "is_floating_point",
+    "tril_indices",
+    "triu_indices",
     "bool",
     "detach",
     "double",

@@ -309,6 +309,32 @@ def randint_like(
     return _finish(_randint(low, high, list(input.shape), None, dt), requires_grad)
 
 
+def tril_indices(
+    row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None
+) -> Tensor:
+    """The coordinates ``[rows; cols]`` of the lower triangle of a ``row`` x ``col`` matrix
+    (``col - row <= offset``)."""
+    check_device(device)
+    t = _C._triangle_indices(row, col, offset, False)
+    return t if dtype is None or check_dtype(dtype) == int64 else t.to(check_dtype(dtype))
+
+
+def triu_indices(
+    row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None
+) -> Tensor:
+    """The coordinates ``[rows; cols]`` of the upper triangle (``col - row >= offset``)."""
+    check_device(device)
+    t = _C._triangle_indices(row, col, offset, True)
+    return t if dtype is None or check_dtype(dtype) == int64 else t.to(check_dtype(dtype))
+
+
+def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
+    """0/1 samples shaped like ``input``, each 1 with probability ``input``'s element (or
+    ``p``)."""
+    out = zeros_like(input)
+    return out.bernoulli_(input if p is None else p, generator=generator)
+
+
 def eye(
     n: int,
     m: Optional[int] = None,

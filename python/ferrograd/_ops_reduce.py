@@ -95,6 +95,34 @@ def std(
     return input.std(dim, unbiased, keepdim, correction=correction)
 
 
+def std_mean(
+    input: Tensor,
+    dim: Any = None,
+    unbiased: Optional[builtins.bool] = None,
+    keepdim: builtins.bool = False,
+    *,
+    correction: Optional[float] = None,
+) -> tuple:
+    """``(std, mean)`` over ``dim``."""
+    mean = input.mean(dim, keepdim) if dim is not None else input.mean()
+    if dim is None and keepdim:
+        mean = mean.reshape([1] * input.dim())
+    return input.std(dim, unbiased, keepdim, correction=correction), mean
+
+
+def var_mean(
+    input: Tensor,
+    dim: Any = None,
+    unbiased: Optional[builtins.bool] = None,
+    keepdim: builtins.bool = False,
+    *,
+    correction: Optional[float] = None,
+) -> tuple:
+    """``(var, mean)`` over ``dim``."""
+    _, mean = std_mean(input, dim, unbiased, keepdim, correction=correction)
+    return input.var(dim, unbiased, keepdim, correction=correction), mean
+
+
 def norm(
     input: Tensor,
     p: Any = "fro",
@@ -127,6 +155,8 @@ def any(input: Tensor, dim: _Dim = None, keepdim: builtins.bool = False) -> Tens
 
 
 __all__ = [
+    "std_mean",
+    "var_mean",
     "all",
     "amax",
     "amin",

@@ -182,6 +182,11 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
     return _C._combinations(input, r, with_replacement)
 
 
+def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
+    """``input`` rotated by 90 degrees ``k`` times in the plane of ``dims``."""
+    return input.rot90(k, list(dims))
+
+
 def diff(
     input: Tensor,
     n: int = 1,
@@ -206,6 +211,7 @@ __all__ = [
     "dstack",
     "hstack",
     "meshgrid",
+    "rot90",
     "row_stack",
     "vstack",
     "broadcast_to",

@@ -392,6 +392,13 @@ def _type(self: Tensor, dtype: Any = None, non_blocking: builtins.bool = False, 
     return self if self.dtype == target else self.to(target)
 
 
+def _bernoulli(self: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
+    """0/1 samples shaped like this tensor, each 1 with probability its element (or ``p``)."""
+    from ._creation import bernoulli
+
+    return bernoulli(self, p, generator=generator)
+
+
 def _install() -> None:
     """Attach the Python-written members to the Rust ``Tensor`` class (their stubs are in
     ``_C.pyi``): the one place where Python adds to the class."""
@@ -401,6 +408,7 @@ def _install() -> None:
         "__getitem__": _getitem,
         "__setitem__": _setitem,
         "type": _type,
+        "bernoulli": _bernoulli,
         **_inplace_members(),
     }
     for name, value in members.items():

@@ -302,6 +302,11 @@ impl Tensor {
         self.inplace_binary(other, true, op)
     }
 
+    /// [`Tensor::round_decimals`] in place.
+    pub fn round_(&self, decimals: i64) -> Result<()> {
+        self.inplace_with(&[], false, |x| x.round_decimals(decimals))
+    }
+
     /// [`Tensor::clamp`] in place.
     pub fn clamp_(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<()> {
         let others: Vec<&Tensor> = min.into_iter().chain(max).collect();

@@ -609,6 +609,26 @@ impl Tensor {
         self.step_op("TruncBackward0", f32::trunc, f64::trunc)
     }
 
+    /// The fractional part `x - trunc(x)` (sign of x); the gradient passes unchanged.
+    pub fn frac(&self) -> Result<Tensor> {
+        if !self.dtype().is_float() {
+            return Err(crate::error::Error::not_implemented(format!(
+                "\"frac_cpu\" not implemented for '{}'",
+                crate::tensor::scalar_type_name(self.dtype())
+            )));
+        }
+        let out = match self.dtype() {
+            DType::Float32 => map::<f32, f32>(self, |x| x - x.trunc())?,
+            _ => map::<f64, f64>(self, |x| x - x.trunc())?,
+        };
+        if needs_grad(&[self]) {
+            record_elementwise("FracBackward0", &[self], &[&out], &[], false, |g, _| {
+                Ok(vec![Some(g[0].clone())])
+            })?;
+        }
+        Ok(out)
+    }
+
     /// `x` clamped into `[min, max]` (either may be absent; tensors broadcast). Where
     /// `min > max` every element becomes `max`, as in torch. NaN in `x` propagates. The gradient
     /// passes to `x` where `min <= x <= max` (inclusive, torch's rule), to `min` where `x < min`

@@ -104,6 +104,23 @@ fn _randint(
     wrap(py, t)
 }
 
+/// The coordinates of a `row` x `col` matrix's lower (or, with `upper`, upper) triangle.
+#[pyfunction]
+fn _triangle_indices(
+    py: Python<'_>,
+    row: Int,
+    col: Int,
+    offset: Int,
+    upper: bool,
+) -> PyResult<Py<PyTensor>> {
+    let row = args::non_negative(row.0, || format!("row must be non-negative, got{}", row.0))?;
+    let col = args::non_negative(col.0, || format!("col must be non-negative, got{}", col.0))?;
+    wrap(
+        py,
+        guarded(|| Tensor::triangle_indices(row, col, offset.0, upper))?,
+    )
+}
+
 /// An identity matrix.
 #[pyfunction]
 fn _eye(py: Python<'_>, n: Int, m: Int, dtype: PyRef<'_, PyDType>) -> PyResult<Py<PyTensor>> {
@@ -184,5 +201,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_randperm, m)?)?;
     m.add_function(wrap_pyfunction!(_randint, m)?)?;
     m.add_function(wrap_pyfunction!(_logspace, m)?)?;
+    m.add_function(wrap_pyfunction!(_triangle_indices, m)?)?;
     Ok(())
 }

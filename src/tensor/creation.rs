@@ -266,6 +266,26 @@ impl Tensor {
         })
     }
 
+    /// The coordinates `[rows; cols]` (int64, shape `[2, N]`, row-major order) of the lower
+    /// (`upper` false: `col - row <= offset`) or upper (`col - row >= offset`) triangle of a
+    /// `row` x `col` matrix (torch's `tril_indices` / `triu_indices`).
+    pub fn triangle_indices(row: usize, col: usize, offset: i64, upper: bool) -> Result<Tensor> {
+        let mut rows = Vec::new();
+        let mut cols = Vec::new();
+        for r in 0..row {
+            for c in 0..col {
+                let d = c as i64 - r as i64;
+                if (upper && d >= offset) || (!upper && d <= offset) {
+                    rows.push(r as i64);
+                    cols.push(c as i64);
+                }
+            }
+        }
+        let n = rows.len();
+        rows.extend(cols);
+        Tensor::from_vec(rows, &[2, n])
+    }
+
     /// `base ** linspace(start, end, steps)` (torch's `logspace`), computed in float64.
     pub fn logspace(start: f64, end: f64, steps: usize, base: f64, dtype: DType) -> Result<Tensor> {
         let step = if steps > 1 {

@@ -152,6 +152,16 @@ ERRORS = [
         "random_ expects 'from' to be less than 'to', but got from=5 >= to=2",
     ),
     (lambda L: _f(L, 2).type("foo"), ValueError, "invalid type: 'foo'"),
+    (
+        lambda L: L.rot90(_f(L, 2, 2), 1, [0]),
+        RuntimeError,
+        "expected total rotation dims == 2, but got dims = 1",
+    ),
+    (
+        lambda L: L.rot90(_f(L, 2, 2), 1, [0, 0]),
+        RuntimeError,
+        "expected rotation dims to be different, but got dim0 = 0 and dim1 = 0",
+    ),
 ]
 
 
@@ -237,3 +247,43 @@ def test_function_argument_forms() -> None:
     )
     assert fg.kron(fg.ones(2), fg.ones(3)).shape == (6,)
     assert math.isclose(fg.lerp(fg.zeros(1), fg.ones(1), fg.tensor(0.25)).item(), 0.25)
+
+
+def test_triangle_indices_against_numpy() -> None:
+    for row, col, off in ((3, 4, 0), (4, 3, -1), (3, 3, 2), (0, 2, 0)):
+        npt.assert_array_equal(
+            fg.tril_indices(row, col, off).numpy(), np.stack(np.tril_indices(row, off, col))
+        )
+        npt.assert_array_equal(
+            fg.triu_indices(row, col, off).numpy(), np.stack(np.triu_indices(row, off, col))
+        )
+    assert fg.tril_indices(2, 2, dtype=fg.float32).dtype == fg.float32
+
+
+def test_std_mean_var_mean_bernoulli_dropout_is_floating_point() -> None:
+    x = np.random.default_rng(1).normal(size=(3, 4))
+    s, m = fg.std_mean(fg.tensor(x), dim=1)
+    npt.assert_allclose(s.numpy(), x.std(axis=1, ddof=1), rtol=1e-6)
+    npt.assert_allclose(m.numpy(), x.mean(axis=1), rtol=1e-6)
+    v, m = fg.var_mean(fg.tensor(x, dtype=fg.float64), correction=0, keepdim=True)
+    npt.assert_allclose(v.numpy(), np.full((1, 1), x.var()), rtol=1e-12)
+    npt.assert_allclose(m.numpy(), np.full((1, 1), x.mean()), rtol=1e-12)
+    fg.manual_seed(0)
+    p = fg.tensor([0.0, 1.0, 0.5]).expand(20000, 3).contiguous()
+    b = fg.bernoulli(p).numpy()
+    assert b[:, 0].sum() == 0 and b[:, 1].min() == 1
+    assert abs(b[:, 2].mean() - 0.5) < 6 * math.sqrt(0.25 / 20000)
+    assert p.bernoulli(0.0).sum().item() == 0
+    npt.assert_array_equal(fg.dropout(fg.ones(4), 0.5, False).numpy(), np.ones(4))
+    assert fg.is_floating_point(fg.zeros(1)) and not fg.is_floating_point(fg.tensor([1]))
+
+
+def test_frac_and_round_() -> None:
+    x = fg.tensor([-1.75, -0.5, 0.25, 2.5], dtype=fg.float64)
+    npt.assert_array_equal(fg.frac(x).numpy(), [-0.75, -0.5, 0.25, 0.5])
+    with pytest.raises(NotImplementedError, match="\"frac_cpu\" not implemented for 'Long'"):
+        fg.tensor([1]).frac()
+    y = x.clone()
+    assert y.round_() is y
+    npt.assert_array_equal(y.numpy(), [-2.0, -0.0, 0.0, 2.0])
+    npt.assert_array_equal(x.clone().round_(decimals=1).numpy(), [-1.8, -0.5, 0.2, 2.5])

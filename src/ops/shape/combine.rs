@@ -294,6 +294,40 @@ impl Tensor {
         a.mm(&b)?.reshape(&shape)
     }
 
+    /// Rotated by 90 degrees `k` times in the plane of `dims` (from the first dim towards the
+    /// second), torch's `rot90`: flips and a transpose, so the result is a view-backed copy.
+    pub fn rot90(&self, k: i64, dims: &[i64]) -> Result<Tensor> {
+        if dims.len() != 2 {
+            return Err(Error::runtime(format!(
+                "expected total rotation dims == 2, but got dims = {}",
+                dims.len()
+            )));
+        }
+        if self.dim() < 2 {
+            return Err(Error::runtime(format!(
+                "expected total dims >= 2, but got total dims = {}",
+                self.dim()
+            )));
+        }
+        let (d0, d1) = (
+            wrap_dim(dims[0], self.dim())?,
+            wrap_dim(dims[1], self.dim())?,
+        );
+        if d0 == d1 {
+            return Err(Error::runtime(format!(
+                "expected rotation dims to be different, but got dim0 = {} and dim1 = {}",
+                dims[0], dims[1]
+            )));
+        }
+        let (d0, d1) = (d0 as i64, d1 as i64);
+        match k.rem_euclid(4) {
+            1 => self.flip(&[d1])?.transpose(d0, d1),
+            2 => self.flip(&[d0, d1]),
+            3 => self.flip(&[d0])?.transpose(d0, d1),
+            _ => self.clone_tensor(),
+        }
+    }
+
     /// The `n`-th forward difference along `dim` (`out[i] = x[i + 1] - x[i]`), after
     /// `prepend` and `append` are joined on (torch's `diff`).
     pub fn diff(

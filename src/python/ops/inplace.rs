@@ -151,6 +151,13 @@ impl PyTensor {
         Ok(slf.clone().unbind())
     }
 
+    /// Round (halves to even) in place, to `decimals` places; returns self.
+    #[pyo3(signature = (*, decimals = Int(0)), text_signature = "($self, *, decimals=0)")]
+    fn round_(slf: &Bound<'_, Self>, decimals: Int) -> PyResult<Py<PyTensor>> {
+        guarded(|| slf.get().inner.round_(decimals.0))?;
+        Ok(slf.clone().unbind())
+    }
+
     /// `self * self` in place; returns self.
     fn square_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         guarded(|| slf.get().inner.unary_(Tensor::square))?;

@@ -64,9 +64,16 @@ tensor_methods! {
     fn broadcast_to(x, size: IntOrSeq<'_>) => x.expand_i(&size);
 
     /// The `n`-th forward difference along `dim`, after `prepend`/`append` are joined on.
-    #[pyo3(signature = (n = Int(1), dim = Int(-1), prepend = None, append = None))]
+    #[pyo3(
+        signature = (n = Int(1), dim = Int(-1), prepend = None, append = None),
+        text_signature = "($self, n=1, dim=-1, prepend=None, append=None)"
+    )]
     fn diff(x, n: Int, dim: Int, prepend: Option<&Bound<'_, PyAny>>, append: Option<&Bound<'_, PyAny>>) =>
         x.diff(n, dim, prepend.as_ref(), append.as_ref());
+
+    /// Rotated by 90 degrees `k` times in the plane of `dims`.
+    #[pyo3(signature = (k = Int(1), dims = Ints(vec![0, 1])), text_signature = "($self, k=1, dims=[0, 1])")]
+    fn rot90(x, k: Int, dims: Ints) => x.rot90(k, &dims);
 
     /// At least one dim (a scalar becomes `[1]`).
     fn _atleast_1d(x) => x.atleast_1d();
@@ -285,7 +292,10 @@ fn _broadcast_shapes(shapes: Vec<Vec<i64>>) -> PyResult<Vec<usize>> {
 
 /// The length-`r` combinations of a vector's elements, one row each.
 #[pyfunction]
-#[pyo3(signature = (input, r = Int(2), with_replacement = false))]
+#[pyo3(
+    signature = (input, r = Int(2), with_replacement = false),
+    text_signature = "(input, r=2, with_replacement=False)"
+)]
 fn _combinations(
     py: Python<'_>,
     input: &Bound<'_, PyAny>,

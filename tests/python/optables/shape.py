@@ -314,4 +314,20 @@ OPS = [
         reference=lambda a, b: a.reshape(b.shape),
         exact=True,
     ),
+    OpSpec(
+        "rot90",
+        lambda L, x: L.rot90(x, 1, [0, 1]),
+        [A],
+        shape_sets=[[Arg((2, 3, 2))]],
+        reference=lambda a: np.rot90(a, 1, (0, 1)),
+        exact=True,
+        forms=("method",),
+    ),
+    OpSpec(
+        "rot90_k",
+        lambda L, x: x.rot90(-3, [2, 0]) * 2.0,
+        [Arg((2, 3, 4))],
+        op="rot90",
+        reference=lambda a: np.rot90(a, -3, (2, 0)) * 2.0,
+    ),
 ]
