@@ -1118,7 +1118,7 @@ class Tensor:
         ``ferrograd.DoubleTensor`` or its name, also spelt ``torch.``) a copy of that dtype, or
         this tensor when it has it already."""
 
-    # ----- in-place forms ---------------------------------------------------------------------------
+    # ----- in-place forms -----------------------------------------------------------------------
 
     def _unary_(self, name: str) -> Tensor:
         """The op registry's unary op `name` in place (behind `exp_`, `sin_`, ...)."""

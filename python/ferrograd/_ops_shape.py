@@ -7,9 +7,9 @@ import warnings
 from typing import Any, Optional, Sequence, Tuple, Union
 
 from . import _C
-from ._size import Size
 from ._ops_common import _method
 from ._ops_linalg import einsum as einsum  # noqa: F401  (nn.functional calls _ops_shape.einsum)
+from ._size import Size
 
 Tensor = _C.Tensor
 

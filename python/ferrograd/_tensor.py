@@ -370,7 +370,9 @@ _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "Lo
 _TYPE_NAMES["bool"] = "BoolTensor"
 
 
-def _type(self: Tensor, dtype: Any = None, non_blocking: builtins.bool = False, **kwargs: Any) -> Any:
+def _type(
+    self: Tensor, dtype: Any = None, non_blocking: builtins.bool = False, **kwargs: Any
+) -> Any:
     """Without ``dtype`` the type's name (``'ferrograd.FloatTensor'``, the spelling of
     ``ferrograd.float32``'s repr); with one (a dtype, a legacy class such as
     ``ferrograd.DoubleTensor`` or its name, also spelt ``torch.``) a copy of that dtype, or

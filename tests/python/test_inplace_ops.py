@@ -190,9 +190,7 @@ def test_inplace_op_equals_out_of_place_with_gradients(name, inplace, outofplace
 
 
 @pytest.mark.parametrize("name, inplace, outofplace", BINARY, ids=[b[0] for b in BINARY])
-def test_inplace_op_returns_self_bumps_version_and_keeps_storage(
-    name, inplace, outofplace
-) -> None:
+def test_inplace_op_returns_self_bumps_version_and_keeps_storage(name, inplace, outofplace) -> None:
     n = inplace.__code__.co_argcount - 1
     x = _x(0.5, 2.0)
     others = [_x(0.5, 2.0, shape=(4,), seed=5)] if name == "masked_scatter_" else _operands(name, n)
@@ -399,33 +397,54 @@ def test_random_fills_follow_the_seed_and_generators() -> None:
 def test_random_fill_errors() -> None:
     f = fg.zeros(3)
     i = fg.zeros(3, dtype=fg.int64)
-    with pytest.raises(RuntimeError, match=r"random_ expects 'from' to be less than 'to', but got from=5 >= to=2"):
+    with pytest.raises(
+        RuntimeError, match=r"random_ expects 'from' to be less than 'to', but got from=5 >= to=2"
+    ):
         f.random_(5, 2)
-    with pytest.raises(RuntimeError, match=r"uniform_ expects to return a \[from, to\) range, but found from=2 > to=1"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"uniform_ expects to return a \[from, to\) range, but found from=2 > to=1",
+    ):
         f.uniform_(2, 1)
     with pytest.raises(RuntimeError, match="normal expects std >= 0.0, but found std -1"):
         f.normal_(0, -1)
-    with pytest.raises(RuntimeError, match="exponential_ expects lambda > 0.0, but found lambda=-1"):
+    with pytest.raises(
+        RuntimeError, match="exponential_ expects lambda > 0.0, but found lambda=-1"
+    ):
         f.exponential_(-1)
     with pytest.raises(RuntimeError, match=r"bernoulli_ expects p to be in \[0, 1\], but got p=2"):
         f.bernoulli_(2.0)
-    with pytest.raises(NotImplementedError, match="\"normal_kernel_cpu\" not implemented for 'Long'"):
+    with pytest.raises(
+        NotImplementedError, match="\"normal_kernel_cpu\" not implemented for 'Long'"
+    ):
         i.normal_()
-    with pytest.raises(NotImplementedError, match="\"check_uniform_bounds\" not implemented for 'Long'"):
+    with pytest.raises(
+        NotImplementedError, match="\"check_uniform_bounds\" not implemented for 'Long'"
+    ):
         i.uniform_()
-    with pytest.raises(RuntimeError, match="Exponential distribution is a continuous probability distribution"):
+    with pytest.raises(
+        RuntimeError, match="Exponential distribution is a continuous probability distribution"
+    ):
         i.exponential_()
 
 
 def test_inplace_result_type_and_shape_errors() -> None:
     i = fg.tensor([1, 2, 3])
-    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+    with pytest.raises(
+        RuntimeError, match="result type Float can't be cast to the desired output type Long"
+    ):
         i.exp_()
-    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+    with pytest.raises(
+        RuntimeError, match="result type Float can't be cast to the desired output type Long"
+    ):
         i.pow_(0.5)
-    with pytest.raises(RuntimeError, match=r"output with shape \[3\] doesn't match the broadcast shape \[2, 3\]"):
+    with pytest.raises(
+        RuntimeError, match=r"output with shape \[3\] doesn't match the broadcast shape \[2, 3\]"
+    ):
         fg.zeros(3).lerp_(fg.zeros(2, 3), 0.5)
-    with pytest.raises(NotImplementedError, match="\"lerp_kernel_scalar\" not implemented for 'Long'"):
+    with pytest.raises(
+        NotImplementedError, match="\"lerp_kernel_scalar\" not implemented for 'Long'"
+    ):
         i.lerp_(i, 0.5)
     with pytest.raises(RuntimeError, match="Integer division with addcdiv is no longer supported"):
         fg.zeros(3).addcdiv_(i, i)
@@ -435,11 +454,15 @@ def test_pointwise_errors() -> None:
     f, d = fg.zeros(3), fg.zeros(3, dtype=fg.float64)
     with pytest.raises(RuntimeError, match="expected dtype float for `end` but got dtype double"):
         fg.lerp(f, d, 0.5)
-    with pytest.raises(RuntimeError, match="expected dtype float for `weight` but got dtype double"):
+    with pytest.raises(
+        RuntimeError, match="expected dtype float for `weight` but got dtype double"
+    ):
         fg.lerp(f, f, d)
     with pytest.raises(RuntimeError, match="Float did not match Double"):
         fg.isclose(f, d)
-    with pytest.raises(RuntimeError, match="rtol must be greater than or equal to zero, but got -1"):
+    with pytest.raises(
+        RuntimeError, match="rtol must be greater than or equal to zero, but got -1"
+    ):
         fg.isclose(f, f, rtol=-1)
     assert fg.equal(f, f) and not fg.equal(f, f[:2])
     assert fg.allclose(f, f + 1e-9) and not fg.allclose(f, f + 1e-3)
