@@ -231,11 +231,13 @@ def test_inplace_on_a_saved_tensor_is_caught_at_backward() -> None:
     y.exp_()
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         z.sum().backward()
-    # lerp saves its inputs too: its weight changed afterwards is caught
+    # lerp saves its weight: the weight changed afterwards is caught too
     w = _x(0.1, 0.9).requires_grad_(True) * 1.0
     out = _x().lerp(_x(seed=3), w)
-    w.clamp_(0.2, 0.8)
     assert out.grad_fn.name() == "LerpBackward1"
+    w.clamp_(0.2, 0.8)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
 
 
 def test_inplace_through_a_view_writes_the_base_and_its_gradient() -> None:
