@@ -102,6 +102,7 @@ __all__ = [
     "_dstack",
     "_column_stack",
     "_cartesian_prod",
+    "_block_diag",
     "_broadcast_tensors",
     "_meshgrid",
     "_broadcast_shapes",
@@ -1092,6 +1093,15 @@ class Tensor:
         """Rotated by 90 degrees `k` times in the plane of `dims`."""
     def bernoulli(self, p: Tensor | _float | None = None, *, generator: Any = None) -> Tensor:
         """0/1 samples shaped like this tensor, each 1 with probability its element (or ``p``)."""
+    def hypot(self, other: Tensor) -> Tensor:
+        """`sqrt(self² + other²)` elementwise."""
+    def logaddexp(self, other: Tensor) -> Tensor:
+        """`log(exp(self) + exp(other))` elementwise."""
+    def multinomial(
+        self, num_samples: _int, replacement: _bool = False, *, generator: Any = None
+    ) -> Tensor:
+        """`num_samples` category indices (int64) per row of the non-negative weights `self`
+        (1-D or 2-D); without `replacement` each category at most once per row."""
     def reshape_as(self, other: Tensor) -> Tensor:
         """Same elements with `other`'s shape (a view when possible)."""
     @overload
@@ -1210,6 +1220,8 @@ class Tensor:
         """In-place :meth:`trunc`; returns self."""
     def frac_(self) -> Tensor:
         """In-place :meth:`frac`; returns self."""
+    def hypot_(self, other: _Operand) -> Tensor:
+        """`hypot(self, other)` in place; returns self."""
     def round_(self, *, decimals: _int = 0) -> Tensor:
         """Round (halves to even) in place, to `decimals` places; returns self."""
     def square_(self) -> Tensor:
@@ -2149,6 +2161,8 @@ def _dstack(tensors: Sequence[Tensor]) -> Tensor:
     """Concatenation along dim 2 of the inputs made at least 3-D."""
 def _column_stack(tensors: Sequence[Tensor]) -> Tensor:
     """Vectors as columns, concatenated along dim 1."""
+def _block_diag(tensors: Sequence[Tensor]) -> Tensor:
+    """The inputs on the diagonal of a matrix of zeros."""
 def _cartesian_prod(tensors: Sequence[Tensor]) -> Tensor:
     """Every combination of one element from each 1-D tensor, one row each."""
 def _broadcast_tensors(tensors: Sequence[Tensor]) -> tuple[Tensor, ...]:

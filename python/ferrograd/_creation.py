@@ -328,6 +328,14 @@ def triu_indices(
     return t if dtype is None or check_dtype(dtype) == int64 else t.to(check_dtype(dtype))
 
 
+def multinomial(
+    input: Tensor, num_samples: int, replacement: _bool = False, *, generator: Any = None
+) -> Tensor:
+    """``num_samples`` category indices (int64) per row of the non-negative weights ``input``;
+    without ``replacement`` each category at most once per row."""
+    return input.multinomial(num_samples, replacement, generator=generator)
+
+
 def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
     """0/1 samples shaped like ``input``, each 1 with probability ``input``'s element (or
     ``p``)."""

@@ -45,4 +45,14 @@ def equal(input: Tensor, other: Tensor) -> bool:
     return input.equal(other)
 
 
-__all__ = ["addcdiv", "addcmul", "allclose", "equal", "isclose", "lerp"]
+def hypot(input: Tensor, other: Tensor) -> Tensor:
+    """``sqrt(input² + other²)`` elementwise, broadcasting."""
+    return input.hypot(other)
+
+
+def logaddexp(input: Tensor, other: Tensor) -> Tensor:
+    """``log(exp(input) + exp(other))`` elementwise, broadcasting, without overflow."""
+    return input.logaddexp(other)
+
+
+__all__ = ["addcdiv", "addcmul", "allclose", "equal", "hypot", "isclose", "lerp", "logaddexp"]

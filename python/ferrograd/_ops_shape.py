@@ -182,6 +182,11 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
     return _C._combinations(input, r, with_replacement)
 
 
+def block_diag(*tensors: Tensor) -> Tensor:
+    """The inputs (scalars, vectors as rows, matrices) on the diagonal of a zero matrix."""
+    return _C._block_diag(list(tensors))
+
+
 def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
     """``input`` rotated by 90 degrees ``k`` times in the plane of ``dims``."""
     return input.rot90(k, list(dims))
@@ -202,6 +207,7 @@ __all__ = [
     "atleast_1d",
     "atleast_2d",
     "atleast_3d",
+    "block_diag",
     "broadcast_shapes",
     "broadcast_tensors",
     "cartesian_prod",

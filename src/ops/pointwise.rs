@@ -228,3 +228,88 @@ impl Tensor {
         Ok(eq.to_vec::<bool>()?.into_iter().all(|c| c))
     }
 }
+
+impl Tensor {
+    /// `sqrt(self² + other²)` elementwise, broadcasting, without overflow for large inputs
+    /// (torch's `hypot`). Gradients `self / out` and `other / out`.
+    pub fn hypot(&self, other: &Tensor) -> Result<Tensor> {
+        self.float_binary(other, "hypot")?;
+        let out = {
+            let _g = GradModeGuard::new(false);
+            // max * sqrt(1 + (min / max)²) keeps the squares in range.
+            let (a, b) = (self.abs()?, other.abs()?);
+            let hi = a.maximum(&b)?;
+            let lo = a.minimum(&b)?;
+            let zero = hi.eq_scalar(0.0)?;
+            let safe_hi = Tensor::where_cond(&zero, &Tensor::wrapped_scalar(1.0, hi.dtype()), &hi)?;
+            let r = lo.div(&safe_hi)?;
+            let v = hi.mul(&r.mul(&r)?.add_scalar(1.0)?.sqrt()?)?;
+            // inf beats NaN, as in C's hypot
+            let inf = a.isinf()?.logical_or(&b.isinf()?)?;
+            Tensor::where_cond(&inf, &Tensor::wrapped_scalar(f64::INFINITY, v.dtype()), &v)?
+        };
+        if needs_grad(&[self, other]) {
+            let shapes = [self.shape().to_vec(), other.shape().to_vec()];
+            record(
+                "HypotBackward0",
+                &[self, other],
+                &[&out],
+                &[self, other, &out],
+                false,
+                move |g, s| {
+                    let r = g[0].div(&s[2])?;
+                    Ok(vec![
+                        Some(r.mul(&s[0])?.sum_to(&shapes[0])?),
+                        Some(r.mul(&s[1])?.sum_to(&shapes[1])?),
+                    ])
+                },
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// `log(exp(self) + exp(other))` elementwise, broadcasting, computed as
+    /// `max + log1p(exp(-|self - other|))` (torch's `logaddexp`). Gradients
+    /// `sigmoid(self - other)` and `sigmoid(other - self)`.
+    pub fn logaddexp(&self, other: &Tensor) -> Result<Tensor> {
+        self.float_binary(other, "logaddexp")?;
+        let out = {
+            let _g = GradModeGuard::new(false);
+            let m = self.maximum(other)?;
+            let d = self.sub(other)?.abs()?.neg()?.exp()?.log1p()?;
+            // equal infinities: the max itself (their difference is NaN)
+            let same_inf = self.isinf()?.logical_and(&self.eq_t(other)?)?;
+            Tensor::where_cond(&same_inf, &m, &m.add(&d)?)?
+        };
+        if needs_grad(&[self, other]) {
+            let shapes = [self.shape().to_vec(), other.shape().to_vec()];
+            record(
+                "LogaddexpBackward0",
+                &[self, other],
+                &[&out],
+                &[self, other],
+                false,
+                move |g, s| {
+                    let d = s[0].sub(&s[1])?;
+                    Ok(vec![
+                        Some(g[0].mul(&d.sigmoid()?)?.sum_to(&shapes[0])?),
+                        Some(g[0].mul(&d.neg()?.sigmoid()?)?.sum_to(&shapes[1])?),
+                    ])
+                },
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// Both operands promote to a float dtype, else torch's error for `op`.
+    fn float_binary(&self, other: &Tensor, op: &str) -> Result<()> {
+        let rt = crate::ops::binary::result_dtype(self, other);
+        if !rt.is_float() {
+            return Err(Error::not_implemented(format!(
+                "\"{op}_cpu\" not implemented for '{}'",
+                scalar_type_name(rt)
+            )));
+        }
+        Ok(())
+    }
+}

@@ -266,6 +266,77 @@ impl Tensor {
         })
     }
 
+    /// `num_samples` category indices per row of the probabilities `probs` (1-D or 2-D,
+    /// non-negative weights, not necessarily normalised), int64; without `replacement` each
+    /// category is drawn at most once per row (torch's `multinomial`).
+    pub fn multinomial(probs: &Tensor, num_samples: usize, replacement: bool) -> Result<Tensor> {
+        if probs.dim() == 0 || probs.dim() > 2 {
+            return Err(Error::runtime("prob_dist must be 1 or 2 dim"));
+        }
+        let k = probs.shape()[probs.dim() - 1];
+        let rows = if probs.dim() == 2 {
+            probs.shape()[0]
+        } else {
+            1
+        };
+        let w = probs.to_vec::<f64>()?;
+        if w.iter().any(|v| !v.is_finite() || *v < 0.0) {
+            return Err(Error::runtime(
+                "probability tensor contains either `inf`, `nan` or element < 0",
+            ));
+        }
+        if !replacement && num_samples > k {
+            return Err(Error::runtime(
+                "cannot sample n_sample > prob_dist.size(-1) samples without replacement",
+            ));
+        }
+        let mut out = try_vec::<i64>(rows * num_samples)?;
+        with_rng(|r| -> Result<()> {
+            for row in w.chunks(k.max(1)).take(rows) {
+                let mut row = row.to_vec();
+                if row.iter().sum::<f64>() <= 0.0 {
+                    return Err(Error::runtime(
+                        "invalid multinomial distribution (sum of probabilities <= 0)",
+                    ));
+                }
+                let mut taken = vec![false; k];
+                for _ in 0..num_samples {
+                    let total: f64 = row.iter().sum();
+                    if total <= 0.0 {
+                        // Without replacement and the weighted categories used up: the
+                        // zero-weight ones follow in index order, as torch's draws do.
+                        let next = taken.iter().position(|&t| !t).unwrap_or(0);
+                        taken[next] = true;
+                        out.push(next as i64);
+                        continue;
+                    }
+                    let mut u = r.random::<f64>() * total;
+                    // the last category with weight takes what rounding leaves over
+                    let mut pick = row.iter().rposition(|&v| v > 0.0).unwrap_or(0);
+                    for (i, &v) in row.iter().enumerate() {
+                        if v > 0.0 && u < v {
+                            pick = i;
+                            break;
+                        }
+                        u -= v;
+                    }
+                    out.push(pick as i64);
+                    if !replacement {
+                        row[pick] = 0.0;
+                        taken[pick] = true;
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        let shape: Vec<usize> = if probs.dim() == 2 {
+            vec![rows, num_samples]
+        } else {
+            vec![num_samples]
+        };
+        Tensor::from_vec(out, &shape)
+    }
+
     /// The coordinates `[rows; cols]` (int64, shape `[2, N]`, row-major order) of the lower
     /// (`upper` false: `col - row <= offset`) or upper (`col - row >= offset`) triangle of a
     /// `row` x `col` matrix (torch's `tril_indices` / `triu_indices`).

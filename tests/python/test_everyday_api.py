@@ -153,6 +153,31 @@ ERRORS = [
     ),
     (lambda L: _f(L, 2).type("foo"), ValueError, "invalid type: 'foo'"),
     (
+        lambda L: L.multinomial(L.tensor([0.0, 0.0]), 1),
+        RuntimeError,
+        "invalid multinomial distribution (sum of probabilities <= 0)",
+    ),
+    (
+        lambda L: L.multinomial(L.tensor([1.0, 1.0]), 3),
+        RuntimeError,
+        "cannot sample n_sample > prob_dist.size(-1) samples without replacement",
+    ),
+    (
+        lambda L: L.multinomial(L.tensor([-1.0, 1.0]), 1),
+        RuntimeError,
+        "probability tensor contains either `inf`, `nan` or element < 0",
+    ),
+    (
+        lambda L: L.block_diag(L.ones(2, 2, 2)),
+        RuntimeError,
+        "torch.block_diag: Input tensors must have 2 or fewer dimensions. Input 0 has 3 dimensions",
+    ),
+    (
+        lambda L: L.hypot(L.tensor([1, 2]), L.tensor([1, 2])),
+        NotImplementedError,
+        "\"hypot_cpu\" not implemented for 'Long'",
+    ),
+    (
         lambda L: L.rot90(_f(L, 2, 2), 1, [0]),
         RuntimeError,
         "expected total rotation dims == 2, but got dims = 1",
@@ -287,3 +312,23 @@ def test_frac_and_round_() -> None:
     assert y.round_() is y
     npt.assert_array_equal(y.numpy(), [-2.0, -0.0, 0.0, 2.0])
     npt.assert_array_equal(x.clone().round_(decimals=1).numpy(), [-1.8, -0.5, 0.2, 2.5])
+
+
+def test_multinomial_frequencies_and_rules() -> None:
+    fg.manual_seed(2)
+    w = fg.tensor([1.0, 0.0, 3.0])
+    n = 40000
+    draws = fg.multinomial(w, n, replacement=True).numpy()
+    counts = np.bincount(draws, minlength=3)
+    assert counts[1] == 0
+    assert abs(counts[2] / n - 0.75) < 6 * math.sqrt(0.75 * 0.25 / n)
+    rows = fg.multinomial(fg.tensor([[5.0, 1.0, 0.0, 2.0]] * 500), 3).numpy()
+    assert rows.shape == (500, 3)
+    assert all(len(set(r)) == 3 and 2 not in r for r in rows.tolist())
+    # first pick of [5, 1, 0, 2] is category 0 with probability 5/8
+    assert abs((rows[:, 0] == 0).mean() - 5 / 8) < 6 * math.sqrt(5 / 8 * 3 / 8 / 500)
+    npt.assert_array_equal(fg.multinomial(fg.tensor([1.0, 0.0, 0.0]), 3).numpy(), [0, 1, 2])
+    g = fg.Generator().manual_seed(4)
+    a = fg.multinomial(w, 5, True, generator=g)
+    b = fg.multinomial(w, 5, True, generator=fg.Generator().manual_seed(4))
+    npt.assert_array_equal(a.numpy(), b.numpy())

@@ -294,6 +294,51 @@ impl Tensor {
         a.mm(&b)?.reshape(&shape)
     }
 
+    /// The inputs (each taken as a matrix: a scalar is `[1, 1]`, a vector `[1, n]`) on the
+    /// diagonal of a matrix of zeros (torch's `block_diag`); dtypes promote.
+    pub fn block_diag(tensors: &[Tensor]) -> Result<Tensor> {
+        for (i, t) in tensors.iter().enumerate() {
+            if t.dim() > 2 {
+                return Err(Error::runtime(format!(
+                    "torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has {} dimensions",
+                    t.dim()
+                )));
+            }
+        }
+        let mats = tensors
+            .iter()
+            .map(|t| match t.dim() {
+                0 => t.reshape(&[1, 1]),
+                1 => t.unsqueeze(0),
+                _ => Ok(t.clone()),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let dtype = mats
+            .iter()
+            .map(Tensor::dtype)
+            .fold(crate::tensor::DType::Bool, crate::tensor::DType::promote);
+        let cols: usize = mats.iter().map(|m| m.shape()[1]).sum();
+        let mut rows = Vec::with_capacity(mats.len());
+        let mut left = 0;
+        for m in &mats {
+            let (r, c) = (m.shape()[0], m.shape()[1]);
+            let mut parts = Vec::new();
+            if left > 0 {
+                parts.push(Tensor::try_full(&[r, left], 0.0, dtype)?);
+            }
+            parts.push(m.to_dtype(dtype)?);
+            if cols - left - c > 0 {
+                parts.push(Tensor::try_full(&[r, cols - left - c], 0.0, dtype)?);
+            }
+            rows.push(Tensor::cat(&parts, 1)?);
+            left += c;
+        }
+        if rows.is_empty() {
+            return Tensor::try_full(&[0, 0], 0.0, crate::tensor::dtype::default_float());
+        }
+        Tensor::cat(&rows, 0)
+    }
+
     /// Rotated by 90 degrees `k` times in the plane of `dims` (from the first dim towards the
     /// second), torch's `rot90`: flips and a transpose, so the result is a view-backed copy.
     pub fn rot90(&self, k: i64, dims: &[i64]) -> Result<Tensor> {

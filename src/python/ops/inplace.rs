@@ -87,6 +87,8 @@ binary_inplace_methods!(
     fmod_ => Tensor::fmod,
     /// `remainder(self, other)` in place; returns self.
     remainder_ => Tensor::remainder,
+    /// `hypot(self, other)` in place; returns self.
+    hypot_ => Tensor::hypot,
     /// `atan2(self, other)` in place; returns self.
     atan2_ => Tensor::atan2,
     /// `arctan2(self, other)` in place; returns self.
@@ -358,6 +360,25 @@ impl PyTensor {
         Ok(slf.clone().unbind())
     }
 
+    /// `num_samples` category indices (int64) per row of the non-negative weights `self`
+    /// (1-D or 2-D); without `replacement` each category at most once per row.
+    #[pyo3(signature = (num_samples, replacement=false, *, generator=None))]
+    fn multinomial(
+        &self,
+        py: Python<'_>,
+        num_samples: Int,
+        replacement: bool,
+        generator: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let n = crate::python::args::non_negative(num_samples.0, || {
+            "cannot sample n_sample <= 0 samples".to_string()
+        })?;
+        let t = with_generator(generator, || {
+            Tensor::multinomial(&self.inner, n, replacement)
+        })?;
+        crate::python::tensor::wrap(py, t)
+    }
+
     /// Fill with samples of N(mean, std²) in place; returns self.
     #[pyo3(signature = (mean=0.0, std=1.0, *, generator=None))]
     fn normal_(
@@ -445,10 +466,10 @@ impl PyTensor {
 
 /// Run a random op drawing from `generator` (a `ferrograd.Generator`: the global stream is
 /// reseeded from it and put back afterwards) or from the global stream.
-fn with_generator(
+fn with_generator<R>(
     generator: Option<&Bound<'_, PyAny>>,
-    f: impl FnOnce() -> crate::error::Result<()>,
-) -> PyResult<()> {
+    f: impl FnOnce() -> crate::error::Result<R>,
+) -> PyResult<R> {
     match generator.filter(|g| !g.is_none()) {
         None => guarded(f),
         Some(g) => {

@@ -20,6 +20,12 @@ tensor_methods! {
     fn addcdiv(x, tensor1: &Bound<'_, PyAny>, tensor2: &Bound<'_, PyAny>, value: f64) =>
         x.addcdiv(&tensor1, &tensor2, value);
 
+    /// `sqrt(self² + other²)` elementwise.
+    fn hypot(x, other: &Bound<'_, PyAny>) => x.hypot(&other);
+
+    /// `log(exp(self) + exp(other))` elementwise.
+    fn logaddexp(x, other: &Bound<'_, PyAny>) => x.logaddexp(&other);
+
     /// Elementwise `|self - other| <= atol + rtol * |other|` (bool).
     #[pyo3(signature = (other, rtol=1e-05, atol=1e-08, equal_nan=false))]
     fn isclose(x, other: &Bound<'_, PyAny>, rtol: f64, atol: f64, equal_nan: bool) =>

@@ -246,6 +246,8 @@ list_functions! {
     fn _dstack("dstack(): tensors") => |ts| Tensor::dstack(&ts);
     /// Vectors as columns, concatenated along dim 1.
     fn _column_stack("column_stack(): tensors") => |ts| Tensor::column_stack(&ts);
+    /// The inputs on the diagonal of a matrix of zeros.
+    fn _block_diag("block_diag(): tensors") => |ts| Tensor::block_diag(&ts);
     /// Every combination of one element from each 1-D tensor, one row each.
     fn _cartesian_prod("cartesian_prod(): tensors") => |ts| Tensor::cartesian_prod(&ts);
 }
@@ -329,6 +331,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_dstack, m)?)?;
     m.add_function(wrap_pyfunction!(_column_stack, m)?)?;
     m.add_function(wrap_pyfunction!(_cartesian_prod, m)?)?;
+    m.add_function(wrap_pyfunction!(_block_diag, m)?)?;
     m.add_function(wrap_pyfunction!(_broadcast_tensors, m)?)?;
     m.add_function(wrap_pyfunction!(_meshgrid, m)?)?;
     m.add_function(wrap_pyfunction!(_broadcast_shapes, m)?)?;

@@ -157,4 +157,27 @@ OPS = [
     OpSpec("fmod_", lambda L, x: x.clone().fmod_(0.7), [A], torch_grad_fn=True),
     OpSpec("remainder_", lambda L, x: x.clone().remainder_(0.9), [A], torch_grad_fn=True),
     OpSpec("atan2_", lambda L, y, x: y.clone().atan2_(x), [A, B3], torch_grad_fn=True),
+    OpSpec(
+        "hypot",
+        lambda L, a, b: L.hypot(a, b),
+        [A, B3],
+        shape_sets=[[Arg((2, 1)), Arg(())]],
+        reference=np.hypot,
+        derivative=lambda a, b: (
+            _sum_to(np.broadcast_arrays(a, b)[0] / np.hypot(a, b), a.shape),
+            _sum_to(np.broadcast_arrays(a, b)[1] / np.hypot(a, b), np.shape(b)),
+        ),
+        forms=("method",),
+        torch_grad_fn=True,
+    ),
+    OpSpec("hypot_", lambda L, a, b: a.clone().hypot_(b), [A, B3], torch_grad_fn=True),
+    OpSpec(
+        "logaddexp",
+        lambda L, a, b: L.logaddexp(a, b),
+        [A, B3],
+        shape_sets=[[Arg((2, 1), low=-30, high=30), Arg((3,), low=-30, high=30)]],
+        reference=np.logaddexp,
+        forms=("method",),
+        torch_grad_fn=True,
+    ),
 ]

@@ -330,4 +330,17 @@ OPS = [
         op="rot90",
         reference=lambda a: np.rot90(a, -3, (2, 0)) * 2.0,
     ),
+    OpSpec(
+        "block_diag",
+        lambda L, a, b, c: L.block_diag(a, b, c),
+        [A, Arg((3,)), Arg(())],
+        reference=lambda a, b, c: np.block(
+            [
+                [a, np.zeros((2, 3)), np.zeros((2, 1))],
+                [np.zeros((1, 3)), b[None], np.zeros((1, 1))],
+                [np.zeros((1, 3)), np.zeros((1, 3)), np.reshape(c, (1, 1))],
+            ]
+        ),
+        exact=True,
+    ),
 ]
