@@ -352,3 +352,66 @@ fn random_fills_have_their_distributions_moments() {
     let ls = Tensor::logspace(0.0, 3.0, 4, 10.0, DType::Float64).unwrap();
     assert_close(&vals(&ls), &[1.0, 10.0, 100.0, 1000.0], 1e-12);
 }
+
+#[test]
+fn hypot_logaddexp_block_diag_rot90_frac_and_triangles() {
+    let a = t(&[3.0, 1e300, 0.0, -5.0], &[4]);
+    let b = t(&[4.0, 1e300, 0.0, 12.0], &[4]);
+    assert_close(
+        &vals(&a.hypot(&b).unwrap()),
+        &[5.0, 1e300 * 2f64.sqrt(), 0.0, 13.0],
+        1e-15,
+    );
+    check_grad(
+        |x| x.hypot(&t(&[1.0, -2.0, 0.5], &[3])).unwrap(),
+        &XS,
+        &[2, 3],
+    );
+    let l = t(&[1000.0, -1.0], &[2])
+        .logaddexp(&t(&[1000.0, 2.0], &[2]))
+        .unwrap();
+    assert_close(
+        &vals(&l),
+        &[1000.0 + 2f64.ln(), 2.0 + (-3f64).exp().ln_1p()],
+        1e-15,
+    );
+    check_grad(
+        |x| x.logaddexp(&t(&[1.0, -2.0, 0.5], &[3])).unwrap(),
+        &XS,
+        &[2, 3],
+    );
+    let bd = Tensor::block_diag(&[t(&[1.0, 2.0, 3.0, 4.0], &[2, 2]), t(&[5.0], &[1])]).unwrap();
+    assert_eq!(vals(&bd), vec![1.0, 2.0, 0.0, 3.0, 4.0, 0.0, 0.0, 0.0, 5.0]);
+    let m = t(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+    // rot90 once: the last column becomes the first row
+    assert_eq!(
+        vals(&m.rot90(1, &[0, 1]).unwrap()),
+        vec![3.0, 6.0, 2.0, 5.0, 1.0, 4.0]
+    );
+    assert_eq!(vals(&m.rot90(4, &[0, 1]).unwrap()), vals(&m));
+    assert!(m.rot90(1, &[0, 0]).is_err());
+    assert_close(
+        &vals(&t(&[-1.75, 2.5], &[2]).frac().unwrap()),
+        &[-0.75, 0.5],
+        1e-15,
+    );
+    let tri = Tensor::triangle_indices(3, 3, 0, false).unwrap();
+    assert_eq!(
+        tri.to_vec::<i64>().unwrap(),
+        vec![0, 1, 1, 2, 2, 2, 0, 0, 1, 0, 1, 2]
+    );
+    crate_seed(9);
+    let w = t(&[1.0, 0.0, 3.0], &[3]);
+    let d = Tensor::multinomial(&w, 20000, true)
+        .unwrap()
+        .to_vec::<i64>()
+        .unwrap();
+    let share = d.iter().filter(|&&v| v == 2).count() as f64 / 20000.0;
+    assert!(d.iter().all(|&v| v != 1));
+    assert!((share - 0.75).abs() < 6.0 * (0.75 * 0.25 / 20000.0f64).sqrt());
+    assert!(Tensor::multinomial(&w, 4, false).is_err());
+}
+
+fn crate_seed(s: u64) {
+    ferrograd::tensor::creation::manual_seed(s);
+}
