@@ -96,6 +96,7 @@ __all__ = [
     "_randperm",
     "_randint",
     "_logspace",
+    "_initial_seed",
     "_triangle_indices",
     "_hstack",
     "_vstack",
@@ -1364,6 +1365,8 @@ def _randint(
     given (how a Python `Generator` draws), else from the global one."""
 def _triangle_indices(row: _int, col: _int, offset: _int, upper: _bool) -> Tensor:
     """The coordinates of a `row` x `col` matrix's lower (or, with `upper`, upper) triangle."""
+def _initial_seed() -> _int:
+    """The seed of the global generator (the last `manual_seed`, or the default one)."""
 def _logspace(start: _float, end: _float, steps: _int, base: _float, dtype: dtype) -> Tensor:
     """`steps` values `base ** x` for `x` evenly spaced from `start` to `end`."""
 

@@ -118,7 +118,7 @@ from . import (  # noqa: E402,F401
     utils,
 )
 from ._device import device  # noqa: E402
-from ._generator import Generator, randperm  # noqa: E402
+from ._generator import Generator, initial_seed, randperm, seed  # noqa: E402
 from ._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor, normal  # noqa: E402
 from ._ops_binary import *  # noqa: E402,F401,F403
 from ._ops_convert import *  # noqa: E402,F401,F403
@@ -197,6 +197,8 @@ __all__ = [
     "device",
     "Generator",
     "randperm",
+    "initial_seed",
+    "seed",
     "save",
     "load",
     "FloatTensor",

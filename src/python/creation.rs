@@ -95,7 +95,7 @@ fn _randint(
         None => guarded(draw)?,
         Some(seed) => {
             let saved = crate::tensor::creation::rng_state();
-            crate::tensor::creation::manual_seed(seed);
+            crate::tensor::creation::reseed(seed);
             let r = guarded(draw);
             crate::tensor::creation::set_rng_state(&saved);
             r?
@@ -119,6 +119,12 @@ fn _triangle_indices(
         py,
         guarded(|| Tensor::triangle_indices(row, col, offset.0, upper))?,
     )
+}
+
+/// The seed of the global generator (the last `manual_seed`, or the default one).
+#[pyfunction]
+fn _initial_seed() -> u64 {
+    crate::tensor::creation::initial_seed()
 }
 
 /// An identity matrix.
@@ -202,5 +208,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_randint, m)?)?;
     m.add_function(wrap_pyfunction!(_logspace, m)?)?;
     m.add_function(wrap_pyfunction!(_triangle_indices, m)?)?;
+    m.add_function(wrap_pyfunction!(_initial_seed, m)?)?;
     Ok(())
 }

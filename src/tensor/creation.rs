@@ -10,8 +10,26 @@ use crate::error::{Error, Result};
 
 static RNG: Mutex<Option<SmallRng>> = Mutex::new(None);
 
+/// The seed the global generator starts from when `manual_seed` is never called.
+const DEFAULT_SEED: u64 = 0x5eed_f0e2_0a11_d00d;
+
+/// The last seed given to [`manual_seed`] (torch's `initial_seed`).
+static INITIAL_SEED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(DEFAULT_SEED);
+
 /// Seed the generator behind `rand`, `randn` and dropout, for reproducible runs.
 pub fn manual_seed(seed: u64) {
+    INITIAL_SEED.store(seed, std::sync::atomic::Ordering::Relaxed);
+    reseed(seed);
+}
+
+/// The seed of the global generator: the last one given to [`manual_seed`], or the default.
+pub fn initial_seed() -> u64 {
+    INITIAL_SEED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Restart the global generator from `seed` without making it the initial seed (draws from
+/// a seeded stream of another generator; the caller restores the state after).
+pub fn reseed(seed: u64) {
     *RNG.lock() = Some(SmallRng::seed_from_u64(seed));
 }
 
@@ -32,7 +50,7 @@ pub fn set_rng_state(state: &RngState) {
 
 fn with_rng<R>(f: impl FnOnce(&mut SmallRng) -> R) -> R {
     let mut g = RNG.lock();
-    let rng = g.get_or_insert_with(|| SmallRng::seed_from_u64(0x5eed_f0e2_0a11_d00d));
+    let rng = g.get_or_insert_with(|| SmallRng::seed_from_u64(DEFAULT_SEED));
     f(rng)
 }
 

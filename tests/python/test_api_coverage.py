@@ -94,8 +94,6 @@ NOT_YET = {
     "Tensor.pin_memory",
     "Tensor.unfold",
     "Tensor.nanmean",
-    "seed",
-    "initial_seed",
     "nanmean",
     "nansum",
 }

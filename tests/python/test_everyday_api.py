@@ -332,3 +332,15 @@ def test_multinomial_frequencies_and_rules() -> None:
     a = fg.multinomial(w, 5, True, generator=g)
     b = fg.multinomial(w, 5, True, generator=fg.Generator().manual_seed(4))
     npt.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_seed_and_initial_seed() -> None:
+    fg.manual_seed(1234)
+    assert fg.initial_seed() == 1234
+    fg.empty(3).normal_(generator=fg.Generator().manual_seed(5))  # another stream: no change
+    assert fg.initial_seed() == 1234
+    s = fg.seed()
+    assert fg.initial_seed() == s
+    a = fg.rand(3)
+    fg.manual_seed(s)
+    npt.assert_array_equal(fg.rand(3).numpy(), a.numpy())

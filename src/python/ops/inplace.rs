@@ -475,7 +475,7 @@ fn with_generator<R>(
         Some(g) => {
             let seed: u64 = g.call_method0("_next_seed")?.extract()?;
             let saved = crate::tensor::creation::rng_state();
-            crate::tensor::creation::manual_seed(seed);
+            crate::tensor::creation::reseed(seed);
             let r = guarded(f);
             crate::tensor::creation::set_rng_state(&saved);
             r
