@@ -415,3 +415,16 @@ fn hypot_logaddexp_block_diag_rot90_frac_and_triangles() {
 fn crate_seed(s: u64) {
     ferrograd::tensor::creation::manual_seed(s);
 }
+
+#[test]
+fn nansum_and_nanmean_skip_nans() {
+    let x = t(&[1.0, f64::NAN, 3.0, f64::NAN, f64::NAN, 6.0], &[2, 3]);
+    assert_close(&vals(&x.nansum(&[], false).unwrap()), &[10.0], 1e-15);
+    assert_close(&vals(&x.nanmean(&[1], false).unwrap()), &[2.0, 6.0], 1e-15);
+    let all_nan = t(&[f64::NAN], &[1]).nanmean(&[], false).unwrap();
+    assert!(vals(&all_nan)[0].is_nan());
+    assert!(Tensor::from_vec(vec![1i64], &[1])
+        .unwrap()
+        .nanmean(&[], false)
+        .is_err());
+}

@@ -1103,6 +1103,22 @@ class Tensor:
     ) -> Tensor:
         """`num_samples` category indices (int64) per row of the non-negative weights `self`
         (1-D or 2-D); without `replacement` each category at most once per row."""
+    def nansum(
+        self,
+        dim: _int | Sequence[_int] | None = None,
+        keepdim: _bool = False,
+        *,
+        dtype: _dtype | None = None,
+    ) -> Tensor:
+        """Sum over all elements or `dim`, NaN taken as zero."""
+    def nanmean(
+        self,
+        dim: _int | Sequence[_int] | None = None,
+        keepdim: _bool = False,
+        *,
+        dtype: _dtype | None = None,
+    ) -> Tensor:
+        """Mean over all elements or `dim` of the elements that are not NaN."""
     def reshape_as(self, other: Tensor) -> Tensor:
         """Same elements with `other`'s shape (a view when possible)."""
     @overload

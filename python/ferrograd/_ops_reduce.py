@@ -95,6 +95,20 @@ def std(
     return input.std(dim, unbiased, keepdim, correction=correction)
 
 
+def nansum(
+    input: Tensor, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None
+) -> Tensor:
+    """Sum over ``dim`` (all elements when None) with NaN taken as zero."""
+    return input.nansum(dim, keepdim, dtype=dtype)
+
+
+def nanmean(
+    input: Tensor, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None
+) -> Tensor:
+    """Mean over ``dim`` of the elements that are not NaN."""
+    return input.nanmean(dim, keepdim, dtype=dtype)
+
+
 def std_mean(
     input: Tensor,
     dim: Any = None,
@@ -155,6 +169,8 @@ def any(input: Tensor, dim: _Dim = None, keepdim: builtins.bool = False) -> Tens
 
 
 __all__ = [
+    "nanmean",
+    "nansum",
     "std_mean",
     "var_mean",
     "all",

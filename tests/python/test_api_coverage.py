@@ -93,9 +93,6 @@ NOT_YET = {
     "Tensor.half",  # no float16 dtype (half checkpoints are widened to float32 on load)
     "Tensor.pin_memory",
     "Tensor.unfold",
-    "Tensor.nanmean",
-    "nanmean",
-    "nansum",
 }
 
 KNOWN_MISSING = FROM_H_SORT | NOT_YET
