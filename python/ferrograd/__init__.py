@@ -118,7 +118,7 @@ from . import (  # noqa: E402,F401
     utils,
 )
 from ._device import device  # noqa: E402
-from ._generator import Generator, initial_seed, randperm, seed  # noqa: E402
+from ._generator import Generator, randperm  # noqa: E402
 from ._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor, normal  # noqa: E402
 from ._ops_binary import *  # noqa: E402,F401,F403
 from ._ops_convert import *  # noqa: E402,F401,F403
@@ -132,6 +132,7 @@ from ._ops_shape import *  # noqa: E402,F401,F403
 from ._ops_softmax import *  # noqa: E402,F401,F403
 from ._ops_unary import *  # noqa: E402,F401,F403
 from .func import vmap  # noqa: E402
+from ._generator import initial_seed, seed  # noqa: E402
 from .serialization import load, save  # noqa: E402
 
 __all__ = [
