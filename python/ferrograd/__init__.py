@@ -21,6 +21,7 @@ from ._creation import (
     from_numpy,
     full,
     full_like,
+    initial_seed,
     linspace,
     logspace,
     multinomial,
@@ -32,6 +33,7 @@ from ._creation import (
     randint_like,
     randn,
     randn_like,
+    seed,
     tensor,
     tril_indices,
     triu_indices,
@@ -132,7 +134,6 @@ from ._ops_shape import *  # noqa: E402,F401,F403
 from ._ops_softmax import *  # noqa: E402,F401,F403
 from ._ops_unary import *  # noqa: E402,F401,F403
 from .func import vmap  # noqa: E402
-from ._generator import initial_seed, seed  # noqa: E402
 from .serialization import load, save  # noqa: E402
 
 __all__ = [

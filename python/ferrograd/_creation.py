@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import os as _os
 from typing import Any, Optional, Sequence, Union
 
 from . import _C
@@ -257,6 +258,19 @@ def logspace(
     dt = _C.get_default_dtype() if dtype is None else check_dtype(dtype)
     t = _C._logspace(_float(start), _float(end), int(steps), _float(base), dt)
     return _finish(t, requires_grad)
+
+
+def initial_seed() -> int:
+    """The seed of the global generator: the last ``manual_seed``, or the default one."""
+    return _C._initial_seed()
+
+
+def seed() -> int:
+    """Seed the global generator from the OS's entropy; returns the seed (63 bits, so
+    ``manual_seed`` takes it back)."""
+    s = int.from_bytes(_os.urandom(8), "little") >> 1
+    _C.manual_seed(s)
+    return s
 
 
 def _randint(low: Any, high: Any, size: Any, generator: Any, dtype: Any) -> Tensor:

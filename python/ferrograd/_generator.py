@@ -67,19 +67,6 @@ class Generator:
         return _mix(self._seed ^ _mix(self._draws))
 
 
-def initial_seed() -> int:
-    """The seed of the global generator: the last ``manual_seed``, or the default one."""
-    return _C._initial_seed()
-
-
-def seed() -> int:
-    """Seed the global generator from the OS's entropy; returns the seed (63 bits, so
-    ``manual_seed`` takes it back)."""
-    s = int.from_bytes(os.urandom(8), "little") >> 1
-    _C.manual_seed(s)
-    return s
-
-
 def next_seed(generator: Optional[Generator]) -> int:
     """A fresh 53-bit seed from ``generator``'s stream, or from the global one (``manual_seed``)
     without one: for streams of other libraries (NumPy draws, worker processes)."""
