@@ -71,6 +71,7 @@ __all__ = [
     "floor",
     "ceil",
     "trunc",
+    "frac",
     "isnan",
     "isinf",
     "isfinite",
@@ -97,6 +98,22 @@ __all__ = [
     "_rand",
     "_randn",
     "_randperm",
+    "_randint",
+    "_logspace",
+    "_initial_seed",
+    "_triangle_indices",
+    "_hstack",
+    "_vstack",
+    "_dstack",
+    "_column_stack",
+    "_cartesian_prod",
+    "_block_diag",
+    "_broadcast_tensors",
+    "_meshgrid",
+    "_broadcast_shapes",
+    "_combinations",
+    "_tensordot",
+    "_repeat_index",
     "get_default_dtype",
     "set_default_dtype",
     "manual_seed",
@@ -783,6 +800,8 @@ class Tensor:
         """Round up elementwise (zero gradient)."""
     def trunc(self) -> Tensor:
         """Round towards zero elementwise (zero gradient)."""
+    def frac(self) -> Tensor:
+        """Fractional part x - trunc(x) elementwise."""
     def isnan(self) -> Tensor:
         """Elementwise NaN test (bool)."""
     def isinf(self) -> Tensor:
@@ -1081,6 +1100,325 @@ class Tensor:
     def cross(self, other: Tensor, dim: _int | None = None) -> Tensor:
         """The cross product of 3-vectors along `dim` (the first dim of size 3 when None)."""
 
+    # ----- everyday API: pointwise, products, indexing, shape, creation ---------------------------
+
+    def lerp(self, end: Tensor, weight: _Operand) -> Tensor:
+        """`self + weight * (end - self)`; `weight` a number or a tensor."""
+    def addcmul(self, tensor1: Tensor, tensor2: Tensor, *, value: _float = 1.0) -> Tensor:
+        """`self + value * tensor1 * tensor2`."""
+    def addcdiv(self, tensor1: Tensor, tensor2: Tensor, *, value: _float = 1.0) -> Tensor:
+        """`self + value * tensor1 / tensor2`."""
+    def isclose(
+        self, other: Tensor, rtol: _float = 1e-05, atol: _float = 1e-08, equal_nan: _bool = False
+    ) -> Tensor:
+        """Elementwise `|self - other| <= atol + rtol * |other|` (bool)."""
+    def allclose(
+        self, other: Tensor, rtol: _float = 1e-05, atol: _float = 1e-08, equal_nan: _bool = False
+    ) -> _bool:
+        """Whether every element is close to `other`'s (see `isclose`)."""
+    def equal(self, other: Tensor) -> _bool:
+        """Whether `other` has this shape and equal elements."""
+    def clamp_min(self, min: _Operand) -> Tensor:
+        """`max(self, min)` elementwise (`min` a number or tensor)."""
+    def clamp_max(self, max: _Operand) -> Tensor:
+        """`min(self, max)` elementwise (`max` a number or tensor)."""
+    def addmm(
+        self, mat1: Tensor, mat2: Tensor, *, beta: _float = 1.0, alpha: _float = 1.0
+    ) -> Tensor:
+        """`beta * self + alpha * (mat1 @ mat2)`."""
+    def addmv(
+        self, mat: Tensor, vec: Tensor, *, beta: _float = 1.0, alpha: _float = 1.0
+    ) -> Tensor:
+        """`beta * self + alpha * (mat @ vec)`."""
+    def baddbmm(
+        self, batch1: Tensor, batch2: Tensor, *, beta: _float = 1.0, alpha: _float = 1.0
+    ) -> Tensor:
+        """`beta * self + alpha * (batch1 @ batch2)` per batch."""
+    def addbmm(
+        self, batch1: Tensor, batch2: Tensor, *, beta: _float = 1.0, alpha: _float = 1.0
+    ) -> Tensor:
+        """`beta * self + alpha * sum_b(batch1[b] @ batch2[b])`."""
+    def kron(self, other: Tensor) -> Tensor:
+        """The Kronecker product."""
+    def index_copy(self, dim: _int, index: Tensor, source: Tensor) -> Tensor:
+        """A copy with the slices along `dim` at `index` replaced by `source`'s."""
+    def index_fill(self, dim: _int, index: Tensor, value: Tensor | _float) -> Tensor:
+        """A copy with the slices along `dim` at `index` set to `value`."""
+    def take(self, index: Tensor) -> Tensor:
+        """The elements (taken as 1-D) at `index`, shaped like `index`."""
+    def masked_scatter(self, mask: Tensor, source: Tensor) -> Tensor:
+        """A copy with the positions where `mask` is true filled with `source`'s elements."""
+    def scatter_reduce(
+        self, dim: _int, index: Tensor, src: Tensor, reduce: str, *, include_self: _bool = True
+    ) -> Tensor:
+        """`src` reduced into a copy of self along `dim` at `index` ("sum", "prod", "mean",
+        "amax" or "amin"; `include_self`: the old values take part)."""
+    def repeat_interleave(
+        self, repeats: Tensor | _int, dim: _int | None = None, *, output_size: _int | None = None
+    ) -> Tensor:
+        """Each slice along `dim` repeated `repeats` times (an int, or a tensor of one count per
+        slice); without `dim` the flattened tensor."""
+    def diff(
+        self,
+        n: _int = 1,
+        dim: _int = -1,
+        prepend: Tensor | None = None,
+        append: Tensor | None = None,
+    ) -> Tensor:
+        """The `n`-th forward difference along `dim`, after `prepend`/`append` are joined on."""
+    def _atleast_1d(self) -> Tensor:
+        """At least one dim (a scalar becomes `[1]`)."""
+    def _atleast_2d(self) -> Tensor:
+        """At least two dims."""
+    def _atleast_3d(self) -> Tensor:
+        """At least three dims."""
+    def rot90(self, k: _int = 1, dims: Sequence[_int] = [0, 1]) -> Tensor:
+        """Rotated by 90 degrees `k` times in the plane of `dims`."""
+    def bernoulli(self, p: Tensor | _float | None = None, *, generator: Any = None) -> Tensor:
+        """0/1 samples shaped like this tensor, each 1 with probability its element (or ``p``)."""
+    def hypot(self, other: Tensor) -> Tensor:
+        """`sqrt(self² + other²)` elementwise."""
+    def logaddexp(self, other: Tensor) -> Tensor:
+        """`log(exp(self) + exp(other))` elementwise."""
+    def multinomial(
+        self, num_samples: _int, replacement: _bool = False, *, generator: Any = None
+    ) -> Tensor:
+        """`num_samples` category indices (int64) per row of the non-negative weights `self`
+        (1-D or 2-D); without `replacement` each category at most once per row."""
+    def nansum(
+        self,
+        dim: _int | Sequence[_int] | None = None,
+        keepdim: _bool = False,
+        *,
+        dtype: _dtype | None = None,
+    ) -> Tensor:
+        """Sum over all elements or `dim`, NaN taken as zero."""
+    def nanmean(
+        self,
+        dim: _int | Sequence[_int] | None = None,
+        keepdim: _bool = False,
+        *,
+        dtype: _dtype | None = None,
+    ) -> Tensor:
+        """Mean over all elements or `dim` of the elements that are not NaN."""
+    def reshape_as(self, other: Tensor) -> Tensor:
+        """Same elements with `other`'s shape (a view when possible)."""
+    @overload
+    def new_empty(self, size: Sequence[_int], /, *, dtype: _dtype | None = None) -> Tensor:
+        """A tensor of shape `size` (zeros, one valid content of torch's uninitialised memory),
+        with this tensor's dtype by default."""
+    @overload
+    def new_empty(self, *size: _int, dtype: _dtype | None = None) -> Tensor:
+        """A tensor of shape `size` (zeros, one valid content of torch's uninitialised memory),
+        with this tensor's dtype by default."""
+    def new_full(
+        self,
+        size: Sequence[_int],
+        fill_value: _float,
+        *,
+        dtype: _dtype | None = None,
+        device: Any = None,
+        requires_grad: _bool = False,
+    ) -> Tensor:
+        """`fill_value` in shape `size`, with this tensor's dtype by default."""
+    def type(self, dtype: Any = None, non_blocking: _bool = False, **kwargs: Any) -> Any:
+        """Without ``dtype`` the type's name (``'ferrograd.FloatTensor'``, the spelling of
+        ``ferrograd.float32``'s repr); with one (a dtype, a legacy class such as
+        ``ferrograd.DoubleTensor`` or its name, also spelt ``torch.``) a copy of that dtype, or
+        this tensor when it has it already."""
+
+    # ----- in-place forms -----------------------------------------------------------------------
+
+    def _unary_(self, name: str) -> Tensor:
+        """The op registry's unary op `name` in place (behind `exp_`, `sin_`, ...)."""
+    def exp_(self) -> Tensor:
+        """In-place :meth:`exp`; returns self."""
+    def log_(self) -> Tensor:
+        """In-place :meth:`log`; returns self."""
+    def sin_(self) -> Tensor:
+        """In-place :meth:`sin`; returns self."""
+    def cos_(self) -> Tensor:
+        """In-place :meth:`cos`; returns self."""
+    def tanh_(self) -> Tensor:
+        """In-place :meth:`tanh`; returns self."""
+    def sigmoid_(self) -> Tensor:
+        """In-place :meth:`sigmoid`; returns self."""
+    def relu_(self) -> Tensor:
+        """In-place :meth:`relu`; returns self."""
+    def sqrt_(self) -> Tensor:
+        """In-place :meth:`sqrt`; returns self."""
+    def abs_(self) -> Tensor:
+        """In-place :meth:`abs`; returns self."""
+    def neg_(self) -> Tensor:
+        """In-place :meth:`neg`; returns self."""
+    def sign_(self) -> Tensor:
+        """In-place :meth:`sign`; returns self."""
+    def exp2_(self) -> Tensor:
+        """In-place :meth:`exp2`; returns self."""
+    def log2_(self) -> Tensor:
+        """In-place :meth:`log2`; returns self."""
+    def log10_(self) -> Tensor:
+        """In-place :meth:`log10`; returns self."""
+    def log1p_(self) -> Tensor:
+        """In-place :meth:`log1p`; returns self."""
+    def expm1_(self) -> Tensor:
+        """In-place :meth:`expm1`; returns self."""
+    def rsqrt_(self) -> Tensor:
+        """In-place :meth:`rsqrt`; returns self."""
+    def reciprocal_(self) -> Tensor:
+        """In-place :meth:`reciprocal`; returns self."""
+    def tan_(self) -> Tensor:
+        """In-place :meth:`tan`; returns self."""
+    def asin_(self) -> Tensor:
+        """In-place :meth:`asin`; returns self."""
+    def acos_(self) -> Tensor:
+        """In-place :meth:`acos`; returns self."""
+    def atan_(self) -> Tensor:
+        """In-place :meth:`atan`; returns self."""
+    def sinh_(self) -> Tensor:
+        """In-place :meth:`sinh`; returns self."""
+    def cosh_(self) -> Tensor:
+        """In-place :meth:`cosh`; returns self."""
+    def asinh_(self) -> Tensor:
+        """In-place :meth:`asinh`; returns self."""
+    def acosh_(self) -> Tensor:
+        """In-place :meth:`acosh`; returns self."""
+    def atanh_(self) -> Tensor:
+        """In-place :meth:`atanh`; returns self."""
+    def erf_(self) -> Tensor:
+        """In-place :meth:`erf`; returns self."""
+    def erfc_(self) -> Tensor:
+        """In-place :meth:`erfc`; returns self."""
+    def erfinv_(self) -> Tensor:
+        """In-place :meth:`erfinv`; returns self."""
+    def floor_(self) -> Tensor:
+        """In-place :meth:`floor`; returns self."""
+    def ceil_(self) -> Tensor:
+        """In-place :meth:`ceil`; returns self."""
+    def trunc_(self) -> Tensor:
+        """In-place :meth:`trunc`; returns self."""
+    def logical_not_(self) -> Tensor:
+        """In-place :meth:`logical_not`; returns self."""
+    def bitwise_not_(self) -> Tensor:
+        """In-place :meth:`bitwise_not`; returns self."""
+    def negative_(self) -> Tensor:
+        """In-place :meth:`neg`; returns self."""
+    def arcsin_(self) -> Tensor:
+        """In-place :meth:`asin`; returns self."""
+    def arccos_(self) -> Tensor:
+        """In-place :meth:`acos`; returns self."""
+    def arctan_(self) -> Tensor:
+        """In-place :meth:`atan`; returns self."""
+    def arcsinh_(self) -> Tensor:
+        """In-place :meth:`asinh`; returns self."""
+    def arccosh_(self) -> Tensor:
+        """In-place :meth:`acosh`; returns self."""
+    def arctanh_(self) -> Tensor:
+        """In-place :meth:`atanh`; returns self."""
+    def fix_(self) -> Tensor:
+        """In-place :meth:`trunc`; returns self."""
+    def frac_(self) -> Tensor:
+        """In-place :meth:`frac`; returns self."""
+    def hypot_(self, other: _Operand) -> Tensor:
+        """`hypot(self, other)` in place; returns self."""
+    def round_(self, *, decimals: _int = 0) -> Tensor:
+        """Round (halves to even) in place, to `decimals` places; returns self."""
+    def square_(self) -> Tensor:
+        """`self * self` in place; returns self."""
+    def pow_(self, other: _Operand) -> Tensor:
+        """`self ** exponent` in place; returns self."""
+    def fmod_(self, other: _Operand) -> Tensor:
+        """`fmod(self, other)` in place; returns self."""
+    def remainder_(self, other: _Operand) -> Tensor:
+        """`remainder(self, other)` in place; returns self."""
+    def atan2_(self, other: _Operand) -> Tensor:
+        """`atan2(self, other)` in place; returns self."""
+    def arctan2_(self, other: _Operand) -> Tensor:
+        """`arctan2(self, other)` in place; returns self."""
+    def true_divide_(self, other: _Operand) -> Tensor:
+        """`self / other` in place; returns self."""
+    def floor_divide_(self, other: _Operand) -> Tensor:
+        """Division rounded down in place; returns self."""
+    def eq_(self, other: _Operand) -> Tensor:
+        """`self == other` in place (1 or 0 in this dtype); returns self."""
+    def ne_(self, other: _Operand) -> Tensor:
+        """`self != other` in place; returns self."""
+    def lt_(self, other: _Operand) -> Tensor:
+        """`self < other` in place; returns self."""
+    def le_(self, other: _Operand) -> Tensor:
+        """`self <= other` in place; returns self."""
+    def gt_(self, other: _Operand) -> Tensor:
+        """`self > other` in place; returns self."""
+    def ge_(self, other: _Operand) -> Tensor:
+        """`self >= other` in place; returns self."""
+    def logical_and_(self, other: _Operand) -> Tensor:
+        """`logical_and(self, other)` in place; returns self."""
+    def logical_or_(self, other: _Operand) -> Tensor:
+        """`logical_or(self, other)` in place; returns self."""
+    def logical_xor_(self, other: _Operand) -> Tensor:
+        """`logical_xor(self, other)` in place; returns self."""
+    def bitwise_and_(self, other: _Operand) -> Tensor:
+        """`bitwise_and(self, other)` in place; returns self."""
+    def bitwise_or_(self, other: _Operand) -> Tensor:
+        """`bitwise_or(self, other)` in place; returns self."""
+    def bitwise_xor_(self, other: _Operand) -> Tensor:
+        """`bitwise_xor(self, other)` in place; returns self."""
+    def clamp_min_(self, other: _Operand) -> Tensor:
+        """`max(self, min)` in place; returns self."""
+    def clamp_max_(self, other: _Operand) -> Tensor:
+        """`min(self, max)` in place; returns self."""
+    def clamp_(self, min: _Operand | None = None, max: _Operand | None = None) -> Tensor:
+        """Clamp into `[min, max]` in place; returns self."""
+    def clip_(self, min: _Operand | None = None, max: _Operand | None = None) -> Tensor:
+        """Alias of `clamp_`."""
+    def lerp_(self, end: Tensor, weight: _Operand) -> Tensor:
+        """`self + weight * (end - self)` in place; returns self."""
+    def addcmul_(self, tensor1: Tensor, tensor2: Tensor, *, value: _float = 1.0) -> Tensor:
+        """`self + value * tensor1 * tensor2` in place; returns self."""
+    def addcdiv_(self, tensor1: Tensor, tensor2: Tensor, *, value: _float = 1.0) -> Tensor:
+        """`self + value * tensor1 / tensor2` in place; returns self."""
+    def scatter_(
+        self,
+        dim: _int,
+        index: Tensor,
+        src: Tensor | _float | None = None,
+        value: Tensor | _float | None = None,
+        *,
+        reduce: str | None = None,
+    ) -> Tensor:
+        """Write `src` (tensor or number) along `dim` at `index` in place; returns self."""
+    def scatter_add_(self, dim: _int, index: Tensor, src: Tensor) -> Tensor:
+        """Add `src` along `dim` at `index` in place; returns self."""
+    def scatter_reduce_(
+        self, dim: _int, index: Tensor, src: Tensor, reduce: str, *, include_self: _bool = True
+    ) -> Tensor:
+        """Reduce `src` into self along `dim` at `index` in place; returns self."""
+    def index_add_(
+        self, dim: _int, index: Tensor, source: Tensor, *, alpha: _float = 1.0
+    ) -> Tensor:
+        """Add `alpha * source` slices along `dim` at `index` in place; returns self."""
+    def index_copy_(self, dim: _int, index: Tensor, source: Tensor) -> Tensor:
+        """Replace slices along `dim` at `index` by `source`'s in place; returns self."""
+    def index_fill_(self, dim: _int, index: Tensor, value: Tensor | _float) -> Tensor:
+        """Set the slices along `dim` at `index` to `value` in place; returns self."""
+    def masked_scatter_(self, mask: Tensor, source: Tensor) -> Tensor:
+        """Fill the positions where `mask` is true with `source`'s elements in place."""
+    def normal_(
+        self, mean: _float = 0.0, std: _float = 1.0, *, generator: Any = None
+    ) -> Tensor:
+        """Fill with samples of N(mean, std²) in place; returns self."""
+    def uniform_(self, from_: _float = 0.0, to: _float = 1.0, *, generator: Any = None) -> Tensor:
+        """Fill with samples of U[from, to) in place; returns self."""
+    def exponential_(self, lambd: _float = 1.0, *, generator: Any = None) -> Tensor:
+        """Fill with exponential samples of rate `lambd` in place; returns self."""
+    def bernoulli_(self, p: Tensor | _float | None = None, *, generator: Any = None) -> Tensor:
+        """Fill with 0/1 samples, 1 with probability `p` (a number or a tensor) in place."""
+    def random_(
+        self, from_: _int | None = None, to: _int | None = None, *, generator: Any = None
+    ) -> Tensor:
+        """Fill with integers from `[from, to)` in place: `random_(to)` draws from `[0, to)` and
+        `random_()` from `[0, 2^mantissa]` of a float dtype (`[0, 2^63 - 1]` for int64)."""
+
 # ----- dtype constants ----------------------------------------------------------------------------
 
 bool: dtype
@@ -1135,6 +1473,18 @@ def _randn(shape: Sequence[_int], dtype: dtype) -> Tensor:
 
 def _randperm(n: _int, seed: _int | None = None) -> Tensor:
     """A random permutation of `0..n` (int64), from the global generator or a seeded one."""
+
+def _randint(
+    low: _int, high: _int, shape: Sequence[_int], dtype: dtype, seed: _int | None = None
+) -> Tensor:
+    """Integers drawn uniformly from `[low, high)`, from a generator seeded with `seed` when
+    given (how a Python `Generator` draws), else from the global one."""
+def _triangle_indices(row: _int, col: _int, offset: _int, upper: _bool) -> Tensor:
+    """The coordinates of a `row` x `col` matrix's lower (or, with `upper`, upper) triangle."""
+def _initial_seed() -> _int:
+    """The seed of the global generator (the last `manual_seed`, or the default one)."""
+def _logspace(start: _float, end: _float, steps: _int, base: _float, dtype: dtype) -> Tensor:
+    """`steps` values `base ** x` for `x` evenly spaced from `start` to `end`."""
 
 def get_default_dtype() -> dtype:
     """The default floating type (float32 unless set)."""
@@ -1408,6 +1758,9 @@ def ceil(input: Tensor) -> Tensor:
 
 def trunc(input: Tensor) -> Tensor:
     """Round towards zero elementwise (zero gradient)."""
+
+def frac(input: Tensor) -> Tensor:
+    """Fractional part x - trunc(x) elementwise."""
 
 def isnan(input: Tensor) -> Tensor:
     """Elementwise NaN test (bool)."""
@@ -1918,6 +2271,32 @@ def _cat(tensors: Sequence[Tensor], dim: _int = 0) -> Tensor:
 
 def _stack(tensors: Sequence[Tensor], dim: _int = 0) -> Tensor:
     """Stack tensors along a new dim."""
+
+def _hstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Concatenation along dim 1 (dim 0 for vectors)."""
+def _vstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Concatenation along dim 0 of the inputs made at least 2-D."""
+def _dstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Concatenation along dim 2 of the inputs made at least 3-D."""
+def _column_stack(tensors: Sequence[Tensor]) -> Tensor:
+    """Vectors as columns, concatenated along dim 1."""
+def _block_diag(tensors: Sequence[Tensor]) -> Tensor:
+    """The inputs on the diagonal of a matrix of zeros."""
+def _cartesian_prod(tensors: Sequence[Tensor]) -> Tensor:
+    """Every combination of one element from each 1-D tensor, one row each."""
+def _broadcast_tensors(tensors: Sequence[Tensor]) -> tuple[Tensor, ...]:
+    """Every tensor expanded to the shape they broadcast to (views)."""
+def _meshgrid(tensors: Sequence[Tensor], indexing: str) -> tuple[Tensor, ...]:
+    """Coordinate grids (`indexing` "ij" or "xy")."""
+def _broadcast_shapes(shapes: Sequence[Sequence[_int]]) -> list[_int]:
+    """The shape the given shapes broadcast to."""
+def _combinations(input: Tensor, r: _int = 2, with_replacement: _bool = False) -> Tensor:
+    """The length-`r` combinations of a vector's elements, one row each."""
+def _tensordot(a: Tensor, b: Tensor, dims_a: Sequence[_int], dims_b: Sequence[_int]) -> Tensor:
+    """The sum of products over `dims_a` of `a` and `dims_b` of `b`."""
+def _repeat_index(repeats: Tensor, *, output_size: _int | None = None) -> Tensor:
+    """`repeat_interleave(repeats)` of a 1-D int64 tensor: each index `i` repeated `repeats[i]`
+    times."""
 
 def _einsum(equation: str, operands: Sequence[Tensor]) -> Tensor:
     """Einstein summation."""

@@ -14,20 +14,29 @@ from . import _C
 from ._creation import (
     arange,
     as_tensor,
+    bernoulli,
     empty,
     empty_like,
     eye,
     from_numpy,
     full,
     full_like,
+    initial_seed,
     linspace,
+    logspace,
+    multinomial,
     ones,
     ones_like,
     rand,
     rand_like,
+    randint,
+    randint_like,
     randn,
     randn_like,
+    seed,
     tensor,
+    tril_indices,
+    triu_indices,
     zeros,
     zeros_like,
 )
@@ -65,6 +74,18 @@ def is_tensor(obj: Any) -> builtins.bool:
     return isinstance(obj, Tensor)
 
 
+def is_floating_point(input: Tensor) -> builtins.bool:
+    """Whether ``input``'s dtype is a floating point type."""
+    return input.is_floating_point()
+
+
+def dropout(input: Tensor, p: builtins.float = 0.5, train: builtins.bool = True) -> Tensor:
+    """``nn.functional.dropout(input, p, train)``."""
+    from .nn.functional import dropout as _dropout
+
+    return _dropout(input, p, train)
+
+
 def numel(t: Tensor) -> int:
     """Number of elements of ``t``."""
     return t.numel()
@@ -84,6 +105,7 @@ from . import (  # noqa: E402,F401
     _ops_indexing,
     _ops_linalg,
     _ops_matmul,
+    _ops_pointwise,
     _ops_reduce,
     _ops_shape,
     _ops_softmax,
@@ -109,6 +131,7 @@ from ._ops_distance import *  # noqa: E402,F401,F403
 from ._ops_indexing import *  # noqa: E402,F401,F403
 from ._ops_linalg import *  # noqa: E402,F401,F403
 from ._ops_matmul import *  # noqa: E402,F401,F403
+from ._ops_pointwise import *  # noqa: E402,F401,F403
 from ._ops_reduce import *  # noqa: E402,F401,F403
 from ._ops_shape import *  # noqa: E402,F401,F403
 from ._ops_softmax import *  # noqa: E402,F401,F403
@@ -123,6 +146,12 @@ __all__ = [
     "arange",
     "as_tensor",
     "autograd",
+    "bernoulli",
+    "multinomial",
+    "dropout",
+    "is_floating_point",
+    "tril_indices",
+    "triu_indices",
     "bool",
     "detach",
     "double",
@@ -147,6 +176,7 @@ __all__ = [
     "is_inference_mode_enabled",
     "is_tensor",
     "linspace",
+    "logspace",
     "long",
     "manual_seed",
     "no_grad",
@@ -156,6 +186,8 @@ __all__ = [
     "rand",
     "rand_like",
     "randn",
+    "randint",
+    "randint_like",
     "randn_like",
     "set_default_dtype",
     "set_grad_enabled",
@@ -171,6 +203,8 @@ __all__ = [
     "device",
     "Generator",
     "randperm",
+    "initial_seed",
+    "seed",
     "save",
     "load",
     "FloatTensor",
@@ -186,5 +220,6 @@ __all__ = [
 ]
 __all__ += _ops_binary.__all__ + _ops_convert.__all__ + _ops_distance.__all__
 __all__ += _ops_indexing.__all__ + _ops_linalg.__all__ + _ops_matmul.__all__
+__all__ += _ops_pointwise.__all__
 __all__ += _ops_reduce.__all__ + _ops_shape.__all__ + _ops_softmax.__all__ + _ops_unary.__all__
 __all__ += _ops_sort.__all__

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import os as _os
 from typing import Any, Optional, Sequence, Union
 
 from . import _C
@@ -241,6 +242,119 @@ def linspace(
     check_device(device)
     dt = _C.get_default_dtype() if dtype is None else check_dtype(dtype)
     return _finish(_C._linspace(_float(start), _float(end), int(steps), dt), requires_grad)
+
+
+def logspace(
+    start: _float,
+    end: _float,
+    steps: int,
+    base: _float = 10.0,
+    dtype: Any = None,
+    requires_grad: _bool = False,
+    device: Any = None,
+) -> Tensor:
+    """``steps`` values ``base ** x`` for ``x`` evenly spaced from ``start`` to ``end``."""
+    check_device(device)
+    dt = _C.get_default_dtype() if dtype is None else check_dtype(dtype)
+    t = _C._logspace(_float(start), _float(end), int(steps), _float(base), dt)
+    return _finish(t, requires_grad)
+
+
+def initial_seed() -> int:
+    """The seed of the global generator: the last ``manual_seed``, or the default one."""
+    return _C._initial_seed()
+
+
+def seed() -> int:
+    """Seed the global generator from the OS's entropy; returns the seed (63 bits, so
+    ``manual_seed`` takes it back)."""
+    s = int.from_bytes(_os.urandom(8), "little") >> 1
+    _C.manual_seed(s)
+    return s
+
+
+def _randint(low: Any, high: Any, size: Any, generator: Any, dtype: Any) -> Tensor:
+    for name, v in (("low", low), ("high", high)):
+        if isinstance(v, _bool) or not (isinstance(v, int) or hasattr(v, "__index__")):
+            raise TypeError(f"randint(): argument '{name}' must be int, not {type(v).__name__}")
+    seed = None if generator is None else generator._next_seed()
+    return _C._randint(int(low), int(high), _size((size,)), dtype, seed)
+
+
+def randint(
+    *args: Any,
+    size: Any = None,
+    generator: Any = None,
+    dtype: Any = None,
+    requires_grad: _bool = False,
+    device: Any = None,
+) -> Tensor:
+    """Integers drawn uniformly from ``[low, high)``: ``randint(high, size)`` or
+    ``randint(low, high, size)`` (int64 unless ``dtype`` says otherwise)."""
+    check_device(device)
+    if size is not None:
+        args = (*args, size)
+    if len(args) == 2:
+        low, high, shape = 0, args[0], args[1]
+    elif len(args) == 3:
+        low, high, shape = args
+    else:
+        raise TypeError("randint() expects (high, size) or (low, high, size)")
+    dt = int64 if dtype is None else check_dtype(dtype)
+    return _finish(_randint(low, high, shape, generator, dt), requires_grad)
+
+
+def randint_like(
+    input: Tensor,
+    low: Any = 0,
+    high: Any = None,
+    *,
+    dtype: Any = None,
+    requires_grad: _bool = False,
+    device: Any = None,
+    memory_format: Any = None,
+) -> Tensor:
+    """Integers from ``[low, high)`` (``randint_like(input, high)`` draws from ``[0, high)``)
+    with ``input``'s shape and, by default, its dtype."""
+    check_device(device)
+    if high is None:
+        low, high = 0, low
+    dt = input.dtype if dtype is None else check_dtype(dtype)
+    return _finish(_randint(low, high, list(input.shape), None, dt), requires_grad)
+
+
+def tril_indices(
+    row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None
+) -> Tensor:
+    """The coordinates ``[rows; cols]`` of the lower triangle of a ``row`` x ``col`` matrix
+    (``col - row <= offset``)."""
+    check_device(device)
+    t = _C._triangle_indices(row, col, offset, False)
+    return t if dtype is None or check_dtype(dtype) == int64 else t.to(check_dtype(dtype))
+
+
+def triu_indices(
+    row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None
+) -> Tensor:
+    """The coordinates ``[rows; cols]`` of the upper triangle (``col - row >= offset``)."""
+    check_device(device)
+    t = _C._triangle_indices(row, col, offset, True)
+    return t if dtype is None or check_dtype(dtype) == int64 else t.to(check_dtype(dtype))
+
+
+def multinomial(
+    input: Tensor, num_samples: int, replacement: _bool = False, *, generator: Any = None
+) -> Tensor:
+    """``num_samples`` category indices (int64) per row of the non-negative weights ``input``;
+    without ``replacement`` each category at most once per row."""
+    return input.multinomial(num_samples, replacement, generator=generator)
+
+
+def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
+    """0/1 samples shaped like ``input``, each 1 with probability ``input``'s element (or
+    ``p``)."""
+    out = zeros_like(input)
+    return out.bernoulli_(input if p is None else p, generator=generator)
 
 
 def eye(

@@ -57,7 +57,51 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     return input.nonzero(as_tuple=as_tuple)
 
 
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """A copy of ``input`` with its slices along ``dim`` at ``index`` replaced by ``source``'s."""
+    return input.index_copy(dim, index, source)
+
+
+def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    """A copy of ``input`` with its slices along ``dim`` at ``index`` set to ``value``."""
+    return input.index_fill(dim, index, value)
+
+
+def scatter_reduce(
+    input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True
+) -> Tensor:
+    """``src`` reduced ("sum", "prod", "mean", "amax", "amin") into a copy of ``input`` along
+    ``dim`` at ``index``."""
+    return input.scatter_reduce(dim, index, src, reduce, include_self=include_self)
+
+
+def take(input: Tensor, index: Tensor) -> Tensor:
+    """The elements of ``input`` (taken as 1-D) at ``index``, shaped like ``index``."""
+    return input.take(index)
+
+
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """A copy of ``input`` whose positions where ``mask`` is true take ``source``'s elements."""
+    return input.masked_scatter(mask, source)
+
+
+def repeat_interleave(
+    input: Tensor, repeats: Any = None, dim: Optional[int] = None, *, output_size: Any = None
+) -> Tensor:
+    """Each slice of ``input`` along ``dim`` repeated ``repeats`` times (flattened without
+    ``dim``); with ``input`` alone, an int64 tensor of counts: each index repeated so often."""
+    if repeats is None:
+        return _C._repeat_index(input, output_size=output_size)
+    return input.repeat_interleave(repeats, dim, output_size=output_size)
+
+
 __all__ = [
+    "index_copy",
+    "index_fill",
+    "masked_scatter",
+    "repeat_interleave",
+    "scatter_reduce",
+    "take",
     "gather",
     "index_add",
     "index_select",

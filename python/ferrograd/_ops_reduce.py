@@ -95,6 +95,48 @@ def std(
     return input.std(dim, unbiased, keepdim, correction=correction)
 
 
+def nansum(
+    input: Tensor, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None
+) -> Tensor:
+    """Sum over ``dim`` (all elements when None) with NaN taken as zero."""
+    return input.nansum(dim, keepdim, dtype=dtype)
+
+
+def nanmean(
+    input: Tensor, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None
+) -> Tensor:
+    """Mean over ``dim`` of the elements that are not NaN."""
+    return input.nanmean(dim, keepdim, dtype=dtype)
+
+
+def std_mean(
+    input: Tensor,
+    dim: Any = None,
+    unbiased: Optional[builtins.bool] = None,
+    keepdim: builtins.bool = False,
+    *,
+    correction: Optional[float] = None,
+) -> tuple:
+    """``(std, mean)`` over ``dim``."""
+    mean = input.mean(dim, keepdim) if dim is not None else input.mean()
+    if dim is None and keepdim:
+        mean = mean.reshape([1] * input.dim())
+    return input.std(dim, unbiased, keepdim, correction=correction), mean
+
+
+def var_mean(
+    input: Tensor,
+    dim: Any = None,
+    unbiased: Optional[builtins.bool] = None,
+    keepdim: builtins.bool = False,
+    *,
+    correction: Optional[float] = None,
+) -> tuple:
+    """``(var, mean)`` over ``dim``."""
+    _, mean = std_mean(input, dim, unbiased, keepdim, correction=correction)
+    return input.var(dim, unbiased, keepdim, correction=correction), mean
+
+
 def norm(
     input: Tensor,
     p: Any = "fro",
@@ -127,6 +169,10 @@ def any(input: Tensor, dim: _Dim = None, keepdim: builtins.bool = False) -> Tens
 
 
 __all__ = [
+    "nanmean",
+    "nansum",
+    "std_mean",
+    "var_mean",
     "all",
     "amax",
     "amin",

@@ -48,6 +48,16 @@ def clip(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A0
     return input.clamp(min, max)
 
 
+def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002
+    """``max(input, min)`` elementwise (``min`` a number or tensor)."""
+    return input.clamp_min(min)
+
+
+def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
+    """``min(input, max)`` elementwise (``max`` a number or tensor)."""
+    return input.clamp_max(max)
+
+
 def nan_to_num(
     input: Tensor,
     nan: float = 0.0,
@@ -66,6 +76,8 @@ __all__ = [
     "arctan",
     "arctanh",
     "clamp",
+    "clamp_max",
+    "clamp_min",
     "clip",
     "fix",
     "nan_to_num",

@@ -328,6 +328,79 @@ def _rebuild_tensor(array: np.ndarray, requires_grad: builtins.bool) -> Tensor:
     return t
 
 
+# ----- in-place forms of the op registry's unary ops ----------------------------------------
+
+# The registry's ops torch has no in-place form of (their results are bool).
+_NO_INPLACE = {"isnan", "isinf", "isfinite"}
+# torch's aliases of in-place unary ops.
+_INPLACE_ALIASES = {
+    "negative_": "neg_",
+    "arcsin_": "asin_",
+    "arccos_": "acos_",
+    "arctan_": "atan_",
+    "arcsinh_": "asinh_",
+    "arccosh_": "acosh_",
+    "arctanh_": "atanh_",
+    "fix_": "trunc_",
+}
+
+
+def _unary_inplace(name: str) -> Any:
+    def method(self: Tensor) -> Tensor:
+        return self._unary_(name)
+
+    method.__name__ = method.__qualname__ = name + "_"
+    method.__doc__ = f"In-place :meth:`{name}`; returns self."
+    return method
+
+
+def _inplace_members() -> dict:
+    """``exp_``, ``sin_``, ...: one per row of the op registry (``src/ops/registry.rs``), each
+    running ``Tensor.unary_`` in the crate; and torch's aliases of them."""
+    names = [r["name"] for r in _C._registry() if r["family"] == "unary"]
+    members = {n + "_": _unary_inplace(n) for n in names if n not in _NO_INPLACE}
+    for alias, target in _INPLACE_ALIASES.items():
+        members[alias] = members[target]
+    return members
+
+
+# ----- type() ----------------------------------------------------------------------------------
+
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor"}
+_TYPE_NAMES["bool"] = "BoolTensor"
+
+
+def _type(
+    self: Tensor, dtype: Any = None, non_blocking: builtins.bool = False, **kwargs: Any
+) -> Any:
+    """Without ``dtype`` the type's name (``'ferrograd.FloatTensor'``, the spelling of
+    ``ferrograd.float32``'s repr); with one (a dtype, a legacy class such as
+    ``ferrograd.DoubleTensor`` or its name, also spelt ``torch.``) a copy of that dtype, or
+    this tensor when it has it already."""
+    by_name = {v: k for k, v in _TYPE_NAMES.items()}
+    if dtype is None:
+        return "ferrograd." + _TYPE_NAMES[str(self.dtype).rpartition(".")[2]]
+    if isinstance(dtype, str):
+        module, _, name = dtype.rpartition(".")
+        if module not in ("torch", "ferrograd") or name not in by_name:
+            raise ValueError(f"invalid type: {dtype!r}")
+        target = getattr(_C, by_name[name])
+    elif isinstance(dtype, _C.dtype):
+        target = dtype
+    elif hasattr(dtype, "_dtype"):
+        target = dtype._dtype
+    else:
+        raise TypeError(f"dtype must be a type, str, or dtype object, not {type(dtype).__name__}")
+    return self if self.dtype == target else self.to(target)
+
+
+def _bernoulli(self: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
+    """0/1 samples shaped like this tensor, each 1 with probability its element (or ``p``)."""
+    from ._creation import bernoulli
+
+    return bernoulli(self, p, generator=generator)
+
+
 def _install() -> None:
     """Attach the Python-written members to the Rust ``Tensor`` class (their stubs are in
     ``_C.pyi``): the one place where Python adds to the class."""
@@ -336,6 +409,9 @@ def _install() -> None:
         "__str__": _repr,
         "__getitem__": _getitem,
         "__setitem__": _setitem,
+        "type": _type,
+        "bernoulli": _bernoulli,
+        **_inplace_members(),
     }
     for name, value in members.items():
         setattr(Tensor, name, value)

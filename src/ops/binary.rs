@@ -762,8 +762,14 @@ impl Tensor {
         check_int_divisor(other, rt)?;
         let out = promoted(self, other, |x, y| x % y, |x, y| x % y, i64::wrapping_rem)?;
         if needs_grad(&[self, other]) {
+            // torch's node for a Python-number divisor is the Scalar overload's.
+            let name = if other.is_wrapped_number() {
+                "FmodBackward0"
+            } else {
+                "FmodBackward1"
+            };
             record(
-                "FmodBackward1",
+                name,
                 &[self, other],
                 &[&out],
                 &[self, other],
@@ -784,8 +790,14 @@ impl Tensor {
         check_int_divisor(other, rt)?;
         let out = promoted(self, other, py_mod_f, py_mod_f, py_mod_i)?;
         if needs_grad(&[self, other]) {
+            // torch's node for a Python-number divisor is the Scalar overload's.
+            let name = if other.is_wrapped_number() {
+                "RemainderBackward0"
+            } else {
+                "RemainderBackward1"
+            };
             record(
-                "RemainderBackward1",
+                name,
                 &[self, other],
                 &[&out],
                 &[self, other],

@@ -10,6 +10,7 @@ use crate::graph::forward_ad;
 use crate::graph::node::{needs_grad, record, record_node};
 use crate::kernels::copy::{cast, copy_raw};
 use crate::ops::convert::check_can_cast;
+use crate::ops::indexing::ScatterReduce;
 use crate::tensor::grad_mode::{self, GradModeGuard};
 use crate::tensor::shape::fmt_shape;
 use crate::tensor::{DType, Dims, Element, Tensor};
@@ -254,21 +255,212 @@ impl Tensor {
         )
     }
 
-    /// `saves_self`: the op's backward reads `self`, whose memory is about to be overwritten,
-    /// so it works on a copy of the old values (torch's `original_self`).
+    /// The one way an op runs in place: `op` computes the result out of place from this tensor
+    /// (recording its node, whose name becomes this tensor's `grad_fn`, as in torch), then it is
+    /// written back. `others` are the op's other tensor operands. `saves_self`: the op's
+    /// backward reads `self`, whose memory is about to be overwritten, so it works on a copy of
+    /// the old values (torch's `original_self`).
+    pub(crate) fn inplace_with(
+        &self,
+        others: &[&Tensor],
+        saves_self: bool,
+        op: impl FnOnce(&Tensor) -> Result<Tensor>,
+    ) -> Result<()> {
+        self.check_inplace(others)?;
+        let mut inputs = vec![self];
+        inputs.extend_from_slice(others);
+        let result = if saves_self && needs_grad(&inputs) {
+            op(&self.clone_tensor()?)?
+        } else {
+            op(self)?
+        };
+        self.commit_inplace(result)
+    }
+
     fn inplace_binary(
         &self,
         other: &Tensor,
         saves_self: bool,
         op: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
     ) -> Result<()> {
-        self.check_inplace(&[other])?;
-        let result = if saves_self && needs_grad(&[self, other]) {
-            op(&self.clone_tensor()?, other)?
-        } else {
-            op(self, other)?
+        self.inplace_with(&[other], saves_self, |x| op(x, other))
+    }
+
+    /// Any unary op in place, e.g. `x.unary_(Tensor::exp)` (the rows of the op registry are
+    /// bound to Python as `exp_`, `sin_`, ... this way).
+    pub fn unary_(&self, op: fn(&Tensor) -> Result<Tensor>) -> Result<()> {
+        self.inplace_with(&[], true, op)
+    }
+
+    /// Any binary op with `other` in place, e.g. `x.binary_(&y, Tensor::fmod)`; the result
+    /// must keep this tensor's shape and be castable to its dtype.
+    pub fn binary_(
+        &self,
+        other: &Tensor,
+        op: fn(&Tensor, &Tensor) -> Result<Tensor>,
+    ) -> Result<()> {
+        self.inplace_binary(other, true, op)
+    }
+
+    /// [`Tensor::round_decimals`] in place.
+    pub fn round_(&self, decimals: i64) -> Result<()> {
+        self.inplace_with(&[], false, |x| x.round_decimals(decimals))
+    }
+
+    /// [`Tensor::clamp`] in place.
+    pub fn clamp_(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<()> {
+        let others: Vec<&Tensor> = min.into_iter().chain(max).collect();
+        self.inplace_with(&others, true, |x| x.clamp(min, max))
+    }
+
+    /// [`Tensor::clamp_min`] in place.
+    pub fn clamp_min_(&self, min: &Tensor) -> Result<()> {
+        self.inplace_with(&[min], true, |x| x.clamp_min(min))
+    }
+
+    /// [`Tensor::clamp_max`] in place.
+    pub fn clamp_max_(&self, max: &Tensor) -> Result<()> {
+        self.inplace_with(&[max], true, |x| x.clamp_max(max))
+    }
+
+    /// `self ** exponent` in place.
+    pub fn pow_(&self, exponent: &Tensor) -> Result<()> {
+        self.inplace_binary(exponent, true, Tensor::pow)
+    }
+
+    /// [`Tensor::lerp`] in place.
+    pub fn lerp_(&self, end: &Tensor, weight: &Tensor) -> Result<()> {
+        self.inplace_with(&[end, weight], true, |x| x.lerp(end, weight))
+    }
+
+    /// [`Tensor::addcmul`] in place.
+    pub fn addcmul_(&self, tensor1: &Tensor, tensor2: &Tensor, value: f64) -> Result<()> {
+        self.inplace_with(&[tensor1, tensor2], false, |x| {
+            x.addcmul(tensor1, tensor2, value)
+        })
+    }
+
+    /// [`Tensor::addcdiv`] in place.
+    pub fn addcdiv_(&self, tensor1: &Tensor, tensor2: &Tensor, value: f64) -> Result<()> {
+        self.inplace_with(&[tensor1, tensor2], false, |x| {
+            x.addcdiv(tensor1, tensor2, value)
+        })
+    }
+
+    /// [`Tensor::scatter`] in place.
+    pub fn scatter_(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<()> {
+        self.inplace_with(&[src], false, |x| x.scatter(dim, index, src))
+    }
+
+    /// [`Tensor::scatter_value`] in place.
+    pub fn scatter_value_(&self, dim: i64, index: &Tensor, value: f64) -> Result<()> {
+        self.inplace_with(&[], false, |x| x.scatter_value(dim, index, value))
+    }
+
+    /// [`Tensor::scatter_add`] in place.
+    pub fn scatter_add_(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<()> {
+        self.inplace_with(&[src], false, |x| x.scatter_add(dim, index, src))
+    }
+
+    /// [`Tensor::scatter_reduce`] in place.
+    pub fn scatter_reduce_(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: ScatterReduce,
+        include_self: bool,
+    ) -> Result<()> {
+        self.inplace_with(&[src], true, |x| {
+            x.scatter_reduce(dim, index, src, reduce, include_self)
+        })
+    }
+
+    /// [`Tensor::index_add`] in place.
+    pub fn index_add_(&self, dim: i64, index: &Tensor, source: &Tensor, alpha: f64) -> Result<()> {
+        self.inplace_with(&[source], false, |x| x.index_add(dim, index, source, alpha))
+    }
+
+    /// [`Tensor::index_copy`] in place.
+    pub fn index_copy_(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<()> {
+        self.inplace_with(&[source], false, |x| x.index_copy(dim, index, source))
+    }
+
+    /// [`Tensor::index_fill`] in place.
+    pub fn index_fill_(&self, dim: i64, index: &Tensor, value: f64) -> Result<()> {
+        self.inplace_with(&[], false, |x| x.index_fill(dim, index, value))
+    }
+
+    /// [`Tensor::masked_scatter`] in place.
+    pub fn masked_scatter_(&self, mask: &Tensor, source: &Tensor) -> Result<()> {
+        self.inplace_with(&[source], false, |x| x.masked_scatter(mask, source))
+    }
+
+    /// Replace the values by `sample` (drawn for this tensor's shape and dtype), recorded as
+    /// `name` with a zero gradient to the old values (torch's random in-place ops).
+    fn fill_random_(&self, name: &'static str, sample: Tensor) -> Result<()> {
+        self.inplace_with(&[], false, |x| {
+            if needs_grad(&[x]) {
+                record(name, &[x], &[&sample], &[], false, |g, _| {
+                    Ok(vec![Some(g[0].mul_scalar(0.0)?)])
+                })?;
+            }
+            Ok(sample)
+        })
+    }
+
+    /// Fill with samples of N(`mean`, `std`²) in place.
+    pub fn normal_(&self, mean: f64, std: f64) -> Result<()> {
+        let s = Tensor::normal(self.shape(), mean, std, self.dtype())?;
+        self.fill_random_("NormalBackward0", s)
+    }
+
+    /// Fill with samples of U[`low`, `high`) in place.
+    pub fn uniform_(&self, low: f64, high: f64) -> Result<()> {
+        if !self.dtype().is_float() {
+            return Err(Error::not_implemented(format!(
+                "\"check_uniform_bounds\" not implemented for '{}'",
+                crate::tensor::scalar_type_name(self.dtype())
+            )));
+        }
+        let s = Tensor::uniform(self.shape(), low, high, self.dtype())?;
+        self.fill_random_("UniformBackward0", s)
+    }
+
+    /// Fill with integers drawn uniformly from `[low, high)` in place.
+    pub fn random_(&self, low: i64, high: i64) -> Result<()> {
+        let s = Tensor::randint(low, high, self.shape(), self.dtype())?;
+        self.fill_random_("RandomBackward0", s)
+    }
+
+    /// Fill with exponential samples of rate `lambd` in place.
+    pub fn exponential_(&self, lambd: f64) -> Result<()> {
+        let s = Tensor::exponential(self.shape(), lambd, self.dtype())?;
+        self.fill_random_("ExponentialBackward0", s)
+    }
+
+    /// Fill with 0/1 samples that are 1 with probability `p` in place.
+    pub fn bernoulli_(&self, p: f64) -> Result<()> {
+        let s = Tensor::bernoulli_scalar(self.shape(), p, self.dtype())?;
+        self.fill_random_("BernoulliBackward2", s)
+    }
+
+    /// Fill with 0/1 samples, element `i` being 1 with probability `p[i]` (`p` broadcast to
+    /// this tensor's shape, values in [0, 1]) in place.
+    pub fn bernoulli_tensor_(&self, p: &Tensor) -> Result<()> {
+        let s = {
+            let _g = GradModeGuard::new(false);
+            let p = p.detach().to_dtype(DType::Float64)?.expand(self.shape())?;
+            let pv = p.to_vec::<f64>()?;
+            if let Some(bad) = pv.iter().find(|v| !(0.0..=1.0).contains(*v)) {
+                return Err(Error::runtime(format!(
+                    "bernoulli_ expects p to be in [0, 1], but got p={bad}"
+                )));
+            }
+            let u = Tensor::rand(self.shape(), DType::Float64)?;
+            u.lt_t(&p)?.to_dtype(self.dtype())?
         };
-        self.commit_inplace(result)
+        self.fill_random_("BernoulliBackward1", s)
     }
 
     /// `self += other` in place.

@@ -5,12 +5,15 @@ use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
 
 use crate::error::{Error, Result};
-use crate::graph::node::{grad_if_wanted, needs_grad, record, record_with_jvp, sum_tangents};
+use crate::graph::node::{
+    grad_if_wanted, needs_grad, record, record_with_jvp, sum_tangents, wants_grad,
+};
 use crate::kernels::copy::as_dtype;
 use crate::kernels::gemm::{batch_offset, matmul_strided, GemmScalar, MatRef};
 use crate::ops::binary::result_dtype;
 use crate::parallel::get_num_threads;
 use crate::tensor::creation::{checked_numel, ensure_allocatable};
+use crate::tensor::grad_mode::GradModeGuard;
 use crate::tensor::shape::{broadcast_shapes, fmt_shape};
 use crate::tensor::{DType, Dims, Element, Layout, Tensor};
 
@@ -391,4 +394,162 @@ fn want_dims(
         }
     }
     Ok(())
+}
+
+/// A product op of two operands: its forward and the gradients of both operands from the
+/// output's gradient `g` (written with differentiable ops).
+struct Product {
+    name: &'static str,
+    op: &'static str,
+    forward: fn(&Tensor, &Tensor) -> Result<Tensor>,
+    vjp: fn(&Tensor, &Tensor, &Tensor) -> Result<(Tensor, Tensor)>,
+}
+
+const ADDMM: Product = Product {
+    name: "AddmmBackward0",
+    op: "addmm",
+    forward: Tensor::mm,
+    vjp: |g, a, b| Ok((g.mm(&b.t()?)?, a.t()?.mm(g)?)),
+};
+
+const ADDMV: Product = Product {
+    name: "AddmvBackward0",
+    op: "addmv",
+    forward: Tensor::mv,
+    vjp: |g, a, b| Ok((g.unsqueeze(1)?.mul(&b.unsqueeze(0)?)?, a.t()?.mv(g)?)),
+};
+
+const BADDBMM: Product = Product {
+    name: "BaddbmmBackward0",
+    op: "baddbmm",
+    forward: Tensor::bmm,
+    vjp: |g, a, b| Ok((g.bmm(&b.transpose(1, 2)?)?, a.transpose(1, 2)?.bmm(g)?)),
+};
+
+const ADDBMM: Product = Product {
+    name: "AddbmmBackward0",
+    op: "addbmm",
+    forward: |a, b| a.bmm(b)?.sum_dims(&[0], false),
+    vjp: |g, a, b| {
+        let ge = g
+            .unsqueeze(0)?
+            .expand(&[a.shape()[0], g.shape()[0], g.shape()[1]])?;
+        Ok((ge.bmm(&b.transpose(1, 2)?)?, a.transpose(1, 2)?.bmm(&ge)?))
+    },
+};
+
+impl Tensor {
+    /// `beta * self + alpha * (mat1 @ mat2)` for 2-D `mat1`, `mat2`; `self` broadcasts to the
+    /// product's shape (torch's `addmm`, a linear layer's op).
+    pub fn addmm(&self, mat1: &Tensor, mat2: &Tensor, beta: f64, alpha: f64) -> Result<Tensor> {
+        self.add_product(&ADDMM, mat1, mat2, beta, alpha)
+    }
+
+    /// `beta * self + alpha * (mat @ vec)` (torch's `addmv`).
+    pub fn addmv(&self, mat: &Tensor, vec: &Tensor, beta: f64, alpha: f64) -> Result<Tensor> {
+        if mat.dim() == 2 && vec.dim() == 1 && self.dim() <= 1 {
+            let n = self.shape().first().copied().unwrap_or(1);
+            if mat.shape()[1] != vec.shape()[0] || (n != mat.shape()[0] && n != 1) {
+                return Err(Error::runtime(format!(
+                    "size mismatch, got input ({}), mat ({}x{}), vec ({})",
+                    n,
+                    mat.shape()[0],
+                    mat.shape()[1],
+                    vec.shape()[0]
+                )));
+            }
+        }
+        self.add_product(&ADDMV, mat, vec, beta, alpha)
+    }
+
+    /// `beta * self + alpha * (batch1 @ batch2)` per batch (torch's `baddbmm`).
+    pub fn baddbmm(
+        &self,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        beta: f64,
+        alpha: f64,
+    ) -> Result<Tensor> {
+        self.add_product(&BADDBMM, batch1, batch2, beta, alpha)
+    }
+
+    /// `beta * self + alpha * sum_b(batch1[b] @ batch2[b])` (torch's `addbmm`).
+    pub fn addbmm(
+        &self,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        beta: f64,
+        alpha: f64,
+    ) -> Result<Tensor> {
+        want_dims([(batch1, "batch1"), (batch2, "batch2")], 3, |arg, _| {
+            format!("{arg} must be a 3D tensor")
+        })?;
+        let (a, b) = (batch1.shape(), batch2.shape());
+        if a[0] != b[0] || a[2] != b[1] {
+            return Err(Error::runtime(format!(
+                "Incompatible matrix sizes for bmm ({}x{} and {}x{})",
+                a[1], a[2], b[1], b[2]
+            )));
+        }
+        self.add_product(&ADDBMM, batch1, batch2, beta, alpha)
+    }
+
+    /// `beta * self + alpha * p.forward(a, b)`, recorded as one node named `p.name`. With
+    /// `beta == 0` `self` is ignored (its NaNs do not propagate), as in torch.
+    fn add_product(
+        &self,
+        p: &Product,
+        a: &Tensor,
+        b: &Tensor,
+        beta: f64,
+        alpha: f64,
+    ) -> Result<Tensor> {
+        let out = {
+            let _g = GradModeGuard::new(false);
+            let prod = (p.forward)(a, b).map_err(|e| match e.message().strip_prefix("mm: ") {
+                Some(rest) => Error::runtime(format!("{}: {rest}", p.op)),
+                None => e,
+            })?;
+            let shape = prod.shape().to_vec();
+            let input = self.expand(&shape)?;
+            let prod = if alpha == 1.0 {
+                prod
+            } else {
+                prod.mul_scalar(alpha)?
+            };
+            if beta == 0.0 {
+                let dt = result_dtype(self, &prod);
+                prod.to_dtype(dt)?.contiguous()?.detach()
+            } else if beta == 1.0 {
+                prod.add(&input)?
+            } else {
+                prod.add(&input.mul_scalar(beta)?)?
+            }
+        };
+        if needs_grad(&[self, a, b]) {
+            let in_shape: Vec<usize> = self.shape().to_vec();
+            let vjp = p.vjp;
+            record(
+                p.name,
+                &[self, a, b],
+                &[&out],
+                &[a, b],
+                true,
+                move |g, s| {
+                    let gi = grad_if_wanted(0, || g[0].mul_scalar(beta)?.sum_to(&in_shape))?;
+                    let (ga, gb) = if wants_grad(1) || wants_grad(2) {
+                        let ga_gb = vjp(&g[0], &s[0], &s[1])?;
+                        (
+                            Some(ga_gb.0.mul_scalar(alpha)?),
+                            Some(ga_gb.1.mul_scalar(alpha)?),
+                        )
+                    } else {
+                        (None, None)
+                    };
+                    Ok(vec![gi, ga, gb])
+                },
+            )?;
+        }
+        Ok(out)
+    }
 }

@@ -36,6 +36,7 @@ pub mod inplace;
 pub mod linalg;
 pub mod matmul;
 pub mod nn;
+pub mod pointwise;
 pub mod reduce;
 pub mod registry;
 pub mod shape;

@@ -999,3 +999,34 @@ fn cumprod_grad_with_zeros(x: &Tensor, g: &Tensor, dim: usize) -> Result<Tensor>
     let r = c.mul(&gt.unsqueeze(-2)?)?.sum_dims(&[-1], false)?;
     r.transpose(dim as i64, last)
 }
+
+impl Tensor {
+    /// Sum over `dims` (all when empty) with NaN taken as zero (torch's `nansum`; the gradient
+    /// is zero at the NaNs). Composed of `where` and `sum`, so its node is `SumBackward`.
+    pub fn nansum(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+        if !self.dtype().is_float() {
+            return self.sum_dims(dims, keepdim);
+        }
+        let zero = Tensor::wrapped_scalar(0.0, self.dtype());
+        Tensor::where_cond(&self.isnan()?, &zero, self)?.sum_dims(dims, keepdim)
+    }
+
+    /// The mean over `dims` (all when empty) of the elements that are not NaN (NaN where every
+    /// one is), torch's `nanmean`: `nansum / count`.
+    pub fn nanmean(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+        if !self.dtype().is_float() {
+            return Err(Error::runtime(format!(
+                "nanmean(): expected input to have floating point or complex dtype but got {}",
+                crate::tensor::scalar_type_name(self.dtype())
+            )));
+        }
+        let count = {
+            let _g = crate::tensor::grad_mode::GradModeGuard::new(false);
+            self.isnan()?
+                .logical_not()?
+                .to_dtype(self.dtype())?
+                .sum_dims(dims, keepdim)?
+        };
+        self.nansum(dims, keepdim)?.div(&count)
+    }
+}

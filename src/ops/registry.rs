@@ -121,6 +121,7 @@ macro_rules! ferrograd_unary_ops {
             floor: "Round down elementwise (zero gradient).", NonZero, Zero, [f64::floor];
             ceil: "Round up elementwise (zero gradient).", NonZero, Zero, [f64::ceil];
             trunc: "Round towards zero elementwise (zero gradient).", NonZero, Zero, [f64::trunc];
+            frac: "Fractional part x - trunc(x) elementwise.", NonZero, Smooth, [|v: f64| v.fract()];
             isnan: "Elementwise NaN test (bool).", Real, None, [|v: f64| f64::from(u8::from(v.is_nan()))];
             isinf: "Elementwise infinity test (bool).", Real, None, [|v: f64| f64::from(u8::from(v.is_infinite()))];
             isfinite: "Elementwise finiteness test (bool).", Real, None, [|v: f64| f64::from(u8::from(v.is_finite()))];

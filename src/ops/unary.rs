@@ -609,11 +609,51 @@ impl Tensor {
         self.step_op("TruncBackward0", f32::trunc, f64::trunc)
     }
 
+    /// The fractional part `x - trunc(x)` (sign of x); the gradient passes unchanged.
+    pub fn frac(&self) -> Result<Tensor> {
+        if !self.dtype().is_float() {
+            return Err(crate::error::Error::not_implemented(format!(
+                "\"frac_cpu\" not implemented for '{}'",
+                crate::tensor::scalar_type_name(self.dtype())
+            )));
+        }
+        let out = match self.dtype() {
+            DType::Float32 => map::<f32, f32>(self, |x| x - x.trunc())?,
+            _ => map::<f64, f64>(self, |x| x - x.trunc())?,
+        };
+        if needs_grad(&[self]) {
+            record_elementwise("FracBackward0", &[self], &[&out], &[], false, |g, _| {
+                Ok(vec![Some(g[0].clone())])
+            })?;
+        }
+        Ok(out)
+    }
+
     /// `x` clamped into `[min, max]` (either may be absent; tensors broadcast). Where
     /// `min > max` every element becomes `max`, as in torch. NaN in `x` propagates. The gradient
     /// passes to `x` where `min <= x <= max` (inclusive, torch's rule), to `min` where `x < min`
     /// and to `max` where `x > max`.
     pub fn clamp(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        self.clamp_named(min, max, ["ClampBackward0", "ClampBackward1"])
+    }
+
+    /// `max(x, min)` elementwise ([`Tensor::clamp`] with no upper bound).
+    pub fn clamp_min(&self, min: &Tensor) -> Result<Tensor> {
+        self.clamp_named(Some(min), None, ["ClampMinBackward1", "ClampMinBackward0"])
+    }
+
+    /// `min(x, max)` elementwise ([`Tensor::clamp`] with no lower bound).
+    pub fn clamp_max(&self, max: &Tensor) -> Result<Tensor> {
+        self.clamp_named(None, Some(max), ["ClampMaxBackward1", "ClampMaxBackward0"])
+    }
+
+    /// `clamp` recorded as `names[0]` with a tensor bound, `names[1]` with number bounds.
+    fn clamp_named(
+        &self,
+        min: Option<&Tensor>,
+        max: Option<&Tensor>,
+        names: [&'static str; 2],
+    ) -> Result<Tensor> {
         if min.is_none() && max.is_none() {
             return Err(crate::error::Error::runtime(
                 "torch.clamp: At least one of 'min' or 'max' must not be None",
@@ -653,9 +693,9 @@ impl Tensor {
             let name = if min.is_some_and(|t| !t.is_wrapped_number())
                 || max.is_some_and(|t| !t.is_wrapped_number())
             {
-                "ClampBackward0"
+                names[0]
             } else {
-                "ClampBackward1"
+                names[1]
             };
             let mut saved: Vec<&Tensor> = vec![self];
             saved.extend(min);

@@ -204,6 +204,25 @@ pub(crate) fn int_or_seq(obj: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
     }
 }
 
+/// A tensor or a Python number (wrapped as torch wraps one), converted in the binding.
+pub(crate) struct Operand<'py>(Bound<'py, PyAny>);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Operand<'py> {
+    type Error = PyErr;
+    #[inline(always)]
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        Ok(Operand(obj.to_owned()))
+    }
+}
+
+impl Arg for Operand<'_> {
+    type Value = Tensor;
+    #[inline(always)]
+    fn value(self, _name: &str) -> PyResult<Tensor> {
+        super::tensor::operand(&self.0)
+    }
+}
+
 /// An iterable of tensors or `None` (advanced indices), converted in the binding.
 pub(crate) struct OptTensors<'py>(Bound<'py, PyAny>);
 

@@ -60,6 +60,73 @@ fn _linspace(
     )
 }
 
+/// `steps` values `base ** x` for `x` evenly spaced from `start` to `end`.
+#[pyfunction]
+fn _logspace(
+    py: Python<'_>,
+    start: f64,
+    end: f64,
+    steps: Int,
+    base: f64,
+    dtype: PyRef<'_, PyDType>,
+) -> PyResult<Py<PyTensor>> {
+    let steps = args::non_negative(steps.0, || "number of steps must be non-negative".into())?;
+    wrap(
+        py,
+        guarded(|| Tensor::logspace(start, end, steps, base, dtype.d))?,
+    )
+}
+
+/// Integers drawn uniformly from `[low, high)`, from a generator seeded with `seed` when
+/// given (how a Python `Generator` draws), else from the global one.
+#[pyfunction]
+#[pyo3(signature = (low, high, shape, dtype, seed=None))]
+fn _randint(
+    py: Python<'_>,
+    low: Int,
+    high: Int,
+    shape: &Bound<'_, PyAny>,
+    dtype: PyRef<'_, PyDType>,
+    seed: Option<u64>,
+) -> PyResult<Py<PyTensor>> {
+    let s = shape_of(shape)?;
+    let draw = || Tensor::randint(low.0, high.0, &s, dtype.d);
+    let t = match seed {
+        None => guarded(draw)?,
+        Some(seed) => {
+            let saved = crate::tensor::creation::rng_state();
+            crate::tensor::creation::reseed(seed);
+            let r = guarded(draw);
+            crate::tensor::creation::set_rng_state(&saved);
+            r?
+        }
+    };
+    wrap(py, t)
+}
+
+/// The coordinates of a `row` x `col` matrix's lower (or, with `upper`, upper) triangle.
+#[pyfunction]
+fn _triangle_indices(
+    py: Python<'_>,
+    row: Int,
+    col: Int,
+    offset: Int,
+    upper: bool,
+) -> PyResult<Py<PyTensor>> {
+    let row = args::non_negative(row.0, || format!("row must be non-negative, got{}", row.0))?;
+    let col = args::non_negative(col.0, || format!("col must be non-negative, got{}", col.0))?;
+    wrap(
+        py,
+        guarded(|| Tensor::triangle_indices(row, col, offset.0, upper))?,
+    )
+}
+
+/// The seed of the global generator (the last `manual_seed`, or the default one).
+#[pyfunction]
+fn _initial_seed() -> u64 {
+    crate::tensor::creation::initial_seed()
+}
+
 /// An identity matrix.
 #[pyfunction]
 fn _eye(py: Python<'_>, n: Int, m: Int, dtype: PyRef<'_, PyDType>) -> PyResult<Py<PyTensor>> {
@@ -138,5 +205,9 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_rand, m)?)?;
     m.add_function(wrap_pyfunction!(_randn, m)?)?;
     m.add_function(wrap_pyfunction!(_randperm, m)?)?;
+    m.add_function(wrap_pyfunction!(_randint, m)?)?;
+    m.add_function(wrap_pyfunction!(_logspace, m)?)?;
+    m.add_function(wrap_pyfunction!(_triangle_indices, m)?)?;
+    m.add_function(wrap_pyfunction!(_initial_seed, m)?)?;
     Ok(())
 }

@@ -613,7 +613,7 @@ impl PyTensor {
 
     /// `ferrograd.full(size, value, dtype=dtype or self.dtype)`, `size` as `*size` or one
     /// sequence.
-    fn new_full<'py>(
+    fn new_filled<'py>(
         &self,
         py: Python<'py>,
         size: &Bound<'py, PyTuple>,
@@ -653,7 +653,7 @@ macro_rules! new_filled_methods {
                     size: &Bound<'py, PyTuple>,
                     dtype: Option<&Bound<'py, PyAny>>,
                 ) -> PyResult<Bound<'py, PyAny>> {
-                    self.new_full(py, size, $value, dtype)
+                    self.new_filled(py, size, $value, dtype)
                 }
             )*
         }
@@ -663,6 +663,28 @@ macro_rules! new_filled_methods {
 new_filled_methods! {
     new_zeros => 0.0, "Zeros of shape `size`, with this tensor's dtype by default.";
     new_ones => 1.0, "Ones of shape `size`, with this tensor's dtype by default.";
+    new_empty => 0.0, "A tensor of shape `size` (zeros, one valid content of torch's uninitialised memory), with this tensor's dtype by default.";
+}
+
+#[pymethods]
+impl PyTensor {
+    /// `fill_value` in shape `size`, with this tensor's dtype by default.
+    #[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
+    fn new_full<'py>(
+        &self,
+        py: Python<'py>,
+        size: &Bound<'py, PyAny>,
+        fill_value: f64,
+        dtype: Option<&Bound<'py, PyAny>>,
+        device: Option<&Bound<'py, PyAny>>,
+        requires_grad: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item("dtype", self.dtype_or(py, dtype)?)?;
+        kwargs.set_item("device", device)?;
+        kwargs.set_item("requires_grad", requires_grad)?;
+        NEW_FULL.get(py)?.call((size, fill_value), Some(&kwargs))
+    }
 }
 
 /// The iterator of `iter(tensor)`: `tensor.select(0, i)` for each `i`.

@@ -3,7 +3,10 @@
 //! `take_flat` / `scatter_add_flat` (`indexing::take`), so every backward is itself made of
 //! differentiable ops and higher-order gradients work.
 
+mod select;
 pub(crate) mod take;
+
+pub use select::ScatterReduce;
 
 use std::sync::Arc;
 
@@ -605,15 +608,17 @@ impl Tensor {
         self.put_flat(&pos, &v, accumulate)
     }
 
-    /// In-place `index_put_` (written through `copy_`, so versions and views behave as torch).
+    /// In-place `index_put_` (through the in-place mechanism, so versions and views behave as
+    /// torch).
     pub fn index_put_(
         &self,
         indices: &[Option<Tensor>],
         values: &Tensor,
         accumulate: bool,
     ) -> Result<()> {
-        let r = self.index_put(indices, values, accumulate)?;
-        self.copy_(&r)
+        self.inplace_with(&[values], false, |x| {
+            x.index_put(indices, values, accumulate)
+        })
     }
 
     /// In-place `masked_fill_`.
@@ -624,7 +629,6 @@ impl Tensor {
                 mask.dtype().c_name()
             )));
         }
-        let r = self.masked_fill(mask, value)?;
-        self.copy_(&r)
+        self.inplace_with(&[], false, |x| x.masked_fill(mask, value))
     }
 }

@@ -2,5 +2,6 @@
 //! [`view`], and ops that join, split or rearrange (`cat`, `stack`, `split`, `unbind`, `flip`,
 //! `roll`, `repeat`, ...) in [`join`].
 
+pub mod combine;
 pub mod join;
 pub mod view;

@@ -1,7 +1,9 @@
 //! Bindings of the indexing ops (`crate::ops::indexing`): advanced indexing, `index_put`,
 //! gather/scatter, masks and `nonzero`. Argument parsing only.
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+
+use crate::ops::indexing::ScatterReduce;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt};
 
@@ -34,6 +36,17 @@ tensor_methods! {
     /// The elements where `mask` is true (1-D).
     fn masked_select(x, mask: &Bound<'_, PyAny>) => x.masked_select(&mask);
 
+    /// A copy with the slices along `dim` at `index` replaced by `source`'s.
+    fn index_copy(x, dim: Int, index: &Bound<'_, PyAny>, source: &Bound<'_, PyAny>) =>
+        x.index_copy(dim, &index, &source);
+
+    /// The elements (taken as 1-D) at `index`, shaped like `index`.
+    fn take(x, index: &Bound<'_, PyAny>) => x.take(&index);
+
+    /// A copy with the positions where `mask` is true filled with `source`'s elements.
+    fn masked_scatter(x, mask: &Bound<'_, PyAny>, source: &Bound<'_, PyAny>) =>
+        x.masked_scatter(&mask, &source);
+
     /// `gather` with broadcasting; flattened without `dim`.
     #[pyo3(signature = (indices, dim=None))]
     fn take_along_dim(x, indices: &Bound<'_, PyAny>, dim: Option<Int>) =>
@@ -61,6 +74,63 @@ fn scalar_value(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
     Err(PyTypeError::new_err(format!(
         "{what}: value must be a number"
     )))
+}
+
+/// `repeat_interleave`'s counts: an int (one count for all) or an int64 tensor of 0 or 1 dims.
+fn repeat_counts(repeats: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
+    if let Ok(t) = repeats.cast::<PyTensor>() {
+        let t = &t.get().inner;
+        if t.dtype() != crate::tensor::DType::Int64 {
+            return Err(pyo3::exceptions::PyNotImplementedError::new_err(format!(
+                "\"repeat_interleave_cpu\" not implemented for '{}'",
+                crate::tensor::scalar_type_name(t.dtype())
+            )));
+        }
+        if t.dim() > 1 {
+            return Err(PyRuntimeError::new_err(
+                "repeats must be 0-dim or 1-dim tensor",
+            ));
+        }
+        return guarded(|| t.to_vec::<i64>());
+    }
+    let r = repeats.extract::<Int>()?.0;
+    if r < 0 {
+        return Err(PyRuntimeError::new_err("Repeats must be non-negative"));
+    }
+    Ok(vec![r])
+}
+
+/// `repeat_interleave(repeats)` of a 1-D int64 tensor: each index `i` repeated `repeats[i]`
+/// times.
+#[pyfunction]
+#[pyo3(signature = (repeats, *, output_size=None))]
+fn _repeat_index(
+    py: Python<'_>,
+    repeats: &Bound<'_, PyAny>,
+    output_size: Option<Int>,
+) -> PyResult<Py<PyTensor>> {
+    let t = tensor_of(repeats, "repeats")?;
+    if t.dim() > 1 {
+        return Err(PyRuntimeError::new_err(
+            "repeats must be 0-dim or 1-dim tensor",
+        ));
+    }
+    let counts = repeat_counts(repeats)?;
+    let n = counts.len();
+    let out = guarded(|| Tensor::repeat_index(&counts, n))?;
+    if let Some(k) = output_size {
+        if out.numel() as i64 != k.0 {
+            return Err(PyRuntimeError::new_err(
+                "allocated size does not match required size",
+            ));
+        }
+    }
+    wrap(py, out)
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_repeat_index, m)?)?;
+    Ok(())
 }
 
 #[pymethods]
@@ -114,6 +184,62 @@ impl PyTensor {
             let v = scalar_value(arg, "scatter")?;
             guarded(|| self.inner.scatter_value(dim, &i, v))?
         };
+        wrap(py, t)
+    }
+    /// A copy with the slices along `dim` at `index` set to `value`.
+    fn index_fill(
+        &self,
+        py: Python<'_>,
+        dim: Int,
+        index: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
+        let i = tensor_of(index, "index")?;
+        let v = scalar_value(value, "index_fill_")?;
+        let t = guarded(|| self.inner.index_fill(dim.0, &i, v))?;
+        wrap(py, t)
+    }
+    /// `src` reduced into a copy of self along `dim` at `index` ("sum", "prod", "mean",
+    /// "amax" or "amin"; `include_self`: the old values take part).
+    #[pyo3(signature = (dim, index, src, reduce, *, include_self=true))]
+    fn scatter_reduce(
+        &self,
+        py: Python<'_>,
+        dim: Int,
+        index: &Bound<'_, PyAny>,
+        src: &Bound<'_, PyAny>,
+        reduce: &str,
+        include_self: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let (i, s) = (tensor_of(index, "index")?, tensor_of(src, "src")?);
+        let how = guarded(|| ScatterReduce::parse(reduce))?;
+        let t = guarded(|| self.inner.scatter_reduce(dim.0, &i, &s, how, include_self))?;
+        wrap(py, t)
+    }
+    /// Each slice along `dim` repeated `repeats` times (an int, or a tensor of one count per
+    /// slice); without `dim` the flattened tensor.
+    #[pyo3(signature = (repeats, dim=None, *, output_size=None))]
+    fn repeat_interleave(
+        &self,
+        py: Python<'_>,
+        repeats: &Bound<'_, PyAny>,
+        dim: Option<Int>,
+        output_size: Option<Int>,
+    ) -> PyResult<Py<PyTensor>> {
+        let counts = repeat_counts(repeats)?;
+        let t = guarded(|| self.inner.repeat_interleave(&counts, dim.map(|d| d.0)))?;
+        if let Some(n) = output_size {
+            let d = dim.map_or(0, |d| d.0);
+            let got = guarded(|| {
+                let w = crate::tensor::shape::wrap_dim(d, t.dim().max(1))?;
+                Ok(t.shape().get(w).copied().unwrap_or(1))
+            })?;
+            if got as i64 != n.0 {
+                return Err(PyRuntimeError::new_err(
+                    "allocated size does not match required size",
+                ));
+            }
+        }
         wrap(py, t)
     }
     /// `value` where `mask` is true.

@@ -25,6 +25,29 @@ tensor_methods! {
 
     /// Outer product of two vectors.
     fn outer(x, vec2: &Bound<'_, PyAny>) => x.outer(&vec2);
+
+    /// `beta * self + alpha * (mat1 @ mat2)`.
+    #[pyo3(signature = (mat1, mat2, *, beta=1.0, alpha=1.0))]
+    fn addmm(x, mat1: &Bound<'_, PyAny>, mat2: &Bound<'_, PyAny>, beta: f64, alpha: f64) detached =>
+        x.addmm(&mat1, &mat2, beta, alpha);
+
+    /// `beta * self + alpha * (mat @ vec)`.
+    #[pyo3(signature = (mat, vec, *, beta=1.0, alpha=1.0))]
+    fn addmv(x, mat: &Bound<'_, PyAny>, vec: &Bound<'_, PyAny>, beta: f64, alpha: f64) =>
+        x.addmv(&mat, &vec, beta, alpha);
+
+    /// `beta * self + alpha * (batch1 @ batch2)` per batch.
+    #[pyo3(signature = (batch1, batch2, *, beta=1.0, alpha=1.0))]
+    fn baddbmm(x, batch1: &Bound<'_, PyAny>, batch2: &Bound<'_, PyAny>, beta: f64, alpha: f64) detached =>
+        x.baddbmm(&batch1, &batch2, beta, alpha);
+
+    /// `beta * self + alpha * sum_b(batch1[b] @ batch2[b])`.
+    #[pyo3(signature = (batch1, batch2, *, beta=1.0, alpha=1.0))]
+    fn addbmm(x, batch1: &Bound<'_, PyAny>, batch2: &Bound<'_, PyAny>, beta: f64, alpha: f64) detached =>
+        x.addbmm(&batch1, &batch2, beta, alpha);
+
+    /// The Kronecker product.
+    fn kron(x, other: &Bound<'_, PyAny>) => x.kron(&other);
 }
 
 #[pymethods]

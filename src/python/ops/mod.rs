@@ -1,5 +1,6 @@
 //! Bindings of the op families of `crate::ops`, one file per family: `unary`, `binary`,
-//! `reduce`, `shape`, `indexing`, `matmul`, `linalg`, `inplace`, `convert`, `sort`.
+//! `reduce`, `shape`, `indexing`, `matmul`, `pointwise`, `linalg`, `inplace`, `convert`,
+//! `sort`.
 
 mod binary;
 mod convert;
@@ -7,6 +8,7 @@ mod indexing;
 mod inplace;
 mod linalg;
 mod matmul;
+mod pointwise;
 mod reduce;
 mod shape;
 mod sort;
@@ -20,6 +22,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     linalg::register(m)?;
     shape::register(m)?;
     sort::register(m)?;
+    indexing::register(m)?;
     unary::register(m)?;
     Ok(())
 }

@@ -21,6 +21,16 @@ tensor_methods! {
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn mean(x, dim: Option<Dims<'_>>, keepdim: bool) heavy => x.mean_dims(&dim, keepdim);
 
+    /// Sum over all elements or `dim`, NaN taken as zero.
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn nansum(x, dim: Option<Dims<'_>>, keepdim: bool, dtype: Option<&PyDType>) =>
+        with_dtype(x, dtype)?.nansum(&dim, keepdim);
+
+    /// Mean over all elements or `dim` of the elements that are not NaN.
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn nanmean(x, dim: Option<Dims<'_>>, keepdim: bool, dtype: Option<&PyDType>) =>
+        with_dtype(x, dtype)?.nanmean(&dim, keepdim);
+
     /// Product over all elements or `dim`.
     #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
     fn prod(x, dim: Option<Dims<'_>>, keepdim: bool, dtype: Option<&PyDType>) =>

@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 
 use pyo3::types::{PyDict, PyInt, PyTuple};
 
+use crate::ops::shape::combine::MeshIndexing;
 use crate::python::args::{self, Int, Ints};
 use crate::python::bind::{dims_arg, int_or_seq, tensor_methods, IntOrSeq};
 use crate::python::errors::guarded;
@@ -53,11 +54,35 @@ tensor_methods! {
     #[pyo3(signature = (*sizes))]
     fn expand(x, sizes: &Bound<'_, PyTuple>) => x.expand_i(&sizes);
 
+    /// Same elements with `other`'s shape (a view when possible).
+    fn reshape_as(x, other: &Bound<'_, PyAny>) => x.reshape(other.shape());
+
     /// Broadcast to `other`'s shape (a view).
     fn expand_as(x, other: &Bound<'_, PyAny>) => x.expand(other.shape());
 
     /// Broadcast to `size` (a view).
     fn broadcast_to(x, size: IntOrSeq<'_>) => x.expand_i(&size);
+
+    /// The `n`-th forward difference along `dim`, after `prepend`/`append` are joined on.
+    #[pyo3(
+        signature = (n = Int(1), dim = Int(-1), prepend = None, append = None),
+        text_signature = "($self, n=1, dim=-1, prepend=None, append=None)"
+    )]
+    fn diff(x, n: Int, dim: Int, prepend: Option<&Bound<'_, PyAny>>, append: Option<&Bound<'_, PyAny>>) =>
+        x.diff(n, dim, prepend.as_ref(), append.as_ref());
+
+    /// Rotated by 90 degrees `k` times in the plane of `dims`.
+    #[pyo3(signature = (k = Int(1), dims = Ints(vec![0, 1])), text_signature = "($self, k=1, dims=[0, 1])")]
+    fn rot90(x, k: Int, dims: Ints) => x.rot90(k, &dims);
+
+    /// At least one dim (a scalar becomes `[1]`).
+    fn _atleast_1d(x) => x.atleast_1d();
+
+    /// At least two dims.
+    fn _atleast_2d(x) => x.atleast_2d();
+
+    /// At least three dims.
+    fn _atleast_3d(x) => x.atleast_3d();
 
     /// Flatten dims `start_dim..=end_dim`.
     #[pyo3(signature = (start_dim = Int(0), end_dim = Int(-1)), text_signature = "($self, start_dim=0, end_dim=-1)")]
@@ -197,7 +222,121 @@ fn _stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: Int) -> PyResult<Py<P
     wrap(py, t)
 }
 
+/// A function of a list of tensors giving one tensor: `name(tensors) => call;` each, with
+/// `ts` the converted list.
+macro_rules! list_functions {
+    ($($(#[$doc:meta])* fn $name:ident($what:literal) => |$ts:ident| $call:expr;)*) => {
+        $(
+            $(#[$doc])*
+            #[pyfunction]
+            fn $name(py: Python<'_>, tensors: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+                let $ts = crate::python::tensors(tensors, $what)?;
+                wrap(py, guarded(|| $call)?)
+            }
+        )*
+    };
+}
+
+list_functions! {
+    /// Concatenation along dim 1 (dim 0 for vectors).
+    fn _hstack("hstack(): tensors") => |ts| Tensor::hstack(&ts);
+    /// Concatenation along dim 0 of the inputs made at least 2-D.
+    fn _vstack("vstack(): tensors") => |ts| Tensor::vstack(&ts);
+    /// Concatenation along dim 2 of the inputs made at least 3-D.
+    fn _dstack("dstack(): tensors") => |ts| Tensor::dstack(&ts);
+    /// Vectors as columns, concatenated along dim 1.
+    fn _column_stack("column_stack(): tensors") => |ts| Tensor::column_stack(&ts);
+    /// The inputs on the diagonal of a matrix of zeros.
+    fn _block_diag("block_diag(): tensors") => |ts| Tensor::block_diag(&ts);
+    /// Every combination of one element from each 1-D tensor, one row each.
+    fn _cartesian_prod("cartesian_prod(): tensors") => |ts| Tensor::cartesian_prod(&ts);
+}
+
+/// Every tensor expanded to the shape they broadcast to (views).
+#[pyfunction]
+fn _broadcast_tensors<'py>(
+    py: Python<'py>,
+    tensors: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let ts = crate::python::tensors(tensors, "broadcast_tensors(): tensors")?;
+    wrap_all(py, guarded(|| Tensor::broadcast_tensors(&ts))?)
+}
+
+/// Coordinate grids (`indexing` "ij" or "xy").
+#[pyfunction]
+fn _meshgrid<'py>(
+    py: Python<'py>,
+    tensors: &Bound<'py, PyAny>,
+    indexing: &str,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let ts = crate::python::tensors(tensors, "meshgrid(): tensors")?;
+    let how = match indexing {
+        "ij" => MeshIndexing::Ij,
+        "xy" => MeshIndexing::Xy,
+        _ => {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                "torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}"
+            )))
+        }
+    };
+    wrap_all(py, guarded(|| Tensor::meshgrid(&ts, how))?)
+}
+
+/// The shape the given shapes broadcast to.
+#[pyfunction]
+fn _broadcast_shapes(shapes: Vec<Vec<i64>>) -> PyResult<Vec<usize>> {
+    let shapes = shapes
+        .iter()
+        .map(|s| args::shape(s))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(guarded(|| Tensor::broadcast_all_shapes(&shapes))?.to_vec())
+}
+
+/// The length-`r` combinations of a vector's elements, one row each.
+#[pyfunction]
+#[pyo3(
+    signature = (input, r = Int(2), with_replacement = false),
+    text_signature = "(input, r=2, with_replacement=False)"
+)]
+fn _combinations(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    r: Int,
+    with_replacement: bool,
+) -> PyResult<Py<PyTensor>> {
+    let x = crate::python::tensor::tensor_of(input, "input")?;
+    let r = args::non_negative(r.0, || {
+        format!("Expect a non-negative number, but got {}", r.0)
+    })?;
+    wrap(py, guarded(|| x.combinations(r, with_replacement))?)
+}
+
+/// The sum of products over `dims_a` of `a` and `dims_b` of `b`.
+#[pyfunction]
+fn _tensordot(
+    py: Python<'_>,
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+    dims_a: Vec<i64>,
+    dims_b: Vec<i64>,
+) -> PyResult<Py<PyTensor>> {
+    let x = crate::python::tensor::tensor_of(a, "a")?;
+    let y = crate::python::tensor::tensor_of(b, "b")?;
+    wrap(py, guarded(|| x.tensordot(&y, &dims_a, &dims_b))?)
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_hstack, m)?)?;
+    m.add_function(wrap_pyfunction!(_vstack, m)?)?;
+    m.add_function(wrap_pyfunction!(_dstack, m)?)?;
+    m.add_function(wrap_pyfunction!(_column_stack, m)?)?;
+    m.add_function(wrap_pyfunction!(_cartesian_prod, m)?)?;
+    m.add_function(wrap_pyfunction!(_block_diag, m)?)?;
+    m.add_function(wrap_pyfunction!(_broadcast_tensors, m)?)?;
+    m.add_function(wrap_pyfunction!(_meshgrid, m)?)?;
+    m.add_function(wrap_pyfunction!(_broadcast_shapes, m)?)?;
+    m.add_function(wrap_pyfunction!(_combinations, m)?)?;
+    m.add_function(wrap_pyfunction!(_tensordot, m)?)?;
     m.add_function(wrap_pyfunction!(_cat, m)?)?;
     m.add_function(wrap_pyfunction!(_stack, m)?)?;
     Ok(())

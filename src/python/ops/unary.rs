@@ -3,7 +3,7 @@
 use pyo3::prelude::*;
 
 use crate::python::args::Int;
-use crate::python::bind::{tensor_methods, unary_functions, unary_methods};
+use crate::python::bind::{tensor_methods, unary_functions, unary_methods, Operand};
 use crate::python::tensor::{operand, wrap, PyTensor};
 
 // One Tensor method and one `ferrograd._C` function per row of the op registry
@@ -92,6 +92,12 @@ impl PyTensor {
 }
 
 tensor_methods! {
+    /// `max(self, min)` elementwise (`min` a number or tensor).
+    fn clamp_min(x, min: Operand<'_>) => x.clamp_min(&min);
+
+    /// `min(self, max)` elementwise (`max` a number or tensor).
+    fn clamp_max(x, max: Operand<'_>) => x.clamp_max(&max);
+
     /// `self * self`.
     fn square(x) heavy => x.mul(x);
 }

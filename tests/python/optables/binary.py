@@ -205,7 +205,7 @@ OPS = [
         [A, DIVISOR],
         shape_sets=[[A, NEG_DIVISOR], [Arg((2, 1, 3)), Arg((4, 1), low=0.5)]],
     ),
-    OpSpec("fmod_scalar", lambda L, x: x.fmod(0.7), [A]),
+    OpSpec("fmod_scalar", lambda L, x: x.fmod(0.7), [A], torch_grad_fn=True),
     OpSpec(
         "remainder",
         lambda L, x, y: L.remainder(x, y),

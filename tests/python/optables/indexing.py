@@ -1,6 +1,7 @@
 """Indexing (``src/ops/indexing.rs``): ``__getitem__``/``__setitem__`` with basic and
 advanced indices, index_select, gather/scatter, masked_fill/masked_select, take_along_dim,
-nonzero."""
+nonzero; index_copy/index_fill/take/masked_scatter/scatter_reduce/repeat_interleave and the
+in-place forms."""
 
 from __future__ import annotations
 
@@ -159,4 +160,140 @@ OPS = [
     ),
     OpSpec("nonzero", lambda L, x: x.nonzero(), [Arg((3, 4), kind="int")]),
     OpSpec("nonzero_tuple", lambda L, x: x.nonzero(as_tuple=True), [Arg((3, 4), kind="bool")]),
+    # ----- slices, flat positions and reductions ---------------------------------------------
+    OpSpec(
+        "index_copy",
+        lambda L, x, s: x.index_copy(-1, _long(L, [2, 0]), s),
+        [A, Arg((2, 2))],
+        shape_sets=[[Arg((3,)), Arg((2,))]],
+        forms=(),
+        torch_grad_fn=True,
+    ),
+    OpSpec(
+        "index_copy_fn",
+        lambda L, x, s: L.index_copy(x, 0, _long(L, [1]), s),
+        [A, Arg((1, 3))],
+        op="index_copy",
+    ),
+    OpSpec(
+        "index_copy_",
+        lambda L, x, s: x.clone().index_copy_(0, _long(L, [1, 0]), s),
+        [A, Arg((2, 3))],
+        torch_grad_fn=True,
+    ),
+    OpSpec(
+        "index_fill",
+        lambda L, x: L.index_fill(x, 1, _long(L, [0, 2]), -1.5),
+        [A],
+        forms=(),
+        torch_grad_fn=True,
+    ),
+    OpSpec(
+        "index_fill_",
+        lambda L, x: x.clone().index_fill_(0, _long(L, [1]), 2.0),
+        [A],
+        torch_grad_fn=True,
+    ),
+    OpSpec(
+        "index_add_",
+        lambda L, x, s: x.clone().index_add_(1, _long(L, [2, 2]), s, alpha=-2.0),
+        [A, Arg((2, 2))],
+    ),
+    OpSpec(
+        "take",
+        lambda L, x: L.take(x, _long(L, [[5, 0], [-1, 3]])),
+        [A],
+        reference=lambda a: a.ravel()[[[5, 0], [-1, 3]]],
+        exact=True,
+        torch_grad_fn=True,
+    ),
+    OpSpec(
+        "masked_scatter",
+        lambda L, x, s: L.masked_scatter(x, _bool_tensor(L, [True, False, True]), s),
+        [A, Arg((5,))],
+        torch_grad_fn=True,
+    ),
+    OpSpec(
+        "masked_scatter_",
+        lambda L, x, s: x.clone().masked_scatter_(_bool_tensor(L, M23), s),
+        [A, Arg((2, 3))],
+        torch_grad_fn=True,
+    ),
+    OpSpec(
+        "scatter_",
+        lambda L, x, s: x.clone().scatter_(1, _long(L, [[0, 2], [1, 0]]), s),
+        [A, Arg((2, 2))],
+    ),
+    OpSpec(
+        "scatter_value_",
+        lambda L, x: x.clone().scatter_(0, _long(L, [[1, 0, 1]]), 2.5),
+        [A],
+        op="scatter_",
+    ),
+    OpSpec(
+        "scatter_add_",
+        lambda L, x, s: x.clone().scatter_add_(0, _long(L, [[1, 1, 0], [1, 0, 0]]), s),
+        [A, Arg((2, 3))],
+    ),
+    *[
+        OpSpec(
+            f"scatter_reduce_{how}_{'self' if inc else 'noself'}",
+            lambda L, x, s, how=how, inc=inc: x.scatter_reduce(
+                0, _long(L, [[1, 1, 0], [1, 0, 0], [0, 1, 1]]), s, how, include_self=inc
+            ),
+            [Arg((2, 3), low=0.5, high=2.0), Arg((3, 4), low=0.5, high=2.0)],
+            op="scatter_reduce",
+            torch_grad_fn=True,
+            gradgrad=how not in ("amax", "amin"),
+            note="amax/amin: piecewise linear, the second derivative is 0 a.e.",
+        )
+        for how in ("sum", "prod", "mean", "amax", "amin")
+        for inc in (True, False)
+    ],
+    OpSpec(
+        "scatter_reduce_fn",
+        lambda L, x, s: L.scatter_reduce(x, 1, _long(L, [[2, 2], [0, 2]]), s, "sum"),
+        [A, Arg((2, 2))],
+        op="scatter_reduce",
+    ),
+    OpSpec(
+        "scatter_reduce_",
+        lambda L, x, s: x.clone().scatter_reduce_(1, _long(L, [[2, 2], [0, 2]]), s, "prod"),
+        [Arg((2, 3), low=0.5, high=2.0), Arg((2, 2), low=0.5, high=2.0)],
+        torch_grad_fn=True,
+    ),
+    OpSpec(
+        "repeat_interleave_int",
+        lambda L, x: L.repeat_interleave(x, 2, dim=-1),
+        [A],
+        shape_sets=[[Arg((3,))]],
+        op="repeat_interleave",
+        reference=lambda a: np.repeat(a, 2, axis=-1),
+        exact=True,
+        forms=(),
+    ),
+    OpSpec(
+        "repeat_interleave_tensor",
+        lambda L, x: x.repeat_interleave(_long(L, [1, 0, 3]), dim=-1),
+        [A],
+        op="repeat_interleave",
+        reference=lambda a: np.repeat(a, [1, 0, 3], axis=-1),
+        exact=True,
+    ),
+    OpSpec(
+        "repeat_interleave_flat",
+        lambda L, x: x.repeat_interleave(3),
+        [A],
+        op="repeat_interleave",
+        reference=lambda a: np.repeat(a, 3),
+        exact=True,
+    ),
+    OpSpec(
+        "repeat_interleave_counts",
+        lambda L, r: L.repeat_interleave(r),
+        [Arg((4,), kind="int", int_high=3)],
+        op="repeat_interleave",
+        reference=lambda r: np.repeat(np.arange(r.size), r.astype(np.int64)),
+        grad=False,
+    ),
 ]

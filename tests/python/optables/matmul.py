@@ -1,4 +1,5 @@
-"""Matrix products (``src/ops/matmul.rs``): matmul in every rank combination, mv, dot."""
+"""Matrix products (``src/ops/matmul.rs``): matmul in every rank combination, mv, dot,
+addmm/addmv/addbmm/baddbmm; kron and tensordot (``src/ops/shape/combine.rs``)."""
 
 from __future__ import annotations
 
@@ -71,5 +72,72 @@ OPS = [
             [Arg((2, 2, 3, 4)), Arg((4,))],
             [Arg((2, 3, 4), requires_grad=False), Arg((4, 2))],
         ],
+    ),
+    OpSpec(
+        "addmm",
+        lambda L, c, a, b: L.addmm(c, a, b, beta=0.5, alpha=2.0),
+        [Arg((2, 4)), A, Arg((3, 4))],
+        shape_sets=[[Arg((4,)), A, Arg((3, 4))], [Arg(()), A, Arg((3, 4))]],
+        reference=lambda c, a, b: 0.5 * c + 2.0 * a @ b,
+        derivative=lambda c, a, b: (
+            _sum_to(np.full((2, 4), 0.5), c.shape),
+            2.0 * np.ones((2, 4)) @ b.T,
+            2.0 * a.T @ np.ones((2, 4)),
+        ),
+        torch_grad_fn=True,
+    ),
+    OpSpec("addmm_method", lambda L, c, a, b: c.addmm(a, b), [A, A, Arg((3, 3))], op="addmm"),
+    OpSpec(
+        "addmm_beta0",
+        lambda L, c, a, b: L.addmm(c, a, b, beta=0.0),
+        [Arg((2, 4)), A, Arg((3, 4))],
+        op="addmm",
+        reference=lambda c, a, b: a @ b,
+    ),
+    OpSpec(
+        "addmv",
+        lambda L, c, m, v: L.addmv(c, m, v, beta=2.0, alpha=-1.0),
+        [Arg((2,)), A, Arg((3,))],
+        shape_sets=[[Arg(()), A, Arg((3,))]],
+        reference=lambda c, m, v: 2.0 * c - m @ v,
+        torch_grad_fn=True,
+    ),
+    OpSpec(
+        "baddbmm",
+        lambda L, c, a, b: L.baddbmm(c, a, b, alpha=0.5),
+        [Arg((2, 2, 4)), Arg((2, 2, 3)), Arg((2, 3, 4))],
+        shape_sets=[[Arg((2, 4)), Arg((2, 2, 3)), Arg((2, 3, 4))]],
+        reference=lambda c, a, b: c + 0.5 * a @ b,
+        torch_grad_fn=True,
+    ),
+    OpSpec(
+        "addbmm",
+        lambda L, c, a, b: L.addbmm(c, a, b, beta=-1.0),
+        [Arg((2, 4)), Arg((3, 2, 3)), Arg((3, 3, 4))],
+        reference=lambda c, a, b: -c + (a @ b).sum(0),
+        torch_grad_fn=True,
+    ),
+    OpSpec(
+        "kron",
+        lambda L, a, b: L.kron(a, b),
+        [A, Arg((2, 2))],
+        shape_sets=[[Arg((3,)), Arg((2, 2))], [Arg((2, 1, 2)), Arg((3, 2))]],
+        reference=np.kron,
+        forms=("method",),
+    ),
+    OpSpec(
+        "tensordot_int",
+        lambda L, a, b: L.tensordot(a, b, 1),
+        [A, Arg((3, 4))],
+        shape_sets=[[Arg((2, 3, 4)), Arg((4, 2))]],
+        op="tensordot",
+        reference=lambda a, b: np.tensordot(a, b, 1),
+    ),
+    OpSpec(
+        "tensordot_lists",
+        lambda L, a, b: L.tensordot(a, b, ([0, 2], [2, 0])),
+        [Arg((2, 3, 4)), Arg((4, 5, 2))],
+        op="tensordot",
+        reference=lambda a, b: np.tensordot(a, b, ([0, 2], [2, 0])),
     ),
 ]

@@ -227,4 +227,19 @@ OPS = [
         op="all any",
     ),
     OpSpec("all_any_empty", lambda L, x: (x.all(), x.any(), x.all(0)), [Arg((0, 3))], op="all any"),
+    OpSpec(
+        "nansum",
+        lambda L, x: L.nansum(x.masked_fill(L.tensor([[True, False, False]]), float("nan")), 1),
+        [Arg((2, 3))],
+        forms=(),
+        note="a fixed NaN planted: its gradient is zero",
+    ),
+    OpSpec(
+        "nanmean",
+        lambda L, x: x.masked_fill(
+            L.tensor([[False, True, False], [False, False, False]]), float("nan")
+        ).nanmean(dim=0, keepdim=True),
+        [Arg((2, 3))],
+        torch_grad_fn=True,
+    ),
 ]

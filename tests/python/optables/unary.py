@@ -304,3 +304,28 @@ def _covered() -> set:
 
 REGISTRY_ROWS = [r for r in ferrograd._C._registry() if r["family"] == "unary"]
 OPS += [_from_registry(r) for r in REGISTRY_ROWS if r["name"] not in _covered()]
+
+
+# ----- the in-place form of every registry row (torch has none for the bool-valued tests) ----
+
+
+def _inplace_from_registry(row: dict) -> OpSpec:
+    name = row["name"]
+    return OpSpec(
+        name + "_",
+        lambda L, x: getattr(x.clone(), name + "_")(),
+        [_DOMAIN_ARGS[row["domain"]]],
+        grad=row["grad"] != "none",
+        gradgrad=row["grad"] == "smooth",
+        reference=getattr(np, name, None) if row["domain"] != "integer" else None,
+        # torch names the in-place inverse hyperbolic nodes AsinhBackward1 (and so on).
+        torch_grad_fn=row["grad"] != "none" and name not in ("asinh", "acosh", "atanh"),
+        op=name + "_",
+    )
+
+
+OPS += [
+    _inplace_from_registry(r)
+    for r in REGISTRY_ROWS
+    if r["name"] not in ("isnan", "isinf", "isfinite")
+]
