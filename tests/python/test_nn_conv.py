@@ -223,6 +223,12 @@ def test_conv_with_an_empty_batch_and_huge_padding_returns_at_once() -> None:
     y.sum().backward()
     np.testing.assert_array_equal(w.grad.numpy(), np.zeros((1, 3, 1), np.float32))
     assert tuple(x.grad.shape) == (0, 3, 3)
+    # An empty input whose output would have more elements than an index can count: an error,
+    # not an abort in the allocator.
+    x2 = fg.zeros(1, 1, 6, 0, dtype=fg.float64)
+    w2 = fg.ones(1, 1, 1, 2, dtype=fg.float64)
+    with pytest.raises(RuntimeError, match="overflows"):
+        F.conv2d(x2, w2, None, 1, 2**40, (2, 2))
 
 
 def test_conv_without_input_channels_gives_the_bias() -> None:

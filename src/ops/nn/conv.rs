@@ -1455,8 +1455,9 @@ fn conv_apply(
 /// A convolution's result when an operand has no element: zeros of `shape` (channels in dim 1)
 /// plus the bias.
 fn empty_operand_result(shape: &[usize], dtype: DType, bias: Option<&Tensor>) -> Result<Tensor> {
-    let numel: usize = shape.iter().product();
-    let mut out = vec![0.0f64; numel];
+    let numel = crate::tensor::creation::checked_numel(shape)?;
+    let mut out = crate::tensor::creation::try_vec::<f64>(numel)?;
+    out.resize(numel, 0.0);
     if let (Some(bias), Some(&channels)) = (bias, shape.get(1)) {
         let b = bias.to_dtype(DType::Float64)?.to_vec::<f64>()?;
         let inner: usize = shape[2..].iter().product();
