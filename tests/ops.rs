@@ -305,3 +305,12 @@ fn test_bad_input_is_an_error_not_a_panic() {
         .message()
         .contains("must match the existing size (2) at non-singleton dimension 0"));
 }
+
+/// A shape whose element count overflows is refused, not wrapped into a match with a short buffer.
+#[test]
+fn a_shape_whose_count_overflows_is_refused() {
+    let big = 1usize << 40;
+    // 2^40 * 2^40 * 2^40 wraps to 0 in usize arithmetic; the empty buffer must not match it.
+    assert!(Tensor::from_vec(Vec::<f32>::new(), &[big, big, big]).is_err());
+    assert!(Tensor::from_vec(vec![1.0f32], &[1, 1]).is_ok());
+}

@@ -176,8 +176,9 @@ impl Tensor {
 
     /// A contiguous tensor owning `buf`, checked against `shape`.
     pub fn from_buffer(buf: Buffer, shape: &[usize]) -> Result<Tensor> {
-        let n: usize = shape.iter().product();
-        if buf.len() != n {
+        // Checked: a shape whose count wraps must not match a short buffer.
+        let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+        if n != Some(buf.len()) {
             return Err(Error::value(format!(
                 "shape {} is invalid for input of size {}",
                 shape::fmt_shape(shape),
