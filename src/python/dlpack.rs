@@ -125,6 +125,50 @@ struct Exported<M> {
     strides: Vec<i64>,
 }
 
+/// What an exported block holds besides its managed tensor.
+struct Parts {
+    storage: Arc<Storage>,
+    layout: Layout,
+    dtype: DType,
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+}
+
+/// Moves `managed` and `parts` into one leaked [`Exported`] block whose managed tensor points at
+/// its own shape, strides and block (`fields` gives the managed struct's `dl_tensor` and
+/// `manager_ctx`); returns the block's address, which is the managed tensor's.
+fn leak<M>(
+    managed: M,
+    parts: Parts,
+    fields: impl Fn(&mut M) -> (&mut DLTensor, &mut *mut c_void),
+) -> *mut c_void {
+    let Parts {
+        storage,
+        layout,
+        dtype,
+        shape,
+        strides,
+    } = parts;
+    let mut block = Box::new(Exported {
+        managed,
+        storage,
+        layout,
+        dtype,
+        shape,
+        strides,
+    });
+    // The Vecs' buffers do not move with the box, so their pointers stay valid.
+    let (shape, strides) = (block.shape.as_mut_ptr(), block.strides.as_mut_ptr());
+    let (dl, _) = fields(&mut block.managed);
+    dl.shape = shape;
+    dl.strides = strides;
+    let raw = Box::into_raw(block);
+    // SAFETY: `raw` is a live box just leaked.
+    let (_, ctx) = fields(unsafe { &mut (*raw).managed });
+    *ctx = raw.cast();
+    raw.cast()
+}
+
 /// Drops `v` attached to the interpreter: the storage may hold a Python object (a NumPy array
 /// under `from_numpy`), and a deleter runs outside PyO3 (from CPython's capsule destructor or a
 /// consumer's thread), where PyO3 would only queue its release until the next binding call.
@@ -222,47 +266,31 @@ fn export(py: Python<'_>, t: &Tensor, versioned: bool, copied: bool) -> PyResult
         strides: std::ptr::null_mut(),
         byte_offset: 0,
     };
+    let parts = Parts {
+        storage,
+        layout,
+        dtype,
+        shape,
+        strides,
+    };
     let (ptr, name): (*mut c_void, &'static CStr) = if versioned {
-        let mut block = Box::new(Exported {
-            managed: DLManagedTensorVersioned {
-                version: abi::DLPackVersion { major: 1, minor: 0 },
-                manager_ctx: std::ptr::null_mut(),
-                deleter: Some(delete_versioned),
-                flags: if copied { abi::IS_COPIED } else { 0 },
-                dl_tensor: tensor(),
-            },
-            storage,
-            layout,
-            dtype,
-            shape,
-            strides,
-        });
-        // The Vecs' buffers do not move with the box, so their pointers stay valid.
-        block.managed.dl_tensor.shape = block.shape.as_mut_ptr();
-        block.managed.dl_tensor.strides = block.strides.as_mut_ptr();
-        let raw = Box::into_raw(block);
-        // SAFETY: `raw` is a live box just leaked.
-        unsafe { (*raw).managed.manager_ctx = raw.cast() };
-        (raw.cast(), VERSIONED)
+        let managed = DLManagedTensorVersioned {
+            version: abi::DLPackVersion { major: 1, minor: 0 },
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(delete_versioned),
+            flags: if copied { abi::IS_COPIED } else { 0 },
+            dl_tensor: tensor(),
+        };
+        let raw = leak(managed, parts, |m| (&mut m.dl_tensor, &mut m.manager_ctx));
+        (raw, VERSIONED)
     } else {
-        let mut block = Box::new(Exported {
-            managed: DLManagedTensor {
-                dl_tensor: tensor(),
-                manager_ctx: std::ptr::null_mut(),
-                deleter: Some(delete_legacy),
-            },
-            storage,
-            layout,
-            dtype,
-            shape,
-            strides,
-        });
-        block.managed.dl_tensor.shape = block.shape.as_mut_ptr();
-        block.managed.dl_tensor.strides = block.strides.as_mut_ptr();
-        let raw = Box::into_raw(block);
-        // SAFETY: as above.
-        unsafe { (*raw).managed.manager_ctx = raw.cast() };
-        (raw.cast(), LEGACY)
+        let managed = DLManagedTensor {
+            dl_tensor: tensor(),
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(delete_legacy),
+        };
+        let raw = leak(managed, parts, |m| (&mut m.dl_tensor, &mut m.manager_ctx));
+        (raw, LEGACY)
     };
     // SAFETY: `ptr` is a managed tensor of the kind `name` says; the destructor frees it unless a
     // consumer renames the capsule and takes it.
