@@ -1,10 +1,11 @@
 //! Reading and writing `.safetensors` checkpoints through the format's reference implementation
 //! (the `safetensors` crate, the core of the Python package of the same name).
 //!
-//! Tensors are written in their own dtype (F32, F64, I64, BOOL), little-endian, row-major.
-//! Reading also accepts the dtypes ferrograd does not store: F16 and BF16 are widened to
-//! float32, and the narrower or unsigned integers to int64 (values are exact); the float8,
-//! sub-byte and complex dtypes are refused with an error naming the tensor.
+//! Tensors are written in their own dtype (BOOL, U8, I8-I64, F16, BF16, F32, F64),
+//! little-endian, row-major, and read back in it: a bfloat16 checkpoint stays bfloat16, as with
+//! torch. The unsigned types torch has no tensor type for (U16-U64) are widened to int64
+//! (values are exact); the float8, sub-byte and complex dtypes are refused with an error naming
+//! the tensor.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -12,7 +13,7 @@ use std::path::Path;
 use safetensors::tensor::{Dtype, Metadata, SafeTensors, TensorView};
 
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Tensor};
+use crate::tensor::{bf16, f16, DType, Tensor};
 
 /// What a file holds: named tensors in stored order, and the header's string metadata.
 pub type Loaded = (Vec<(String, Tensor)>, Option<HashMap<String, String>>);
@@ -39,36 +40,68 @@ impl safetensors::View for &Encoded {
     }
 }
 
+/// Elements as the format stores them: little-endian bytes.
+trait LeBytes: Sized {
+    /// Bytes per element.
+    const N: usize;
+    fn put(self, out: &mut Vec<u8>);
+    fn get(bytes: &[u8]) -> Self;
+}
+
+macro_rules! le_bytes {
+    ($($t:ty),*) => {$(
+        impl LeBytes for $t {
+            const N: usize = std::mem::size_of::<$t>();
+            fn put(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn get(bytes: &[u8]) -> Self {
+                let mut a = [0u8; std::mem::size_of::<$t>()];
+                a.copy_from_slice(bytes);
+                <$t>::from_le_bytes(a)
+            }
+        }
+    )*};
+}
+le_bytes!(u8, i8, i16, i32, i64, f16, bf16, f32, f64);
+
+impl LeBytes for bool {
+    const N: usize = 1;
+    fn put(self, out: &mut Vec<u8>) {
+        out.push(u8::from(self));
+    }
+    fn get(bytes: &[u8]) -> Self {
+        bytes[0] != 0
+    }
+}
+
+/// The format's name for a dtype ferrograd stores.
+fn format_dtype(d: DType) -> Dtype {
+    match d {
+        DType::Bool => Dtype::BOOL,
+        DType::UInt8 => Dtype::U8,
+        DType::Int8 => Dtype::I8,
+        DType::Int16 => Dtype::I16,
+        DType::Int32 => Dtype::I32,
+        DType::Int64 => Dtype::I64,
+        DType::Float16 => Dtype::F16,
+        DType::BFloat16 => Dtype::BF16,
+        DType::Float32 => Dtype::F32,
+        DType::Float64 => Dtype::F64,
+    }
+}
+
 fn encode(t: &Tensor) -> Result<Encoded> {
-    let (dtype, bytes) = match t.dtype() {
-        DType::Float32 => (
-            Dtype::F32,
-            t.to_vec::<f32>()?
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect(),
-        ),
-        DType::Float64 => (
-            Dtype::F64,
-            t.to_vec::<f64>()?
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect(),
-        ),
-        DType::Int64 => (
-            Dtype::I64,
-            t.to_vec::<i64>()?
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect(),
-        ),
-        DType::Bool => (
-            Dtype::BOOL,
-            t.to_vec::<bool>()?.iter().map(|&v| u8::from(v)).collect(),
-        ),
-    };
+    let bytes = crate::with_dtype!(t.dtype(), T => {
+        let v = t.to_vec::<T>()?;
+        let mut out = Vec::with_capacity(v.len() * T::N);
+        for x in v {
+            x.put(&mut out);
+        }
+        out
+    });
     Ok(Encoded {
-        dtype,
+        dtype: format_dtype(t.dtype()),
         shape: t.shape().to_vec(),
         bytes,
     })
@@ -133,23 +166,17 @@ fn decode<const N: usize, T>(bytes: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
 
 fn tensor_of(name: &str, view: &TensorView<'_>) -> Result<Tensor> {
     let (b, shape) = (view.data(), view.shape());
+    if let Some(d) = DType::ALL
+        .into_iter()
+        .find(|&d| format_dtype(d) == view.dtype())
+    {
+        return crate::with_dtype!(d, T => Tensor::from_vec(
+            b.chunks_exact(T::N).map(T::get).collect::<Vec<T>>(),
+            shape,
+        ));
+    }
     match view.dtype() {
-        Dtype::F32 => Tensor::from_vec(decode(b, f32::from_le_bytes), shape),
-        Dtype::F64 => Tensor::from_vec(decode(b, f64::from_le_bytes), shape),
-        Dtype::I64 => Tensor::from_vec(decode(b, i64::from_le_bytes), shape),
-        Dtype::BOOL => Tensor::from_vec(b.iter().map(|&v| v != 0).collect::<Vec<bool>>(), shape),
-        Dtype::F16 => Tensor::from_vec(
-            decode(b, |a| half::f16::from_le_bytes(a).to_f32()),
-            shape,
-        ),
-        Dtype::BF16 => Tensor::from_vec(
-            decode(b, |a| half::bf16::from_le_bytes(a).to_f32()),
-            shape,
-        ),
-        Dtype::I32 => Tensor::from_vec(decode(b, |a| i64::from(i32::from_le_bytes(a))), shape),
-        Dtype::I16 => Tensor::from_vec(decode(b, |a| i64::from(i16::from_le_bytes(a))), shape),
-        Dtype::I8 => Tensor::from_vec(decode(b, |a: [u8; 1]| i64::from(a[0] as i8)), shape),
-        Dtype::U8 => Tensor::from_vec(decode(b, |a: [u8; 1]| i64::from(a[0])), shape),
+        // Unsigned types torch has no tensor type for widen to int64 (values are exact).
         Dtype::U16 => Tensor::from_vec(decode(b, |a| i64::from(u16::from_le_bytes(a))), shape),
         Dtype::U32 => Tensor::from_vec(decode(b, |a| i64::from(u32::from_le_bytes(a))), shape),
         Dtype::U64 => {
@@ -167,7 +194,7 @@ fn tensor_of(name: &str, view: &TensorView<'_>) -> Result<Tensor> {
             Tensor::from_vec(v, shape)
         }
         other => Err(Error::type_error(format!(
-            "safetensors: tensor {name:?} has dtype {other:?}, which ferrograd cannot load (it stores float32, float64, int64 and bool; float16/bfloat16 and integer files are converted)"
+            "safetensors: tensor {name:?} has dtype {other:?}, which ferrograd cannot load (it stores bool, uint8, int8-int64, float16, bfloat16, float32 and float64; uint16-uint64 files are widened to int64)"
         ))),
     }
 }

@@ -84,6 +84,12 @@ __all__ = [
     "StorageOwner",
     "bool",
     "int64",
+    "int32",
+    "int16",
+    "int8",
+    "uint8",
+    "float16",
+    "bfloat16",
     "float32",
     "float64",
     "_from_numpy",
@@ -270,6 +276,12 @@ class dtype:
     @property
     def is_floating_point(self) -> _bool:
         """Whether this is a floating point type."""
+    @property
+    def is_signed(self) -> _bool:
+        """Whether the type holds negative values (false for bool and uint8)."""
+    @property
+    def is_complex(self) -> _bool:
+        """Always false: complex types are not supported."""
     @property
     def itemsize(self) -> _int:
         """Bytes per element."""
@@ -699,7 +711,22 @@ class Tensor:
     def long(self) -> Tensor:
         """`self.to(int64)`."""
     def int(self) -> Tensor:
-        """`self.to(int64)` (ferrograd has no int32)."""
+        """`self.to(int32)`."""
+    def short(self) -> Tensor:
+        """`self.to(int16)`."""
+    def char(self) -> Tensor:
+        """`self.to(int8)`."""
+    def byte(self) -> Tensor:
+        """`self.to(uint8)`."""
+    def half(self) -> Tensor:
+        """`self.to(float16)`."""
+    def pin_memory(self, device: Any = None) -> Tensor:
+        """This tensor: pinned memory speeds copies to an accelerator, and ferrograd has none
+        (torch's CPU-only build raises here; DataLoader's ``pin_memory=True`` works either way)."""
+    def is_pinned(self, device: Any = None) -> _bool:
+        """False: ferrograd never pins memory (see ``pin_memory``)."""
+    def bfloat16(self) -> Tensor:
+        """`self.to(bfloat16)`."""
     def bool(self) -> Tensor:
         """`self.to(bool)`."""
     def type_as(self, other: Tensor) -> Tensor:
@@ -1423,8 +1450,20 @@ class Tensor:
 
 bool: dtype
 """Boolean element type."""
+uint8: dtype
+"""8-bit unsigned integer element type (computed in int64, wrapped on store)."""
+int8: dtype
+"""8-bit signed integer element type (computed in int64, wrapped on store)."""
+int16: dtype
+"""16-bit signed integer element type (computed in int64, wrapped on store)."""
+int32: dtype
+"""32-bit signed integer element type (computed in int64, wrapped on store)."""
 int64: dtype
 """64-bit signed integer element type."""
+float16: dtype
+"""IEEE half precision element type (computed in float32, rounded on store)."""
+bfloat16: dtype
+"""bfloat16 element type (computed in float32, rounded on store)."""
 float32: dtype
 """32-bit floating point element type."""
 float64: dtype

@@ -40,7 +40,24 @@ from ._creation import (
     zeros,
     zeros_like,
 )
-from ._dtypes import bool, double, float, float32, float64, int64, long  # noqa: A004
+from ._dtypes import (  # noqa: A004
+    bfloat16,
+    bool,
+    double,
+    float,
+    float16,
+    float32,
+    float64,
+    half,
+    int,
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    short,
+    uint8,
+)
 from ._size import Size
 from ._tensor import _install
 
@@ -124,7 +141,19 @@ from . import (  # noqa: E402,F401
 from ._device import device  # noqa: E402
 from ._dlpack import from_dlpack  # noqa: E402
 from ._generator import Generator, randperm  # noqa: E402
-from ._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor, normal  # noqa: E402
+from ._legacy import (  # noqa: E402
+    BFloat16Tensor,
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+    normal,
+)
 from ._ops_binary import *  # noqa: E402,F401,F403
 from ._ops_convert import *  # noqa: E402,F401,F403
 from ._ops_distance import *  # noqa: E402,F401,F403
@@ -218,6 +247,8 @@ __all__ = [
     "from_dlpack",
     "viz",
 ]
+__all__ += ["bfloat16", "float16", "half", "int", "int8", "int16", "int32", "short", "uint8"]
+__all__ += ["BFloat16Tensor", "ByteTensor", "CharTensor", "HalfTensor", "IntTensor", "ShortTensor"]
 __all__ += _ops_binary.__all__ + _ops_convert.__all__ + _ops_distance.__all__
 __all__ += _ops_indexing.__all__ + _ops_linalg.__all__ + _ops_matmul.__all__
 __all__ += _ops_pointwise.__all__

@@ -8,7 +8,7 @@ from typing import Any, Optional, Sequence, Union
 
 from . import _C
 from ._device import check_device
-from ._dtypes import check_dtype, from_numpy_dtype, int64, to_numpy_dtype
+from ._dtypes import bfloat16, check_dtype, from_numpy_dtype, int64, to_numpy_dtype
 from ._lazy import is_numpy, np
 
 Tensor = _C.Tensor
@@ -72,6 +72,10 @@ def tensor(
         if arr.dtype == object:
             raise TypeError(f"Could not infer dtype of {type(data).__name__}")
         target = check_dtype(dtype) if dtype is not None else _infer_dtype(arr)
+    if target == bfloat16:
+        # NumPy has no bfloat16: float64 values rounded once, in the crate.
+        t = _C._from_numpy(np.array(arr, dtype=np.float64, order="C", copy=True), True)
+        return _finish(t.to(bfloat16), requires_grad)
     arr = np.array(arr, dtype=to_numpy_dtype(target), order="C", copy=True)
     return _finish(_C._from_numpy(arr, True), requires_grad)
 

@@ -8,32 +8,51 @@ from typing import Any, Dict
 from . import _C
 from ._lazy import np
 
+float16 = _C.float16
+bfloat16 = _C.bfloat16
 float32 = _C.float32
 float64 = _C.float64
+uint8 = _C.uint8
+int8 = _C.int8
+int16 = _C.int16
+int32 = _C.int32
 int64 = _C.int64
 bool = _C.bool  # noqa: A001 - torch's name
+half = float16
 float = float32  # noqa: A001
 double = float64
+short = int16
+int = int32  # noqa: A001
 long = int64
 
 
 @functools.cache
 def _to_numpy() -> Dict[Any, type]:
-    return {float32: np.float32, float64: np.float64, int64: np.int64, bool: np.bool_}
+    return {
+        float16: np.float16,
+        float32: np.float32,
+        float64: np.float64,
+        uint8: np.uint8,
+        int8: np.int8,
+        int16: np.int16,
+        int32: np.int32,
+        int64: np.int64,
+        bool: np.bool_,
+    }
 
 
 @functools.cache
 def _from_numpy() -> Dict[Any, Any]:
-    # NumPy dtypes we store as one of ours (torch would keep them; we convert, as documented).
     return {
+        np.dtype(np.float16): float16,
         np.dtype(np.float32): float32,
         np.dtype(np.float64): float64,
-        np.dtype(np.float16): float32,
         np.dtype(np.int64): int64,
-        np.dtype(np.int32): int64,
-        np.dtype(np.int16): int64,
-        np.dtype(np.int8): int64,
-        np.dtype(np.uint8): int64,
+        np.dtype(np.int32): int32,
+        np.dtype(np.int16): int16,
+        np.dtype(np.int8): int8,
+        np.dtype(np.uint8): uint8,
+        # torch's uint16/uint32 have almost no ops; we widen them (values are exact).
         np.dtype(np.uint16): int64,
         np.dtype(np.uint32): int64,
         np.dtype(np.bool_): bool,
@@ -41,7 +60,11 @@ def _from_numpy() -> Dict[Any, Any]:
 
 
 def to_numpy_dtype(dtype: _C.dtype) -> type:
-    return _to_numpy()[dtype]
+    try:
+        return _to_numpy()[dtype]
+    except KeyError:
+        # NumPy has no bfloat16; torch refuses the same way.
+        raise TypeError(f"Got unsupported ScalarType {dtype}") from None
 
 
 def from_numpy_dtype(dt: Any) -> _C.dtype:

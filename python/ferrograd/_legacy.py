@@ -38,6 +38,12 @@ FloatTensor = _typed("FloatTensor", _C.float32)
 DoubleTensor = _typed("DoubleTensor", _C.float64)
 LongTensor = _typed("LongTensor", _C.int64)
 BoolTensor = _typed("BoolTensor", _C.bool)
+HalfTensor = _typed("HalfTensor", _C.float16)
+BFloat16Tensor = _typed("BFloat16Tensor", _C.bfloat16)
+IntTensor = _typed("IntTensor", _C.int32)
+ShortTensor = _typed("ShortTensor", _C.int16)
+CharTensor = _typed("CharTensor", _C.int8)
+ByteTensor = _typed("ByteTensor", _C.uint8)
 
 
 class _VariableMeta(type):

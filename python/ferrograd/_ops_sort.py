@@ -138,13 +138,6 @@ def unique_consecutive(
     return input.unique_consecutive(return_inverse, return_counts, dim)
 
 
-def _no_int32(op: str) -> None:
-    raise RuntimeError(
-        f"{op}(): out_int32=True needs an int32 dtype, which ferrograd does not have yet; "
-        "use out_int32=False (int64 indices)"
-    )
-
-
 def _as_values(values: Any) -> Tensor:
     if isinstance(values, Tensor):
         return values
@@ -179,10 +172,9 @@ def searchsorted(
                 "left while right was True"
             )
         right = side == "right"
-    if out_int32:
-        _no_int32("searchsorted")
     values = _as_values(input)
-    return _C._searchsorted(sorted_sequence, values, right, sorter)
+    out = _C._searchsorted(sorted_sequence, values, right, sorter)
+    return out.int() if out_int32 else out
 
 
 def bucketize(
@@ -193,9 +185,8 @@ def bucketize(
     right: builtins.bool = False,
 ) -> Tensor:
     """The bucket index of each element of ``input`` among the 1-D sorted ``boundaries``."""
-    if out_int32:
-        _no_int32("bucketize")
-    return _C._bucketize(_as_values(input), boundaries, right)
+    out = _C._bucketize(_as_values(input), boundaries, right)
+    return out.int() if out_int32 else out
 
 
 def bincount(input: Tensor, weights: Optional[Tensor] = None, minlength: int = 0) -> Tensor:

@@ -96,7 +96,9 @@ def _repr(self: Tensor) -> str:
         level, bdim = _C._batch_info(self)
         value = textwrap.indent(_repr(_C.get_unwrapped(self)), "    ")
         return f"BatchedTensor(lvl={level}, bdim={bdim}, value=\n{value}\n)"
-    arr = self.detach().numpy()
+    shown = self.detach()
+    # NumPy has no bfloat16: its values print exactly as float32.
+    arr = (shown.float() if shown.dtype == _C.bfloat16 else shown).numpy()
     prefix = "tensor("
     body = _format_data(arr, len(prefix)) if arr.size or arr.ndim == 0 else "[]"
     suffixes = []
@@ -116,6 +118,8 @@ def _repr(self: Tensor) -> str:
 
 # ----- indexing ---------------------------------------------------------------------------------
 
+_INT_DTYPES = (_C.int64, _C.int32, _C.int16, _C.int8, _C.uint8)
+
 _INDEX_ERROR = (
     "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
     "indices (got {})"
@@ -129,7 +133,7 @@ def _is_int(i: Any) -> bool:
         return True
     if is_numpy(i, "integer"):
         return True
-    return isinstance(i, Tensor) and i.dtype == _C.int64 and i.dim() == 0
+    return isinstance(i, Tensor) and i.dtype in _INT_DTYPES and i.dim() == 0
 
 
 def _is_bool_scalar(i: Any) -> bool:
@@ -227,6 +231,8 @@ def _getitem(self: Tensor, index: Any) -> Tensor:
 def _value_tensor(value: Any, like: Tensor) -> Tensor:
     if isinstance(value, Tensor):
         return value
+    if like.dtype == _C.bfloat16:
+        return _C._from_numpy(np.ascontiguousarray(value, dtype=np.float64), False).to(_C.bfloat16)
     try:
         arr = np.asarray(value, dtype=to_numpy_dtype(like.dtype))
     except (OverflowError, ValueError):
@@ -401,6 +407,19 @@ def _bernoulli(self: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
     return bernoulli(self, p, generator=generator)
 
 
+def _pin_memory(self: Tensor, device: Any = None) -> Tensor:
+    """This tensor: pinned memory speeds copies to an accelerator, and ferrograd has none
+    (torch's CPU-only build raises here; DataLoader's ``pin_memory=True`` works either way)."""
+    del device
+    return self
+
+
+def _is_pinned(self: Tensor, device: Any = None) -> bool:
+    """False: ferrograd never pins memory (see ``pin_memory``)."""
+    del device
+    return False
+
+
 def _install() -> None:
     """Attach the Python-written members to the Rust ``Tensor`` class (their stubs are in
     ``_C.pyi``): the one place where Python adds to the class."""
@@ -411,6 +430,8 @@ def _install() -> None:
         "__setitem__": _setitem,
         "type": _type,
         "bernoulli": _bernoulli,
+        "pin_memory": _pin_memory,
+        "is_pinned": _is_pinned,
         **_inplace_members(),
     }
     for name, value in members.items():

@@ -12,8 +12,8 @@
 
 use crate::error::{Error, Result};
 use crate::parallel::SendPtr;
-use crate::tensor::storage::{contiguous_strides, Data};
-use crate::tensor::{Buffer, DType, Element, Layout, Tensor};
+use crate::tensor::storage::contiguous_strides;
+use crate::tensor::{DType, Element, Layout, Tensor};
 
 /// One dimension of the copy: size, stride in the source, stride in the destination.
 #[derive(Clone, Copy, Debug)]
@@ -137,12 +137,7 @@ pub(crate) fn permute_reshape_copy(
         strides: perm.iter().map(|&p| strides[p]).collect(),
         offset: x.layout().offset,
     };
-    let buf = match x.dtype() {
-        DType::Float32 => Buffer::F32(Data::Own(copy_layout::<f32>(&x, &layout)?)),
-        DType::Float64 => Buffer::F64(Data::Own(copy_layout::<f64>(&x, &layout)?)),
-        DType::Int64 => Buffer::I64(Data::Own(copy_layout::<i64>(&x, &layout)?)),
-        DType::Bool => Buffer::Bool(Data::Own(copy_layout::<bool>(&x, &layout)?)),
-    };
+    let buf = crate::with_dtype!(x.dtype(), T => T::wrap(copy_layout::<T>(&x, &layout)?));
     Tensor::from_buffer(buf, shape)
 }
 
@@ -323,12 +318,7 @@ pub(crate) fn cast(t: &Tensor, dtype: DType) -> Result<Tensor> {
         return r;
     }
     crate::tensor::creation::ensure_allocatable(t.numel(), dtype)?;
-    let buf = match dtype {
-        DType::Float32 => Buffer::F32(Data::Own(convert_to::<f32>(t)?)),
-        DType::Float64 => Buffer::F64(Data::Own(convert_to::<f64>(t)?)),
-        DType::Int64 => Buffer::I64(Data::Own(convert_to::<i64>(t)?)),
-        DType::Bool => Buffer::Bool(Data::Own(convert_to::<bool>(t)?)),
-    };
+    let buf = crate::with_dtype!(dtype, T => T::wrap(convert_to::<T>(t)?));
     Tensor::from_buffer(buf, t.shape())
 }
 
@@ -344,4 +334,18 @@ pub(crate) fn as_dtype(t: &Tensor, d: DType) -> Result<Tensor> {
 /// A contiguous copy with the same dtype, without recording.
 pub(crate) fn copy_raw(t: &Tensor) -> Result<Tensor> {
     cast(t, t.dtype())
+}
+
+/// `f` of `t` widened to its compute type ([`DType::compute`]), the result narrowed back to
+/// `t`'s dtype, without recording: how a kernel written for int64, float32 and float64 serves
+/// the narrow storage types (half types compute in float32 and round on store, as torch's CPU
+/// kernels do).
+pub(crate) fn via_compute(t: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+    let d = t.dtype();
+    let out = f(&cast(t, d.compute())?)?;
+    if out.dtype() == d.compute() {
+        cast(&out, d)
+    } else {
+        Ok(out)
+    }
 }

@@ -27,15 +27,18 @@ fn arith(
     f64f: impl Fn(f64, f64) -> f64 + Sync + Send,
     i64f: impl Fn(i64, i64) -> i64 + Sync + Send,
 ) -> Result<Tensor> {
-    let (a, b) = (as_dtype(a, ct)?, as_dtype(b, ct)?);
-    match ct {
+    // Narrow types compute in their compute type and are narrowed on store.
+    let wide = ct.compute();
+    let (a, b) = (as_dtype(a, wide)?, as_dtype(b, wide)?);
+    let out = match wide {
         DType::Float32 => zip::<f32, f32>(&a, &b, f32f),
         DType::Float64 => zip::<f64, f64>(&a, &b, f64f),
         _ => zip::<i64, i64>(&a, &b, i64f),
-    }
+    }?;
+    as_dtype(&out, ct)
 }
 
-/// Arithmetic in the promoted dtype; bool results are computed as integers then narrowed.
+/// Arithmetic in the promoted dtype; bool and narrow results are computed wider then narrowed.
 fn promoted(
     a: &Tensor,
     b: &Tensor,
@@ -44,10 +47,16 @@ fn promoted(
     i64f: impl Fn(i64, i64) -> i64 + Sync + Send,
 ) -> Result<Tensor> {
     let rt = result_dtype(a, b);
-    let ct = if rt == DType::Bool { DType::Int64 } else { rt };
+    // Bool and the narrow types compute in int64 / float32 and are narrowed on store (integer
+    // results wrap as torch's do in their own width).
+    let ct = if rt == DType::Bool {
+        DType::Int64
+    } else {
+        rt.compute()
+    };
     let out = arith(a, b, ct, f32f, f64f, i64f)?;
-    if rt == DType::Bool {
-        cast(&out, DType::Bool)
+    if rt != ct {
+        cast(&out, rt)
     } else {
         Ok(out)
     }
@@ -207,6 +216,17 @@ impl Tensor {
             DType::Float32 | DType::Float64 => {
                 arith(self, exponent, rt, f32::powf, f64::powf, |_, _| 0)?
             }
+            d if d.is_half() => cast(
+                &arith(
+                    self,
+                    exponent,
+                    DType::Float32,
+                    f32::powf,
+                    f64::powf,
+                    |_, _| 0,
+                )?,
+                d,
+            )?,
             _ => {
                 let e = as_dtype(exponent, DType::Int64)?;
                 if e.to_vec::<i64>()?.iter().any(|&v| v < 0) {
@@ -217,8 +237,8 @@ impl Tensor {
                 let o = arith(self, &e, DType::Int64, f32::powf, f64::powf, |x, y| {
                     x.wrapping_pow(y as u32)
                 })?;
-                if rt == DType::Bool {
-                    cast(&o, DType::Bool)?
+                if rt != DType::Int64 {
+                    cast(&o, rt)?
                 } else {
                     o
                 }
@@ -265,6 +285,13 @@ impl Tensor {
             DType::Float64 => {
                 crate::ops::elementwise::map::<f64, f64>(self, move |x| pow_f64(x, p))?
             }
+            d if d.is_half() => cast(
+                &crate::ops::elementwise::map::<f32, f32>(
+                    &as_dtype(self, DType::Float32)?,
+                    move |x| pow_f32(x, p),
+                )?,
+                d,
+            )?,
             _ => {
                 if p < 0.0 {
                     return Err(Error::runtime(
@@ -275,7 +302,7 @@ impl Tensor {
                     &as_dtype(self, DType::Int64)?,
                     move |x| x.wrapping_pow(p as u32),
                 )?;
-                if rt == DType::Bool {
+                if rt != DType::Int64 {
                     cast(&o, DType::Bool)?
                 } else {
                     o
@@ -413,21 +440,23 @@ fn scalar_fast_path(a: &Tensor, b: &Tensor, op: ScalarOp, rop: ScalarOp) -> Opti
 fn scalar_op(t: &Tensor, v: f64, op: ScalarOp, pos: usize, vdtype: DType) -> Result<Tensor> {
     use crate::ops::elementwise::{keep_uniform, map};
     macro_rules! apply {
-        ($T:ty) => {{
+        ($t:expr, $T:ty) => {{
             let w = v as $T;
             match op {
-                ScalarOp::Add => map::<$T, $T>(t, move |x| x + w),
-                ScalarOp::Sub => map::<$T, $T>(t, move |x| x - w),
-                ScalarOp::RSub => map::<$T, $T>(t, move |x| w - x),
-                ScalarOp::Mul => map::<$T, $T>(t, move |x| x * w),
-                ScalarOp::Div => map::<$T, $T>(t, move |x| x / w),
-                ScalarOp::RDiv => map::<$T, $T>(t, move |x| w / x),
+                ScalarOp::Add => map::<$T, $T>($t, move |x| x + w),
+                ScalarOp::Sub => map::<$T, $T>($t, move |x| x - w),
+                ScalarOp::RSub => map::<$T, $T>($t, move |x| w - x),
+                ScalarOp::Mul => map::<$T, $T>($t, move |x| x * w),
+                ScalarOp::Div => map::<$T, $T>($t, move |x| x / w),
+                ScalarOp::RDiv => map::<$T, $T>($t, move |x| w / x),
             }
         }};
     }
     let out = match t.dtype() {
-        DType::Float64 => apply!(f64)?,
-        _ => apply!(f32)?,
+        DType::Float64 => apply!(t, f64)?,
+        DType::Float32 => apply!(t, f32)?,
+        // Half types: computed in float32, rounded on store.
+        d => cast(&apply!(&cast(t, DType::Float32)?, f32)?, d)?,
     };
     if !needs_grad(&[t]) {
         return Ok(out);
@@ -518,13 +547,14 @@ macro_rules! comparison {
         impl Tensor {
             #[doc = $doc]
             pub fn $name(&self, other: &Tensor) -> Result<Tensor> {
-                let ct = result_dtype(self, other);
+                // Narrow types compare exactly in the type they widen to.
+                let ct = result_dtype(self, other).compute();
                 let (a, b) = (as_dtype(self, ct)?, as_dtype(other, ct)?);
                 match ct {
                     DType::Float32 => zip::<f32, bool>(&a, &b, |x, y| x $op y),
                     DType::Float64 => zip::<f64, bool>(&a, &b, |x, y| x $op y),
-                    DType::Int64 => zip::<i64, bool>(&a, &b, |x, y| x $op y),
                     DType::Bool => zip::<bool, bool>(&a, &b, |x, y| x $op y),
+                    _ => zip::<i64, bool>(&a, &b, |x, y| x $op y),
                 }
             }
             #[doc = $doc]
@@ -562,12 +592,8 @@ impl Tensor {
         let rt = result_dtype(a, b);
         let cond = as_dtype(cond, DType::Bool)?;
         let (a2, b2) = (as_dtype(a, rt)?, as_dtype(b, rt)?);
-        let out = match rt {
-            DType::Float32 => crate::ops::elementwise::select::<f32>(&cond, &a2, &b2)?,
-            DType::Float64 => crate::ops::elementwise::select::<f64>(&cond, &a2, &b2)?,
-            DType::Int64 => crate::ops::elementwise::select::<i64>(&cond, &a2, &b2)?,
-            DType::Bool => crate::ops::elementwise::select::<bool>(&cond, &a2, &b2)?,
-        };
+        let out =
+            crate::with_dtype!(rt, T => crate::ops::elementwise::select::<T>(&cond, &a2, &b2)?);
         if needs_grad(&[a, b]) {
             record(
                 "WhereBackward0",
@@ -901,6 +927,12 @@ impl Tensor {
     /// Bitwise and/or/xor on bool or integer tensors (`&`, `|`, `^` in Python).
     pub fn bitwise(&self, other: &Tensor, op: BitOp) -> Result<Tensor> {
         let rt = result_dtype(self, other);
+        if rt.is_integer() && rt != DType::Int64 {
+            // Bits of the narrow types are those of their int64 widening, cut back on store.
+            let wide =
+                as_dtype(self, DType::Int64)?.bitwise(&as_dtype(other, DType::Int64)?, op)?;
+            return cast(&wide, rt);
+        }
         let (a, b) = (as_dtype(self, rt)?, as_dtype(other, rt)?);
         match rt {
             DType::Bool => zip::<bool, bool>(&a, &b, move |x, y| match op {

@@ -27,6 +27,56 @@ impl Tensor {
         Ok(out)
     }
 
+    /// For ops whose kernels are written for float32 and float64 only: when an operand is
+    /// float16 or bfloat16, `f` runs on float32 copies of the required operands `req` and the
+    /// optional ones `opt` (recorded casts, so gradients flow back in the half type), and the
+    /// float32 results are rounded to the operands' half type once, as torch's CPU kernels
+    /// compute half in float32. `None` when no operand is half: the caller runs its kernel.
+    pub fn lift_half<const R: usize, const O: usize, T: HalfOutputs>(
+        req: [&Tensor; R],
+        opt: [Option<&Tensor>; O],
+        f: impl FnOnce([&Tensor; R], [Option<&Tensor>; O]) -> Result<T>,
+    ) -> Option<Result<T>> {
+        let half = req
+            .iter()
+            .copied()
+            .chain(opt.iter().flatten().copied())
+            .map(Tensor::dtype)
+            .filter(|d| d.is_half())
+            .reduce(DType::promote)?;
+        let widen = |t: &Tensor| -> Result<Tensor> {
+            if t.dtype().is_half() {
+                t.to_dtype(DType::Float32)
+            } else {
+                Ok(t.clone())
+            }
+        };
+        let run = || -> Result<T> {
+            let wide_req = req.map(widen);
+            let wide_opt = opt.map(|o| o.map(widen).transpose());
+            let mut r_err = None;
+            let req_refs: [&Tensor; R] = std::array::from_fn(|i| match &wide_req[i] {
+                Ok(t) => t,
+                Err(e) => {
+                    r_err.get_or_insert_with(|| e.to_string());
+                    req[i]
+                }
+            });
+            let opt_refs: [Option<&Tensor>; O] = std::array::from_fn(|i| match &wide_opt[i] {
+                Ok(t) => t.as_ref(),
+                Err(e) => {
+                    r_err.get_or_insert_with(|| e.to_string());
+                    opt[i]
+                }
+            });
+            if let Some(e) = r_err {
+                return Err(crate::error::Error::runtime(e));
+            }
+            f(req_refs, opt_refs)?.round_to(half)
+        };
+        Some(run())
+    }
+
     /// A copy in new memory that keeps the graph (`clone()`).
     pub fn clone_tensor(&self) -> Result<Tensor> {
         let out = copy_raw(self)?;
@@ -84,4 +134,36 @@ pub(crate) fn check_can_cast(from: DType, to: DType) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// What [`Tensor::lift_half`] rounds back: the float32 tensors of an op's result.
+pub trait HalfOutputs: Sized {
+    /// The float32 tensors converted to `half` (recorded), others kept.
+    fn round_to(self, half: DType) -> Result<Self>;
+}
+
+impl HalfOutputs for Tensor {
+    fn round_to(self, half: DType) -> Result<Self> {
+        if self.dtype() == DType::Float32 {
+            self.to_dtype(half)
+        } else {
+            Ok(self)
+        }
+    }
+}
+
+impl HalfOutputs for (Tensor, Tensor) {
+    fn round_to(self, half: DType) -> Result<Self> {
+        Ok((self.0.round_to(half)?, self.1.round_to(half)?))
+    }
+}
+
+impl HalfOutputs for (Tensor, Tensor, Tensor) {
+    fn round_to(self, half: DType) -> Result<Self> {
+        Ok((
+            self.0.round_to(half)?,
+            self.1.round_to(half)?,
+            self.2.round_to(half)?,
+        ))
+    }
 }

@@ -13,6 +13,7 @@ use ndarray::{IxDyn, Zip};
 use parking_lot::RwLockReadGuard;
 
 use crate::error::{Error, Result};
+use crate::kernels::copy::cast;
 use crate::kernels::vmath::UnaryF32;
 use crate::parallel::{self, SendPtr};
 use crate::tensor::creation::{checked_numel, ensure_allocatable};
@@ -602,6 +603,7 @@ pub(crate) fn map_float_fn(
     match t.dtype() {
         DType::Float32 => map::<f32, f32>(t, f32f),
         DType::Float64 => map::<f64, f64>(t, f64f),
+        d if d.is_half() => crate::kernels::copy::via_compute(t, |w| map::<f32, f32>(w, f32f)),
         _ => map::<f32, f32>(&crate::kernels::copy::cast(t, DType::Float32)?, f32f),
     }
 }
@@ -625,6 +627,10 @@ pub(crate) fn zip_float_fn(
     match (a.dtype(), b.dtype()) {
         (DType::Float32, DType::Float32) => zip::<f32, f32>(a, b, f32f),
         (DType::Float64, DType::Float64) => zip::<f64, f64>(a, b, f64f),
+        (x, y) if x == y && x.is_half() => {
+            let (a, b) = (cast(a, DType::Float32)?, cast(b, DType::Float32)?);
+            cast(&zip::<f32, f32>(&a, &b, f32f)?, x)
+        }
         (x, y) => Err(Error::runtime(format!(
             "internal error: fused kernel on {x:?} and {y:?}"
         ))),
@@ -652,6 +658,7 @@ pub(crate) fn map_vmath(t: &Tensor, f: UnaryF32) -> Result<Tensor> {
     }
     let t = match t.dtype() {
         DType::Float64 => return map::<f64, f64>(t, move |x| f.f64(x)),
+        d if d.is_half() => return crate::kernels::copy::via_compute(t, |w| map_vmath(w, f)),
         DType::Float32 if t.is_contiguous() => t.clone(),
         // Strided and integer inputs: one contiguous float32 copy, then the slice kernel.
         _ => crate::kernels::copy::cast(t, DType::Float32)?,
@@ -692,6 +699,10 @@ fn zip_vmath_dense(
 ) -> Result<Tensor> {
     if x.dtype() == DType::Float64 {
         return zip::<f64, f64>(g, x, move |g, x| combine(g, f.f64(x)));
+    }
+    if x.dtype().is_half() {
+        let (gw, xw) = (cast(g, DType::Float32)?, cast(x, DType::Float32)?);
+        return cast(&zip_vmath_dense(&gw, &xw, f, combine)?, x.dtype());
     }
     // x as a slice (a strided x is copied once); g as a slice or one broadcast value.
     let x = if x.is_contiguous() {

@@ -65,12 +65,7 @@ fn write_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     } else {
         cast(&src, dst.dtype())?
     };
-    match dst.dtype() {
-        DType::Float32 => write_typed::<f32>(dst, &src),
-        DType::Float64 => write_typed::<f64>(dst, &src),
-        DType::Int64 => write_typed::<i64>(dst, &src),
-        DType::Bool => write_typed::<bool>(dst, &src),
-    }
+    crate::with_dtype!(dst.dtype(), T => write_typed::<T>(dst, &src))
 }
 
 /// `dst += src` with no graph (for accumulating `.grad`).

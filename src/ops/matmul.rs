@@ -295,8 +295,10 @@ impl Tensor {
                 // Refuse an output beyond RAM before converting operands: the lazily-mapping allocator
                 // would grant it and the OOM killer would end the process on first touch.
                 ensure_allocatable(checked_numel(&shape)?, rt)?;
-                let (a, b) = (as_dtype(self, rt)?, as_dtype(other, rt)?);
-                match rt {
+                // Narrow types multiply in their compute type and round once on store.
+                let ct = rt.compute();
+                let (a, b) = (as_dtype(self, ct)?, as_dtype(other, ct)?);
+                let out = match ct {
                     DType::Float32 => {
                         Tensor::from_vec(bmm_gemm::<f32>(&a, &b, &batch, n, k, m)?, &shape)?
                     }
@@ -304,7 +306,8 @@ impl Tensor {
                         Tensor::from_vec(bmm_gemm::<f64>(&a, &b, &batch, n, k, m)?, &shape)?
                     }
                     _ => Tensor::from_vec(bmm_ndarray::<i64>(&a, &b, &batch, n, k, m)?, &shape)?,
-                }
+                };
+                crate::kernels::copy::as_dtype(&out, rt)?
             }
         };
         if needs_grad(&[self, other]) {

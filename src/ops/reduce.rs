@@ -286,6 +286,10 @@ impl Tensor {
                 sum_kernel::<f32>(self, rd, keepdim, |x, n| (x as f64 * n as f64) as f32)
             }
             DType::Float64 => sum_kernel::<f64>(self, rd, keepdim, |x, n| x * n as f64),
+            // Half types accumulate in float32 and round once (torch's CPU sum).
+            d if d.is_half() => {
+                crate::kernels::copy::via_compute(self, |w| w.sum_kernel_dims(rd, keepdim))
+            }
             _ => sum_kernel::<i64>(&cast(self, DType::Int64)?, rd, keepdim, |x, n| {
                 x.wrapping_mul(n as i64)
             }),
@@ -321,6 +325,7 @@ pub(crate) fn has_nan(t: &Tensor) -> Result<bool> {
     match t.dtype() {
         DType::Float32 => t.with_contiguous_slice::<f32, _>(|s| s.iter().any(|x| x.is_nan())),
         DType::Float64 => t.with_contiguous_slice::<f64, _>(|s| s.iter().any(|x| x.is_nan())),
+        d if d.is_half() => has_nan(&cast(t, DType::Float32)?),
         _ => Ok(false),
     }
 }
@@ -534,6 +539,9 @@ impl Tensor {
             DType::Float64 => {
                 reduce_groups::<f64, f64>(self, &rd, keepdim, |s| s.iter().product())?
             }
+            d if d.is_half() => crate::kernels::copy::via_compute(self, |w| {
+                reduce_groups::<f32, f32>(w, &rd, keepdim, |s| s.iter().product())
+            })?,
             _ => reduce_groups::<i64, i64>(&cast(self, DType::Int64)?, &rd, keepdim, |s| {
                 s.iter().fold(1i64, |a, &b| a.wrapping_mul(b))
             })?,
@@ -597,20 +605,9 @@ impl Tensor {
             )));
         }
         check_nonempty(self, &rd, op)?;
-        let out = match self.dtype() {
-            DType::Float32 => {
-                reduce_groups::<f32, f32>(self, &rd, keepdim, |s| arg_extreme(s, is_max).1)?
-            }
-            DType::Float64 => {
-                reduce_groups::<f64, f64>(self, &rd, keepdim, |s| arg_extreme(s, is_max).1)?
-            }
-            DType::Int64 => {
-                reduce_groups::<i64, i64>(self, &rd, keepdim, |s| arg_extreme(s, is_max).1)?
-            }
-            DType::Bool => {
-                reduce_groups::<bool, bool>(self, &rd, keepdim, |s| arg_extreme(s, is_max).1)?
-            }
-        };
+        let out = crate::with_dtype!(self.dtype(), T => {
+            reduce_groups::<T, T>(self, &rd, keepdim, |s| arg_extreme(s, is_max).1)?
+        });
         if needs_grad(&[self]) {
             let in_shape: Dims = self.shape().into();
             let keep_shape = reduced_shape(self.shape(), &rd, true);
@@ -648,20 +645,9 @@ impl Tensor {
                 (w, self.detach())
             }
         };
-        let out = match src.dtype() {
-            DType::Float32 => {
-                reduce_groups::<f32, i64>(&src, &rd, keepdim, |s| arg_extreme(s, is_max).0 as i64)?
-            }
-            DType::Float64 => {
-                reduce_groups::<f64, i64>(&src, &rd, keepdim, |s| arg_extreme(s, is_max).0 as i64)?
-            }
-            DType::Int64 => {
-                reduce_groups::<i64, i64>(&src, &rd, keepdim, |s| arg_extreme(s, is_max).0 as i64)?
-            }
-            DType::Bool => {
-                reduce_groups::<bool, i64>(&src, &rd, keepdim, |s| arg_extreme(s, is_max).0 as i64)?
-            }
-        };
+        let out = crate::with_dtype!(src.dtype(), T => {
+            reduce_groups::<T, i64>(&src, &rd, keepdim, |s| arg_extreme(s, is_max).0 as i64)?
+        });
         if dim.is_none() && keepdim {
             return out.reshape(&vec![1; self.dim()]);
         }
@@ -875,6 +861,9 @@ impl Tensor {
         let out = match self.dtype() {
             DType::Float32 => scan::<f32>(self, d, |a, b| a + b)?,
             DType::Float64 => scan::<f64>(self, d, |a, b| a + b)?,
+            h if h.is_half() => {
+                crate::kernels::copy::via_compute(self, |w| scan::<f32>(w, d, |a, b| a + b))?
+            }
             _ => scan::<i64>(&cast(self, DType::Int64)?, d, i64::wrapping_add)?,
         };
         if needs_grad(&[self]) {
@@ -903,6 +892,9 @@ impl Tensor {
         let out = match self.dtype() {
             DType::Float32 => scan::<f32>(self, d, |a, b| a * b)?,
             DType::Float64 => scan::<f64>(self, d, |a, b| a * b)?,
+            h if h.is_half() => {
+                crate::kernels::copy::via_compute(self, |w| scan::<f32>(w, d, |a, b| a * b))?
+            }
             _ => scan::<i64>(&cast(self, DType::Int64)?, d, i64::wrapping_mul)?,
         };
         if needs_grad(&[self]) {

@@ -19,24 +19,7 @@ use crate::tensor::{scalar_type_name, DType, Dims, Element, Tensor};
 /// Runs `$body` with `$T` the element type of `$t`'s dtype.
 macro_rules! by_elem {
     ($t:expr, $T:ident => $body:expr) => {
-        match $t.dtype() {
-            DType::Float32 => {
-                type $T = f32;
-                $body
-            }
-            DType::Float64 => {
-                type $T = f64;
-                $body
-            }
-            DType::Int64 => {
-                type $T = i64;
-                $body
-            }
-            DType::Bool => {
-                type $T = bool;
-                $body
-            }
-        }
+        $crate::with_dtype!($t.dtype(), $T => $body)
     };
 }
 

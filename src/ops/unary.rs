@@ -13,7 +13,11 @@ use crate::tensor::{DType, Tensor};
 /// requiring grad), so `create_graph` still gets a differentiable graph; and only on float
 /// tensors of one dtype and shape (anything else takes the composite rule's promotions).
 pub(crate) fn fusable(g: &Tensor, s: &Tensor) -> bool {
-    !needs_grad(&[g, s]) && g.dtype() == s.dtype() && g.dtype().is_float() && g.shape() == s.shape()
+    // Half types take the composed rule, whose ops each compute in float32.
+    !needs_grad(&[g, s])
+        && g.dtype() == s.dtype()
+        && matches!(g.dtype(), DType::Float32 | DType::Float64)
+        && g.shape() == s.shape()
 }
 
 impl Tensor {
@@ -38,6 +42,7 @@ impl Tensor {
                     "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
                 ))
             }
+            _ => crate::kernels::copy::via_compute(self, Tensor::neg)?,
         };
         if needs_grad(&[self]) {
             record_elementwise("NegBackward0", &[self], &[&out], &[], false, |g, _| {
@@ -161,6 +166,7 @@ impl Tensor {
         let out = match self.dtype() {
             DType::Int64 => map::<i64, i64>(self, |x| x.max(0))?,
             DType::Bool => self.clone(),
+            d if d.is_integer() => crate::kernels::copy::via_compute(self, Tensor::relu)?,
             _ => map_float!(self, |x| if x > 0.0 || x.is_nan() { x } else { 0.0 })?,
         };
         if needs_grad(&[self]) {
@@ -198,6 +204,7 @@ impl Tensor {
         let out = match self.dtype() {
             DType::Int64 => map::<i64, i64>(self, i64::wrapping_abs)?,
             DType::Bool => self.clone(),
+            d if d.is_integer() => crate::kernels::copy::via_compute(self, Tensor::abs)?,
             _ => map_float!(self, |x| x.abs())?,
         };
         if needs_grad(&[self]) {
@@ -213,6 +220,7 @@ impl Tensor {
         let out = match self.dtype() {
             DType::Int64 => map::<i64, i64>(self, i64::signum)?,
             DType::Bool => self.clone(),
+            d if d.is_integer() => crate::kernels::copy::via_compute(self, Tensor::sign)?,
             _ => map_float!(self, |x| if x > 0.0 {
                 1.0
             } else if x < 0.0 {
@@ -545,6 +553,9 @@ impl Tensor {
         let out = match self.dtype() {
             DType::Float32 => map::<f32, f32>(self, f32f)?,
             DType::Float64 => map::<f64, f64>(self, f64f)?,
+            d if d.is_half() => {
+                crate::kernels::copy::via_compute(self, |w| map::<f32, f32>(w, f32f))?
+            }
             _ => crate::kernels::copy::copy_raw(self)?,
         };
         if needs_grad(&[self]) {
@@ -618,8 +629,8 @@ impl Tensor {
             )));
         }
         let out = match self.dtype() {
-            DType::Float32 => map::<f32, f32>(self, |x| x - x.trunc())?,
-            _ => map::<f64, f64>(self, |x| x - x.trunc())?,
+            DType::Float64 => map::<f64, f64>(self, |x| x - x.trunc())?,
+            _ => map_float!(self, |x| x - x.trunc())?,
         };
         if needs_grad(&[self]) {
             record_elementwise("FracBackward0", &[self], &[&out], &[], false, |g, _| {
@@ -752,6 +763,22 @@ impl Tensor {
                 let (n, p, q) = (nan, posinf.unwrap_or(f64::MAX), neginf.unwrap_or(f64::MIN));
                 map::<f64, f64>(self, move |x| fix_nonfinite(x, n, p, q))?
             }
+            // Half types: the infinities become the half type's own extremes.
+            h if h.is_half() => {
+                let max = if h == DType::Float16 {
+                    crate::tensor::f16::MAX.to_f32()
+                } else {
+                    crate::tensor::bf16::MAX.to_f32()
+                };
+                let (n, p, q) = (
+                    nan as f32,
+                    posinf.map_or(max, |v| v as f32),
+                    neginf.map_or(-max, |v| v as f32),
+                );
+                crate::kernels::copy::via_compute(self, |w| {
+                    map::<f32, f32>(w, move |x| fix_nonfinite(x, n, p, q))
+                })?
+            }
             _ => crate::kernels::copy::copy_raw(self)?,
         };
         if needs_grad(&[self]) {
@@ -779,6 +806,11 @@ impl Tensor {
         match self.dtype() {
             DType::Float32 => map::<f32, bool>(self, |x| x.is_nan()),
             DType::Float64 => map::<f64, bool>(self, |x| x.is_nan()),
+            d if d.is_half() => {
+                map::<f32, bool>(&crate::kernels::copy::cast(self, DType::Float32)?, |x| {
+                    x.is_nan()
+                })
+            }
             _ => map::<bool, bool>(&crate::kernels::copy::cast(self, DType::Bool)?, |_| false),
         }
     }
@@ -788,6 +820,11 @@ impl Tensor {
         match self.dtype() {
             DType::Float32 => map::<f32, bool>(self, |x| x.is_infinite()),
             DType::Float64 => map::<f64, bool>(self, |x| x.is_infinite()),
+            d if d.is_half() => {
+                map::<f32, bool>(&crate::kernels::copy::cast(self, DType::Float32)?, |x| {
+                    x.is_infinite()
+                })
+            }
             _ => map::<bool, bool>(&crate::kernels::copy::cast(self, DType::Bool)?, |_| false),
         }
     }
@@ -797,6 +834,11 @@ impl Tensor {
         match self.dtype() {
             DType::Float32 => map::<f32, bool>(self, |x| x.is_finite()),
             DType::Float64 => map::<f64, bool>(self, |x| x.is_finite()),
+            d if d.is_half() => {
+                map::<f32, bool>(&crate::kernels::copy::cast(self, DType::Float32)?, |x| {
+                    x.is_finite()
+                })
+            }
             _ => map::<bool, bool>(&crate::kernels::copy::cast(self, DType::Bool)?, |_| true),
         }
     }
@@ -806,6 +848,7 @@ impl Tensor {
         match self.dtype() {
             DType::Bool => map::<bool, bool>(self, |x| !x),
             DType::Int64 => map::<i64, i64>(self, |x| !x),
+            d if d.is_integer() => crate::kernels::copy::via_compute(self, Tensor::bitwise_not),
             _ => Err(crate::error::Error::type_error(
                 "~ (operator.invert) is only implemented on integer and Boolean-type tensors",
             )),

@@ -44,7 +44,9 @@ mod abi {
     pub const ROCM_HOST: i32 = 11;
 
     pub const INT: u8 = 0;
+    pub const UINT: u8 = 1;
     pub const FLOAT: u8 = 2;
+    pub const BFLOAT: u8 = 4;
     pub const BOOL: u8 = 6;
 
     /// `DLPACK_FLAG_BITMASK_READ_ONLY`, `DLPACK_FLAG_BITMASK_IS_COPIED`.
@@ -216,9 +218,10 @@ unsafe extern "C" fn capsule_destructor(capsule: *mut ffi::PyObject) {
 
 fn dl_dtype(d: DType) -> DLDataType {
     let (code, bits) = match d {
-        DType::Float32 => (abi::FLOAT, 32),
-        DType::Float64 => (abi::FLOAT, 64),
-        DType::Int64 => (abi::INT, 64),
+        DType::Float16 | DType::Float32 | DType::Float64 => (abi::FLOAT, 8 * d.size() as u8),
+        DType::BFloat16 => (abi::BFLOAT, 16),
+        DType::UInt8 => (abi::UINT, 8),
+        DType::Int8 | DType::Int16 | DType::Int32 | DType::Int64 => (abi::INT, 8 * d.size() as u8),
         DType::Bool => (abi::BOOL, 8),
     };
     DLDataType {
@@ -445,12 +448,18 @@ fn dtype_name(d: DLDataType) -> String {
 
 fn element_dtype(d: DLDataType) -> PyResult<DType> {
     match (d.code, d.bits, d.lanes) {
+        (abi::FLOAT, 16, 1) => Ok(DType::Float16),
         (abi::FLOAT, 32, 1) => Ok(DType::Float32),
         (abi::FLOAT, 64, 1) => Ok(DType::Float64),
+        (abi::BFLOAT, 16, 1) => Ok(DType::BFloat16),
+        (abi::UINT, 8, 1) => Ok(DType::UInt8),
+        (abi::INT, 8, 1) => Ok(DType::Int8),
+        (abi::INT, 16, 1) => Ok(DType::Int16),
+        (abi::INT, 32, 1) => Ok(DType::Int32),
         (abi::INT, 64, 1) => Ok(DType::Int64),
         (abi::BOOL, 8, 1) => Ok(DType::Bool),
         _ => Err(PyTypeError::new_err(format!(
-            "can't convert a DLPack tensor of type {}. The only supported types are: float64, float32, int64, and bool.",
+            "can't convert a DLPack tensor of type {}. The only supported types are: float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool.",
             dtype_name(d)
         ))),
     }
@@ -560,14 +569,7 @@ unsafe fn foreign(d: &Described, keep: Py<DlpackOwner>) -> Tensor {
         unsafe { Storage::from_foreign(ptr, d.span, Box::new(keep)) }
     }
     // SAFETY: forwarded from the caller.
-    let storage = unsafe {
-        match d.dtype {
-            DType::Float32 => typed::<f32>(d, keep),
-            DType::Float64 => typed::<f64>(d, keep),
-            DType::Int64 => typed::<i64>(d, keep),
-            DType::Bool => typed::<bool>(d, keep),
-        }
-    };
+    let storage = unsafe { crate::with_dtype!(d.dtype, T => typed::<T>(d, keep)) };
     Tensor::from_parts(
         Arc::new(storage),
         Layout {

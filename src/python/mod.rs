@@ -110,6 +110,16 @@ impl PyDType {
     fn is_floating_point(&self) -> bool {
         self.d.is_float()
     }
+    /// Whether the type holds negative values (false for bool and uint8).
+    #[getter]
+    fn is_signed(&self) -> bool {
+        !matches!(self.d, DType::Bool | DType::UInt8)
+    }
+    /// Always false: complex types are not supported.
+    #[getter]
+    fn is_complex(&self) -> bool {
+        false
+    }
     /// Bytes per element.
     #[getter]
     fn itemsize(&self) -> usize {
@@ -122,24 +132,19 @@ impl PyDType {
     }
 }
 
-static DTYPES: PyOnceLock<[Py<PyDType>; 4]> = PyOnceLock::new();
+static DTYPES: PyOnceLock<[Py<PyDType>; 10]> = PyOnceLock::new();
 
 /// The singleton Python object for a dtype (so `t.dtype is ferrograd.float32` holds).
 pub(crate) fn dtype_object(py: Python<'_>, d: DType) -> PyResult<Py<PyDType>> {
     let all = DTYPES.get_or_try_init(py, || -> PyResult<_> {
-        Ok([
-            Py::new(py, PyDType { d: DType::Bool })?,
-            Py::new(py, PyDType { d: DType::Int64 })?,
-            Py::new(py, PyDType { d: DType::Float32 })?,
-            Py::new(py, PyDType { d: DType::Float64 })?,
-        ])
+        let mut objs = Vec::with_capacity(DType::ALL.len());
+        for d in DType::ALL {
+            objs.push(Py::new(py, PyDType { d })?);
+        }
+        objs.try_into()
+            .map_err(|_| pyo3::exceptions::PyRuntimeError::new_err("internal error: dtype table"))
     })?;
-    let i = match d {
-        DType::Bool => 0,
-        DType::Int64 => 1,
-        DType::Float32 => 2,
-        DType::Float64 => 3,
-    };
+    let i = DType::ALL.iter().position(|&x| x == d).unwrap_or(0);
     Ok(all[i].clone_ref(py))
 }
 
@@ -396,13 +401,8 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyHookHandle>()?;
     m.add_class::<PySaved>()?;
     m.add_class::<numpy_interop::StorageOwner>()?;
-    for (name, d) in [
-        ("bool", DType::Bool),
-        ("int64", DType::Int64),
-        ("float32", DType::Float32),
-        ("float64", DType::Float64),
-    ] {
-        m.add(name, dtype_object(py, d)?)?;
+    for d in DType::ALL {
+        m.add(d.name(), dtype_object(py, d)?)?;
     }
     creation::register(m)?;
     dlpack::register(m)?;

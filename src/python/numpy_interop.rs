@@ -36,10 +36,9 @@ pub(crate) fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, 
         Ok(arr.into_any())
     }
     match t.dtype() {
-        DType::Float32 => typed::<f32>(py, t),
-        DType::Float64 => typed::<f64>(py, t),
-        DType::Int64 => typed::<i64>(py, t),
-        DType::Bool => typed::<bool>(py, t),
+        // NumPy has no bfloat16 (torch refuses the same way).
+        DType::BFloat16 => Err(PyTypeError::new_err("Got unsupported ScalarType BFloat16")),
+        d => crate::with_dtype!(d, T => typed::<T>(py, t)),
     }
 }
 
@@ -108,11 +107,16 @@ pub(crate) fn from_numpy(arr: &Bound<'_, PyAny>, share: bool) -> PyResult<Tensor
     try_type!(f64);
     try_type!(i64);
     try_type!(bool);
+    try_type!(i32);
+    try_type!(i16);
+    try_type!(i8);
+    try_type!(u8);
+    try_type!(crate::tensor::f16);
     let dt = arr
         .getattr("dtype")
         .map(|d| d.to_string())
         .unwrap_or_default();
     Err(PyTypeError::new_err(format!(
-        "can't convert np.ndarray of type numpy.{dt}. The only supported types are: float64, float32, int64, and bool."
+        "can't convert np.ndarray of type numpy.{dt}. The only supported types are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
     )))
 }

@@ -445,7 +445,7 @@ impl PyTensor {
         let v = guarded(|| self.inner.item_f64())?;
         Ok(match self.inner.dtype() {
             DType::Bool => PyBool::new(py, v != 0.0).to_owned().into_any(),
-            DType::Int64 => (guarded(|| self.inner.to_vec::<i64>())?[0])
+            d if d.is_integer() => (guarded(|| self.inner.to_vec::<i64>())?[0])
                 .into_pyobject(py)?
                 .into_any(),
             _ => v.into_pyobject(py)?.into_any(),
@@ -544,7 +544,14 @@ impl PyTensor {
     /// The elements as (nested) Python lists, or a number for a 0-d tensor.
     fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         refuse_batched(&self.inner, VMAP_DATA)?;
-        super::numpy_interop::to_numpy(py, &self.inner.detach())?.call_method0("tolist")
+        let t = self.inner.detach();
+        // NumPy has no bfloat16: its values are exact in float32.
+        let t = if t.dtype() == DType::BFloat16 {
+            guarded(|| t.to_dtype(DType::Float32))?
+        } else {
+            t
+        };
+        super::numpy_interop::to_numpy(py, &t)?.call_method0("tolist")
     }
     /// Makes NumPy defer binary operators to the tensor.
     #[classattr]

@@ -61,12 +61,11 @@ pub(crate) use super::alloc::{
 /// A tensor of `shape` filled with `v`, or an error when it cannot be allocated.
 pub(crate) fn try_filled(shape: &[usize], dtype: DType, v: f64) -> Result<Tensor> {
     let n = checked_numel(shape)?;
-    let buf = match dtype {
-        DType::Float32 => Buffer::F32(super::storage::Data::Own(try_filled_vec(n, v as f32)?)),
-        DType::Float64 => Buffer::F64(super::storage::Data::Own(try_filled_vec(n, v)?)),
-        DType::Int64 => Buffer::I64(super::storage::Data::Own(try_filled_vec(n, v as i64)?)),
-        DType::Bool => Buffer::Bool(super::storage::Data::Own(try_filled_vec(n, v != 0.0)?)),
-    };
+    let buf = crate::with_dtype!(dtype, T => {
+        // Integers through int64 (torch's `full((2,), 300, dtype=uint8)` is 44), bool as != 0.
+        let x = if dtype.is_integer() { T::from_i64(v as i64) } else { T::from_f64(v) };
+        T::wrap(try_filled_vec(n, x)?)
+    });
     Tensor::from_buffer(buf, shape)
 }
 
@@ -166,12 +165,7 @@ impl Tensor {
             }
             Ok(T::wrap(v))
         }
-        let buf = match dtype {
-            DType::Float32 => ones_on_diagonal::<f32>(n, m)?,
-            DType::Float64 => ones_on_diagonal::<f64>(n, m)?,
-            DType::Int64 => ones_on_diagonal::<i64>(n, m)?,
-            DType::Bool => ones_on_diagonal::<bool>(n, m)?,
-        };
+        let buf = crate::with_dtype!(dtype, T => ones_on_diagonal::<T>(n, m)?);
         Tensor::from_buffer(buf, &[n, m])
     }
 
@@ -409,16 +403,9 @@ fn random_any(
 
 /// float64 values stored as `dtype` (integers truncated towards zero).
 fn from_f64(v: Vec<f64>, shape: &[usize], dtype: DType) -> Result<Tensor> {
-    match dtype {
-        DType::Float64 => Tensor::from_vec(v, shape),
-        DType::Float32 => {
-            Tensor::from_vec(v.into_iter().map(|x| x as f32).collect::<Vec<_>>(), shape)
-        }
-        DType::Int64 => {
-            Tensor::from_vec(v.into_iter().map(|x| x as i64).collect::<Vec<_>>(), shape)
-        }
-        DType::Bool => Tensor::from_vec(v.into_iter().map(|x| x != 0.0).collect::<Vec<_>>(), shape),
-    }
+    let buf =
+        crate::with_dtype!(dtype, T => T::wrap(crate::tensor::storage::convert_vec::<f64, T>(&v)));
+    Tensor::from_buffer(buf, shape)
 }
 
 fn random(shape: &[usize], dtype: DType, sample: impl Fn(&mut SmallRng) -> f64) -> Result<Tensor> {
@@ -454,6 +441,11 @@ fn draw(shape: &[usize], dtype: DType, sample: &impl Fn(&mut SmallRng) -> f64) -
         DType::Float32 => {
             Tensor::from_vec((0..n).map(|_| sample(r) as f32).collect::<Vec<_>>(), shape)
         }
-        _ => Tensor::from_vec((0..n).map(|_| sample(r)).collect::<Vec<_>>(), shape),
+        DType::Float64 => Tensor::from_vec((0..n).map(|_| sample(r)).collect::<Vec<_>>(), shape),
+        // Half types: float64 draws rounded once.
+        d => {
+            let v: Vec<f64> = (0..n).map(|_| sample(r)).collect();
+            from_f64(v, shape, d)
+        }
     })
 }

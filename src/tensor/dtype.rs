@@ -29,12 +29,28 @@ pub fn set_default_float(d: DType) -> crate::error::Result<()> {
 }
 
 /// The element type of a tensor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+///
+/// The narrow types are storage types: integer kernels compute in int64 and half kernels in
+/// float32 (see [`DType::compute`]), and the result is rounded or wrapped on store, as torch's
+/// CPU kernels do for float16/bfloat16.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
     /// `bool`
     Bool,
+    /// `uint8`
+    UInt8,
+    /// `int8`
+    Int8,
+    /// `int16`
+    Int16,
+    /// `int32`
+    Int32,
     /// `int64`
     Int64,
+    /// `float16` (IEEE half precision)
+    Float16,
+    /// `bfloat16` (float32's exponent, 8 bits of mantissa)
+    BFloat16,
     /// `float32`, the default floating type.
     Float32,
     /// `float64`
@@ -54,40 +70,112 @@ pub enum Priority {
 }
 
 impl DType {
-    /// True for float32 and float64.
+    /// Every dtype, narrowest category first.
+    pub const ALL: [DType; 10] = [
+        DType::Bool,
+        DType::UInt8,
+        DType::Int8,
+        DType::Int16,
+        DType::Int32,
+        DType::Int64,
+        DType::Float16,
+        DType::BFloat16,
+        DType::Float32,
+        DType::Float64,
+    ];
+    /// True for the floating types (float16, bfloat16, float32, float64).
     pub fn is_float(self) -> bool {
-        matches!(self, DType::Float32 | DType::Float64)
+        matches!(
+            self,
+            DType::Float16 | DType::BFloat16 | DType::Float32 | DType::Float64
+        )
+    }
+    /// True for the integer types (not bool).
+    pub fn is_integer(self) -> bool {
+        matches!(
+            self,
+            DType::UInt8 | DType::Int8 | DType::Int16 | DType::Int32 | DType::Int64
+        )
+    }
+    /// True for float16 and bfloat16, which compute in float32.
+    pub fn is_half(self) -> bool {
+        matches!(self, DType::Float16 | DType::BFloat16)
+    }
+    /// True for the types that are only stored, never computed in: kernels widen them to
+    /// [`DType::compute`] and narrow the result on store.
+    pub fn is_narrow(self) -> bool {
+        self.compute() != self
+    }
+    /// The type kernels compute in for elements of this type: int64 for the narrow integers,
+    /// float32 for the half types, the type itself otherwise.
+    pub fn compute(self) -> DType {
+        match self {
+            DType::UInt8 | DType::Int8 | DType::Int16 | DType::Int32 => DType::Int64,
+            DType::Float16 | DType::BFloat16 => DType::Float32,
+            d => d,
+        }
     }
     /// 0 for bool, 1 for integers, 2 for floats.
     fn category(self) -> u8 {
-        match self {
-            DType::Bool => 0,
-            DType::Int64 => 1,
-            DType::Float32 | DType::Float64 => 2,
+        if self == DType::Bool {
+            0
+        } else if self.is_integer() {
+            1
+        } else {
+            2
         }
     }
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
-            DType::Bool => 1,
+            DType::Bool | DType::UInt8 | DType::Int8 => 1,
+            DType::Int16 | DType::Float16 | DType::BFloat16 => 2,
+            DType::Int32 | DType::Float32 => 4,
             DType::Int64 | DType::Float64 => 8,
-            DType::Float32 => 4,
         }
     }
     /// torch's name, e.g. `float32`.
     pub fn name(self) -> &'static str {
         match self {
             DType::Bool => "bool",
+            DType::UInt8 => "uint8",
+            DType::Int8 => "int8",
+            DType::Int16 => "int16",
+            DType::Int32 => "int32",
             DType::Int64 => "int64",
+            DType::Float16 => "float16",
+            DType::BFloat16 => "bfloat16",
             DType::Float32 => "float32",
             DType::Float64 => "float64",
         }
+    }
+    /// The dtype named `name` (torch's names and aliases: `float`, `half`, `long`, `int`, ...).
+    pub fn from_name(name: &str) -> Option<DType> {
+        Some(match name {
+            "bool" => DType::Bool,
+            "uint8" => DType::UInt8,
+            "int8" => DType::Int8,
+            "int16" | "short" => DType::Int16,
+            "int32" | "int" => DType::Int32,
+            "int64" | "long" => DType::Int64,
+            "float16" | "half" => DType::Float16,
+            "bfloat16" => DType::BFloat16,
+            "float32" | "float" => DType::Float32,
+            "float64" | "double" => DType::Float64,
+            _ => return None,
+        })
     }
     /// torch's legacy tensor type name, e.g. `FloatTensor`, used in error messages.
     pub fn legacy_name(self) -> &'static str {
         match self {
             DType::Bool => "BoolTensor",
+            DType::UInt8 => "ByteTensor",
+            DType::Int8 => "CharTensor",
+            DType::Int16 => "ShortTensor",
+            DType::Int32 => "IntTensor",
             DType::Int64 => "LongTensor",
+            DType::Float16 => "HalfTensor",
+            DType::BFloat16 => "BFloat16Tensor",
             DType::Float32 => "FloatTensor",
             DType::Float64 => "DoubleTensor",
         }
@@ -96,14 +184,48 @@ impl DType {
     pub fn c_name(self) -> &'static str {
         match self {
             DType::Bool => "bool",
+            DType::UInt8 => "unsigned char",
+            DType::Int8 => "signed char",
+            DType::Int16 => "short int",
+            DType::Int32 => "int",
             DType::Int64 => "long int",
+            DType::Float16 => "c10::Half",
+            DType::BFloat16 => "c10::BFloat16",
             DType::Float32 => "float",
             DType::Float64 => "double",
         }
     }
-    /// The smallest type both `a` and `b` convert to without loss of category.
+    /// torch's ScalarType name (`Float`, `Double`, `Long`, `Half`, ...), used in messages.
+    pub fn scalar_type_name(self) -> &'static str {
+        match self {
+            DType::Bool => "Bool",
+            DType::UInt8 => "Byte",
+            DType::Int8 => "Char",
+            DType::Int16 => "Short",
+            DType::Int32 => "Int",
+            DType::Int64 => "Long",
+            DType::Float16 => "Half",
+            DType::BFloat16 => "BFloat16",
+            DType::Float32 => "Float",
+            DType::Float64 => "Double",
+        }
+    }
+    /// The smallest type both `a` and `b` convert to without loss of category (torch's
+    /// `promoteTypes`): uint8 with int8 is int16, float16 with bfloat16 is float32.
     pub fn promote(a: DType, b: DType) -> DType {
-        a.max(b)
+        if a == b {
+            return a;
+        }
+        let (ca, cb) = (a.category(), b.category());
+        if ca != cb {
+            return if ca > cb { a } else { b };
+        }
+        match (a, b) {
+            (DType::UInt8, DType::Int8) | (DType::Int8, DType::UInt8) => DType::Int16,
+            (DType::Float16, DType::BFloat16) | (DType::BFloat16, DType::Float16) => DType::Float32,
+            _ if a.size() >= b.size() => a,
+            _ => b,
+        }
     }
 }
 
@@ -171,6 +293,43 @@ mod tests {
             (DType::Float64, Priority::ZeroDim),
         ]);
         assert_eq!(t, DType::Float64);
+    }
+
+    #[test]
+    fn promotion_follows_torchs_table() {
+        use DType::*;
+        // torch.promote_types over the pairs that are not "the wider of one category".
+        let cases = [
+            (UInt8, Int8, Int16),
+            (UInt8, Int16, Int16),
+            (Int8, Int32, Int32),
+            (UInt8, Int64, Int64),
+            (Float16, BFloat16, Float32),
+            (BFloat16, Float32, Float32),
+            (Float16, Float64, Float64),
+            (Int64, Float16, Float16),
+            (UInt8, BFloat16, BFloat16),
+            (Bool, UInt8, UInt8),
+            (Bool, Float16, Float16),
+        ];
+        for (a, b, want) in cases {
+            assert_eq!(DType::promote(a, b), want, "{a} with {b}");
+            assert_eq!(DType::promote(b, a), want, "{b} with {a}");
+        }
+    }
+
+    #[test]
+    fn half_tensor_times_python_float_stays_half() {
+        let t = result_type(&[
+            (DType::Float16, Priority::Dim),
+            (DType::Float32, Priority::Scalar),
+        ]);
+        assert_eq!(t, DType::Float16);
+        let t = result_type(&[
+            (DType::Int8, Priority::Dim),
+            (DType::Int64, Priority::Scalar),
+        ]);
+        assert_eq!(t, DType::Int8);
     }
 
     #[test]

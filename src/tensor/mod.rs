@@ -37,7 +37,7 @@ use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use parking_lot::Mutex;
 
 pub use dtype::DType;
-pub use storage::{Buffer, Dims, Element, Layout, Storage};
+pub use storage::{bf16, f16, Buffer, Dims, Element, Layout, Storage};
 
 use crate::error::{Error, Result};
 
@@ -451,12 +451,9 @@ impl Tensor {
             let data = T::data(&guard).ok_or_else(|| dtype_mismatch(T::DTYPE, self.dtype()))?;
             return self.0.layout.gather(data.as_slice());
         }
-        match self.dtype() {
-            DType::Float32 => self.with_contiguous_slice::<f32, _>(storage::convert_vec::<f32, T>),
-            DType::Float64 => self.with_contiguous_slice::<f64, _>(storage::convert_vec::<f64, T>),
-            DType::Int64 => self.with_contiguous_slice::<i64, _>(storage::convert_vec::<i64, T>),
-            DType::Bool => self.with_contiguous_slice::<bool, _>(storage::convert_vec::<bool, T>),
-        }
+        crate::with_dtype!(self.dtype(), S => {
+            self.with_contiguous_slice::<S, _>(storage::convert_vec::<S, T>)
+        })
     }
 
     /// The elements as an owned ndarray of type `T` (converted if needed).
@@ -478,14 +475,9 @@ impl Tensor {
     }
 }
 
-/// torch's ScalarType name (`Float`, `Double`, `Long`, `Bool`).
+/// torch's ScalarType name (`Float`, `Double`, `Long`, `Bool`, `Half`, ...).
 pub fn scalar_type_name(d: DType) -> &'static str {
-    match d {
-        DType::Bool => "Bool",
-        DType::Int64 => "Long",
-        DType::Float32 => "Float",
-        DType::Float64 => "Double",
-    }
+    d.scalar_type_name()
 }
 
 pub(crate) fn dtype_mismatch(expected: DType, got: DType) -> Error {

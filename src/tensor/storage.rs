@@ -14,6 +14,7 @@ use smallvec::SmallVec;
 
 use super::dtype::DType;
 use crate::error::{Error, Result};
+pub use half::{bf16, f16};
 
 /// Dimension sizes or strides; four inline before spilling to the heap.
 pub type Dims = SmallVec<[usize; 4]>;
@@ -59,44 +60,122 @@ impl<T> Data<T> {
 
 /// A buffer of one of the supported dtypes.
 pub enum Buffer {
+    /// bool elements
+    Bool(Data<bool>),
+    /// uint8 elements
+    U8(Data<u8>),
+    /// int8 elements
+    I8(Data<i8>),
+    /// int16 elements
+    I16(Data<i16>),
+    /// int32 elements
+    I32(Data<i32>),
+    /// int64 elements
+    I64(Data<i64>),
+    /// float16 elements
+    F16(Data<f16>),
+    /// bfloat16 elements
+    BF16(Data<bf16>),
     /// float32 elements
     F32(Data<f32>),
     /// float64 elements
     F64(Data<f64>),
-    /// int64 elements
-    I64(Data<i64>),
-    /// bool elements
-    Bool(Data<bool>),
+}
+
+/// `$body` with `$T` the element type of `$dtype` (a [`DType`]): one generic body for every
+/// storage type, e.g. `with_dtype!(t.dtype(), T => t.to_vec::<T>().map(...))`.
+#[macro_export]
+macro_rules! with_dtype {
+    ($dtype:expr, $T:ident => $body:expr) => {{
+        use $crate::tensor::DType as __D;
+        #[allow(unused_imports)]
+        use $crate::tensor::Element as _;
+        match $dtype {
+            __D::Bool => {
+                type $T = bool;
+                $body
+            }
+            __D::UInt8 => {
+                type $T = u8;
+                $body
+            }
+            __D::Int8 => {
+                type $T = i8;
+                $body
+            }
+            __D::Int16 => {
+                type $T = i16;
+                $body
+            }
+            __D::Int32 => {
+                type $T = i32;
+                $body
+            }
+            __D::Int64 => {
+                type $T = i64;
+                $body
+            }
+            __D::Float16 => {
+                type $T = $crate::tensor::f16;
+                $body
+            }
+            __D::BFloat16 => {
+                type $T = $crate::tensor::bf16;
+                $body
+            }
+            __D::Float32 => {
+                type $T = f32;
+                $body
+            }
+            __D::Float64 => {
+                type $T = f64;
+                $body
+            }
+        }
+    }};
+}
+
+/// `$body` with `$d` bound to the typed [`Data`] inside `$buf`, whatever its type.
+macro_rules! each_data {
+    ($buf:expr, $d:ident => $body:expr) => {
+        match $buf {
+            Buffer::Bool($d) => $body,
+            Buffer::U8($d) => $body,
+            Buffer::I8($d) => $body,
+            Buffer::I16($d) => $body,
+            Buffer::I32($d) => $body,
+            Buffer::I64($d) => $body,
+            Buffer::F16($d) => $body,
+            Buffer::BF16($d) => $body,
+            Buffer::F32($d) => $body,
+            Buffer::F64($d) => $body,
+        }
+    };
 }
 
 impl Buffer {
     /// The dtype of the elements.
     pub fn dtype(&self) -> DType {
         match self {
+            Buffer::Bool(_) => DType::Bool,
+            Buffer::U8(_) => DType::UInt8,
+            Buffer::I8(_) => DType::Int8,
+            Buffer::I16(_) => DType::Int16,
+            Buffer::I32(_) => DType::Int32,
+            Buffer::I64(_) => DType::Int64,
+            Buffer::F16(_) => DType::Float16,
+            Buffer::BF16(_) => DType::BFloat16,
             Buffer::F32(_) => DType::Float32,
             Buffer::F64(_) => DType::Float64,
-            Buffer::I64(_) => DType::Int64,
-            Buffer::Bool(_) => DType::Bool,
         }
     }
     /// Number of elements.
     pub fn len(&self) -> usize {
-        match self {
-            Buffer::F32(d) => d.as_slice().len(),
-            Buffer::F64(d) => d.as_slice().len(),
-            Buffer::I64(d) => d.as_slice().len(),
-            Buffer::Bool(d) => d.as_slice().len(),
-        }
+        each_data!(self, d => d.as_slice().len())
     }
     /// True when ferrograd owns the memory (not borrowed from NumPy).
     pub fn is_owned(&self) -> bool {
-        matches!(
-            self,
-            Buffer::F32(Data::Own(_))
-                | Buffer::F64(Data::Own(_))
-                | Buffer::I64(Data::Own(_))
-                | Buffer::Bool(Data::Own(_))
-        )
+        each_data!(self, d => matches!(d, Data::Own(_)))
     }
     /// True when the buffer holds no element.
     pub fn is_empty(&self) -> bool {
@@ -104,12 +183,7 @@ impl Buffer {
     }
     /// The raw address of the first element (for NumPy interop).
     pub fn as_ptr(&self) -> *const u8 {
-        match self {
-            Buffer::F32(d) => d.as_slice().as_ptr() as *const u8,
-            Buffer::F64(d) => d.as_slice().as_ptr() as *const u8,
-            Buffer::I64(d) => d.as_slice().as_ptr() as *const u8,
-            Buffer::Bool(d) => d.as_slice().as_ptr() as *const u8,
-        }
+        each_data!(self, d => d.as_slice().as_ptr().cast::<u8>())
     }
 }
 
@@ -123,15 +197,20 @@ pub trait Element:
     fn data(b: &Buffer) -> Option<&Data<Self>>;
     /// The typed data, mutably.
     fn data_mut(b: &mut Buffer) -> Option<&mut Data<Self>>;
+    /// Wrap typed data (owned or foreign).
+    fn wrap_data(d: Data<Self>) -> Buffer;
     /// Wrap owned elements.
-    fn wrap(v: Vec<Self>) -> Buffer;
+    fn wrap(v: Vec<Self>) -> Buffer {
+        Self::wrap_data(Data::Own(v))
+    }
     /// Convert to f64 (bool is 0/1).
     fn to_f64(self) -> f64;
-    /// Convert from f64 (truncating toward zero for integers, non-zero is true for bool).
+    /// Convert from f64 (non-zero is true for bool; integers see [`Element::from_f64`]'s
+    /// callers, which truncate through int64 as torch does).
     fn from_f64(v: f64) -> Self;
     /// Convert to i64.
     fn to_i64(self) -> i64;
-    /// Convert from i64.
+    /// Convert from i64 (narrow integers wrap, as a C cast does in torch).
     fn from_i64(v: i64) -> Self;
 }
 
@@ -151,8 +230,8 @@ macro_rules! element {
                     _ => None,
                 }
             }
-            fn wrap(v: Vec<Self>) -> Buffer {
-                Buffer::$variant(Data::Own(v))
+            fn wrap_data(d: Data<Self>) -> Buffer {
+                Buffer::$variant(d)
             }
             fn to_f64(self) -> f64 {
                 ($to)(self)
@@ -167,6 +246,34 @@ macro_rules! element {
                 ($fromi)(v)
             }
         }
+    };
+}
+/// An integer type: conversions are plain (wrapping) casts.
+macro_rules! int_element {
+    ($t:ty, $variant:ident, $dtype:expr) => {
+        element!(
+            $t,
+            $variant,
+            $dtype,
+            |x: $t| x as f64,
+            |v: f64| v as i64 as $t,
+            |x: $t| x as i64,
+            |v: i64| v as $t
+        );
+    };
+}
+/// A half type: stored as 16 bits, converted with round-to-nearest-even.
+macro_rules! half_element {
+    ($t:ty, $variant:ident, $dtype:expr) => {
+        element!(
+            $t,
+            $variant,
+            $dtype,
+            |x: $t| x.to_f64(),
+            |v: f64| <$t>::from_f64(v),
+            |x: $t| x.to_f64() as i64,
+            |v: i64| <$t>::from_f64(v as f64)
+        );
     };
 }
 element!(
@@ -187,15 +294,13 @@ element!(
     |x: f64| x as i64,
     |v: i64| v as f64
 );
-element!(
-    i64,
-    I64,
-    DType::Int64,
-    |x: i64| x as f64,
-    |v: f64| v as i64,
-    |x: i64| x,
-    |v: i64| v
-);
+int_element!(i64, I64, DType::Int64);
+int_element!(i32, I32, DType::Int32);
+int_element!(i16, I16, DType::Int16);
+int_element!(i8, I8, DType::Int8);
+int_element!(u8, U8, DType::UInt8);
+half_element!(f16, F16, DType::Float16);
+half_element!(bf16, BF16, DType::BFloat16);
 element!(
     bool,
     Bool,
@@ -270,19 +375,7 @@ impl Storage {
             len,
             _keep: keep,
         });
-        let buf = match T::DTYPE {
-            DType::Float32 => {
-                Buffer::F32(unsafe { std::mem::transmute::<Data<T>, Data<f32>>(data) })
-            }
-            DType::Float64 => {
-                Buffer::F64(unsafe { std::mem::transmute::<Data<T>, Data<f64>>(data) })
-            }
-            DType::Int64 => Buffer::I64(unsafe { std::mem::transmute::<Data<T>, Data<i64>>(data) }),
-            DType::Bool => {
-                Buffer::Bool(unsafe { std::mem::transmute::<Data<T>, Data<bool>>(data) })
-            }
-        };
-        Storage::new(buf)
+        Storage::new(T::wrap_data(data))
     }
 
     /// Shared access to the elements. Re-entrant: two aliases may be read at once.
@@ -551,17 +644,19 @@ impl Layout {
 /// `src`'s elements converted to `D` with torch's rules (float to integer truncates; any
 /// nonzero is `true`).
 pub(crate) fn convert_vec<S: Element, D: Element>(src: &[S]) -> Vec<D> {
-    match D::DTYPE {
-        DType::Bool => src
-            .iter()
+    if D::DTYPE == DType::Bool {
+        src.iter()
             .map(|&x| D::from_i64((x.to_f64() != 0.0) as i64))
-            .collect(),
-        DType::Int64 if S::DTYPE.is_float() => src
-            .iter()
+            .collect()
+    } else if D::DTYPE.is_integer() && S::DTYPE.is_float() {
+        // Through int64, as torch's C casts do: 300.0 to uint8 is 44.
+        src.iter()
             .map(|&x| D::from_i64(x.to_f64() as i64))
-            .collect(),
-        DType::Int64 => src.iter().map(|&x| D::from_i64(x.to_i64())).collect(),
-        _ => src.iter().map(|&x| D::from_f64(x.to_f64())).collect(),
+            .collect()
+    } else if D::DTYPE.is_integer() {
+        src.iter().map(|&x| D::from_i64(x.to_i64())).collect()
+    } else {
+        src.iter().map(|&x| D::from_f64(x.to_f64())).collect()
     }
 }
 

@@ -285,7 +285,7 @@ def test_requires_grad_refused_with_torchs_message():
     np.testing.assert_array_equal(np.from_dlpack(w.detach()), [1.0, 1.0])
 
 
-@pytest.mark.parametrize("dtype", ["float16", "uint8", "int32", "complex64"])
+@pytest.mark.parametrize("dtype", ["uint16", "uint32", "complex64"])
 def test_unsupported_dtypes_are_named(dtype):
     with pytest.raises(TypeError, match=f"type {dtype}"):
         fg.from_dlpack(np.zeros(2, dtype=dtype))
@@ -539,7 +539,7 @@ def test_read_only_flag_warns():
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        (dict(dtype=(4, 16, 1)), TypeError, "type bfloat16"),
+        (dict(dtype=(1, 16, 1)), TypeError, "type uint16"),
         (dict(dtype=(2, 32, 4)), TypeError, "type float32x4"),
         (dict(dtype=(5, 128, 1)), TypeError, "type complex128"),
         (dict(device=2), BufferError, r"DLPack device \(2, 0\)"),

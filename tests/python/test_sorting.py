@@ -412,8 +412,11 @@ def test_errors_match_torch() -> None:
         fg.searchsorted(fg.tensor([1, 2, 3]), fg.tensor([1]), sorter=fg.tensor([0, 1, 5]))
     with pytest.raises(RuntimeError, match="boundaries tensor should have positive dimension"):
         fg.searchsorted(fg.tensor(1), fg.tensor([1, 2]))
-    with pytest.raises(RuntimeError, match="int32"):
-        fg.searchsorted(fg.tensor([1, 2, 3]), fg.tensor([1]), out_int32=True)
+    got = fg.searchsorted(fg.tensor([1, 2, 3]), fg.tensor([2, 5]), out_int32=True)
+    assert got.dtype == fg.int32 and got.tolist() == np.searchsorted([1, 2, 3], [2, 5]).tolist()
+    got = fg.bucketize(fg.tensor([2, 5]), fg.tensor([1, 2, 3]), out_int32=True, right=True)
+    assert got.dtype == fg.int32
+    assert got.tolist() == np.searchsorted([1, 2, 3], [2, 5], side="right").tolist()
     with pytest.raises(RuntimeError, match=r"boundaries tensor must be 1 dimension, but got dim"):
         fg.bucketize(fg.tensor([1, 2]), fg.tensor([[1, 2]]))
     with pytest.raises(NotImplementedError, match="\"histogram_cpu\" not implemented for 'Long'"):

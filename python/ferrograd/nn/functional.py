@@ -223,7 +223,18 @@ def _softmax_dim(ndim: int, name: str, stacklevel: int) -> int:
 
 
 def _type_name(t: Tensor) -> str:
-    return {_C.float32: "Float", _C.float64: "Double", _C.int64: "Long", _C.bool: "Bool"}[t.dtype]
+    return {
+        _C.float16: "Half",
+        _C.bfloat16: "BFloat16",
+        _C.float32: "Float",
+        _C.float64: "Double",
+        _C.uint8: "Byte",
+        _C.int8: "Char",
+        _C.int16: "Short",
+        _C.int32: "Int",
+        _C.int64: "Long",
+        _C.bool: "Bool",
+    }[t.dtype]
 
 
 # ----- activations --------------------------------------------------------------------------------
@@ -1045,6 +1056,8 @@ def embedding(
     place (as torch); ``scale_grad_by_freq`` divides each row's gradient by its count in
     ``input``; ``sparse`` is accepted, gradients are dense."""
     del sparse
+    if input.dtype == _C.int32:
+        input = input.long()
     if input.dtype != _C.int64:
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar "
@@ -1156,6 +1169,10 @@ def embedding_bag(
         raise ValueError(
             f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}"
         )
+    if input.dtype == _C.int32:
+        input = input.long()
+    if offsets is not None and offsets.dtype == _C.int32:
+        offsets = offsets.long()
     for t in (input, offsets):
         if t.dtype != _C.int64:
             raise RuntimeError(

@@ -455,7 +455,17 @@ impl Tensor {
     /// Expand advanced indices: bool masks become one int64 index per masked dim; checks dtypes.
     fn expand_indices(&self, indices: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let mut out = Vec::new();
-        for ix in indices {
+        // A uint8 index is a mask, as in torch (which warns that it is deprecated).
+        let masks: Vec<Option<Tensor>> = indices
+            .iter()
+            .map(|ix| match ix {
+                Some(t) if t.dtype() == DType::UInt8 => {
+                    crate::kernels::copy::cast(t, DType::Bool).map(Some)
+                }
+                other => Ok(other.clone()),
+            })
+            .collect::<Result<_>>()?;
+        for ix in &masks {
             match ix {
                 None => out.push(None),
                 Some(t) if t.dtype() == DType::Bool => {
@@ -481,6 +491,10 @@ impl Tensor {
                     }
                 }
                 Some(t) if t.dtype() == DType::Int64 => out.push(Some(t.clone())),
+                // int32/int16/int8 indices index as int64 ones (torch accepts int32).
+                Some(t) if t.dtype().is_integer() && t.dtype() != DType::UInt8 => {
+                    out.push(Some(crate::kernels::copy::cast(t, DType::Int64)?))
+                }
                 Some(_) => {
                     return Err(Error::index(
                         "tensors used as indices must be long, int, byte or bool tensors",

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::graph::node::{needs_grad, record};
+use crate::kernels::copy::cast;
 use crate::tensor::{DType, Dims, Element, Tensor};
 
 /// `Tensor::from_vec(body, shape)` with `body` run on the contiguous elements of tensor `t` as a
@@ -62,8 +63,10 @@ impl Tensor {
         // Inside vmap: each sample gathered at the same positions.
         let out = match crate::ops::batching::per_sample(&[self], |p| p[0].take_flat(idx, shape)) {
             Some(r) => r?,
-            None => by_dtype!(self, shape, |s| gather::<_, false>(s, idx),
-                DType::Float32 => f32, DType::Float64 => f64, DType::Int64 => i64, DType::Bool => bool),
+            None => crate::with_dtype!(self.dtype(), T => Tensor::from_vec(
+                self.with_contiguous_slice::<T, _>(|s| gather::<_, false>(s, idx))??,
+                shape,
+            )?),
         };
         if needs_grad(&[self]) {
             let (idx, in_shape): (Arc<Vec<usize>>, Dims) = (idx.clone(), self.shape().into());
@@ -94,6 +97,13 @@ impl Tensor {
         let per = crate::ops::batching::per_sample(&[self], |p| p[0].scatter_add_flat(shape, idx));
         let out = match per {
             Some(r) => r?,
+            // Narrow types add in their compute type and are rounded back once.
+            None if self.dtype().is_narrow() => {
+                let wide = cast(self, self.dtype().compute())?;
+                let sum = by_dtype!(wide, shape, |s| scatter_add::<_, false>(s, idx, n),
+                    DType::Float32 => f32, DType::Float64 => f64, _ => i64);
+                cast(&sum, self.dtype())?
+            }
             None => by_dtype!(self, shape, |s| scatter_add::<_, false>(s, idx, n),
                 DType::Float32 => f32, DType::Float64 => f64, _ => i64),
         };

@@ -748,6 +748,9 @@ fn backward_fused(g: &Tensor, x: &Tensor, act: Act) -> Result<Tensor> {
 fn apply(x: &Tensor, act: Act) -> Result<Tensor> {
     let out = match x.dtype() {
         DType::Float32 | DType::Float64 => forward(x, act)?,
+        // Half types compute in float32 and round on store; their backward takes the composed
+        // rule (`fusable` is false for them).
+        h if h.is_half() => crate::kernels::copy::via_compute(x, |w| forward(w, act))?,
         DType::Int64 if act.kernel().is_none() => {
             let (lo, hi) = match act {
                 Act::Hardtanh { lo, hi } => (lo, hi),

@@ -1184,6 +1184,16 @@ pub fn scaled_dot_product_attention(
     value: &Tensor,
     opts: &SdpaOptions<'_>,
 ) -> Result<Tensor> {
+    let mask = opts.attn_mask.filter(|m| m.dtype().is_float());
+    if let Some(r) = Tensor::lift_half([query, key, value], [mask], |[q, k, v], [m]| {
+        let opts = SdpaOptions {
+            attn_mask: m.or(opts.attn_mask),
+            ..opts.clone()
+        };
+        scaled_dot_product_attention(q, k, v, &opts)
+    }) {
+        return r;
+    }
     let (q, k, v) = (query, key, value);
     if q.dim() < 2 || k.dim() < 2 || v.dim() < 2 {
         return Err(Error::runtime(format!(

@@ -60,8 +60,10 @@ impl Tensor {
                 fmt_shape(shape)
             )));
         }
-        let out = by_dtype!(self, shape, |s| gather::<_, true>(s, idx),
-            DType::Float32 => f32, _ => f64);
+        let out = crate::with_dtype!(self.dtype(), T => Tensor::from_vec(
+            self.with_contiguous_slice::<T, _>(|s| gather::<_, true>(s, idx))??,
+            shape,
+        )?);
         if needs_grad(&[self]) {
             let (idx, in_shape): (Arc<Vec<usize>>, Dims) = (idx.clone(), self.shape().into());
             record(names.gather, &[self], &[&out], &[], false, move |g, _| {
@@ -89,8 +91,18 @@ impl Tensor {
             )));
         }
         let n: usize = shape.iter().product();
-        let out = by_dtype!(self, shape, |s| scatter_add::<_, true>(s, idx, n),
-            DType::Float32 => f32, _ => f64);
+        let out = if self.dtype().is_half() {
+            // Sums in float32, rounded once.
+            crate::kernels::copy::via_compute(self, |w| {
+                Tensor::from_vec(
+                    w.with_contiguous_slice::<f32, _>(|s| scatter_add::<_, true>(s, idx, n))??,
+                    shape,
+                )
+            })?
+        } else {
+            by_dtype!(self, shape, |s| scatter_add::<_, true>(s, idx, n),
+                DType::Float32 => f32, _ => f64)
+        };
         if needs_grad(&[self]) {
             let (idx, src_shape): (Arc<Vec<usize>>, Dims) = (idx.clone(), self.shape().into());
             record(names.scatter, &[self], &[&out], &[], false, move |g, _| {
@@ -1660,6 +1672,11 @@ impl Tensor {
         dilation: &[i64],
         groups: i64,
     ) -> Result<Tensor> {
+        if let Some(r) = Tensor::lift_half([self, weight], [bias], |[x, w], [b]| {
+            x.conv_nd(nd, w, b, stride, padding, dilation, groups)
+        }) {
+            return r;
+        }
         let nd = nd.unwrap_or_else(|| weight.dim().saturating_sub(2).max(1));
         let (unbatched, x) = batched(self, nd, &format!("conv{nd}d"))?;
         let k = weight.dim().saturating_sub(2);
@@ -1778,6 +1795,11 @@ impl Tensor {
         groups: i64,
         dilation: &[i64],
     ) -> Result<Tensor> {
+        if let Some(r) = Tensor::lift_half([self, weight], [bias], |[x, w], [b]| {
+            x.conv_transpose_nd(nd, w, b, stride, padding, output_padding, groups, dilation)
+        }) {
+            return r;
+        }
         let op = format!("conv_transpose{nd}d");
         let (unbatched, x) = batched(self, nd, &op)?;
         let k = weight.dim().saturating_sub(2);

@@ -239,6 +239,9 @@ fn float_of(t: &Tensor) -> Result<Tensor> {
 /// 0 where the norm is 0 (p ≥ 1) or where x is 0 (p < 1), split evenly among ties for ±inf.
 /// A bad `dim` is an `IndexError`.
 pub fn p_norm(x: &Tensor, p: f64, dim: i64, keepdim: bool) -> Result<Tensor> {
+    if let Some(r) = Tensor::lift_half([x], [], |[x], []| p_norm(x, p, dim, keepdim)) {
+        return r;
+    }
     let x = &float_of(x)?;
     let d = wrap_dim(dim, x.dim())?;
     let out_shape = reduced_shape(x.shape(), &[d], keepdim);
@@ -348,6 +351,9 @@ pub fn pairwise_distance(
 /// is torch's: none through the norm where it is below `eps` (a zero row gets `g / eps`).
 /// Integer inputs are an error, as for torch's `vector_norm`.
 pub fn normalize(x: &Tensor, p: f64, dim: i64, eps: f64) -> Result<Tensor> {
+    if let Some(r) = Tensor::lift_half([x], [], |[x], []| normalize(x, p, dim, eps)) {
+        return r;
+    }
     if !x.dtype().is_float() {
         return Err(Error::not_implemented(format!(
             "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
@@ -501,6 +507,10 @@ fn normalize_backward_fused<T: RowFloat>(
 /// passing the gradient through as torch's in-place no-grad clamp does). The dim is removed.
 /// Errors: a non-float common dtype (`RuntimeError`), shapes that do not broadcast, a bad dim.
 pub fn cosine_similarity(x1: &Tensor, x2: &Tensor, dim: i64, eps: f64) -> Result<Tensor> {
+    if let Some(r) = Tensor::lift_half([x1, x2], [], |[a, b], []| cosine_similarity(a, b, dim, eps))
+    {
+        return r;
+    }
     let ct = crate::ops::binary::result_dtype(x1, x2);
     if !ct.is_float() {
         return Err(Error::runtime(format!(
@@ -733,6 +743,9 @@ pub enum CdistMode {
 /// full gradient). Errors as torch's: fewer than 2 dims, different widths, negative p,
 /// non-float or different dtypes, batch dims that do not broadcast.
 pub fn cdist(x1: &Tensor, x2: &Tensor, p: f64, mode: CdistMode) -> Result<Tensor> {
+    if let Some(r) = Tensor::lift_half([x1, x2], [], |[a, b], []| cdist(a, b, p, mode)) {
+        return r;
+    }
     if x1.dim() < 2 || x2.dim() < 2 {
         let (which, t) = if x1.dim() < 2 { ("X1", x1) } else { ("X2", x2) };
         return Err(Error::runtime(format!(

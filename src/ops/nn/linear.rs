@@ -16,6 +16,9 @@ use crate::tensor::{DType, Dims, Element, Layout, Tensor};
 /// as `matmul` plus `add`, with those ops' checks and messages. Errors: an input of no dims, or
 /// sizes that do not multiply (torch's `mat1 and mat2 shapes cannot be multiplied`).
 pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    if let Some(r) = Tensor::lift_half([x, weight], [bias], |[x, w], [b]| linear(x, w, b)) {
+        return r;
+    }
     let dtype = x.dtype();
     let fused = dtype.is_float()
         && x.dim() >= 1

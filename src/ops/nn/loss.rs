@@ -173,6 +173,11 @@ pub fn cross_entropy(
     reduction: Reduction,
     label_smoothing: f64,
 ) -> Result<Tensor> {
+    if let Some(r) = Tensor::lift_half([x], [weight], |[x], [w]| {
+        cross_entropy(x, target, w, ignore_index, reduction, label_smoothing)
+    }) {
+        return r;
+    }
     class_loss(
         x,
         target,
@@ -193,6 +198,11 @@ pub fn nll_loss(
     ignore_index: i64,
     reduction: Reduction,
 ) -> Result<Tensor> {
+    if let Some(r) = Tensor::lift_half([x], [weight], |[x], [w]| {
+        nll_loss(x, target, w, ignore_index, reduction)
+    }) {
+        return r;
+    }
     class_loss(x, target, weight, ignore_index, reduction, 0.0, false)
 }
 
@@ -698,6 +708,11 @@ pub fn cross_entropy_probs(
     reduction: Reduction,
     label_smoothing: f64,
 ) -> Result<Tensor> {
+    if let Some(r) = Tensor::lift_half([x, target], [weight], |[x, t], [w]| {
+        cross_entropy_probs(x, t, w, reduction, label_smoothing)
+    }) {
+        return r;
+    }
     label_smoothing_check(label_smoothing)?;
     if x.dim() < 1 {
         return Err(Error::value(format!(
@@ -984,6 +999,10 @@ pub fn mse_loss(
     weight: Option<&Tensor>,
     reduction: Reduction,
 ) -> Result<Tensor> {
+    if let Some(r) = Tensor::lift_half([x, y], [weight], |[x, y], [w]| mse_loss(x, y, w, reduction))
+    {
+        return r;
+    }
     pointwise_loss(x, y, weight, reduction, Pointwise::Mse)
 }
 
@@ -1005,6 +1024,11 @@ pub fn l1_loss(
 
 /// Smooth L1: `0.5 d² / beta` where `|d| < beta`, else `|d| - beta / 2` (`beta = 0`: L1).
 pub fn smooth_l1_loss(x: &Tensor, y: &Tensor, reduction: Reduction, beta: f64) -> Result<Tensor> {
+    if let Some(r) = Tensor::lift_half([x, y], [], |[x, y], []| {
+        smooth_l1_loss(x, y, reduction, beta)
+    }) {
+        return r;
+    }
     if beta < 0.0 {
         return Err(Error::runtime(
             "smooth_l1_loss does not support negative values for beta.",
@@ -1024,6 +1048,11 @@ pub fn huber_loss(
     reduction: Reduction,
     delta: f64,
 ) -> Result<Tensor> {
+    if let Some(r) = Tensor::lift_half([x, y], [weight], |[x, y], [w]| {
+        huber_loss(x, y, w, reduction, delta)
+    }) {
+        return r;
+    }
     if delta <= 0.0 {
         return Err(Error::runtime(
             "huber_loss does not support non-positive values for delta.",
@@ -1040,6 +1069,11 @@ pub fn binary_cross_entropy(
     weight: Option<&Tensor>,
     reduction: Reduction,
 ) -> Result<Tensor> {
+    if let Some(r) = Tensor::lift_half([x, y], [weight], |[x, y], [w]| {
+        binary_cross_entropy(x, y, w, reduction)
+    }) {
+        return r;
+    }
     if x.shape() != y.shape() {
         return Err(Error::value(format!(
             "Using a target size ({}) that is different to the input size ({}) is deprecated. Please ensure they have the same size.",
@@ -1070,6 +1104,11 @@ pub fn binary_cross_entropy_with_logits(
     pos_weight: Option<&Tensor>,
     reduction: Reduction,
 ) -> Result<Tensor> {
+    if let Some(r) = Tensor::lift_half([x, t], [weight, pos_weight], |[x, t], [w, pw]| {
+        binary_cross_entropy_with_logits(x, t, w, pw, reduction)
+    }) {
+        return r;
+    }
     if x.shape() != t.shape() {
         return Err(Error::value(format!(
             "Target size ({}) must be the same as input size ({})",

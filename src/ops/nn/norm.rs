@@ -843,6 +843,8 @@ fn normalize(
 /// torch's `finfo(dtype).eps`, the default `eps` of [`rms_norm`].
 pub fn finfo_eps(dtype: DType) -> f64 {
     match dtype {
+        DType::Float16 => 0.0009765625,
+        DType::BFloat16 => 0.0078125,
         DType::Float32 => f32::EPSILON as f64,
         _ => f64::EPSILON,
     }
@@ -943,6 +945,11 @@ pub fn layer_norm(
     bias: Option<&Tensor>,
     eps: f64,
 ) -> Result<Tensor> {
+    if let Some(r) = Tensor::lift_half([input], [weight, bias], |[x], [w, b]| {
+        layer_norm(x, normalized_shape, w, b, eps)
+    }) {
+        return r;
+    }
     check_normalized_shape(input, normalized_shape, weight, bias, false)?;
     check_float(input, "LayerNormKernelImpl")?;
     if let Some(r) = rows_batched(input, normalized_shape.len(), weight, bias, eps, true) {
@@ -966,9 +973,15 @@ pub fn rms_norm(
     weight: Option<&Tensor>,
     eps: Option<f64>,
 ) -> Result<Tensor> {
+    // The default eps is the input's own type's (a half input's, not float32's).
+    let eps = eps.unwrap_or_else(|| finfo_eps(input.dtype()));
+    if let Some(r) = Tensor::lift_half([input], [weight], |[x], [w]| {
+        rms_norm(x, normalized_shape, w, Some(eps))
+    }) {
+        return r;
+    }
     check_normalized_shape(input, normalized_shape, weight, None, true)?;
     check_float(input, "rms_norm")?;
-    let eps = eps.unwrap_or_else(|| finfo_eps(input.dtype()));
     if let Some(r) = rows_batched(input, normalized_shape.len(), weight, None, eps, false) {
         return r;
     }
@@ -1013,6 +1026,11 @@ pub fn group_norm(
     bias: Option<&Tensor>,
     eps: f64,
 ) -> Result<Tensor> {
+    if let Some(r) = Tensor::lift_half([input], [weight, bias], |[x], [w, b]| {
+        group_norm(x, num_groups, w, b, eps)
+    }) {
+        return r;
+    }
     if input.dim() < 2 {
         return Err(Error::runtime(format!(
             "Expected at least 2 dimensions for input tensor but received {}",
@@ -1118,6 +1136,25 @@ pub fn batch_norm(
     momentum: f64,
     eps: f64,
 ) -> Result<Tensor> {
+    // Half running statistics are read as float32 copies and written back after an update.
+    if let Some(r) = Tensor::lift_half(
+        [input],
+        [weight, bias, running_mean, running_var],
+        |[x], [w, b, rm, rv]| {
+            let out = batch_norm(x, rm, rv, w, b, training, momentum, eps)?;
+            let _g = GradModeGuard::new(false);
+            for (wide, own) in [(rm, running_mean), (rv, running_var)] {
+                if let (Some(wide), Some(own)) = (wide, own) {
+                    if training && !wide.same(own) {
+                        own.copy_(wide)?;
+                    }
+                }
+            }
+            Ok(out)
+        },
+    ) {
+        return r;
+    }
     let c = if input.dim() >= 2 {
         input.shape()[1]
     } else {
@@ -1184,6 +1221,24 @@ pub fn instance_norm(
     momentum: f64,
     eps: f64,
 ) -> Result<Tensor> {
+    if let Some(r) = Tensor::lift_half(
+        [input],
+        [weight, bias, running_mean, running_var],
+        |[x], [w, b, rm, rv]| {
+            let out = instance_norm(x, rm, rv, w, b, use_input_stats, momentum, eps)?;
+            let _g = GradModeGuard::new(false);
+            for (wide, own) in [(rm, running_mean), (rv, running_var)] {
+                if let (Some(wide), Some(own)) = (wide, own) {
+                    if use_input_stats && !wide.same(own) {
+                        own.copy_(wide)?;
+                    }
+                }
+            }
+            Ok(out)
+        },
+    ) {
+        return r;
+    }
     if input.dim() < 2 {
         return Err(Error::index(
             "Dimension out of range (expected to be in range of [-1, 0], but got 1)",
@@ -1277,6 +1332,11 @@ pub fn local_response_norm(
     beta: f64,
     k: f64,
 ) -> Result<Tensor> {
+    if let Some(r) = Tensor::lift_half([input], [], |[x], []| {
+        local_response_norm(x, size, alpha, beta, k)
+    }) {
+        return r;
+    }
     let dim = input.dim();
     if dim < 3 {
         return Err(Error::value(format!(

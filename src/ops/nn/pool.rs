@@ -891,6 +891,11 @@ fn max_pool_nd<const ND: usize>(
     dilation: &[i64],
     ceil_mode: bool,
 ) -> Result<(Tensor, Tensor)> {
+    if let Some(r) = Tensor::lift_half([x], [], |[x], []| {
+        max_pool_nd::<ND>(x, kernel, stride, padding, dilation, ceil_mode)
+    }) {
+        return r;
+    }
     let nd = ND;
     let op = format!("max_pool{nd}d");
     pool_input(x, nd)?;
@@ -914,6 +919,19 @@ fn avg_pool_nd<const ND: usize>(
     count_include_pad: bool,
     divisor_override: Option<i64>,
 ) -> Result<Tensor> {
+    if let Some(r) = Tensor::lift_half([x], [], |[x], []| {
+        avg_pool_nd::<ND>(
+            x,
+            kernel,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )
+    }) {
+        return r;
+    }
     let nd = ND;
     let op = format!("avg_pool{nd}d");
     if nd == 2 && x.dim() < 3 {
@@ -1122,6 +1140,9 @@ impl Tensor {
     /// Adaptive 2-d average pooling to `output` `(oh, ow)`: window `o` of a dim of size `n`
     /// spans `floor(o n / out)..ceil((o + 1) n / out)`.
     pub fn adaptive_avg_pool2d(&self, output: &[i64]) -> Result<Tensor> {
+        if let Some(r) = Tensor::lift_half([self], [], |[x], []| x.adaptive_avg_pool2d(output)) {
+            return r;
+        }
         let w = adaptive_windows("adaptive_avg_pool2d", self, output, 2, false)?;
         if output == [1, 1] {
             // torch takes the mean here (its node is MeanBackward1).
@@ -1136,6 +1157,9 @@ impl Tensor {
 
     /// Adaptive 1-d average pooling (the 2-d op on `(N, C, 1, L)`).
     pub fn adaptive_avg_pool1d(&self, output: i64) -> Result<Tensor> {
+        if let Some(r) = Tensor::lift_half([self], [], |[x], []| x.adaptive_avg_pool1d(output)) {
+            return r;
+        }
         let x = lift_1d(self, "adaptive_avg_pool1d")?;
         x.adaptive_avg_pool2d(&[1, output])?.squeeze(Some(-2))
     }
@@ -1143,6 +1167,9 @@ impl Tensor {
     /// Adaptive 2-d max pooling: values and plane-local argmax indices (windows as in
     /// [`Tensor::adaptive_avg_pool2d`]).
     pub fn adaptive_max_pool2d(&self, output: &[i64]) -> Result<(Tensor, Tensor)> {
+        if let Some(r) = Tensor::lift_half([self], [], |[x], []| x.adaptive_max_pool2d(output)) {
+            return r;
+        }
         let w = adaptive_windows("adaptive_max_pool2d", self, output, 2, true)?;
         let names = Names {
             forward: "AdaptiveMaxPool2DBackward0",
@@ -1153,6 +1180,9 @@ impl Tensor {
 
     /// Adaptive 1-d max pooling (the 2-d op on `(N, C, 1, L)`).
     pub fn adaptive_max_pool1d(&self, output: i64) -> Result<(Tensor, Tensor)> {
+        if let Some(r) = Tensor::lift_half([self], [], |[x], []| x.adaptive_max_pool1d(output)) {
+            return r;
+        }
         let x = lift_1d(self, "adaptive_max_pool1d")?;
         let (v, i) = x.adaptive_max_pool2d(&[1, output])?;
         Ok((v.squeeze(Some(-2))?, i.squeeze(Some(-2))?))
@@ -1161,11 +1191,17 @@ impl Tensor {
     /// Adaptive 3-d average pooling to `output` `(od, oh, ow)` (windows as in
     /// [`Tensor::adaptive_avg_pool2d`]), by the separable passes of `interpolate`'s area mode.
     pub fn adaptive_avg_pool3d(&self, output: &[i64]) -> Result<Tensor> {
+        if let Some(r) = Tensor::lift_half([self], [], |[x], []| x.adaptive_avg_pool3d(output)) {
+            return r;
+        }
         crate::ops::nn::sampling::adaptive_avg_pool3d(self, output)
     }
 
     /// Adaptive 3-d max pooling: values and plane-local argmax indices.
     pub fn adaptive_max_pool3d(&self, output: &[i64]) -> Result<(Tensor, Tensor)> {
+        if let Some(r) = Tensor::lift_half([self], [], |[x], []| x.adaptive_max_pool3d(output)) {
+            return r;
+        }
         let w = adaptive_windows("adaptive_max_pool3d", self, output, 3, true)?;
         let names = Names {
             forward: "AdaptiveMaxPool3DBackward0",

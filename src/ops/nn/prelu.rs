@@ -31,6 +31,9 @@ fn geometry(x: &Tensor, wn: usize) -> (usize, usize, usize) {
 /// channel count, a 0-d input with several slopes, different dtypes (no promotion) or integer
 /// dtypes.
 pub fn prelu(x: &Tensor, weight: &Tensor) -> Result<Tensor> {
+    if let Some(r) = Tensor::lift_half([x, weight], [], |[x, w], []| prelu(x, w)) {
+        return r;
+    }
     if weight.dim() > 1 {
         return Err(Error::runtime(format!(
             "prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {}",

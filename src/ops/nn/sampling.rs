@@ -455,6 +455,11 @@ pub fn interpolate(
     align_corners: bool,
     antialias: bool,
 ) -> Result<Tensor> {
+    if let Some(r) = Tensor::lift_half([input], [], |[x], []| {
+        interpolate(x, size, scale_factor, mode, align_corners, antialias)
+    }) {
+        return r;
+    }
     let d = match (size, scale_factor) {
         (Some(s), None) => s.len(),
         (None, Some(s)) => s.len(),

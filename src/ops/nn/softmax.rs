@@ -370,6 +370,9 @@ fn rows_forward(x: &Tensor, d: usize, log: bool) -> Result<Tensor> {
     }
     match x.dtype() {
         DType::Float32 => rows_forward_as::<f32>(x, d, log),
+        h if h.is_half() => {
+            crate::kernels::copy::via_compute(x, |w| rows_forward_as::<f32>(w, d, log))
+        }
         _ => rows_forward_as::<f64>(x, d, log),
     }
 }
@@ -488,6 +491,10 @@ fn rows_backward(g: &Tensor, y: &Tensor, d: usize, log: bool) -> Result<Tensor> 
     }
     match y.dtype() {
         DType::Float32 => rows_backward_as::<f32>(g, y, d, log),
+        h if h.is_half() => {
+            let (g, y) = (cast(g, DType::Float32)?, cast(y, DType::Float32)?);
+            cast(&rows_backward_as::<f32>(&g, &y, d, log)?, h)
+        }
         _ => rows_backward_as::<f64>(g, y, d, log),
     }
 }

@@ -269,6 +269,20 @@ pub fn embedding_bag(
     padding_idx: Option<usize>,
     scale_grad_by_freq: bool,
 ) -> Result<Tensor> {
+    if let Some(r) = Tensor::lift_half([weight], [per_sample_weights], |[w], [psw]| {
+        embedding_bag(
+            w,
+            indices,
+            offsets,
+            mode,
+            psw,
+            include_last_offset,
+            padding_idx,
+            scale_grad_by_freq,
+        )
+    }) {
+        return r;
+    }
     if weight.dim() != 2 {
         return Err(Error::value(format!(
             "weight has to be a 2D Tensor, but got Tensor of dimension {}",

@@ -553,10 +553,5 @@ fn concat_blocks(ts: &[&Tensor], dtype: DType, d: usize, out_shape: &[usize]) ->
         }
         Tensor::from_vec(v, out_shape)
     }
-    match dtype {
-        DType::Float32 => join::<f32>(ts, dtype, d, out_shape),
-        DType::Float64 => join::<f64>(ts, dtype, d, out_shape),
-        DType::Int64 => join::<i64>(ts, dtype, d, out_shape),
-        DType::Bool => join::<bool>(ts, dtype, d, out_shape),
-    }
+    crate::with_dtype!(dtype, T => join::<T>(ts, dtype, d, out_shape))
 }

@@ -38,7 +38,12 @@ cast_methods! {
     float => Float32, "`self.to(float32)`.";
     double => Float64, "`self.to(float64)`.";
     long => Int64, "`self.to(int64)`.";
-    int => Int64, "`self.to(int64)` (ferrograd has no int32).";
+    int => Int32, "`self.to(int32)`.";
+    short => Int16, "`self.to(int16)`.";
+    char => Int8, "`self.to(int8)`.";
+    byte => UInt8, "`self.to(uint8)`.";
+    half => Float16, "`self.to(float16)`.";
+    bfloat16 => BFloat16, "`self.to(bfloat16)`.";
     bool => Bool, "`self.to(bool)`.";
 }
 

@@ -448,8 +448,14 @@ impl PyTensor {
     ) -> PyResult<Py<PyTensor>> {
         let x = &slf.get().inner;
         let top = match x.dtype() {
+            DType::Float16 => (1i64 << 11) + 1,
+            DType::BFloat16 => (1i64 << 8) + 1,
             DType::Float32 => (1i64 << 24) + 1,
             DType::Float64 => (1i64 << 53) + 1,
+            DType::UInt8 => 256,
+            DType::Int8 => 128,
+            DType::Int16 => 1 << 15,
+            DType::Int32 => 1 << 31,
             DType::Int64 => i64::MAX,
             DType::Bool => 2,
         };

@@ -531,12 +531,12 @@ class Module:
             raise RuntimeError(f"ferrograd supports only the CPU device, not {device!r}")
         if dtype is None:
             return self
-        if dtype not in (_C.float32, _C.float64):
+        if not dtype.is_floating_point:
             raise TypeError(
                 "nn.Module.to only accepts floating point or complex dtypes, but got desired "
                 f"dtype={dtype}"
             )
-        return self._apply(lambda t: t.to(dtype) if t.dtype in (_C.float32, _C.float64) else t)
+        return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
 
     def cpu(self: T) -> T:
         """Everything is on the CPU already."""
@@ -544,11 +544,19 @@ class Module:
 
     def float(self: T) -> T:
         """Cast floating-point parameters and buffers to float32."""
-        return self._apply(lambda t: t.float() if t.dtype in (_C.float32, _C.float64) else t)
+        return self._apply(lambda t: t.float() if t.is_floating_point() else t)
 
     def double(self: T) -> T:
         """Cast floating-point parameters and buffers to float64."""
-        return self._apply(lambda t: t.double() if t.dtype in (_C.float32, _C.float64) else t)
+        return self._apply(lambda t: t.double() if t.is_floating_point() else t)
+
+    def half(self: T) -> T:
+        """Cast floating-point parameters and buffers to float16."""
+        return self._apply(lambda t: t.half() if t.is_floating_point() else t)
+
+    def bfloat16(self: T) -> T:
+        """Cast floating-point parameters and buffers to bfloat16."""
+        return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
 
     def type(self: T, dst_type: Any) -> T:
         """Cast every parameter and buffer to ``dst_type``."""
