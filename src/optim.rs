@@ -173,7 +173,7 @@ fn check_param(i: usize, p: &Tensor, g: &Tensor, states: &[(&str, &Tensor)]) -> 
     if !p.is_leaf() {
         return Err(Error::value("can't optimize a non-leaf Tensor"));
     }
-    if !matches!(p.dtype(), DType::Float32 | DType::Float64) {
+    if !p.dtype().is_float() {
         return Err(Error::runtime(format!(
             "optimizers update floating point parameters; parameter {i} has dtype {}",
             scalar_type_name(p.dtype())
@@ -256,6 +256,25 @@ fn for_chunks(n: usize, f: &(dyn Fn(usize, usize) + Sync)) {
 /// The per-chunk update: parameter, gradient and up to three state slices of the same length
 /// (unused states are empty).
 type Kernel<'a, T> = dyn Fn(&mut [T], &[T], [&mut [T]; 3]) + Sync + 'a;
+
+/// [`update_one`] for a float16 or bfloat16 parameter: the parameter, its gradient and its
+/// states are widened to float32, updated there, and rounded back in place (torch's CPU
+/// optimizers compute half parameters in float32 as well).
+fn update_half(p: &Tensor, g: &Tensor, states: &[&Tensor], kernel: &Kernel<'_, f32>) -> Result<()> {
+    use crate::kernels::copy::cast;
+    let (p32, g32) = (cast(p, DType::Float32)?, cast(g, DType::Float32)?);
+    let s32 = states
+        .iter()
+        .map(|s| cast(s, DType::Float32))
+        .collect::<Result<Vec<_>>>()?;
+    update_one::<f32>(&p32, &g32, &s32.iter().collect::<Vec<_>>(), kernel)?;
+    let _no_grad = crate::tensor::grad_mode::GradModeGuard::new(false);
+    p.copy_(&p32)?;
+    for (s, w) in states.iter().zip(&s32) {
+        s.copy_(w)?;
+    }
+    Ok(())
+}
 
 /// Run `kernel` over one parameter (already checked by [`check_param`]), writing the parameter
 /// and its state tensors in place and bumping their versions.
@@ -392,6 +411,7 @@ pub fn sgd_step(
             move |p, g, [b, _, _]| sgd_chunk(o, p, g, b)
         }
         match p.dtype() {
+            h if h.is_half() => update_half(p, g, &states, &kernel::<f32>(&o))?,
             DType::Float32 => update_one::<f32>(p, g, &states, &kernel::<f32>(&o))?,
             _ => update_one::<f64>(p, g, &states, &kernel::<f64>(&o))?,
         }
@@ -449,6 +469,9 @@ pub fn adam_step(
     for (i, (p, g)) in params.iter().zip(grads).enumerate() {
         let states: Vec<&Tensor> = states_of(i).into_iter().map(|(_, t)| t).collect();
         match p.dtype() {
+            h if h.is_half() => {
+                update_half(p, g, &states, &kernel::<f32>(opts, step_size, bc2_sqrt))?
+            }
             DType::Float32 => {
                 update_one::<f32>(p, g, &states, &kernel::<f32>(opts, step_size, bc2_sqrt))?
             }
@@ -754,6 +777,7 @@ pub fn rmsprop_step(
     for (i, (p, g)) in params.iter().zip(grads).enumerate() {
         let states: Vec<&Tensor> = states_of(i).into_iter().map(|(_, t)| t).collect();
         match p.dtype() {
+            h if h.is_half() => update_half(p, g, &states, &kernel::<f32>(opts))?,
             DType::Float32 => update_one::<f32>(p, g, &states, &kernel::<f32>(opts))?,
             _ => update_one::<f64>(p, g, &states, &kernel::<f64>(opts))?,
         }
@@ -790,6 +814,7 @@ pub fn adagrad_step(
     for (i, (p, g)) in params.iter().zip(grads).enumerate() {
         let states = [&state_sums[i]];
         match p.dtype() {
+            h if h.is_half() => update_half(p, g, &states, &kernel::<f32>(opts, clr))?,
             DType::Float32 => update_one::<f32>(p, g, &states, &kernel::<f32>(opts, clr))?,
             _ => update_one::<f64>(p, g, &states, &kernel::<f64>(opts, clr))?,
         }

@@ -641,6 +641,10 @@ class Tensor:
         """The sub-tensor at `index` along `dim` (a view)."""
     def narrow(self, dim: _int, start: _int, length: _int) -> Tensor:
         """`length` elements from `start` along `dim` (a view)."""
+    def unfold(self, dimension: _int, size: _int, step: _int) -> Tensor:
+        """Every window of `size` elements along `dimension`, `step` apart, as a new last
+        dimension
+        (a view; windows overlap when `step < size`)."""
 
     # ----- in place -------------------------------------------------------------------------------
 

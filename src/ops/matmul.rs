@@ -275,7 +275,7 @@ impl Tensor {
             ))
         })?;
         let rt = result_dtype(self, other);
-        if !rt.is_float() && rt != DType::Int64 {
+        if !rt.is_float() && !rt.is_integer() {
             return Err(Error::runtime(format!(
                 "\"addmm_impl_cpu_\" not implemented for '{}'",
                 crate::tensor::scalar_type_name(rt)

@@ -735,6 +735,9 @@ impl Tensor {
     /// least `minlength` bins), or the sum of `weights` per value: int64 counts, float32
     /// sums for float32 weights, float64 otherwise. Not differentiable.
     pub fn bincount(&self, weights: Option<&Tensor>, minlength: i64) -> Result<Tensor> {
+        if self.dtype().is_integer() && self.dtype() != DType::Int64 {
+            return crate::kernels::copy::cast(self, DType::Int64)?.bincount(weights, minlength);
+        }
         if self.dtype() != DType::Int64 {
             return Err(Error::not_implemented(format!(
                 "\"bincount_cpu\" not implemented for '{}'",

@@ -266,3 +266,23 @@ def test_casting_methods_and_legacy_types() -> None:
     assert not fg.uint8.is_signed and fg.int8.is_signed and fg.bfloat16.itemsize == 2
     assert "dtype=ferrograd.int32" in repr(fg.tensor([1, 2], dtype=fg.int32))
     assert "dtype=ferrograd.bfloat16" in repr(fg.tensor([1.0], dtype=fg.bfloat16))
+
+
+@pytest.mark.parametrize("opt", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"])
+@pytest.mark.parametrize("dt", [fg.float16, fg.bfloat16])
+def test_optimizers_update_half_parameters_in_float32(opt: str, dt) -> None:  # type: ignore[no-untyped-def]
+    """A half parameter is updated as its float32 value would be, then rounded: three steps
+    track a float32 run from the same start within the half type's rounding."""
+    start = fg.tensor([0.5, -1.25, 2.0, 0.1]).to(dt)
+    runs = []
+    for d in (dt, fg.float32):
+        p = fg.nn.Parameter(start.to(d).clone())
+        kw = {"momentum": 0.9} if opt == "SGD" else {}
+        o = getattr(fg.optim, opt)([p], lr=0.05, **kw)
+        for _ in range(3):
+            o.zero_grad()
+            (p.float() ** 2).sum().backward()
+            o.step()
+        assert p.dtype == d
+        runs.append(p.detach().float().numpy())
+    np.testing.assert_allclose(runs[0], runs[1], atol=2e-2 if dt == fg.float16 else 6e-2)

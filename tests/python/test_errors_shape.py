@@ -363,3 +363,26 @@ def test_zero_dim_flip_movedim_nonzero_follow_torch():
     npt.assert_array_equal(col.numpy(), [0])
     (col,) = fg.tensor(0.0).nonzero(as_tuple=True)
     assert tuple(col.shape) == (0,)
+
+
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        ((0, 6, 1), "maximum size for tensor at dimension 0 is 5 but size is 6"),
+        ((0, -1, 1), "size is -1 but must be >= 0"),
+        ((0, 2, 0), "step is 0 but must be > 0"),
+        ((1, 2, 1), "Dimension out of range (expected to be in range of [-1, 0], but got 1)"),
+    ],
+)
+def test_unfold_errors_follow_torch(args, msg):
+    with pytest.raises((RuntimeError, IndexError), match=re.escape(msg)):
+        fg.arange(5.0).unfold(*args)
+
+
+def test_unfold_is_a_view_and_a_scalar_unfolds_to_one_element():
+    x = fg.arange(6.0)
+    w = x.unfold(0, 2, 2)
+    x[0] = 9.0
+    assert w[0, 0].item() == 9.0  # shares storage
+    npt.assert_array_equal(fg.tensor(3.0).unfold(0, 1, 1).numpy(), [3.0])
+    assert tuple(fg.tensor(3.0).unfold(0, 0, 1).shape) == (0,)

@@ -17,6 +17,11 @@ import numpy as np
 import pytest
 from test_op_table import CASES, _grad_inputs, _make_arrays, _outputs, _to_lib
 
+try:  # parity is checked only where torch is installed
+    import torch
+except ImportError:  # pragma: no cover - depends on the machine
+    torch = None
+
 HALF = {"float16": (fg.float16, 2e-2), "bfloat16": (fg.bfloat16, 8e-2)}
 
 _LIST = pathlib.Path(__file__).with_name("half_unsupported.txt")
@@ -104,6 +109,39 @@ def test_half_matches_float32_rounded(spec: Any, case: int, half: str) -> None:
         assert a is not None, f"{what}: missing"
         assert a.dtype == dtype, f"{what}: dtype {a.dtype}, expected {dtype}"
         _close(a, b, 2 * tol, what)
+
+
+@pytest.mark.parametrize("half", sorted(HALF))
+@pytest.mark.parametrize("spec,case", CASES)
+def test_half_matches_torch(spec: Any, case: int, half: str) -> None:
+    """torch on the same half inputs: the same output dtypes, values within the rounding."""
+    if torch is None:
+        pytest.skip("torch is not installed")
+    args = spec.all_arg_sets()[case]
+    if not spec.torch_parity or not any(a.kind == "float" for a in args):
+        pytest.skip("no torch counterpart or no float input")
+    if f"{spec.name}:{half}" in UNSUPPORTED:
+        pytest.skip("no half path yet")
+    dtype, tol = HALF[half]
+    arrays = _make_arrays(args, seed=case)
+    try:
+        theirs = _outputs(
+            (spec.torch_fn or spec.fn)(
+                torch, *_to_lib(torch, arrays, args, getattr(torch, half), grad=False)
+            )
+        )
+    except (RuntimeError, NotImplementedError) as e:
+        pytest.skip(f"torch has no {half} kernel here: {e}")
+    ours = _outputs(spec.fn(fg, *_to_lib(fg, arrays, args, dtype, grad=False)))
+    for j, (o, t) in enumerate(zip(ours, theirs)):
+        what = f"{spec.name} output {j} ({half})"
+        assert str(o.dtype).split(".")[1] == str(t.dtype).split(".")[1], (
+            f"{what}: dtype {o.dtype} vs torch {t.dtype}"
+        )
+        if o.dtype.is_floating_point:
+            want = fg.tensor(t.detach().float().numpy())
+            if spec.name not in HALF_RANGE:
+                _close(o, want, 2 * tol, what)
 
 
 def test_unsupported_list_names_real_entries() -> None:

@@ -410,6 +410,43 @@ impl Tensor {
         self.slice(d as i64, Some(start), Some(start + len), 1)
     }
 
+    /// Every window of `size` elements along `dimension`, `step` apart, as a new last
+    /// dimension (torch's `Tensor.unfold`): a view, whose windows overlap when `step < size`;
+    /// the gradient adds each window's gradient back where it was read. torch's errors for a
+    /// negative size, a size beyond the dimension, or a step below 1.
+    pub fn unfold(&self, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
+        let d = wrap_dim(dimension, self.dim().max(1))?;
+        let n = if self.dim() == 0 { 1 } else { self.shape()[d] };
+        if size < 0 {
+            return Err(Error::runtime(format!("size is {size} but must be >= 0")));
+        }
+        if size as u64 > n as u64 {
+            return Err(Error::runtime(format!(
+                "maximum size for tensor at dimension {d} is {n} but size is {size}"
+            )));
+        }
+        if step <= 0 {
+            return Err(Error::runtime(format!("step is {step} but must be > 0")));
+        }
+        let (size, step) = (size as usize, step as usize);
+        let scalar = self.dim() == 0;
+        let transform = move |l: &Layout| -> Layout {
+            let mut l = l.clone();
+            if scalar {
+                l.shape = Dims::from_slice(&[size]);
+                l.strides = Dims::from_slice(&[1]);
+                return l;
+            }
+            let stride = l.strides[d];
+            l.shape[d] = (l.shape[d] - size) / step + 1;
+            l.strides[d] = stride * step;
+            l.shape.push(size);
+            l.strides.push(stride);
+            l
+        };
+        self.indexed_view("UnfoldBackward0", transform)
+    }
+
     /// A view made by `transform`ing the layout; its gradient scatters back through the same
     /// transform applied to a row-major layout of this tensor's shape.
     fn indexed_view(

@@ -136,6 +136,18 @@ impl PyTensor {
         let t = guarded(|| self.inner.narrow(dim, start, length))?;
         wrap(py, t)
     }
+    /// Every window of `size` elements along `dimension`, `step` apart, as a new last dimension
+    /// (a view; windows overlap when `step < size`).
+    fn unfold(
+        &self,
+        py: Python<'_>,
+        dimension: Int,
+        size: Int,
+        step: Int,
+    ) -> PyResult<Py<PyTensor>> {
+        let t = guarded(|| self.inner.unfold(dimension.0, size.0, step.0))?;
+        wrap(py, t)
+    }
     /// Reverse along `dims` (a copy); `flip(0, 1)`, `flip((0, 1))` or `flip(dims=(0, 1))`.
     #[pyo3(signature = (*args, **kwargs))]
     fn flip(

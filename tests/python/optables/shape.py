@@ -1,7 +1,7 @@
 """Views and re-arrangements (``src/ops/shape.rs`` family): reshape, transpose,
 permute, squeeze/unsqueeze, expand, flatten, narrow, movedim, cat/stack, split/chunk/unbind,
 flip, roll, tile; hstack/vstack/dstack/column_stack, atleast_nd, meshgrid, broadcast_tensors,
-cartesian_prod, combinations, diff, reshape_as (``src/ops/shape/combine.rs``)."""
+cartesian_prod, combinations, diff, reshape_as (``src/ops/shape/combine.rs``); Tensor.unfold."""
 
 from __future__ import annotations
 
@@ -25,6 +25,27 @@ OPS = [
     OpSpec("flatten", lambda L, x: L.flatten(x, 1) * 2.0, [Arg((2, 3, 4))]),
     OpSpec("mT", lambda L, x: x.mT * 2.0, [Arg((2, 3, 4))]),
     OpSpec("narrow", lambda L, x: L.narrow(x, 1, 1, 2) * 2.0, [Arg((2, 4))]),
+    # Tensor.unfold: windows as a last dim (overlapping, adjacent, with gaps); the gradient
+    # counts how many windows read each element.
+    _rearranged(
+        "unfold_overlap",
+        (2, 7),
+        lambda L, x: x.unfold(1, 3, 2),
+        lambda a: np.lib.stride_tricks.sliding_window_view(a, 3, axis=1)[:, ::2],
+        torch_grad_fn=True,
+    ),
+    _rearranged(
+        "unfold_dim0",
+        (5, 3),
+        lambda L, x: x.unfold(0, 2, 1),
+        lambda a: np.lib.stride_tricks.sliding_window_view(a, 2, axis=0),
+    ),
+    _rearranged(
+        "unfold_gaps",
+        (9,),
+        lambda L, x: x.unfold(-1, 2, 3),
+        lambda a: np.lib.stride_tricks.sliding_window_view(a, 2, axis=0)[::3],
+    ),
     # ----- against NumPy, each spelling ----------------------------------------------------------
     _rearranged(
         "reshape_args",
