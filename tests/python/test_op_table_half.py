@@ -41,6 +41,15 @@ HALF_RANGE = {
 }
 
 
+# Where torch's own half kernels lose the value (they compute in the half type) and ours,
+# computing in float32, keep it: compared by dtype only.
+TORCH_HALF_LOSES = {
+    "linalg_matrix_exp": "torch's Pade steps overflow in half; ours run in float32",
+    "matrix_exp_large": "as linalg_matrix_exp",
+    "nn_normalize_zero_row:float16": "torch's eps 1e-12 underflows to 0 in half: 0/0 is NaN",
+}
+
+
 def _is_float(t: Any) -> bool:
     return isinstance(t, fg.Tensor) and t.dtype.is_floating_point
 
@@ -140,7 +149,8 @@ def test_half_matches_torch(spec: Any, case: int, half: str) -> None:
         )
         if o.dtype.is_floating_point:
             want = fg.tensor(t.detach().float().numpy())
-            if spec.name not in HALF_RANGE:
+            key = f"{spec.name}:{half}"
+            if not {spec.name, key} & (HALF_RANGE.keys() | TORCH_HALF_LOSES.keys()):
                 _close(o, want, 2 * tol, what)
 
 
