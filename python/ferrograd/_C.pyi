@@ -153,6 +153,8 @@ __all__ = [
     "_is_checkpoint_valid",
     "_pop_saved_tensors_hooks",
     "_push_saved_tensors_hooks",
+    "_allow_mutation_on_saved_tensors",
+    "_AllowMutationContext",
     "_queue_callback",
     "_set_rng_state",
     "_set_saved_tensors_hooks_disabled",
@@ -1550,6 +1552,17 @@ def _push_saved_tensors_hooks(
     pack: Callable[[Tensor], Any], unpack: Callable[[Any], Tensor]
 ) -> None:
     """Make `pack`/`unpack` the active saved-tensor hooks of this thread (`saved_tensors_hooks`)."""
+
+@final
+class _AllowMutationContext:
+    """An open `allow_mutation_on_saved_tensors` context; `close()` (or losing the object) ends
+    it."""
+
+    def close(self) -> None:
+        """End the context: saved tensors recorded in it can no longer be read by backward."""
+
+def _allow_mutation_on_saved_tensors() -> _AllowMutationContext:
+    """Open an `allow_mutation_on_saved_tensors` context on this thread."""
 
 def _enter_dual_level() -> _int:
     """Open a dual level; its number."""

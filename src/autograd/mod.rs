@@ -44,7 +44,7 @@ pub mod engine;
 pub mod forward_ad;
 mod vmap;
 
-pub use crate::graph::{function, node, saved_hooks};
+pub use crate::graph::{allow_mutation, function, node, saved_hooks};
 pub use crate::tensor::grad_mode;
 
 use std::sync::{Arc, Weak};

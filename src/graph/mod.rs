@@ -3,6 +3,7 @@
 //! accumulator), edges, and how ops record a node for their outputs. What runs a graph (the
 //! engine) sits above the ops, in [`crate::autograd`].
 
+pub mod allow_mutation;
 pub mod creation_hooks;
 pub mod dot;
 pub mod forward_ad;

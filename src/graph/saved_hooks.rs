@@ -46,6 +46,9 @@ pub type UnpackHook = dyn Fn(&Payload) -> Result<Tensor> + Send + Sync;
 pub struct SavedTensorHooks {
     pub(crate) pack: Box<PackHook>,
     pub(crate) unpack: Box<UnpackHook>,
+    /// Whether backward still checks the saved tensor's version: true for user hooks; false
+    /// for `allow_mutation_on_saved_tensors`, whose unpack returns the values as saved.
+    pub(crate) check_version: bool,
 }
 
 impl SavedTensorHooks {
@@ -57,6 +60,7 @@ impl SavedTensorHooks {
         Arc::new(SavedTensorHooks {
             pack: Box::new(pack),
             unpack: Box::new(unpack),
+            check_version: true,
         })
     }
 

@@ -46,6 +46,27 @@ fn _push_saved_tensors_hooks(pack: Py<PyAny>, unpack: Py<PyAny>) -> PyResult<()>
     saved_hooks::push(hooks).py()
 }
 
+/// An open `allow_mutation_on_saved_tensors` context; `close()` (or losing the object) ends it.
+#[pyclass(module = "ferrograd._C", name = "_AllowMutationContext")]
+pub struct PyAllowMutation {
+    guard: Option<crate::autograd::allow_mutation::AllowMutationGuard>,
+}
+
+#[pymethods]
+impl PyAllowMutation {
+    /// End the context: saved tensors recorded in it can no longer be read by backward.
+    fn close(&mut self) {
+        self.guard = None;
+    }
+}
+
+/// Open an `allow_mutation_on_saved_tensors` context on this thread.
+#[pyfunction]
+fn _allow_mutation_on_saved_tensors() -> PyResult<PyAllowMutation> {
+    let guard = crate::autograd::allow_mutation::allow_mutation_on_saved_tensors().py()?;
+    Ok(PyAllowMutation { guard: Some(guard) })
+}
+
 /// Leave the innermost `saved_tensors_hooks`.
 #[pyfunction]
 fn _pop_saved_tensors_hooks() {
@@ -255,6 +276,8 @@ fn _is_multithreading_enabled() -> bool {
 /// Register the module functions.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_push_saved_tensors_hooks, m)?)?;
+    m.add_function(wrap_pyfunction!(_allow_mutation_on_saved_tensors, m)?)?;
+    m.add_class::<PyAllowMutation>()?;
     m.add_function(wrap_pyfunction!(_pop_saved_tensors_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(_set_saved_tensors_hooks_disabled, m)?)?;
     m.add_function(wrap_pyfunction!(_current_graph_task_id, m)?)?;

@@ -6,7 +6,7 @@
 //! built over it.
 
 use std::any::Any;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn, ShapeBuilder};
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -314,6 +314,26 @@ element!(
 /// What a kernel says when it meets a batched tensor it has no rule for.
 pub const NO_RULE_MESSAGE: &str = "vmap: this operation has no batching rule in ferrograd yet, so it cannot run on a tensor inside vmap (the batched tensor has no elements of its own). Please file an issue naming the operation; until then, compute it outside vmap or loop over the batch.";
 
+/// Called with a storage just before its elements are written in place, while any watcher is
+/// registered (`allow_mutation_on_saved_tensors` keeps the values saved for backward).
+static PRE_WRITE: std::sync::OnceLock<fn(&Storage)> = std::sync::OnceLock::new();
+/// Registered watchers: while there is none, a write costs one atomic load.
+static PRE_WRITE_WATCHERS: AtomicUsize = AtomicUsize::new(0);
+
+/// Install the pre-write hook (once per process; later calls keep the first).
+pub(crate) fn set_pre_write_hook(hook: fn(&Storage)) {
+    let _ = PRE_WRITE.set(hook);
+}
+
+/// Count a watcher in (`true`) or out (`false`).
+pub(crate) fn watch_writes(on: bool) {
+    if on {
+        PRE_WRITE_WATCHERS.fetch_add(1, Ordering::AcqRel);
+    } else {
+        PRE_WRITE_WATCHERS.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// A buffer shared by aliasing tensors, with the version counter they share.
 pub struct Storage {
     buf: RwLock<Buffer>,
@@ -386,10 +406,16 @@ impl Storage {
         self.buf.read_recursive()
     }
 
-    /// Exclusive access to the elements.
+    /// Exclusive access to the elements. Every in-place change goes through here, so a
+    /// pre-write watcher (see [`set_pre_write_hook`]) sees it before it happens.
     pub fn write(&self) -> RwLockWriteGuard<'_, Buffer> {
         if self.placeholder {
             Self::no_batching_rule()
+        }
+        if PRE_WRITE_WATCHERS.load(Ordering::Acquire) > 0 {
+            if let Some(hook) = PRE_WRITE.get() {
+                hook(self);
+            }
         }
         self.buf.write()
     }

@@ -4,7 +4,8 @@ saved-tensor hooks, and callbacks at the end of backward.
 The graph lives in the Rust crate (``crate::graph``); this module gives it torch's Python names.
 One difference from torch, on purpose: a tensor that went through ``saved_tensors_hooks`` is
 still checked for in-place changes when backward reads it (torch skips the check there and
-computes with whatever ``unpack_hook`` returns).
+computes with whatever ``unpack_hook`` returns); ``allow_mutation_on_saved_tensors`` is the way
+to modify saved tensors, and backward then reads their values as saved.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "increment_version",
     "queue_callback",
     "region_activation_memory_budget",
+    "allow_mutation_on_saved_tensors",
     "set_warn_on_accumulate_grad_stream_mismatch",
     "set_override_stale_capture_stream",
 ]
@@ -208,6 +210,19 @@ def register_multi_grad_hook(
 
         handles = tuple(t.register_hook(any_hook) for t in tensors if t.requires_grad)
     return _MultiHandle(handles)
+
+
+@contextlib.contextmanager
+def allow_mutation_on_saved_tensors() -> Iterator[Any]:
+    """Context manager under which tensors saved for backward may be modified in place: the
+    first in-place write to a saved tensor copies it first, and backward uses the copy (the
+    values as they were saved). Run forward and backward inside the same context; contexts
+    cannot be nested. Yields the context object (torch's is for debugging too)."""
+    ctx = _C._allow_mutation_on_saved_tensors()
+    try:
+        yield ctx
+    finally:
+        ctx.close()
 
 
 @contextlib.contextmanager
