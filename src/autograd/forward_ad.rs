@@ -135,18 +135,20 @@ fn generic_jvp(
     // Batched tangents (jacfwd's basis under vmap) need a `g` per sample, or the reverse pass
     // would sum the samples' products into one `g`.
     let level = crate::tensor::batched::top_level(&tangents.iter().flatten().collect::<Vec<_>>());
+    // Outputs batched by vmap (per-sample Hessians, `vmap(jacfwd(grad(f)))`) need a `g` per
+    // sample the same way: `g` is batched at every level the output is.
     let gs: Vec<Tensor> = outputs
         .iter()
         .map(|o| {
-            let z = Tensor::zeros(o.shape(), o.dtype());
-            let z = match &level {
-                None => z,
-                Some(l) => {
-                    let mut shape = vec![l.size()];
-                    shape.extend_from_slice(o.shape());
-                    Tensor::batched(z.unsqueeze(0)?.expand(&shape)?, 0, l.clone())?
+            let mut z = zeros_batched_like(o)?;
+            if let Some(l) = &level {
+                if !has_level(&z, l) {
+                    // Adding a per-sample zero batches `z` at the tangents' level too, in the
+                    // right nesting order whichever level is outer.
+                    let per_sample = Tensor::zeros(&[l.size()], o.dtype());
+                    z = z.add(&Tensor::batched(per_sample, 0, l.clone())?)?;
                 }
-            };
+            }
             z.requires_grad_(o.dtype().is_float())
         })
         .collect::<Result<_>>()?;
@@ -203,4 +205,22 @@ fn generic_jvp(
         out[k] = t;
     }
     Ok(out)
+}
+
+/// Zeros of `like`'s logical shape and dtype, batched at every vmap level `like` is.
+fn zeros_batched_like(like: &Tensor) -> Result<Tensor> {
+    match like.batch_parts() {
+        None => Ok(Tensor::zeros(like.shape(), like.dtype())),
+        Some((value, bdim, level)) => {
+            Tensor::batched(zeros_batched_like(value)?, bdim, level.clone())
+        }
+    }
+}
+
+/// Whether `t` is batched at `level` (at any depth).
+fn has_level(t: &Tensor, level: &crate::tensor::batched::Level) -> bool {
+    match t.batch_parts() {
+        None => false,
+        Some((value, _, l)) => l.id() == level.id() || has_level(value, level),
+    }
 }

@@ -260,8 +260,7 @@ def test_ensemble_gradients_match_torch(argnums):
 
 
 def jacobians_tutorial(torch, func):
-    """The tutorial's code (its ``jacfwd(jacfwd(f))`` Hessian aside: forward mode has one dual
-    level at a time here)."""
+    """The tutorial's code, as written."""
     F = torch.nn.functional
     jacrev, hessian, vjp, grad = func.jacrev, func.hessian, func.vjp, func.grad
     vmap, jacfwd, jvp = func.vmap, func.jacfwd, func.jvp
@@ -297,6 +296,7 @@ def jacobians_tutorial(torch, func):
 
     hess0 = hessian(predict_with_output_summed, argnums=2)(weight, bias, x)
     hess1 = jacrev(jacrev(predict_with_output_summed, argnums=2), argnums=2)(weight, bias, x)
+    hess2 = jacfwd(jacfwd(predict_with_output_summed, argnums=2), argnums=2)(weight, bias, x)
 
     def hvp_revrev(f, primals, tangents):
         _, vjp_fn = vjp(grad(f), *primals)
@@ -340,6 +340,7 @@ def jacobians_tutorial(torch, func):
         "ft_jac_bias": ft_jac_bias,
         "hess0": hess0,
         "hess1": hess1,
+        "hess2": hess2,
         "hvp": result_hvp_revrev[0],
         "hvp_fwdrev": result_hvp,
         "hvp_expected": -xh.sin() * tangent,
@@ -366,6 +367,7 @@ def test_jacobians_hessians_tutorial():
     assert tuple(ours["ft_jac_weight"].shape) == (16, 16, 16)
     assert tuple(ours["ft_jac_bias"].shape) == (16, 16)
     assert allclose(ours["hess0"], ours["hess1"], atol=1e-6, rtol=1e-5)
+    assert allclose(ours["hess0"], ours["hess2"], atol=1e-6, rtol=1e-5)
     assert allclose(ours["hvp"], ours["hvp_expected"], atol=1e-5, rtol=1e-5)
     if real_torch is None:
         return

@@ -4,8 +4,9 @@
 ``jacfwd`` runs the function once per input with its tangents batched over the basis (all
 columns of the Jacobian in one forward pass; one pass per column where an op has no batching
 rule yet); ``linearize``'s ``jvp_fn`` runs it again per call. Forward mode has one dual
-level at a time, so forward transforms do not nest inside each other (``jacfwd(jacfwd(f))``
-raises); ``jacfwd(jacrev(f))`` (forward over reverse) works.
+level at a time: a forward transform nested in another (``jacfwd(jacfwd(f))``, ``jvp`` of
+``jvp``) takes its inner ``J v`` by two reverse passes instead (see ``_jvp_nested``), so they
+compose to any depth; ``jacfwd(jacrev(f))`` (forward over reverse) runs in one level.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ from .. import _C
 from .._creation import eye
 from .._ops_shape import stack
 from ..autograd import forward_ad as fwAD
+from ..autograd import grad as autograd_grad
+from ..autograd.grad_mode import enable_grad
 from ..utils._pytree import tree_flatten, tree_map, tree_unflatten, treespec_pprint
 from ._transforms import (
     LEVELS_STARTED,
     _collect_own_leaves,
+    _detach,
     _reaches_leaf_outside,
     _slice_argnums,
     _stop_collecting,
@@ -52,6 +56,8 @@ def _jvp_flat(
         raise RuntimeError(
             "jvp(f, primals, tangents): Expected primals to contain at least one Tensor."
         )
+    if _C._current_dual_level() is not None:
+        return _jvp_nested(func, flat_p, spec_p, flat_t, has_aux)
     with fwAD.dual_level():
         # A None tangent (jacfwd's other inputs) leaves that primal without one, so ops pay for
         # no zero tangent and results do not depend on it even structurally.
@@ -81,6 +87,74 @@ def _jvp_flat(
             outs.append(primal)
             tans.append(o.new_zeros(o.shape) if tangent is None else tangent)
     return tree_unflatten(outs, spec_out), tree_unflatten(tans, spec_out), aux
+
+
+def _zeros_batched_like(t: Tensor) -> Tensor:
+    """Zeros like ``t``, batched at every vmap level ``t`` is: a reverse pass against them keeps
+    the samples apart (an unbatched zero would sum them)."""
+    if _C.is_batchedtensor(t):
+        level, bdim = _C._batch_info(t)
+        return _C._add_batch_dim(_zeros_batched_like(_C.get_unwrapped(t)), bdim, level)
+    return t.new_zeros(t.shape)
+
+
+def _jvp_nested(
+    func: Callable[..., Any], flat_p: List[Any], spec_p: Any, flat_t: List[Any], has_aux: bool
+) -> Tuple[Any, Any, Any]:
+    """``_jvp_flat`` inside an open dual level (a forward transform nested in another, e.g.
+    ``jacfwd(jacfwd(f))``): forward mode has one level, so the inner ``J v`` is taken by reverse
+    mode twice, ``J v = d/du <Jᵀ u, v>``, whose ops are ordinary ops and so carry the outer
+    level's tangents (and stay differentiable for outer reverse transforms)."""
+    with enable_grad():
+        # x + 0 with a fresh leaf as the 0: the input keeps its outer tangent and its graph,
+        # and the leaf is what the inner reverse passes differentiate against.
+        probes = [
+            _zeros_batched_like(p).requires_grad_()
+            if isinstance(p, Tensor) and t is not None
+            else None
+            for p, t in zip(flat_p, flat_t)
+        ]
+        inputs = [p + z if z is not None else p for p, z in zip(flat_p, probes)]
+        result = func(*tree_unflatten(inputs, spec_p))
+        aux = None
+        if has_aux:
+            if not (isinstance(result, tuple) and len(result) == 2):
+                raise RuntimeError(
+                    "jvp(f, primals, tangents): output of function f should be a tuple: "
+                    "(output, aux) if has_aux is True"
+                )
+            result, aux = result
+        flat_out, spec_out = tree_flatten(result)
+        for o in flat_out:
+            if not isinstance(o, Tensor):
+                raise RuntimeError(
+                    "jvp(f, primals, tangents): expected f(*primals) to return only tensors, "
+                    f"got unsupported type {type(o)}"
+                )
+        wrt = [z for z in probes if z is not None]
+        tvec = [t for z, t in zip(probes, flat_t) if z is not None]
+        diff = [o for o in flat_out if o.requires_grad]
+        us = [_zeros_batched_like(o).requires_grad_() for o in diff]
+        tans_diff: List[Any] = [None] * len(diff)
+        if diff and wrt:
+            vjps = autograd_grad(diff, wrt, us, create_graph=True, allow_unused=True)
+            pairs = [(g, t) for g, t in zip(vjps, tvec) if g is not None and g.requires_grad]
+            if pairs:
+                tans_diff = list(
+                    autograd_grad(
+                        [g for g, _ in pairs],
+                        us,
+                        [t for _, t in pairs],
+                        create_graph=True,
+                        allow_unused=True,
+                    )
+                )
+        it = iter(tans_diff)
+        tans = []
+        for o in flat_out:
+            t = next(it) if o.requires_grad else None
+            tans.append(o.new_zeros(o.shape) if t is None else t)
+    return tree_unflatten(flat_out, spec_out), tree_unflatten(tans, spec_out), aux
 
 
 def jvp(
@@ -119,7 +193,7 @@ def jvp(
         # attached only where something outside can differentiate it (jvp(grad(f)) is not)
         if isinstance(b, Tensor) and b.requires_grad:
             if not (outer_enabled and _reaches_leaf_outside(b, inner)):
-                return b.detach()
+                return _detach(b)
         return b
 
     out, tan = tree_map(release, out), tree_map(release, tan)
@@ -156,7 +230,7 @@ def jacfwd(
         # not through the own leaves of transforms run inside (jacfwd(jacrev(f))).
         flat, spec = tree_flatten(result)
         flat = [
-            b.detach()
+            _detach(b)
             if b.requires_grad and not (outer_enabled and _reaches_leaf_outside(b, inner))
             else b
             for b in flat
@@ -192,7 +266,9 @@ def _jacfwd(
         n = inp.numel()
         basis = eye(n, dtype=inp.dtype).reshape((n,) + tuple(inp.shape)) if n else None
         cols = []
-        if n and _BATCHED[0]:
+        # Nested in another forward transform, the columns are taken one by one: the reverse
+        # passes that stand in for the inner level do not batch over a basis yet.
+        if n and _BATCHED[0] and _C._current_dual_level() is None:
             got = _batched_columns(call, selected, spec_in, j, basis, has_aux, randomness)
             if got is not None:
                 (out, aux), tans = got
