@@ -44,11 +44,13 @@ from ._dtypes import (  # noqa: A004
     bfloat16,
     bool,
     double,
+    finfo,
     float,
     float16,
     float32,
     float64,
     half,
+    iinfo,
     int,
     int8,
     int16,
@@ -248,6 +250,7 @@ __all__ = [
     "viz",
 ]
 __all__ += ["bfloat16", "float16", "half", "int", "int8", "int16", "int32", "short", "uint8"]
+__all__ += ["finfo", "iinfo"]
 __all__ += ["BFloat16Tensor", "ByteTensor", "CharTensor", "HalfTensor", "IntTensor", "ShortTensor"]
 __all__ += _ops_binary.__all__ + _ops_convert.__all__ + _ops_distance.__all__
 __all__ += _ops_indexing.__all__ + _ops_linalg.__all__ + _ops_matmul.__all__

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import functools
 from typing import Any, Dict
 
@@ -81,3 +82,57 @@ def check_dtype(dtype: object) -> _C.dtype:
     if not isinstance(dtype, _C.dtype):
         raise TypeError(f"dtype must be a ferrograd.dtype, not {type(dtype).__name__}")
     return dtype
+
+
+class finfo:
+    """torch's ``finfo``: the limits of a floating type (the default dtype when omitted)."""
+
+    def __init__(self, type: Any = None) -> None:  # noqa: A002 - torch's parameter name
+        dtype = _C.get_default_dtype() if type is None else check_dtype(type)
+        if not dtype.is_floating_point:
+            raise TypeError(
+                "torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
+                "'torch.finfo'"
+            )
+        if dtype == bfloat16:
+            # 8 exponent bits as float32, 8 significand bits (7 stored).
+            self.bits, self.eps, self.resolution = 16, 2.0**-7, 0.01
+            self.max = builtins.float((2 - 2.0**-7) * 2.0**127)
+            self.smallest_normal = 2.0**-126
+        else:
+            info = np.finfo(to_numpy_dtype(dtype))
+            self.bits, self.eps = info.bits, builtins.float(info.eps)
+            # 10^-precision, as torch prints it (NumPy's is rounded to the type).
+            self.resolution = 10.0**-info.precision
+            self.max = builtins.float(info.max)
+            self.smallest_normal = builtins.float(info.smallest_normal)
+        self.min = -self.max
+        self.tiny = self.smallest_normal
+        self.dtype = str(dtype).split(".")[1]
+
+    def __repr__(self) -> str:
+        return (
+            f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+            f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, "
+            f"dtype={self.dtype})"
+        )
+
+
+class iinfo:
+    """torch's ``iinfo``: the limits of an integer type."""
+
+    def __init__(self, type: Any) -> None:  # noqa: A002 - torch's parameter name
+        dtype = check_dtype(type)
+        if dtype == bool:
+            raise TypeError("torch.bool is not supported by torch.iinfo")
+        if dtype.is_floating_point:
+            raise TypeError(
+                "torch.iinfo() requires an integer input type. Use torch.finfo to handle "
+                "'torch.iinfo'"
+            )
+        info = np.iinfo(to_numpy_dtype(dtype))
+        self.bits, self.min, self.max = info.bits, builtins.int(info.min), builtins.int(info.max)
+        self.dtype = str(dtype).split(".")[1]
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"

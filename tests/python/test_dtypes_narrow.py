@@ -286,3 +286,30 @@ def test_optimizers_update_half_parameters_in_float32(opt: str, dt) -> None:  # 
         assert p.dtype == d
         runs.append(p.detach().float().numpy())
     np.testing.assert_allclose(runs[0], runs[1], atol=2e-2 if dt == fg.float16 else 6e-2)
+
+
+def test_finfo_and_iinfo_give_each_types_limits() -> None:
+    for dt, npt in [(fg.float16, np.float16), (fg.float32, np.float32), (fg.float64, np.float64)]:
+        fi, ni = fg.finfo(dt), np.finfo(npt)
+        assert (fi.bits, fi.eps, fi.max, fi.min, fi.tiny) == (
+            ni.bits, float(ni.eps), float(ni.max), float(ni.min), float(ni.smallest_normal),
+        )  # fmt: skip
+        # the limits are the type's: max stays finite in the type, twice it does not
+        assert np.isfinite(fg.tensor(fi.max, dtype=dt).item())
+    bf = fg.finfo(fg.bfloat16)
+    top = fg.tensor(bf.max, dtype=fg.float64).to(fg.bfloat16).item()
+    assert top == bf.max and bf.eps == 2.0**-7  # max is representable; 1 + eps is the next value
+    assert fg.tensor(1.0 + bf.eps, dtype=fg.float64).to(fg.bfloat16).item() == 1.0 + bf.eps
+    assert fg.finfo().dtype == "float32"
+    for dt, npt in INTS.values():
+        assert (fg.iinfo(dt).min, fg.iinfo(dt).max) == (np.iinfo(npt).min, np.iinfo(npt).max)
+    with pytest.raises(TypeError, match="requires a floating point input type"):
+        fg.finfo(fg.int32)
+    with pytest.raises(TypeError, match="requires an integer input type"):
+        fg.iinfo(fg.float16)
+    with pytest.raises(TypeError, match="torch.bool is not supported by torch.iinfo"):
+        fg.iinfo(fg.bool)
+    if torch is not None:
+        for d in ("float16", "bfloat16", "float32"):
+            assert repr(fg.finfo(getattr(fg, d))) == repr(torch.finfo(getattr(torch, d)))
+        assert repr(fg.iinfo(fg.int32)) == repr(torch.iinfo(torch.int32))
