@@ -147,12 +147,24 @@ def full(
     )
 
 
+def _like(t: Tensor, make: Any, requires_grad: _bool) -> Tensor:
+    """``make(shape)`` for ``t``'s shape; inside ``vmap``, batched at every level ``t`` is, as
+    torch's ``*_like`` (so writing a sample's values into it, or differentiating against it,
+    stays per sample)."""
+    if _C.is_batchedtensor(t):
+        level, bdim = _C._batch_info(t)
+        inner = _like(_C.get_unwrapped(t), make, False)
+        out = _C._add_batch_dim(inner, bdim, level)
+        return out.requires_grad_() if requires_grad else out
+    return _finish(make(tuple(t.shape)), requires_grad)
+
+
 def zeros_like(
     t: Tensor, dtype: Any = None, requires_grad: _bool = False, device: Any = None
 ) -> Tensor:
     """Zeros with ``t``'s shape and dtype."""
     check_device(device)
-    return zeros(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+    return _like(t, lambda shape: zeros(*shape, dtype=dtype or t.dtype), requires_grad)
 
 
 def ones_like(
@@ -160,7 +172,7 @@ def ones_like(
 ) -> Tensor:
     """Ones with ``t``'s shape and dtype."""
     check_device(device)
-    return ones(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+    return _like(t, lambda shape: ones(*shape, dtype=dtype or t.dtype), requires_grad)
 
 
 def full_like(
@@ -172,7 +184,7 @@ def full_like(
 ) -> Tensor:
     """``fill_value`` with ``t``'s shape and dtype."""
     check_device(device)
-    return full(t.shape, fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad)
+    return _like(t, lambda shape: full(shape, fill_value, dtype=dtype or t.dtype), requires_grad)
 
 
 def empty_like(

@@ -15,7 +15,7 @@ import functools
 from typing import Any, Callable, List, Optional, Tuple, Union
 
 from .. import _C
-from .._creation import eye
+from .._creation import eye, zeros_like
 from .._ops_shape import stack
 from ..autograd import forward_ad as fwAD
 from ..autograd import grad as autograd_grad
@@ -89,15 +89,6 @@ def _jvp_flat(
     return tree_unflatten(outs, spec_out), tree_unflatten(tans, spec_out), aux
 
 
-def _zeros_batched_like(t: Tensor) -> Tensor:
-    """Zeros like ``t``, batched at every vmap level ``t`` is: a reverse pass against them keeps
-    the samples apart (an unbatched zero would sum them)."""
-    if _C.is_batchedtensor(t):
-        level, bdim = _C._batch_info(t)
-        return _C._add_batch_dim(_zeros_batched_like(_C.get_unwrapped(t)), bdim, level)
-    return t.new_zeros(t.shape)
-
-
 def _jvp_nested(
     func: Callable[..., Any], flat_p: List[Any], spec_p: Any, flat_t: List[Any], has_aux: bool
 ) -> Tuple[Any, Any, Any]:
@@ -107,9 +98,10 @@ def _jvp_nested(
     level's tangents (and stay differentiable for outer reverse transforms)."""
     with enable_grad():
         # x + 0 with a fresh leaf as the 0: the input keeps its outer tangent and its graph,
-        # and the leaf is what the inner reverse passes differentiate against.
+        # and the leaf is what the inner reverse passes differentiate against (zeros_like is
+        # batched like its input under vmap, so the samples stay apart).
         probes = [
-            _zeros_batched_like(p).requires_grad_()
+            zeros_like(p).requires_grad_()
             if isinstance(p, Tensor) and t is not None
             else None
             for p, t in zip(flat_p, flat_t)
@@ -134,7 +126,7 @@ def _jvp_nested(
         wrt = [z for z in probes if z is not None]
         tvec = [t for z, t in zip(probes, flat_t) if z is not None]
         diff = [o for o in flat_out if o.requires_grad]
-        us = [_zeros_batched_like(o).requires_grad_() for o in diff]
+        us = [zeros_like(o).requires_grad_() for o in diff]
         tans_diff: List[Any] = [None] * len(diff)
         if diff and wrt:
             vjps = autograd_grad(diff, wrt, us, create_graph=True, allow_unused=True)
