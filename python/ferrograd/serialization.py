@@ -23,24 +23,37 @@ from ._lazy import np
 Tensor = _C.Tensor
 _FileLike = Union[str, "os.PathLike[str]", IO[bytes]]
 
-# torch's storage class for each dtype, and back (float16/bfloat16 storages load as float32).
+# torch's storage class for each dtype, and the little-endian NumPy type of its elements
+# (bfloat16's are read and written as their 16 bits: NumPy has no bfloat16).
 _STORAGE_OF = {
+    "float16": "HalfStorage",
+    "bfloat16": "BFloat16Storage",
     "float32": "FloatStorage",
     "float64": "DoubleStorage",
+    "uint8": "ByteStorage",
+    "int8": "CharStorage",
+    "int16": "ShortStorage",
+    "int32": "IntStorage",
     "int64": "LongStorage",
     "bool": "BoolStorage",
 }
 _NUMPY_OF_STORAGE = {
+    "HalfStorage": "<f2",
+    "BFloat16Storage": "<u2",
     "FloatStorage": "<f4",
     "DoubleStorage": "<f8",
+    "ByteStorage": "|u1",
+    "CharStorage": "|i1",
+    "ShortStorage": "<i2",
+    "IntStorage": "<i4",
     "LongStorage": "<i8",
     "BoolStorage": "|b1",
-    "IntStorage": "<i4",
-    "ShortStorage": "<i2",
-    "CharStorage": "|i1",
-    "ByteStorage": "|u1",
-    "HalfStorage": "<f2",
 }
+
+
+def _bfloat16_bits(t: Tensor) -> Any:
+    """A bfloat16 tensor's elements as their 16 bits (the top half of the float32 value)."""
+    return (t.float().numpy().view(np.uint32) >> 16).astype(np.uint16)
 
 
 # ----- saving ---------------------------------------------------------------------------------
@@ -96,8 +109,10 @@ class _Pickler(pickle._Pickler):  # type: ignore[name-defined,misc]
             self.write(self.get(self.memo[id(t)][0]))
             return
         # copy(order="C"), not ascontiguousarray: that would make a 0-d tensor 1-d.
-        arr = t.detach().numpy().copy(order="C")
-        ref = _StorageRef(str(len(self.storages)), _STORAGE_OF[arr.dtype.name], arr)
+        d = t.detach()
+        name = str(d.dtype).split(".")[1]
+        arr = (_bfloat16_bits(d) if name == "bfloat16" else d.numpy()).copy(order="C")
+        ref = _StorageRef(str(len(self.storages)), _STORAGE_OF[name], arr)
         self.storages.append(ref)
         shape = tuple(int(s) for s in arr.shape)
         strides = _contiguous_strides(shape)
@@ -182,11 +197,12 @@ def _rebuild_tensor(
         arr = np.lib.stride_tricks.as_strided(
             storage[offset:], size, tuple(s * storage.itemsize for s in stride)
         )
-    if arr.dtype.kind == "f" and arr.dtype.itemsize < 4:
-        arr = arr.astype(np.float32)
-    elif arr.dtype.kind in "iu":
-        arr = arr.astype(np.int64)
-    t = tensor(np.array(arr))
+    if arr.dtype == np.uint16:
+        # bfloat16 bits: widened to float32 exactly, then stored as bfloat16 again.
+        wide = (np.array(arr).astype(np.uint32) << 16).view(np.float32)
+        t = tensor(wide).to(_C.bfloat16)
+    else:
+        t = tensor(np.array(arr))
     if requires_grad:
         t.requires_grad = True
     return t

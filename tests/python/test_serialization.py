@@ -85,7 +85,7 @@ def test_reads_a_checkpoint_torch_wrote_without_torch():
     assert sd["steps"].dtype == fg.int64 and sd["steps"].tolist() == [0, 1, 2, 3, 4]
     assert sd["mask"].tolist() == [True, False, True]
     assert sd["transposed"].tolist() == np.arange(6.0).reshape(2, 3).T.tolist()
-    assert sd["half"].dtype == fg.float32 and sd["half"].tolist() == [0.5, -1.0]
+    assert sd["half"].dtype == fg.float16 and sd["half"].tolist() == [0.5, -1.0]
     assert sd["scalar"].item() == 3.5 and sd["scalar"].dim() == 0
     assert tuple(sd["empty"].shape) == (0, 4)
 
@@ -160,3 +160,20 @@ def test_parameters_and_modules_pickle_as_themselves():
     assert same_bits(back.weight, lin.weight) and same_bits(back.bias, lin.bias)
     loaded = roundtrip({"p": fg.nn.Parameter(fg.ones(2))})["p"]
     assert isinstance(loaded, fg.nn.Parameter) and loaded.requires_grad
+
+
+@pytest.mark.parametrize(
+    "dtype", ["float16", "bfloat16", "uint8", "int8", "int16", "int32", "int64", "bool"]
+)
+def test_every_dtype_round_trips_bit_for_bit(dtype, tmp_path):
+    t = (fg.arange(-3, 9).reshape(3, 4) * 0.75).to(getattr(fg, dtype))
+    fg.save({"t": t}, tmp_path / "d.pt")
+    back = fg.load(tmp_path / "d.pt")["t"]
+    assert back.dtype == t.dtype and back.tolist() == t.tolist()
+    torch = pytest.importorskip("torch")
+    theirs = torch.load(tmp_path / "d.pt")["t"]
+    assert str(theirs.dtype) == f"torch.{dtype}" and theirs.tolist() == t.tolist()
+    other = theirs.flip(0)  # a tensor torch made, of the same dtype
+    torch.save({"t": other}, tmp_path / "t.pt")
+    mine = fg.load(tmp_path / "t.pt")["t"]
+    assert mine.dtype == t.dtype and mine.tolist() == other.tolist()
