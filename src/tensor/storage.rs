@@ -407,7 +407,7 @@ impl Storage {
     }
 
     /// Exclusive access to the elements. Every in-place change goes through here, so a
-    /// pre-write watcher (see [`set_pre_write_hook`]) sees it before it happens.
+    /// pre-write watcher (`allow_mutation_on_saved_tensors`) sees it before it happens.
     pub fn write(&self) -> RwLockWriteGuard<'_, Buffer> {
         if self.placeholder {
             Self::no_batching_rule()
