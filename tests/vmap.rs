@@ -124,3 +124,63 @@ fn bad_in_dims_are_errors_and_close_the_level() {
     assert!(failing.is_err());
     assert!(ferrograd::tensor::batched::current_level().is_none());
 }
+
+/// `f` of each sample of `xs` (along dimension 0), stacked.
+fn per_sample(xs: &Tensor, f: impl Fn(&Tensor) -> Result<Tensor>) -> Tensor {
+    let outs: Vec<Tensor> = (0..xs.shape()[0])
+        .map(|i| f(&xs.select(0, i as i64).unwrap()).unwrap())
+        .collect();
+    Tensor::stack(&outs, 0).unwrap()
+}
+
+#[test]
+fn in_place_ops_write_each_sample_into_the_batched_tensors_memory() {
+    let (xs, ys, w) = (rand(&[4, 3], 10), rand(&[3, 4], 11), rand(&[3], 12));
+    // batch along dimension 1 of `ys`: the write goes through the physical strides
+    let target = xs.clone_tensor().unwrap();
+    let out = vmap(&[target.clone(), ys.clone()], &[Some(0), Some(1)], |a| {
+        a[0].addcmul_(&a[1], &w, 0.5)?;
+        a[0].clamp_(None, Some(&Tensor::scalar(0.25)))?;
+        Ok(vec![a[0].clone()])
+    })
+    .unwrap();
+    let want = xs
+        .add(&ys.t().unwrap().mul(&w).unwrap().mul_scalar(0.5).unwrap())
+        .unwrap()
+        .clamp_max(&Tensor::scalar(0.25))
+        .unwrap();
+    close(&target, &want);
+    close(&out[0], &want);
+    assert!(target.version() > 0);
+
+    // an unbatched value (same for every sample) written into each sample, through a view
+    let target = xs.clone_tensor().unwrap();
+    vmap(std::slice::from_ref(&target), &[Some(0)], |a| {
+        a[0].narrow(0, 1, 2)?.copy_(&w.narrow(0, 0, 2)?)?;
+        Ok(vec![])
+    })
+    .unwrap();
+    let want = per_sample(&xs, |x| {
+        let x = x.clone_tensor()?;
+        x.narrow(0, 1, 2)?.copy_(&w.narrow(0, 0, 2)?)?;
+        Ok(x)
+    });
+    close(&target, &want);
+}
+
+#[test]
+fn batched_values_cannot_be_written_into_an_unbatched_tensor() {
+    let (xs, w) = (rand(&[4, 3], 13), rand(&[3], 14));
+    let shared = w.clone_tensor().unwrap();
+    let err = vmap(std::slice::from_ref(&xs), &[Some(0)], |a| {
+        shared.mul_(&a[0])?;
+        Ok(vec![])
+    })
+    .unwrap_err();
+    assert!(err.to_string().starts_with(
+        "vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a Tensor `other`"
+    ));
+    // refused before anything was written
+    close(&shared, &w);
+    assert!(ferrograd::tensor::batched::current_level().is_none());
+}

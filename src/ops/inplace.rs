@@ -53,8 +53,18 @@ fn parallel_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
     });
 }
 
-/// Copy `src` (same shape) into `dst`'s memory, converting to `dst`'s dtype.
+/// torch's refusal to write values batched over a vmap level into a tensor that is not.
+const INPLACE_BATCHED_INTO_UNBATCHED: &str = "vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a Tensor `other` in extra_args that has more elements than `self`. This happened due to `other` being vmapped over but `self` not being vmapped over in a vmap. Please try to use out-of-place operators instead of inplace arithmetic. If said operator is being called inside the PyTorch framework, please file a bug report instead.";
+
+/// Copy `src` (same shape) into `dst`'s memory, converting to `dst`'s dtype. Inside vmap
+/// (either is batched) the write goes to `dst`'s physical tensor: `src`'s samples into
+/// `dst`'s, an unbatched `src` into every sample.
 fn write_into(dst: &Tensor, src: &Tensor) -> Result<()> {
+    if dst.is_batched() || src.is_batched() {
+        let (d, s) = crate::tensor::batched::physical_for_write(dst, src)
+            .ok_or_else(|| Error::runtime(INPLACE_BATCHED_INTO_UNBATCHED))?;
+        return write_into(&d, &s);
+    }
     let src = if Arc::ptr_eq(dst.storage(), src.storage()) {
         copy_raw(src)?
     } else {
@@ -71,7 +81,7 @@ fn write_into(dst: &Tensor, src: &Tensor) -> Result<()> {
 /// `dst += src` with no graph (for accumulating `.grad`).
 pub(crate) fn add_into_nograd(dst: &Tensor, src: &Tensor) -> Result<()> {
     if dst.shape() == src.shape() && crate::ops::elementwise::add_assign_nograd(dst, src)? {
-        dst.storage().bump_version();
+        dst.data_storage().bump_version();
         return Ok(());
     }
     let sum = {
@@ -79,7 +89,7 @@ pub(crate) fn add_into_nograd(dst: &Tensor, src: &Tensor) -> Result<()> {
         dst.add(src)?
     };
     write_into(dst, &sum)?;
-    dst.storage().bump_version();
+    dst.data_storage().bump_version();
     Ok(())
 }
 
@@ -148,7 +158,7 @@ impl Tensor {
         }
         check_can_cast(result.dtype(), self.dtype())?;
         write_into(self, &result)?;
-        self.storage().bump_version();
+        self.data_storage().bump_version();
         if forward_ad::is_active() {
             self.commit_tangent(&result)?;
         }
@@ -394,6 +404,13 @@ impl Tensor {
     /// Replace the values by `sample` (drawn for this tensor's shape and dtype), recorded as
     /// `name` with a zero gradient to the old values (torch's random in-place ops).
     fn fill_random_(&self, name: &'static str, sample: Tensor) -> Result<()> {
+        // randomness="different" drew one sample per batch entry: they cannot all land in a
+        // tensor that is not batched there.
+        if sample.is_batched()
+            && crate::tensor::batched::physical_for_write(self, &sample).is_none()
+        {
+            return Err(Error::runtime("vmap: Cannot ask for different inplace randomness on an unbatched tensor. This will appear like same randomness. If this is necessary for your usage, please file an issue with functorch."));
+        }
         self.inplace_with(&[], false, |x| {
             if needs_grad(&[x]) {
                 record(name, &[x], &[&sample], &[], false, |g, _| {
@@ -465,7 +482,7 @@ impl Tensor {
             // layouts allow (optimizer updates, `out += identity` under no_grad).
             self.check_inplace(&[other])?;
             if crate::ops::elementwise::add_assign_nograd(self, other)? {
-                self.storage().bump_version();
+                self.data_storage().bump_version();
                 return Ok(());
             }
         }

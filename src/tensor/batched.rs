@@ -230,6 +230,29 @@ pub(crate) fn physical_front(t: &Tensor, level: &Level) -> (Tensor, bool) {
     }
 }
 
+/// The physical tensors under `dst` and `src` (the same logical shape), for writing `src`
+/// into `dst`'s memory: every level of `dst` peeled, innermost first, each batch dimension in
+/// front; `src` peeled alike where it is batched at that level and expanded over the batch
+/// where it is not (its values are the same for every sample). `None` when `src` is batched
+/// at a level `dst` is not: its samples would all have to land in the same elements.
+pub(crate) fn physical_for_write(dst: &Tensor, src: &Tensor) -> Option<(Tensor, Tensor)> {
+    let Some(s) = dst.batch_slot() else {
+        return (!src.is_batched()).then(|| (dst.clone(), src.clone()));
+    };
+    let phys_src = match src.batch_slot() {
+        // A tensor's outermost slot is its innermost level, so `src` has one `dst` lacks.
+        Some(t) if t.level.id > s.level.id => return None,
+        Some(t) if t.level.id == s.level.id => move_to_front(&t.value, t.bdim),
+        _ => {
+            let mut l = src.layout().clone();
+            l.shape.insert(0, s.level.size);
+            l.strides.insert(0, 0);
+            src.alias_with_layout(l)
+        }
+    };
+    physical_for_write(&move_to_front(&s.value, s.bdim), &phys_src)
+}
+
 /// The operands of a broadcasting elementwise op, made physical for the innermost level among
 /// them: batched ones get the batch dimension in front and size-1 dimensions after it up to
 /// the highest logical rank, so right-aligned broadcasting pairs their samples, and unbatched

@@ -305,3 +305,129 @@ def test_layer_norm_and_rms_norm_per_sample_match_a_loop() -> None:
         want = fg.autograd.grad(f(xi, wi), [xi, wi])
         _close(got[0][i], want[0], 1e-10)
         _close(got[1][i], want[1], 1e-10)
+
+
+# ----- in-place ops inside vmap ----------------------------------------------------------------
+
+_INPLACE_INTO_UNBATCHED = (
+    "vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a Tensor "
+    "`other` in extra_args that has more elements than `self`. This happened due to `other` being "
+    "vmapped over but `self` not being vmapped over in a vmap. Please try to use out-of-place "
+    "operators instead of inplace arithmetic. If said operator is being called inside the "
+    "PyTorch framework, please file a bug report instead."
+)
+
+
+def _inplace_cases(lib: Any) -> dict:
+    """name -> (function writing into its first input in place and returning it, in_dims)."""
+    w = lib.tensor(np.linspace(-1.0, 1.0, 3))
+    return {
+        "abs_": (lambda a: a.abs_(), (0,)),
+        "add_batched": (lambda a, b: a.add_(b * 2.0), (0, 0)),
+        "mul_unbatched": (lambda a: a.mul_(w), (0,)),
+        "addcmul_batch_dim_1": (lambda a, b: a.addcmul_(b, w, value=0.5), (1, 0)),
+        "clamp_tensor": (lambda a, b: a.clamp_(min=b), (0, 0)),
+        "lerp_shared_end": (lambda a, b: a.lerp_(b, 0.25), (0, None)),
+        "view_fill_": (lambda a: a[1:].fill_(7.0) is not None and a, (0,)),
+        "setitem": (lambda a, b: a.__setitem__(0, b[2]) or a, (0, 0)),
+        "index_add_": (lambda a, b: a.index_add_(0, lib.tensor([2, 0]), b[:2]), (1, 1)),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_inplace_cases(fg)))
+def test_in_place_ops_write_into_each_sample_of_the_batched_tensor(name: str) -> None:
+    f, dims = _inplace_cases(fg)[name]
+    stacked = [np.random.default_rng(k).standard_normal((4, 3)) for k in range(len(dims))]
+    # the definition: the op on a copy of each sample, the results stacked
+    want = fg.stack(
+        [
+            f(*[fg.tensor(a[i if d is not None else 0]) for a, d in zip(stacked, dims)])
+            for i in range(4)
+        ]
+    )
+    inputs = [
+        fg.tensor(a[0]) if d is None else fg.tensor(a).movedim(0, d).contiguous()
+        for a, d in zip(stacked, dims)
+    ]
+    before = [a.numpy().copy() for a in inputs]
+    version = inputs[0]._version
+    out = vmap(f, in_dims=dims)(*inputs)
+    _close(out, want)
+    # the batched input's own memory holds the written samples
+    _close(inputs[0].movedim(dims[0], 0), want)
+    assert inputs[0]._version > version
+    if torch is not None:
+        theirs = [torch.tensor(a) for a in before]
+        t_out = torch.vmap(_inplace_cases(torch)[name][0], in_dims=dims)(*theirs)
+        _close(out, fg.tensor(t_out.numpy()))
+        _close(inputs[0], fg.tensor(theirs[0].numpy()))
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda lib, y, b: y.mul_(b),
+        lambda lib, y, b: y.copy_(b),
+        lambda lib, y, b: y.masked_fill_(b > 0, 1.0),
+        lambda lib, y, b: y.clamp_min_(b),
+        lambda lib, y, b: y.__setitem__(slice(None), b),
+    ],
+)
+def test_batched_values_into_an_unbatched_tensor_raise_torchs_error(write: Any) -> None:
+    x, y0 = np.random.default_rng(0).standard_normal((4, 3)), np.linspace(0.0, 1.0, 3)
+    y = fg.tensor(y0)
+    with pytest.raises(RuntimeError) as ours:
+        vmap(lambda b: write(fg, y, b))(fg.tensor(x))
+    assert str(ours.value) == _INPLACE_INTO_UNBATCHED
+    # nothing was written
+    np.testing.assert_array_equal(y.numpy(), y0)
+    if torch is not None:
+        with pytest.raises(RuntimeError) as theirs:
+            torch.vmap(lambda b: write(torch, torch.tensor(y0), b))(torch.tensor(x))
+        assert str(theirs.value) == str(ours.value)
+
+
+def test_nested_vmap_writes_need_every_level_of_the_values() -> None:
+    a, c = _rand(2, 4, 3), _rand(2, 3, seed=1)
+    # the target is batched at both levels, the values at the outer one only: fine
+    target = a.clone()
+    got = vmap(lambda t, v: vmap(lambda s: s.add_(v))(t))(target, c)
+    _close(got, a + c.unsqueeze(1))
+    _close(target, a + c.unsqueeze(1))
+    # the target is batched at the inner level only, the values at the outer one: refused
+    with pytest.raises(RuntimeError) as ours:
+        vmap(lambda v: vmap(lambda s: s.add_(v))(a[0].clone()))(c)
+    assert str(ours.value) == _INPLACE_INTO_UNBATCHED
+
+
+def test_unbatched_values_into_an_unbatched_tensor_inside_vmap_happen_once() -> None:
+    counter = fg.zeros(3)
+    out = vmap(lambda b: counter.add_(1.0) * b)(_rand(4, 3))
+    _close(counter, fg.ones(3))
+    assert tuple(out.shape) == (4, 3)
+
+
+def test_random_in_place_with_different_randomness_needs_a_batched_target() -> None:
+    y = fg.zeros(3)
+    with pytest.raises(RuntimeError, match="Cannot ask for different inplace randomness"):
+        vmap(lambda b: y.normal_(), randomness="different")(_rand(4, 3))
+    fg.manual_seed(0)
+    z = fg.zeros(4, 3)
+    vmap(lambda b: b.normal_(), randomness="different")(z)
+    assert len({tuple(r) for r in z.tolist()}) == 4
+
+
+def test_gradients_flow_through_in_place_ops_inside_vmap() -> None:
+    x = _rand(5, 3)
+    # per sample: d/dx sum(x * x written in place, then its sine in place) = 2x cos(x^2)
+    got = vmap(grad(lambda t: t.clone().mul_(t).sin_().sum()))(x)
+    _close(got, 2 * x * fg.cos(x * x))
+
+    # writing through a view of the batched tensor: the view's region gets the new gradient
+    def f(t: Any) -> Any:
+        u = t.clone()
+        u[1:].mul_(3.0)
+        return (u * u).sum()
+
+    scale = fg.tensor([1.0, 9.0, 9.0], dtype=fg.float64)
+    _close(vmap(grad(f))(x), 2 * x * scale)
