@@ -40,3 +40,19 @@ def test_a_gradient_against_a_like_tensor_stays_per_sample() -> None:
 
     xs = fg.tensor([[1.0, 2.0], [3.0, -1.0]], dtype=fg.float64)
     np.testing.assert_allclose(vmap(per_sample)(xs).numpy(), 2 * xs.numpy())
+
+
+def test_writing_a_sample_into_a_like_tensor_works_as_in_torch() -> None:
+    """The common ``out = zeros_like(x); out += ...; out[i] = ...`` inside vmap: batched values
+    go into a batched buffer (an unbatched one would be torch's in-place error)."""
+
+    def body(x):  # type: ignore[no-untyped-def]
+        out = fg.zeros_like(x)
+        out += x * 2
+        out[0] = 5.0
+        return out
+
+    xs = fg.arange(6.0).reshape(2, 3)
+    want = xs.numpy() * 2
+    want[:, 0] = 5.0
+    np.testing.assert_array_equal(vmap(body)(xs).numpy(), want)
