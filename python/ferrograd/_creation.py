@@ -72,12 +72,28 @@ def tensor(
         if arr.dtype == object:
             raise TypeError(f"Could not infer dtype of {type(data).__name__}")
         target = check_dtype(dtype) if dtype is not None else _infer_dtype(arr)
+        _check_fits(arr, target)
     if target == bfloat16:
         # NumPy has no bfloat16: float64 values rounded once, in the crate.
         t = _C._from_numpy(np.array(arr, dtype=np.float64, order="C", copy=True), True)
         return _finish(t.to(bfloat16), requires_grad)
-    arr = np.array(arr, dtype=to_numpy_dtype(target), order="C", copy=True)
+    with np.errstate(over="ignore", invalid="ignore"):  # checked above; -1 into uint8 wraps
+        arr = np.array(arr, dtype=to_numpy_dtype(target), order="C", copy=True)
     return _finish(_C._from_numpy(arr, True), requires_grad)
+
+
+def _check_fits(arr: Any, target: Any) -> None:
+    """Python numbers an integer dtype cannot hold are torch's error, never a wrapped value
+    (unsigned types also take the negatives that wrap, as torch's scalar check does)."""
+    if target.is_floating_point or target == _C.bool or arr.dtype.kind not in "fiu" or not arr.size:
+        return
+    info = np.iinfo(to_numpy_dtype(target))
+    lo = -builtins.float(info.max) if info.min == 0 else builtins.float(info.min)
+    hi = builtins.float(info.max) + (1.0 if target == int64 else 0.0)
+    wide = arr.astype(np.float64)
+    if not (np.isfinite(wide).all() and wide.min() >= lo and wide.max() <= hi):
+        name = str(target).split(".")[1]
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
 
 
 def as_tensor(data: Any, dtype: Optional[_C.dtype] = None) -> Tensor:

@@ -236,10 +236,11 @@ def _value_tensor(value: Any, like: Tensor) -> Tensor:
     try:
         arr = np.asarray(value, dtype=to_numpy_dtype(like.dtype))
     except (OverflowError, ValueError):
-        if like.dtype != _C.int64:
+        if like.dtype.is_floating_point or like.dtype == _C.bool:
             raise
-        # inf, NaN or a number beyond int64 for an int64 tensor: torch's error, not a wrapped one.
-        raise RuntimeError("value cannot be converted to type int64_t without overflow") from None
+        # inf, NaN or a number beyond an integer tensor's type: torch's error, not a wrapped one.
+        name = str(like.dtype).split(".")[1]
+        raise RuntimeError(f"value cannot be converted to type {name}_t without overflow") from None
     return _C._from_numpy(np.ascontiguousarray(arr), False)
 
 

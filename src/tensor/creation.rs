@@ -88,17 +88,11 @@ impl Tensor {
     }
 
     /// Like [`Tensor::full`], but an error instead of an abort when the memory cannot be had,
-    /// and for an int64 fill value beyond int64 (inf and NaN included): for values and sizes
-    /// that come from users.
+    /// and for a fill value an integer dtype cannot hold (inf and NaN included; torch's
+    /// message): for values and sizes that come from users.
     pub fn try_full(shape: &[usize], value: f64, dtype: DType) -> Result<Tensor> {
-        // Beyond int64 (inf and NaN included) a cast would saturate to a wrong number. 2^63
-        // itself is let through: it is what the largest int64 becomes as an f64.
-        const LIMIT: f64 = 9_223_372_036_854_775_808.0;
-        if dtype == DType::Int64 && !(-LIMIT..=LIMIT).contains(&value) {
-            return Err(Error::runtime(
-                "value cannot be converted to type int64_t without overflow",
-            ));
-        }
+        // A value beyond an integer type would be wrapped or saturated into a wrong number.
+        dtype.check_scalar(value)?;
         try_filled(shape, dtype, value)
     }
     /// Zeros with this tensor's shape and dtype.

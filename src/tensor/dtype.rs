@@ -210,6 +210,29 @@ impl DType {
             DType::Float64 => "Double",
         }
     }
+    /// Whether the number `v` fits this type as torch's scalar conversion checks it
+    /// (`c10::overflows`): integers take their range (unsigned ones also the negatives that
+    /// wrap, -255 for uint8), never NaN or inf; floats and bool take anything (a float beyond a
+    /// half type's range becomes inf, as in torch). `Err` is torch's message, naming the C type.
+    pub fn check_scalar(self, v: f64) -> crate::error::Result<()> {
+        let (lo, hi) = match self {
+            DType::UInt8 => (-255.0, 255.0),
+            DType::Int8 => (-128.0, 127.0),
+            DType::Int16 => (-32768.0, 32767.0),
+            DType::Int32 => (-2_147_483_648.0, 2_147_483_647.0),
+            // 2^63 itself is let through: it is what the largest int64 becomes as an f64.
+            DType::Int64 => (-9_223_372_036_854_775_808.0, 9_223_372_036_854_775_808.0),
+            _ => return Ok(()),
+        };
+        if (lo..=hi).contains(&v) {
+            Ok(())
+        } else {
+            Err(crate::error::Error::runtime(format!(
+                "value cannot be converted to type {}_t without overflow",
+                self.name()
+            )))
+        }
+    }
     /// The smallest type both `a` and `b` convert to without loss of category (torch's
     /// `promoteTypes`): uint8 with int8 is int16, float16 with bfloat16 is float32.
     pub fn promote(a: DType, b: DType) -> DType {
@@ -316,6 +339,17 @@ mod tests {
             assert_eq!(DType::promote(a, b), want, "{a} with {b}");
             assert_eq!(DType::promote(b, a), want, "{b} with {a}");
         }
+    }
+
+    #[test]
+    fn scalar_checks_follow_c10_overflows() {
+        use DType::*;
+        assert!(Int8.check_scalar(127.0).is_ok() && Int8.check_scalar(128.0).is_err());
+        assert!(UInt8.check_scalar(-255.0).is_ok() && UInt8.check_scalar(256.0).is_err());
+        assert!(
+            Int32.check_scalar(f64::NAN).is_err() && Int64.check_scalar(f64::INFINITY).is_err()
+        );
+        assert!(Float16.check_scalar(1e6).is_ok() && Bool.check_scalar(f64::NAN).is_ok());
     }
 
     #[test]

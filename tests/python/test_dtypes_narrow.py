@@ -313,3 +313,29 @@ def test_finfo_and_iinfo_give_each_types_limits() -> None:
         for d in ("float16", "bfloat16", "float32"):
             assert repr(fg.finfo(getattr(fg, d))) == repr(torch.finfo(getattr(torch, d)))
         assert repr(fg.iinfo(fg.int32)) == repr(torch.iinfo(torch.int32))
+
+
+@pytest.mark.parametrize(
+    "make, want",
+    [
+        # torch 2.15's behaviour, case by case: numbers an integer type cannot hold raise,
+        # unsigned types take the negatives that wrap, float types overflow to inf.
+        (lambda: fg.tensor([300], dtype=fg.int8), "type int8 without overflow"),
+        (lambda: fg.tensor([1e10], dtype=fg.int8), "type int8 without overflow"),
+        (lambda: fg.tensor([float("nan")], dtype=fg.int16), "type int16 without overflow"),
+        (lambda: fg.tensor([3 * 10**11], dtype=fg.int32), "type int32 without overflow"),
+        (lambda: fg.full((2,), 300, dtype=fg.uint8), "type uint8_t without overflow"),
+        (lambda: fg.zeros(1, dtype=fg.int8).fill_(300), "type int8_t without overflow"),
+        (lambda: fg.zeros(2, dtype=fg.uint8).__setitem__(0, 300), "type uint8_t without"),
+        (lambda: fg.tensor([-1], dtype=fg.uint8).tolist(), [255]),
+        (lambda: fg.tensor([2.7, -3.9], dtype=fg.int8).tolist(), [2, -3]),
+        (lambda: fg.tensor([1e6], dtype=fg.float16).tolist(), [float("inf")]),
+        (lambda: (fg.zeros(1, dtype=fg.int8) + 300).tolist(), [44]),
+    ],
+)
+def test_numbers_out_of_an_integer_types_range_raise_as_in_torch(make, want) -> None:  # type: ignore[no-untyped-def]
+    if isinstance(want, str):
+        with pytest.raises(RuntimeError, match=f"value cannot be converted to {want}"):
+            make()
+    else:
+        assert make() == want
