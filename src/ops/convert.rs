@@ -52,26 +52,13 @@ impl Tensor {
             }
         };
         let run = || -> Result<T> {
-            let wide_req = req.map(widen);
-            let wide_opt = opt.map(|o| o.map(widen).transpose());
-            let mut r_err = None;
-            let req_refs: [&Tensor; R] = std::array::from_fn(|i| match &wide_req[i] {
-                Ok(t) => t,
-                Err(e) => {
-                    r_err.get_or_insert_with(|| e.to_string());
-                    req[i]
-                }
-            });
-            let opt_refs: [Option<&Tensor>; O] = std::array::from_fn(|i| match &wide_opt[i] {
-                Ok(t) => t.as_ref(),
-                Err(e) => {
-                    r_err.get_or_insert_with(|| e.to_string());
-                    opt[i]
-                }
-            });
-            if let Some(e) = r_err {
-                return Err(crate::error::Error::runtime(e));
-            }
+            let wide_req = req.iter().map(|t| widen(t)).collect::<Result<Vec<_>>>()?;
+            let wide_opt = opt
+                .iter()
+                .map(|o| o.map(widen).transpose())
+                .collect::<Result<Vec<_>>>()?;
+            let req_refs: [&Tensor; R] = std::array::from_fn(|i| &wide_req[i]);
+            let opt_refs: [Option<&Tensor>; O] = std::array::from_fn(|i| wide_opt[i].as_ref());
             f(req_refs, opt_refs)?.round_to(half)
         };
         Some(run())
