@@ -92,7 +92,7 @@ fn format_dtype(d: DType) -> Dtype {
 }
 
 fn encode(t: &Tensor) -> Result<Encoded> {
-    let bytes = crate::with_dtype!(t.dtype(), T => {
+    let bytes = crate::tensor::storage::with_dtype!(t.dtype(), T => {
         let v = t.to_vec::<T>()?;
         let mut out = Vec::with_capacity(v.len() * T::N);
         for x in v {
@@ -170,7 +170,7 @@ fn tensor_of(name: &str, view: &TensorView<'_>) -> Result<Tensor> {
         .into_iter()
         .find(|&d| format_dtype(d) == view.dtype())
     {
-        return crate::with_dtype!(d, T => Tensor::from_vec(
+        return crate::tensor::storage::with_dtype!(d, T => Tensor::from_vec(
             b.chunks_exact(T::N).map(T::get).collect::<Vec<T>>(),
             shape,
         ));

@@ -88,11 +88,10 @@ fn a_half_linear_layer_has_half_gradients() -> ferrograd::Result<()> {
 }
 
 #[test]
-fn with_dtype_runs_one_body_per_element_type() -> ferrograd::Result<()> {
+fn every_dtype_converts_to_and_from_float64() -> ferrograd::Result<()> {
     for d in DType::ALL {
         let t = Tensor::from_vec(vec![1.0f64, 0.0, 3.0], &[3])?.to_dtype(d)?;
-        let n = ferrograd::with_dtype!(t.dtype(), T => t.to_vec::<T>()?.len());
-        assert_eq!(n, 3);
+        assert_eq!(t.dtype(), d);
         assert_eq!(
             t.to_vec::<f64>()?,
             vec![1.0, 0.0, if d == DType::Bool { 1.0 } else { 3.0 }]

@@ -137,7 +137,7 @@ pub(crate) fn permute_reshape_copy(
         strides: perm.iter().map(|&p| strides[p]).collect(),
         offset: x.layout().offset,
     };
-    let buf = crate::with_dtype!(x.dtype(), T => T::wrap(copy_layout::<T>(&x, &layout)?));
+    let buf = crate::tensor::storage::with_dtype!(x.dtype(), T => T::wrap(copy_layout::<T>(&x, &layout)?));
     Tensor::from_buffer(buf, shape)
 }
 
@@ -318,7 +318,7 @@ pub(crate) fn cast(t: &Tensor, dtype: DType) -> Result<Tensor> {
         return r;
     }
     crate::tensor::creation::ensure_allocatable(t.numel(), dtype)?;
-    let buf = crate::with_dtype!(dtype, T => T::wrap(convert_to::<T>(t)?));
+    let buf = crate::tensor::storage::with_dtype!(dtype, T => T::wrap(convert_to::<T>(t)?));
     Tensor::from_buffer(buf, t.shape())
 }
 

@@ -592,8 +592,7 @@ impl Tensor {
         let rt = result_dtype(a, b);
         let cond = as_dtype(cond, DType::Bool)?;
         let (a2, b2) = (as_dtype(a, rt)?, as_dtype(b, rt)?);
-        let out =
-            crate::with_dtype!(rt, T => crate::ops::elementwise::select::<T>(&cond, &a2, &b2)?);
+        let out = crate::tensor::storage::with_dtype!(rt, T => crate::ops::elementwise::select::<T>(&cond, &a2, &b2)?);
         if needs_grad(&[a, b]) {
             record(
                 "WhereBackward0",

@@ -75,7 +75,7 @@ fn write_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     } else {
         cast(&src, dst.dtype())?
     };
-    crate::with_dtype!(dst.dtype(), T => write_typed::<T>(dst, &src))
+    crate::tensor::storage::with_dtype!(dst.dtype(), T => write_typed::<T>(dst, &src))
 }
 
 /// `dst += src` with no graph (for accumulating `.grad`).

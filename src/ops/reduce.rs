@@ -605,7 +605,7 @@ impl Tensor {
             )));
         }
         check_nonempty(self, &rd, op)?;
-        let out = crate::with_dtype!(self.dtype(), T => {
+        let out = crate::tensor::storage::with_dtype!(self.dtype(), T => {
             reduce_groups::<T, T>(self, &rd, keepdim, |s| arg_extreme(s, is_max).1)?
         });
         if needs_grad(&[self]) {
@@ -645,7 +645,7 @@ impl Tensor {
                 (w, self.detach())
             }
         };
-        let out = crate::with_dtype!(src.dtype(), T => {
+        let out = crate::tensor::storage::with_dtype!(src.dtype(), T => {
             reduce_groups::<T, i64>(&src, &rd, keepdim, |s| arg_extreme(s, is_max).0 as i64)?
         });
         if dim.is_none() && keepdim {

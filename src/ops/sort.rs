@@ -19,7 +19,7 @@ use crate::tensor::{scalar_type_name, DType, Dims, Element, Tensor};
 /// Runs `$body` with `$T` the element type of `$t`'s dtype.
 macro_rules! by_elem {
     ($t:expr, $T:ident => $body:expr) => {
-        $crate::with_dtype!($t.dtype(), $T => $body)
+        $crate::tensor::storage::with_dtype!($t.dtype(), $T => $body)
     };
 }
 

@@ -569,7 +569,7 @@ unsafe fn foreign(d: &Described, keep: Py<DlpackOwner>) -> Tensor {
         unsafe { Storage::from_foreign(ptr, d.span, Box::new(keep)) }
     }
     // SAFETY: forwarded from the caller.
-    let storage = unsafe { crate::with_dtype!(d.dtype, T => typed::<T>(d, keep)) };
+    let storage = unsafe { crate::tensor::storage::with_dtype!(d.dtype, T => typed::<T>(d, keep)) };
     Tensor::from_parts(
         Arc::new(storage),
         Layout {

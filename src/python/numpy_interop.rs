@@ -38,7 +38,7 @@ pub(crate) fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, 
     match t.dtype() {
         // NumPy has no bfloat16 (torch refuses the same way).
         DType::BFloat16 => Err(PyTypeError::new_err("Got unsupported ScalarType BFloat16")),
-        d => crate::with_dtype!(d, T => typed::<T>(py, t)),
+        d => crate::tensor::storage::with_dtype!(d, T => typed::<T>(py, t)),
     }
 }
 

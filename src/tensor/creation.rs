@@ -61,7 +61,7 @@ pub(crate) use super::alloc::{
 /// A tensor of `shape` filled with `v`, or an error when it cannot be allocated.
 pub(crate) fn try_filled(shape: &[usize], dtype: DType, v: f64) -> Result<Tensor> {
     let n = checked_numel(shape)?;
-    let buf = crate::with_dtype!(dtype, T => {
+    let buf = crate::tensor::storage::with_dtype!(dtype, T => {
         // Integers through int64 (torch's `full((2,), 300, dtype=uint8)` is 44), bool as != 0.
         let x = if dtype.is_integer() { T::from_i64(v as i64) } else { T::from_f64(v) };
         T::wrap(try_filled_vec(n, x)?)
@@ -159,7 +159,7 @@ impl Tensor {
             }
             Ok(T::wrap(v))
         }
-        let buf = crate::with_dtype!(dtype, T => ones_on_diagonal::<T>(n, m)?);
+        let buf = crate::tensor::storage::with_dtype!(dtype, T => ones_on_diagonal::<T>(n, m)?);
         Tensor::from_buffer(buf, &[n, m])
     }
 
@@ -397,8 +397,7 @@ fn random_any(
 
 /// float64 values stored as `dtype` (integers truncated towards zero).
 fn from_f64(v: Vec<f64>, shape: &[usize], dtype: DType) -> Result<Tensor> {
-    let buf =
-        crate::with_dtype!(dtype, T => T::wrap(crate::tensor::storage::convert_vec::<f64, T>(&v)));
+    let buf = crate::tensor::storage::with_dtype!(dtype, T => T::wrap(crate::tensor::storage::convert_vec::<f64, T>(&v)));
     Tensor::from_buffer(buf, shape)
 }
 

@@ -451,7 +451,7 @@ impl Tensor {
             let data = T::data(&guard).ok_or_else(|| dtype_mismatch(T::DTYPE, self.dtype()))?;
             return self.0.layout.gather(data.as_slice());
         }
-        crate::with_dtype!(self.dtype(), S => {
+        crate::tensor::storage::with_dtype!(self.dtype(), S => {
             self.with_contiguous_slice::<S, _>(storage::convert_vec::<S, T>)
         })
     }

@@ -84,7 +84,6 @@ pub enum Buffer {
 
 /// `$body` with `$T` the element type of `$dtype` (a [`DType`]): one generic body for every
 /// storage type, e.g. `with_dtype!(t.dtype(), T => t.to_vec::<T>().map(...))`.
-#[macro_export]
 macro_rules! with_dtype {
     ($dtype:expr, $T:ident => $body:expr) => {{
         use $crate::tensor::DType as __D;
@@ -134,6 +133,8 @@ macro_rules! with_dtype {
         }
     }};
 }
+
+pub(crate) use with_dtype;
 
 /// `$body` with `$d` bound to the typed [`Data`] inside `$buf`, whatever its type.
 macro_rules! each_data {

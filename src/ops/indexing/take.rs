@@ -63,7 +63,7 @@ impl Tensor {
         // Inside vmap: each sample gathered at the same positions.
         let out = match crate::ops::batching::per_sample(&[self], |p| p[0].take_flat(idx, shape)) {
             Some(r) => r?,
-            None => crate::with_dtype!(self.dtype(), T => Tensor::from_vec(
+            None => crate::tensor::storage::with_dtype!(self.dtype(), T => Tensor::from_vec(
                 self.with_contiguous_slice::<T, _>(|s| gather::<_, false>(s, idx))??,
                 shape,
             )?),

@@ -60,7 +60,7 @@ impl Tensor {
                 fmt_shape(shape)
             )));
         }
-        let out = crate::with_dtype!(self.dtype(), T => Tensor::from_vec(
+        let out = crate::tensor::storage::with_dtype!(self.dtype(), T => Tensor::from_vec(
             self.with_contiguous_slice::<T, _>(|s| gather::<_, true>(s, idx))??,
             shape,
         )?);

@@ -553,5 +553,5 @@ fn concat_blocks(ts: &[&Tensor], dtype: DType, d: usize, out_shape: &[usize]) ->
         }
         Tensor::from_vec(v, out_shape)
     }
-    crate::with_dtype!(dtype, T => join::<T>(ts, dtype, d, out_shape))
+    crate::tensor::storage::with_dtype!(dtype, T => join::<T>(ts, dtype, d, out_shape))
 }
