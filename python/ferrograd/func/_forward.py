@@ -37,6 +37,26 @@ Tensor = _C.Tensor
 argnums_t = Union[int, Tuple[int, ...]]
 
 
+def _flat_outputs(result: Any, has_aux: bool) -> Tuple[List[Tensor], Any, Any]:
+    """``func``'s result as (flat output tensors, their structure, aux), with torch's errors."""
+    aux = None
+    if has_aux:
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise RuntimeError(
+                "jvp(f, primals, tangents): output of function f should be a tuple: "
+                "(output, aux) if has_aux is True"
+            )
+        result, aux = result
+    flat_out, spec_out = tree_flatten(result)
+    for o in flat_out:
+        if not isinstance(o, Tensor):
+            raise RuntimeError(
+                "jvp(f, primals, tangents): expected f(*primals) to return only tensors, "
+                f"got unsupported type {type(o)}"
+            )
+    return flat_out, spec_out, aux
+
+
 def _jvp_flat(
     func: Callable[..., Any],
     primals: Tuple[Any, ...],
@@ -66,21 +86,7 @@ def _jvp_flat(
             for p, t in zip(flat_p, flat_t)
         ]
         result = func(*tree_unflatten(duals, spec_p))
-        aux = None
-        if has_aux:
-            if not (isinstance(result, tuple) and len(result) == 2):
-                raise RuntimeError(
-                    "jvp(f, primals, tangents): output of function f should be a tuple: "
-                    "(output, aux) if has_aux is True"
-                )
-            result, aux = result
-        flat_out, spec_out = tree_flatten(result)
-        for o in flat_out:
-            if not isinstance(o, Tensor):
-                raise RuntimeError(
-                    "jvp(f, primals, tangents): expected f(*primals) to return only tensors, "
-                    f"got unsupported type {type(o)}"
-                )
+        flat_out, spec_out, aux = _flat_outputs(result, has_aux)
         outs, tans = [], []
         for o in flat_out:
             primal, tangent = fwAD.unpack_dual(o)
@@ -108,21 +114,7 @@ def _jvp_nested(
         ]
         inputs = [p + z if z is not None else p for p, z in zip(flat_p, probes)]
         result = func(*tree_unflatten(inputs, spec_p))
-        aux = None
-        if has_aux:
-            if not (isinstance(result, tuple) and len(result) == 2):
-                raise RuntimeError(
-                    "jvp(f, primals, tangents): output of function f should be a tuple: "
-                    "(output, aux) if has_aux is True"
-                )
-            result, aux = result
-        flat_out, spec_out = tree_flatten(result)
-        for o in flat_out:
-            if not isinstance(o, Tensor):
-                raise RuntimeError(
-                    "jvp(f, primals, tangents): expected f(*primals) to return only tensors, "
-                    f"got unsupported type {type(o)}"
-                )
+        flat_out, spec_out, aux = _flat_outputs(result, has_aux)
         wrt = [z for z in probes if z is not None]
         tvec = [t for z, t in zip(probes, flat_t) if z is not None]
         diff = [o for o in flat_out if o.requires_grad]
