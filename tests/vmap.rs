@@ -184,3 +184,28 @@ fn batched_values_cannot_be_written_into_an_unbatched_tensor() {
     close(&shared, &w);
     assert!(ferrograd::tensor::batched::current_level().is_none());
 }
+
+#[test]
+fn scans_and_products_batch_with_their_gradients() {
+    // a zero in one sample only: the exact (zero-aware) gradient path runs for the batch
+    let xs = rand(&[3, 4], 15)
+        .mul(
+            &Tensor::from_vec(
+                vec![1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0],
+                &[3, 4],
+            )
+            .unwrap(),
+        )
+        .unwrap();
+    let f = |x: &Tensor| -> Result<Tensor> {
+        let x = x.detach().requires_grad_(true)?;
+        let y = x.cumsum(0)?.mul(&x.cumprod(0)?)?.sum()?.add(&x.prod()?)?;
+        let g = grad(&[y], &[x], GradOptions::default())?;
+        Ok(g[0].clone().expect("used"))
+    };
+    let got = vmap(std::slice::from_ref(&xs), &[Some(0)], |a| {
+        Ok(vec![f(&a[0])?])
+    })
+    .unwrap();
+    close(&got[0], &per_sample(&xs, f));
+}
