@@ -209,3 +209,42 @@ fn scans_and_products_batch_with_their_gradients() {
     .unwrap();
     close(&got[0], &per_sample(&xs, f));
 }
+
+#[test]
+fn selections_batch_with_per_sample_picks_and_gradients() {
+    let xs = rand(&[3, 2, 5], 16);
+    // sort, topk, kthvalue, cummax and median pick different positions in each sample
+    let f = |x: &Tensor| -> Result<Vec<Tensor>> {
+        let x = x.detach().requires_grad_(true)?;
+        let (s, si) = x.sort(1, true, None)?;
+        let (t, ti) = x.topk(2, 0, false, true)?;
+        let (k, ki) = x.kthvalue(3, 1, false)?;
+        let (c, ci) = x.cummax(1)?;
+        let (m, mi) = x.median_dim(-1, true, false)?;
+        let y = s
+            .mul(&s)?
+            .sum()?
+            .add(&t.sum()?)?
+            .add(&k.exp()?.sum()?)?
+            .add(&c.mul(&c)?.sum()?)?
+            .add(&m.sum()?)?;
+        let g = grad(&[y], &[x], GradOptions::default())?[0]
+            .clone()
+            .expect("used");
+        let idx = Tensor::cat(
+            &[
+                si.reshape(&[10])?,
+                ti.reshape(&[10])?,
+                ki,
+                ci.reshape(&[10])?,
+                mi.reshape(&[2])?,
+            ],
+            0,
+        )?;
+        Ok(vec![g, idx.to_dtype(ferrograd::DType::Float64)?])
+    };
+    let got = vmap(std::slice::from_ref(&xs), &[Some(0)], |a| f(&a[0])).unwrap();
+    for (j, got) in got.iter().enumerate() {
+        close(got, &per_sample(&xs, |x| Ok(f(x)?[j].clone())));
+    }
+}

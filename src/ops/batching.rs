@@ -168,3 +168,30 @@ pub(crate) fn per_sample(
     };
     Some(run())
 }
+
+/// `f` of the operands made physical at the innermost level among them, batched again there;
+/// `None` when none is batched. Batched operands get the batch dimension in front, the others
+/// are expanded over it (no copy), so `f` sees every operand with the same leading batch
+/// dimension and logical dimension `d` as `d + 1` (index ops whose index is batched).
+/// Runs without recording.
+pub(crate) fn on_physical_all(
+    ts: &[&Tensor],
+    f: impl FnOnce(&[Tensor]) -> Result<Tensor>,
+) -> Option<Result<Tensor>> {
+    let level = top_level(ts)?;
+    let _off = GradModeGuard::new(false);
+    let phys: Vec<Tensor> = ts
+        .iter()
+        .map(|t| {
+            let (p, batched) = physical_front(t, &level);
+            if batched {
+                return p;
+            }
+            let mut l = p.layout().clone();
+            l.shape.insert(0, level.size());
+            l.strides.insert(0, 0);
+            p.alias_with_layout(l)
+        })
+        .collect();
+    Some(f(&phys).and_then(|out| Tensor::batched(out, 0, level)))
+}

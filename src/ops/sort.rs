@@ -240,11 +240,14 @@ impl Tensor {
         m: usize,
         drop_dim: bool,
         name: &'static str,
-        kernel: &dyn Fn(&Tensor, &mut Vec<usize>) -> Result<()>,
+        kernel: &dyn Fn(&Tensor, usize, &mut Vec<usize>) -> Result<()>,
     ) -> Result<(Tensor, Tensor)> {
+        if self.is_batched() {
+            return self.select_rows_batched(d, m, drop_dim, name, kernel);
+        }
         let shape = shape1(self);
         let mut picks = Vec::new();
-        kernel(self, &mut picks)?;
+        kernel(self, d, &mut picks)?;
         let (pos, idx) = place_picks(&shape, d, m, &picks);
         let mut out_shape: Vec<usize> = shape.to_vec();
         out_shape[d] = m;
@@ -255,6 +258,53 @@ impl Tensor {
         }
         let values = self.picked(pos, &out_shape, name)?;
         Ok((values, Tensor::from_vec(idx, &out_shape)?))
+    }
+
+    /// [`Tensor::select_rows`] inside vmap: `kernel` picks on the physical tensor (`d` behind
+    /// the batch dimensions), and the values are gathered sample by sample at the picked
+    /// indices; the gradient is scattered back to them (see [`take_along`]).
+    fn select_rows_batched(
+        &self,
+        d: usize,
+        m: usize,
+        drop_dim: bool,
+        name: &'static str,
+        kernel: &dyn Fn(&Tensor, usize, &mut Vec<usize>) -> Result<()>,
+    ) -> Result<(Tensor, Tensor)> {
+        if self.dim() == 0 {
+            return self.reshape(&[1])?.select_rows(0, m, true, name, kernel);
+        }
+        let idx = crate::tensor::batched::unary_all(self, |p, nb| {
+            let pd = d + nb;
+            let mut picks = Vec::new();
+            kernel(p, pd, &mut picks)?;
+            let (_, idx) = place_picks(p.shape(), pd, m, &picks);
+            let mut shape = p.shape().to_vec();
+            shape[pd] = m;
+            Tensor::from_vec(idx, &shape)
+        })
+        .ok_or_else(|| Error::runtime("internal error: select_rows_batched on a plain tensor"))??;
+        let (values, idx_out) = {
+            let _g = crate::tensor::grad_mode::GradModeGuard::new(false);
+            let v = take_along(&self.detach(), d, &idx)?;
+            if drop_dim {
+                (v.squeeze(Some(d as i64))?, idx.squeeze(Some(d as i64))?)
+            } else {
+                (v, idx.clone())
+            }
+        };
+        if needs_grad(&[self]) {
+            let in_shape: Dims = self.shape().into();
+            record(name, &[self], &[&values], &[], false, move |g, _| {
+                let g = if drop_dim {
+                    g[0].unsqueeze(d as i64)?
+                } else {
+                    g[0].clone()
+                };
+                Ok(vec![Some(put_along(&g, d, &idx, &in_shape)?)])
+            })?;
+        }
+        Ok((values, idx_out))
     }
 
     /// `(values, indices)` sorted along `dim`, ascending unless `descending`; NaN counts as the
@@ -274,7 +324,7 @@ impl Tensor {
         } else {
             "SortBackward0"
         };
-        self.select_rows(d, n, false, name, &|t, picks| {
+        self.select_rows(d, n, false, name, &|t, d, picks| {
             *picks = by_elem!(t, T => {
                 let (data, n, count) = rows::<T>(t, d)?;
                 map_rows(&data, n, count, n, |row, out| first_k(row, n, descending, out))?
@@ -309,7 +359,7 @@ impl Tensor {
             ));
         }
         let k = k as usize;
-        self.select_rows(d, k, false, "TopkBackward0", &|t, picks| {
+        self.select_rows(d, k, false, "TopkBackward0", &|t, d, picks| {
             *picks = by_elem!(t, T => {
                 let (data, n, count) = rows::<T>(t, d)?;
                 map_rows(&data, n, count, k, |row, out| first_k(row, k, largest, out))?
@@ -330,7 +380,7 @@ impl Tensor {
         }
         refuse_bool(self, "kthvalue")?;
         let k = k as usize - 1;
-        self.select_rows(d, 1, !keepdim, "KthvalueBackward0", &|t, picks| {
+        self.select_rows(d, 1, !keepdim, "KthvalueBackward0", &|t, d, picks| {
             *picks = by_elem!(t, T => {
                 let (data, n, count) = rows::<T>(t, d)?;
                 map_rows(&data, n, count, 1, |row, out| out[0] = kth(row, k))?
@@ -356,7 +406,7 @@ impl Tensor {
         } else {
             "MedianBackward1"
         };
-        self.select_rows(d, 1, !keepdim, name, &|t, picks| {
+        self.select_rows(d, 1, !keepdim, name, &|t, d, picks| {
             *picks = by_elem!(t, T => {
                 let (data, n, count) = rows::<T>(t, d)?;
                 map_rows(&data, n, count, 1, |row, out| out[0] = median_pick(row, ignore_nan))?
@@ -409,7 +459,7 @@ impl Tensor {
     pub fn mode(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         let d = wrap_dim(dim, self.dim())?;
         check_dim_nonempty(self, d, "mode")?;
-        self.select_rows(d, 1, !keepdim, "ModeBackward0", &|t, picks| {
+        self.select_rows(d, 1, !keepdim, "ModeBackward0", &|t, d, picks| {
             *picks = by_elem!(t, T => {
                 let (data, n, count) = rows::<T>(t, d)?;
                 map_rows(&data, n, count, 1, |row, out| out[0] = mode_pick(row))?
@@ -437,7 +487,7 @@ impl Tensor {
         } else {
             "CumminBackward0"
         };
-        self.select_rows(d, n, false, name, &|t, picks| {
+        self.select_rows(d, n, false, name, &|t, d, picks| {
             *picks = by_elem!(t, T => {
                 let (data, n, count) = rows::<T>(t, d)?;
                 map_rows(&data, n, count, n, |row, out| scan_extreme(row, is_max, out))?
@@ -969,4 +1019,59 @@ fn search_kernel<T: PartialOrd + Copy>(
             lo as i64
         })
         .collect()
+}
+
+/// `src.gather(d, idx)` for a batched `idx` (picks that differ from sample to sample): along
+/// `d` behind the batch dimension at each level. Differentiable to any order with
+/// [`put_along`].
+fn take_along(src: &Tensor, d: usize, idx: &Tensor) -> Result<Tensor> {
+    let out = match crate::ops::batching::on_physical_all(&[src, idx], |p| {
+        take_along(&p[0], d + 1, &p[1])
+    }) {
+        Some(r) => r?,
+        None => {
+            let _g = crate::tensor::grad_mode::GradModeGuard::new(false);
+            src.detach().gather(d as i64, idx)?
+        }
+    };
+    if needs_grad(&[src]) {
+        let (shape, idx): (Dims, Tensor) = (src.shape().into(), idx.clone());
+        record(
+            "GatherBackward0",
+            &[src],
+            &[&out],
+            &[],
+            false,
+            move |g, _| Ok(vec![Some(put_along(&g[0], d, &idx, &shape)?)]),
+        )?;
+    }
+    Ok(out)
+}
+
+/// Zeros of `shape` with `g` added along `d` at `idx` (`scatter_add`, the adjoint of
+/// [`take_along`]), for a batched `idx`.
+fn put_along(g: &Tensor, d: usize, idx: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let out = match crate::ops::batching::on_physical_all(&[g, idx], |p| {
+        let mut s = vec![p[0].shape()[0]];
+        s.extend_from_slice(shape);
+        put_along(&p[0], d + 1, &p[1], &s)
+    }) {
+        Some(r) => r?,
+        None => {
+            let _g = crate::tensor::grad_mode::GradModeGuard::new(false);
+            Tensor::try_full(shape, 0.0, g.dtype())?.scatter_add(d as i64, idx, &g.detach())?
+        }
+    };
+    if needs_grad(&[g]) {
+        let idx = idx.clone();
+        record(
+            "ScatterAddBackward0",
+            &[g],
+            &[&out],
+            &[],
+            false,
+            move |gg, _| Ok(vec![Some(take_along(&gg[0], d, &idx)?)]),
+        )?;
+    }
+    Ok(out)
 }
