@@ -89,6 +89,9 @@ fn kth<T: PartialOrd>(row: &[T], k: usize) -> usize {
     idx[k]
 }
 
+/// A selection kernel: fills the picks of every row of a tensor along the given dim.
+type PickRows<'a> = dyn Fn(&Tensor, usize, &mut Vec<usize>) -> Result<()> + 'a;
+
 /// The shape as the kernels see it: a 0-d tensor is one row of one element.
 fn shape1(t: &Tensor) -> Dims {
     if t.dim() == 0 {
@@ -240,7 +243,7 @@ impl Tensor {
         m: usize,
         drop_dim: bool,
         name: &'static str,
-        kernel: &dyn Fn(&Tensor, usize, &mut Vec<usize>) -> Result<()>,
+        kernel: &PickRows<'_>,
     ) -> Result<(Tensor, Tensor)> {
         if self.is_batched() {
             return self.select_rows_batched(d, m, drop_dim, name, kernel);
@@ -269,7 +272,7 @@ impl Tensor {
         m: usize,
         drop_dim: bool,
         name: &'static str,
-        kernel: &dyn Fn(&Tensor, usize, &mut Vec<usize>) -> Result<()>,
+        kernel: &PickRows<'_>,
     ) -> Result<(Tensor, Tensor)> {
         if self.dim() == 0 {
             return self.reshape(&[1])?.select_rows(0, m, true, name, kernel);

@@ -444,4 +444,5 @@ def test_sorting_under_nested_vmap_and_its_gradient_match_a_loop() -> None:
     want = fg.stack([fg.stack([grad(f)(x[a, b]) for b in range(3)]) for a in range(2)])
     _close(got, want)
     vals = vmap(vmap(lambda t: t.cummin(0).values))(x)
-    _close(vals, fg.stack([fg.stack([x[a, b].cummin(0).values for b in range(3)]) for a in range(2)]))
+    rows = [fg.stack([x[a, b].cummin(0).values for b in range(3)]) for a in range(2)]
+    _close(vals, fg.stack(rows))
