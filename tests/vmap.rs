@@ -213,7 +213,7 @@ fn scans_and_products_batch_with_their_gradients() {
 #[test]
 fn selections_batch_with_per_sample_picks_and_gradients() {
     let xs = rand(&[3, 2, 5], 16);
-    // sort, topk, kthvalue, cummax and median pick different positions in each sample
+    // sort, topk, kthvalue, cummax, median and max along a dim pick different positions in each sample
     let f = |x: &Tensor| -> Result<Vec<Tensor>> {
         let x = x.detach().requires_grad_(true)?;
         let (s, si) = x.sort(1, true, None)?;
@@ -221,13 +221,15 @@ fn selections_batch_with_per_sample_picks_and_gradients() {
         let (k, ki) = x.kthvalue(3, 1, false)?;
         let (c, ci) = x.cummax(1)?;
         let (m, mi) = x.median_dim(-1, true, false)?;
+        let (mx, mxi) = x.extreme_dim(0, false, true)?;
         let y = s
             .mul(&s)?
             .sum()?
             .add(&t.sum()?)?
             .add(&k.exp()?.sum()?)?
             .add(&c.mul(&c)?.sum()?)?
-            .add(&m.sum()?)?;
+            .add(&m.sum()?)?
+            .add(&mx.exp()?.sum()?)?;
         let g = grad(&[y], &[x], GradOptions::default())?[0]
             .clone()
             .expect("used");
@@ -238,6 +240,7 @@ fn selections_batch_with_per_sample_picks_and_gradients() {
                 ki,
                 ci.reshape(&[10])?,
                 mi.reshape(&[2])?,
+                mxi,
             ],
             0,
         )?;

@@ -674,6 +674,21 @@ impl Tensor {
         let w = reduce_dims(&[dim], self.dim())?;
         check_nonempty(self, &w, if is_max { "max" } else { "min" })?;
         let idx = self.arg_extreme(Some(dim), keepdim, is_max)?;
+        let name = if is_max {
+            "MaxBackward0"
+        } else {
+            "MinBackward0"
+        };
+        if idx.is_batched() && self.dim() > 0 {
+            // Inside vmap each sample picks its own positions.
+            let keep = if keepdim {
+                idx.clone()
+            } else {
+                idx.unsqueeze(w[0] as i64)?
+            };
+            let values = crate::ops::batching::picked_along(self, w[0], &keep, !keepdim, name)?;
+            return Ok((values, idx));
+        }
         let pos = if self.dim() == 0 {
             vec![0]
         } else {
@@ -686,11 +701,6 @@ impl Tensor {
         };
         if needs_grad(&[self]) {
             let in_shape: Dims = self.shape().into();
-            let name = if is_max {
-                "MaxBackward0"
-            } else {
-                "MinBackward0"
-            };
             record(name, &[self], &[&values], &[], false, move |g, _| {
                 // The gradient goes to the chosen index only (a scatter, whose adjoint is the
                 // gather again, so this is differentiable too).

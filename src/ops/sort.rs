@@ -265,7 +265,7 @@ impl Tensor {
 
     /// [`Tensor::select_rows`] inside vmap: `kernel` picks on the physical tensor (`d` behind
     /// the batch dimensions), and the values are gathered sample by sample at the picked
-    /// indices; the gradient is scattered back to them (see [`take_along`]).
+    /// indices (`batching::picked_along`).
     fn select_rows_batched(
         &self,
         d: usize,
@@ -287,27 +287,13 @@ impl Tensor {
             Tensor::from_vec(idx, &shape)
         })
         .ok_or_else(|| Error::runtime("internal error: select_rows_batched on a plain tensor"))??;
-        let (values, idx_out) = {
-            let _g = crate::tensor::grad_mode::GradModeGuard::new(false);
-            let v = take_along(&self.detach(), d, &idx)?;
-            if drop_dim {
-                (v.squeeze(Some(d as i64))?, idx.squeeze(Some(d as i64))?)
-            } else {
-                (v, idx.clone())
-            }
+        let values = crate::ops::batching::picked_along(self, d, &idx, drop_dim, name)?;
+        let idx = if drop_dim {
+            idx.squeeze(Some(d as i64))?
+        } else {
+            idx
         };
-        if needs_grad(&[self]) {
-            let in_shape: Dims = self.shape().into();
-            record(name, &[self], &[&values], &[], false, move |g, _| {
-                let g = if drop_dim {
-                    g[0].unsqueeze(d as i64)?
-                } else {
-                    g[0].clone()
-                };
-                Ok(vec![Some(put_along(&g, d, &idx, &in_shape)?)])
-            })?;
-        }
-        Ok((values, idx_out))
+        Ok((values, idx))
     }
 
     /// `(values, indices)` sorted along `dim`, ascending unless `descending`; NaN counts as the
@@ -1022,59 +1008,4 @@ fn search_kernel<T: PartialOrd + Copy>(
             lo as i64
         })
         .collect()
-}
-
-/// `src.gather(d, idx)` for a batched `idx` (picks that differ from sample to sample): along
-/// `d` behind the batch dimension at each level. Differentiable to any order with
-/// [`put_along`].
-fn take_along(src: &Tensor, d: usize, idx: &Tensor) -> Result<Tensor> {
-    let out = match crate::ops::batching::on_physical_all(&[src, idx], |p| {
-        take_along(&p[0], d + 1, &p[1])
-    }) {
-        Some(r) => r?,
-        None => {
-            let _g = crate::tensor::grad_mode::GradModeGuard::new(false);
-            src.detach().gather(d as i64, idx)?
-        }
-    };
-    if needs_grad(&[src]) {
-        let (shape, idx): (Dims, Tensor) = (src.shape().into(), idx.clone());
-        record(
-            "GatherBackward0",
-            &[src],
-            &[&out],
-            &[],
-            false,
-            move |g, _| Ok(vec![Some(put_along(&g[0], d, &idx, &shape)?)]),
-        )?;
-    }
-    Ok(out)
-}
-
-/// Zeros of `shape` with `g` added along `d` at `idx` (`scatter_add`, the adjoint of
-/// [`take_along`]), for a batched `idx`.
-fn put_along(g: &Tensor, d: usize, idx: &Tensor, shape: &[usize]) -> Result<Tensor> {
-    let out = match crate::ops::batching::on_physical_all(&[g, idx], |p| {
-        let mut s = vec![p[0].shape()[0]];
-        s.extend_from_slice(shape);
-        put_along(&p[0], d + 1, &p[1], &s)
-    }) {
-        Some(r) => r?,
-        None => {
-            let _g = crate::tensor::grad_mode::GradModeGuard::new(false);
-            Tensor::try_full(shape, 0.0, g.dtype())?.scatter_add(d as i64, idx, &g.detach())?
-        }
-    };
-    if needs_grad(&[g]) {
-        let idx = idx.clone();
-        record(
-            "ScatterAddBackward0",
-            &[g],
-            &[&out],
-            &[],
-            false,
-            move |gg, _| Ok(vec![Some(take_along(&gg[0], d, &idx)?)]),
-        )?;
-    }
-    Ok(out)
 }
