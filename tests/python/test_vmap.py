@@ -446,3 +446,13 @@ def test_sorting_under_nested_vmap_and_its_gradient_match_a_loop() -> None:
     vals = vmap(vmap(lambda t: t.cummin(0).values))(x)
     rows = [fg.stack([x[a, b].cummin(0).values for b in range(3)]) for a in range(2)]
     _close(vals, fg.stack(rows))
+
+
+def test_integer_checks_read_every_sample() -> None:
+    a = fg.arange(6).reshape(2, 3)
+    divisors = fg.tensor([[1, 2, 3], [4, 0, 6]])
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        vmap(lambda x, y: x // y)(a, divisors)
+    with pytest.raises(RuntimeError, match="negative integer powers"):
+        vmap(lambda x, y: x.pow(y))(a, -divisors)
+    _close(vmap(lambda x, y: x.remainder(y))(a, divisors + 1), a.remainder(divisors + 1))
