@@ -184,3 +184,70 @@ fn batched_values_cannot_be_written_into_an_unbatched_tensor() {
     close(&shared, &w);
     assert!(ferrograd::tensor::batched::current_level().is_none());
 }
+
+#[test]
+fn scans_and_products_batch_with_their_gradients() {
+    // a zero in one sample only: the exact (zero-aware) gradient path runs for the batch
+    let xs = rand(&[3, 4], 15)
+        .mul(
+            &Tensor::from_vec(
+                vec![1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0],
+                &[3, 4],
+            )
+            .unwrap(),
+        )
+        .unwrap();
+    let f = |x: &Tensor| -> Result<Tensor> {
+        let x = x.detach().requires_grad_(true)?;
+        let y = x.cumsum(0)?.mul(&x.cumprod(0)?)?.sum()?.add(&x.prod()?)?;
+        let g = grad(&[y], &[x], GradOptions::default())?;
+        Ok(g[0].clone().expect("used"))
+    };
+    let got = vmap(std::slice::from_ref(&xs), &[Some(0)], |a| {
+        Ok(vec![f(&a[0])?])
+    })
+    .unwrap();
+    close(&got[0], &per_sample(&xs, f));
+}
+
+#[test]
+fn selections_batch_with_per_sample_picks_and_gradients() {
+    let xs = rand(&[3, 2, 5], 16);
+    // sort, topk, kthvalue, cummax, median and max along a dim pick different positions in each sample
+    let f = |x: &Tensor| -> Result<Vec<Tensor>> {
+        let x = x.detach().requires_grad_(true)?;
+        let (s, si) = x.sort(1, true, None)?;
+        let (t, ti) = x.topk(2, 0, false, true)?;
+        let (k, ki) = x.kthvalue(3, 1, false)?;
+        let (c, ci) = x.cummax(1)?;
+        let (m, mi) = x.median_dim(-1, true, false)?;
+        let (mx, mxi) = x.extreme_dim(0, false, true)?;
+        let y = s
+            .mul(&s)?
+            .sum()?
+            .add(&t.sum()?)?
+            .add(&k.exp()?.sum()?)?
+            .add(&c.mul(&c)?.sum()?)?
+            .add(&m.sum()?)?
+            .add(&mx.exp()?.sum()?)?;
+        let g = grad(&[y], &[x], GradOptions::default())?[0]
+            .clone()
+            .expect("used");
+        let idx = Tensor::cat(
+            &[
+                si.reshape(&[10])?,
+                ti.reshape(&[10])?,
+                ki,
+                ci.reshape(&[10])?,
+                mi.reshape(&[2])?,
+                mxi,
+            ],
+            0,
+        )?;
+        Ok(vec![g, idx.to_dtype(ferrograd::DType::Float64)?])
+    };
+    let got = vmap(std::slice::from_ref(&xs), &[Some(0)], |a| f(&a[0])).unwrap();
+    for (j, got) in got.iter().enumerate() {
+        close(got, &per_sample(&xs, |x| Ok(f(x)?[j].clone())));
+    }
+}

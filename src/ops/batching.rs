@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::graph::node::{needs_grad, record};
 use crate::tensor::batched::{move_to_front, physical_front, top_level, Level};
 use crate::tensor::grad_mode::GradModeGuard;
-use crate::tensor::Tensor;
+use crate::tensor::{Dims, Tensor};
 
 /// `f` of a batched `t`'s physical tensor (batch dimension in front), batched again at the same
 /// level; `None` when `t` is not batched. `f` runs without recording and sees logical
@@ -167,4 +167,118 @@ pub(crate) fn per_sample(
         Tensor::batched(Tensor::stack(&outs, 0)?, 0, level.clone())
     };
     Some(run())
+}
+
+/// `f` of the operands made physical at the innermost level among them, batched again there;
+/// `None` when none is batched. Batched operands get the batch dimension in front, the others
+/// are expanded over it (no copy), so `f` sees every operand with the same leading batch
+/// dimension and logical dimension `d` as `d + 1` (index ops whose index is batched).
+/// Runs without recording.
+pub(crate) fn on_physical_all(
+    ts: &[&Tensor],
+    f: impl FnOnce(&[Tensor]) -> Result<Tensor>,
+) -> Option<Result<Tensor>> {
+    let level = top_level(ts)?;
+    let _off = GradModeGuard::new(false);
+    let phys: Vec<Tensor> = ts
+        .iter()
+        .map(|t| {
+            let (p, batched) = physical_front(t, &level);
+            if batched {
+                return p;
+            }
+            let mut l = p.layout().clone();
+            l.shape.insert(0, level.size());
+            l.strides.insert(0, 0);
+            p.alias_with_layout(l)
+        })
+        .collect();
+    Some(f(&phys).and_then(|out| Tensor::batched(out, 0, level)))
+}
+
+/// The values of `x` at the batched index `idx` along `d` (`idx` has `x`'s shape but for `d`),
+/// without `d` when `drop_dim`, recorded as `name` whose backward adds the gradient back at
+/// `idx`: torch's value-selecting reductions (sort, max along a dim, ...) inside vmap, where
+/// the picked positions differ from sample to sample.
+pub(crate) fn picked_along(
+    x: &Tensor,
+    d: usize,
+    idx: &Tensor,
+    drop_dim: bool,
+    name: &'static str,
+) -> Result<Tensor> {
+    let values = {
+        let _g = GradModeGuard::new(false);
+        let v = take_along(&x.detach(), d, idx)?;
+        if drop_dim {
+            v.squeeze(Some(d as i64))?
+        } else {
+            v
+        }
+    };
+    if needs_grad(&[x]) {
+        let (in_shape, idx): (Dims, Tensor) = (x.shape().into(), idx.clone());
+        record(name, &[x], &[&values], &[], false, move |g, _| {
+            let g = if drop_dim {
+                g[0].unsqueeze(d as i64)?
+            } else {
+                g[0].clone()
+            };
+            Ok(vec![Some(put_along(&g, d, &idx, &in_shape)?)])
+        })?;
+    }
+    Ok(values)
+}
+
+/// `src.gather(d, idx)` for a batched `idx` (picks that differ from sample to sample): along
+/// `d` behind the batch dimension at each level. Differentiable to any order with
+/// [`put_along`].
+pub(crate) fn take_along(src: &Tensor, d: usize, idx: &Tensor) -> Result<Tensor> {
+    let out = match on_physical_all(&[src, idx], |p| take_along(&p[0], d + 1, &p[1])) {
+        Some(r) => r?,
+        None => {
+            let _g = GradModeGuard::new(false);
+            src.detach().gather(d as i64, idx)?
+        }
+    };
+    if needs_grad(&[src]) {
+        let (shape, idx): (Dims, Tensor) = (src.shape().into(), idx.clone());
+        record(
+            "GatherBackward0",
+            &[src],
+            &[&out],
+            &[],
+            false,
+            move |g, _| Ok(vec![Some(put_along(&g[0], d, &idx, &shape)?)]),
+        )?;
+    }
+    Ok(out)
+}
+
+/// Zeros of `shape` with `g` added along `d` at `idx` (`scatter_add`, the adjoint of
+/// [`take_along`]), for a batched `idx`.
+pub(crate) fn put_along(g: &Tensor, d: usize, idx: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let out = match on_physical_all(&[g, idx], |p| {
+        let mut s = vec![p[0].shape()[0]];
+        s.extend_from_slice(shape);
+        put_along(&p[0], d + 1, &p[1], &s)
+    }) {
+        Some(r) => r?,
+        None => {
+            let _g = GradModeGuard::new(false);
+            Tensor::try_full(shape, 0.0, g.dtype())?.scatter_add(d as i64, idx, &g.detach())?
+        }
+    };
+    if needs_grad(&[g]) {
+        let idx = idx.clone();
+        record(
+            "ScatterAddBackward0",
+            &[g],
+            &[&out],
+            &[],
+            false,
+            move |gg, _| Ok(vec![Some(take_along(&gg[0], d, &idx)?)]),
+        )?;
+    }
+    Ok(out)
 }

@@ -229,7 +229,11 @@ impl Tensor {
             )?,
             _ => {
                 let e = as_dtype(exponent, DType::Int64)?;
-                if e.to_vec::<i64>()?.iter().any(|&v| v < 0) {
+                if crate::tensor::batched::innermost(&e)
+                    .to_vec::<i64>()?
+                    .iter()
+                    .any(|&v| v < 0)
+                {
                     return Err(Error::runtime(
                         "Integers to negative integer powers are not allowed.",
                     ));
@@ -643,7 +647,12 @@ impl std::ops::Neg for &Tensor {
 
 /// Integer division by zero is an error in torch (floats give inf/NaN instead).
 fn check_int_divisor(other: &Tensor, ct: DType) -> Result<()> {
-    if !ct.is_float() && as_dtype(other, DType::Int64)?.to_vec::<i64>()?.contains(&0) {
+    // Inside vmap every sample's divisors are checked (`innermost`).
+    if !ct.is_float()
+        && as_dtype(crate::tensor::batched::innermost(other), DType::Int64)?
+            .to_vec::<i64>()?
+            .contains(&0)
+    {
         return Err(Error::runtime("ZeroDivisionError"));
     }
     Ok(())

@@ -558,8 +558,7 @@ impl Tensor {
             record(name, &[self], &[&out], &[self, &out], false, move |g, s| {
                 let (x, out) = (&s[0], &s[1]);
                 let gk = g[0].reshape(&keep_shape)?.expand(&in_shape)?;
-                let has_zero = x.eq_scalar(0.0)?.to_vec::<bool>()?.contains(&true);
-                let others = if !has_zero {
+                let others = if !has_zero(x)? {
                     out.reshape(&keep_shape)?.expand(&in_shape)?.div(x)?
                 } else {
                     prod_others(x, &rd2)?
@@ -661,6 +660,21 @@ impl Tensor {
         let w = reduce_dims(&[dim], self.dim())?;
         check_nonempty(self, &w, if is_max { "max" } else { "min" })?;
         let idx = self.arg_extreme(Some(dim), keepdim, is_max)?;
+        let name = if is_max {
+            "MaxBackward0"
+        } else {
+            "MinBackward0"
+        };
+        if idx.is_batched() && self.dim() > 0 {
+            // Inside vmap each sample picks its own positions.
+            let keep = if keepdim {
+                idx.clone()
+            } else {
+                idx.unsqueeze(w[0] as i64)?
+            };
+            let values = crate::ops::batching::picked_along(self, w[0], &keep, !keepdim, name)?;
+            return Ok((values, idx));
+        }
         let pos = if self.dim() == 0 {
             vec![0]
         } else {
@@ -673,11 +687,6 @@ impl Tensor {
         };
         if needs_grad(&[self]) {
             let in_shape: Dims = self.shape().into();
-            let name = if is_max {
-                "MaxBackward0"
-            } else {
-                "MinBackward0"
-            };
             record(name, &[self], &[&values], &[], false, move |g, _| {
                 // The gradient goes to the chosen index only (a scatter, whose adjoint is the
                 // gather again, so this is differentiable too).
@@ -909,8 +918,7 @@ impl Tensor {
                     if x.dim() == 0 {
                         return Ok(vec![Some(g[0].clone())]);
                     }
-                    let has_zero = x.eq_scalar(0.0)?.to_vec::<bool>()?.contains(&true);
-                    if !has_zero {
+                    if !has_zero(x)? {
                         let r = g[0].mul(out)?.flip_dim(d)?.cumsum(d as i64)?.flip_dim(d)?;
                         return Ok(vec![Some(r.div(x)?)]);
                     }
@@ -922,8 +930,24 @@ impl Tensor {
     }
 }
 
-/// Inclusive scan with `f` along `dim` (a contiguous result of the same shape).
+/// Inclusive scan with `f` along `dim` (a contiguous result of the same shape). Batched: the
+/// scan runs along `dim` behind the leading batch dimensions of the physical tensor.
 fn scan<T: Element>(t: &Tensor, dim: usize, f: impl Fn(T, T) -> T) -> Result<Tensor> {
+    let zero_d = t.dim() == 0;
+    match crate::tensor::batched::unary_all(t, |p, nb| {
+        // A 0-d sample scans to itself.
+        if zero_d {
+            Tensor::from_vec(p.to_vec::<T>()?, p.shape())
+        } else {
+            scan_dense(p, dim + nb, &f)
+        }
+    }) {
+        Some(r) => r,
+        None => scan_dense(t, dim, &f),
+    }
+}
+
+fn scan_dense<T: Element>(t: &Tensor, dim: usize, f: &impl Fn(T, T) -> T) -> Result<Tensor> {
     let data = t.to_vec::<T>()?;
     if t.dim() == 0 || t.numel() == 0 {
         return Tensor::from_vec(data, t.shape());
@@ -939,6 +963,13 @@ fn scan<T: Element>(t: &Tensor, dim: usize, f: impl Fn(T, T) -> T) -> Result<Ten
         }
     }
     Tensor::from_vec(out, t.shape())
+}
+
+/// Whether any element of `x` is zero; inside vmap, of any sample (the exact gradient path
+/// that zeros need is then taken for the whole batch).
+fn has_zero(x: &Tensor) -> Result<bool> {
+    let x = crate::tensor::batched::innermost(x);
+    Ok(x.eq_scalar(0.0)?.to_vec::<bool>()?.contains(&true))
 }
 
 /// For each element, the product of the others in its reduction group over `dims`.

@@ -72,6 +72,9 @@ fn kth<T: PartialOrd>(row: &[T], k: usize) -> usize {
     idx[k]
 }
 
+/// A selection kernel: fills the picks of every row of a tensor along the given dim.
+type PickRows<'a> = dyn Fn(&Tensor, usize, &mut Vec<usize>) -> Result<()> + 'a;
+
 /// The shape as the kernels see it: a 0-d tensor is one row of one element.
 fn shape1(t: &Tensor) -> Dims {
     if t.dim() == 0 {
@@ -223,11 +226,14 @@ impl Tensor {
         m: usize,
         drop_dim: bool,
         name: &'static str,
-        kernel: &dyn Fn(&Tensor, &mut Vec<usize>) -> Result<()>,
+        kernel: &PickRows<'_>,
     ) -> Result<(Tensor, Tensor)> {
+        if self.is_batched() {
+            return self.select_rows_batched(d, m, drop_dim, name, kernel);
+        }
         let shape = shape1(self);
         let mut picks = Vec::new();
-        kernel(self, &mut picks)?;
+        kernel(self, d, &mut picks)?;
         let (pos, idx) = place_picks(&shape, d, m, &picks);
         let mut out_shape: Vec<usize> = shape.to_vec();
         out_shape[d] = m;
@@ -238,6 +244,39 @@ impl Tensor {
         }
         let values = self.picked(pos, &out_shape, name)?;
         Ok((values, Tensor::from_vec(idx, &out_shape)?))
+    }
+
+    /// [`Tensor::select_rows`] inside vmap: `kernel` picks on the physical tensor (`d` behind
+    /// the batch dimensions), and the values are gathered sample by sample at the picked
+    /// indices (`batching::picked_along`).
+    fn select_rows_batched(
+        &self,
+        d: usize,
+        m: usize,
+        drop_dim: bool,
+        name: &'static str,
+        kernel: &PickRows<'_>,
+    ) -> Result<(Tensor, Tensor)> {
+        if self.dim() == 0 {
+            return self.reshape(&[1])?.select_rows(0, m, true, name, kernel);
+        }
+        let idx = crate::tensor::batched::unary_all(self, |p, nb| {
+            let pd = d + nb;
+            let mut picks = Vec::new();
+            kernel(p, pd, &mut picks)?;
+            let (_, idx) = place_picks(p.shape(), pd, m, &picks);
+            let mut shape = p.shape().to_vec();
+            shape[pd] = m;
+            Tensor::from_vec(idx, &shape)
+        })
+        .ok_or_else(|| Error::runtime("internal error: select_rows_batched on a plain tensor"))??;
+        let values = crate::ops::batching::picked_along(self, d, &idx, drop_dim, name)?;
+        let idx = if drop_dim {
+            idx.squeeze(Some(d as i64))?
+        } else {
+            idx
+        };
+        Ok((values, idx))
     }
 
     /// `(values, indices)` sorted along `dim`, ascending unless `descending`; NaN counts as the
@@ -257,7 +296,7 @@ impl Tensor {
         } else {
             "SortBackward0"
         };
-        self.select_rows(d, n, false, name, &|t, picks| {
+        self.select_rows(d, n, false, name, &|t, d, picks| {
             *picks = by_elem!(t, T => {
                 let (data, n, count) = rows::<T>(t, d)?;
                 map_rows(&data, n, count, n, |row, out| first_k(row, n, descending, out))?
@@ -292,7 +331,7 @@ impl Tensor {
             ));
         }
         let k = k as usize;
-        self.select_rows(d, k, false, "TopkBackward0", &|t, picks| {
+        self.select_rows(d, k, false, "TopkBackward0", &|t, d, picks| {
             *picks = by_elem!(t, T => {
                 let (data, n, count) = rows::<T>(t, d)?;
                 map_rows(&data, n, count, k, |row, out| first_k(row, k, largest, out))?
@@ -313,7 +352,7 @@ impl Tensor {
         }
         refuse_bool(self, "kthvalue")?;
         let k = k as usize - 1;
-        self.select_rows(d, 1, !keepdim, "KthvalueBackward0", &|t, picks| {
+        self.select_rows(d, 1, !keepdim, "KthvalueBackward0", &|t, d, picks| {
             *picks = by_elem!(t, T => {
                 let (data, n, count) = rows::<T>(t, d)?;
                 map_rows(&data, n, count, 1, |row, out| out[0] = kth(row, k))?
@@ -339,7 +378,7 @@ impl Tensor {
         } else {
             "MedianBackward1"
         };
-        self.select_rows(d, 1, !keepdim, name, &|t, picks| {
+        self.select_rows(d, 1, !keepdim, name, &|t, d, picks| {
             *picks = by_elem!(t, T => {
                 let (data, n, count) = rows::<T>(t, d)?;
                 map_rows(&data, n, count, 1, |row, out| out[0] = median_pick(row, ignore_nan))?
@@ -392,7 +431,7 @@ impl Tensor {
     pub fn mode(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         let d = wrap_dim(dim, self.dim())?;
         check_dim_nonempty(self, d, "mode")?;
-        self.select_rows(d, 1, !keepdim, "ModeBackward0", &|t, picks| {
+        self.select_rows(d, 1, !keepdim, "ModeBackward0", &|t, d, picks| {
             *picks = by_elem!(t, T => {
                 let (data, n, count) = rows::<T>(t, d)?;
                 map_rows(&data, n, count, 1, |row, out| out[0] = mode_pick(row))?
@@ -420,7 +459,7 @@ impl Tensor {
         } else {
             "CumminBackward0"
         };
-        self.select_rows(d, n, false, name, &|t, picks| {
+        self.select_rows(d, n, false, name, &|t, d, picks| {
             *picks = by_elem!(t, T => {
                 let (data, n, count) = rows::<T>(t, d)?;
                 map_rows(&data, n, count, n, |row, out| scan_extreme(row, is_max, out))?

@@ -431,3 +431,28 @@ def test_gradients_flow_through_in_place_ops_inside_vmap() -> None:
 
     scale = fg.tensor([1.0, 9.0, 9.0], dtype=fg.float64)
     _close(vmap(grad(f))(x), 2 * x * scale)
+
+
+def test_sorting_under_nested_vmap_and_its_gradient_match_a_loop() -> None:
+    x = _rand(2, 3, 5)
+
+    def f(t: Any) -> Any:
+        v, i = t.sort(descending=True)
+        return (v * fg.arange(5, dtype=fg.float64)).sum() + t.topk(2).values.sum() + i.sum()
+
+    got = vmap(vmap(grad(f)))(x)
+    want = fg.stack([fg.stack([grad(f)(x[a, b]) for b in range(3)]) for a in range(2)])
+    _close(got, want)
+    vals = vmap(vmap(lambda t: t.cummin(0).values))(x)
+    rows = [fg.stack([x[a, b].cummin(0).values for b in range(3)]) for a in range(2)]
+    _close(vals, fg.stack(rows))
+
+
+def test_integer_checks_read_every_sample() -> None:
+    a = fg.arange(6).reshape(2, 3)
+    divisors = fg.tensor([[1, 2, 3], [4, 0, 6]])
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        vmap(lambda x, y: x // y)(a, divisors)
+    with pytest.raises(RuntimeError, match="negative integer powers"):
+        vmap(lambda x, y: x.pow(y))(a, -divisors)
+    _close(vmap(lambda x, y: x.remainder(y))(a, divisors + 1), a.remainder(divisors + 1))
