@@ -242,9 +242,17 @@ pub fn p_norm(x: &Tensor, p: f64, dim: i64, keepdim: bool) -> Result<Tensor> {
     let x = &float_of(x)?;
     let d = wrap_dim(dim, x.dim())?;
     let out_shape = reduced_shape(x.shape(), &[d], keepdim);
-    let out = match x.dtype() {
-        DType::Float32 => norm_forward::<f32>(x, d, p)?,
-        _ => norm_forward::<f64>(x, d, p)?,
+    let forward = |x: &Tensor, d: usize| match x.dtype() {
+        DType::Float32 => norm_forward::<f32>(x, d, p),
+        _ => norm_forward::<f64>(x, d, p),
+    };
+    // Inside vmap the lanes run along `d` behind the batch dimensions.
+    let batched = (x.dim() > 0)
+        .then(|| crate::tensor::batched::unary_all(x, |px, nb| forward(px, d + nb)))
+        .flatten();
+    let out = match batched {
+        Some(out) => out?,
+        None => forward(x, d)?,
     }
     .reshape(&out_shape)?;
     if needs_grad(&[x]) {
@@ -256,7 +264,7 @@ pub fn p_norm(x: &Tensor, p: f64, dim: i64, keepdim: bool) -> Result<Tensor> {
             true,
             move |g, s| {
                 let (x, n) = (&s[0], &s[1]);
-                if crate::ops::unary::fusable(&g[0], n) {
+                if crate::ops::unary::fusable(&g[0], n) && !x.is_batched() && !g[0].is_batched() {
                     let gi = match x.dtype() {
                         DType::Float32 => norm_backward_fused::<f32>(&g[0], x, n, d, p)?,
                         _ => norm_backward_fused::<f64>(&g[0], x, n, d, p)?,
@@ -355,9 +363,20 @@ pub fn normalize(x: &Tensor, p: f64, dim: i64, eps: f64) -> Result<Tensor> {
         )));
     }
     let d = wrap_dim(dim, x.dim())?;
-    let (out, nrm) = match x.dtype() {
-        DType::Float32 => normalize_forward::<f32>(x, d, p, eps)?,
-        _ => normalize_forward::<f64>(x, d, p, eps)?,
+    let forward = |x: &Tensor, d: usize| match x.dtype() {
+        DType::Float32 => normalize_forward::<f32>(x, d, p, eps),
+        _ => normalize_forward::<f64>(x, d, p, eps),
+    };
+    let batched = (x.dim() > 0)
+        .then(|| crate::tensor::batched::unary_all(x, |px, nb| Ok(forward(px, d + nb)?.0)))
+        .flatten();
+    let (out, nrm) = match batched {
+        // Inside vmap the backward takes the composite path, which does not read the norms.
+        Some(out) => {
+            let out = out?;
+            (out.clone(), out)
+        }
+        None => forward(x, d)?,
     };
     if needs_grad(&[x]) {
         record(
@@ -368,7 +387,7 @@ pub fn normalize(x: &Tensor, p: f64, dim: i64, eps: f64) -> Result<Tensor> {
             true,
             move |g, s| {
                 let (x, n) = (&s[0], &s[1]);
-                if crate::ops::unary::fusable(&g[0], x) {
+                if crate::ops::unary::fusable(&g[0], x) && !x.is_batched() && !g[0].is_batched() {
                     let gi = match x.dtype() {
                         DType::Float32 => normalize_backward_fused::<f32>(&g[0], x, n, d, p, eps)?,
                         _ => normalize_backward_fused::<f64>(&g[0], x, n, d, p, eps)?,
