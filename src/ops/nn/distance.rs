@@ -531,9 +531,24 @@ pub fn cosine_similarity(x1: &Tensor, x2: &Tensor, dim: i64, eps: f64) -> Result
     let d = wrap_dim(dim, shape.len())?;
     let a = as_dtype(x1, ct)?.expand(&shape)?;
     let b = as_dtype(x2, ct)?.expand(&shape)?;
-    let (out, norms) = match ct {
-        DType::Float32 => cosine_forward::<f32>(&a, &b, d, eps)?,
-        _ => cosine_forward::<f64>(&a, &b, d, eps)?,
+    let batched = (!shape.is_empty())
+        .then(|| {
+            // Inside vmap: the same op on the physical operands, `d` behind the batch dim.
+            crate::ops::batching::on_physical_all(&[&a, &b], |p| {
+                cosine_similarity(&p[0], &p[1], d as i64 + 1, eps)
+            })
+        })
+        .flatten();
+    let (out, norms) = match batched {
+        // The composite backward (taken inside vmap) does not read the norms.
+        Some(out) => {
+            let out = out?;
+            (out.clone(), out)
+        }
+        None => match ct {
+            DType::Float32 => cosine_forward::<f32>(&a, &b, d, eps)?,
+            _ => cosine_forward::<f64>(&a, &b, d, eps)?,
+        },
     };
     if needs_grad(&[x1, x2]) {
         record(
@@ -544,7 +559,10 @@ pub fn cosine_similarity(x1: &Tensor, x2: &Tensor, dim: i64, eps: f64) -> Result
             true,
             move |g, s| {
                 let shape = broadcast_shapes(s[0].shape(), s[1].shape())?;
-                if crate::ops::unary::fusable(&g[0], &s[3]) {
+                if crate::ops::unary::fusable(&g[0], &s[3])
+                    && !g[0].is_batched()
+                    && !s[3].is_batched()
+                {
                     let a = as_dtype(&s[0], ct)?.expand(&shape)?;
                     let b = as_dtype(&s[1], ct)?.expand(&shape)?;
                     let (ga, gb) = match ct {
