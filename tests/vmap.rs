@@ -251,3 +251,23 @@ fn selections_batch_with_per_sample_picks_and_gradients() {
         close(got, &per_sample(&xs, |x| Ok(f(x)?[j].clone())));
     }
 }
+
+#[test]
+fn norms_along_a_dim_batch_with_their_gradients() {
+    use ferrograd::ops::nn::distance::{normalize, p_norm};
+    let xs = rand(&[3, 2, 4], 17);
+    let f = |x: &Tensor| -> Result<Tensor> {
+        let x = x.detach().requires_grad_(true)?;
+        let y = normalize(&x, 2.0, 1, 1e-12)?
+            .mul(&x)?
+            .sum()?
+            .add(&p_norm(&x, 3.0, 0, false)?.sum()?)?;
+        let g = grad(&[y], &[x], GradOptions::default())?;
+        Ok(g[0].clone().expect("used"))
+    };
+    let got = vmap(std::slice::from_ref(&xs), &[Some(0)], |a| {
+        Ok(vec![f(&a[0])?])
+    })
+    .unwrap();
+    close(&got[0], &per_sample(&xs, f));
+}

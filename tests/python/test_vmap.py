@@ -456,3 +456,15 @@ def test_integer_checks_read_every_sample() -> None:
     with pytest.raises(RuntimeError, match="negative integer powers"):
         vmap(lambda x, y: x.pow(y))(a, -divisors)
     _close(vmap(lambda x, y: x.remainder(y))(a, divisors + 1), a.remainder(divisors + 1))
+
+
+def test_cosine_similarity_under_nested_vmap_with_a_shared_operand() -> None:
+    F = fg.nn.functional
+    x, y = _rand(2, 3, 4, 5), _rand(4, 5, seed=1)
+    got = vmap(vmap(lambda a: F.cosine_similarity(a, y, dim=0)))(x)
+    _close(got, F.cosine_similarity(x, y, dim=2))
+
+    def loss(a: Any) -> Any:
+        return F.cosine_similarity(a, y, dim=-1).sum()
+
+    _close(vmap(grad(loss))(x[0]), _loop(grad(loss), x[0]))

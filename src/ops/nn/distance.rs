@@ -245,9 +245,17 @@ pub fn p_norm(x: &Tensor, p: f64, dim: i64, keepdim: bool) -> Result<Tensor> {
     let x = &float_of(x)?;
     let d = wrap_dim(dim, x.dim())?;
     let out_shape = reduced_shape(x.shape(), &[d], keepdim);
-    let out = match x.dtype() {
-        DType::Float32 => norm_forward::<f32>(x, d, p)?,
-        _ => norm_forward::<f64>(x, d, p)?,
+    let forward = |x: &Tensor, d: usize| match x.dtype() {
+        DType::Float32 => norm_forward::<f32>(x, d, p),
+        _ => norm_forward::<f64>(x, d, p),
+    };
+    // Inside vmap the lanes run along `d` behind the batch dimensions.
+    let batched = (x.dim() > 0)
+        .then(|| crate::tensor::batched::unary_all(x, |px, nb| forward(px, d + nb)))
+        .flatten();
+    let out = match batched {
+        Some(out) => out?,
+        None => forward(x, d)?,
     }
     .reshape(&out_shape)?;
     if needs_grad(&[x]) {
@@ -259,7 +267,7 @@ pub fn p_norm(x: &Tensor, p: f64, dim: i64, keepdim: bool) -> Result<Tensor> {
             true,
             move |g, s| {
                 let (x, n) = (&s[0], &s[1]);
-                if crate::ops::unary::fusable(&g[0], n) {
+                if crate::ops::unary::fusable(&g[0], n) && !x.is_batched() && !g[0].is_batched() {
                     let gi = match x.dtype() {
                         DType::Float32 => norm_backward_fused::<f32>(&g[0], x, n, d, p)?,
                         _ => norm_backward_fused::<f64>(&g[0], x, n, d, p)?,
@@ -361,9 +369,20 @@ pub fn normalize(x: &Tensor, p: f64, dim: i64, eps: f64) -> Result<Tensor> {
         )));
     }
     let d = wrap_dim(dim, x.dim())?;
-    let (out, nrm) = match x.dtype() {
-        DType::Float32 => normalize_forward::<f32>(x, d, p, eps)?,
-        _ => normalize_forward::<f64>(x, d, p, eps)?,
+    let forward = |x: &Tensor, d: usize| match x.dtype() {
+        DType::Float32 => normalize_forward::<f32>(x, d, p, eps),
+        _ => normalize_forward::<f64>(x, d, p, eps),
+    };
+    let batched = (x.dim() > 0)
+        .then(|| crate::tensor::batched::unary_all(x, |px, nb| Ok(forward(px, d + nb)?.0)))
+        .flatten();
+    let (out, nrm) = match batched {
+        // Inside vmap the backward takes the composite path, which does not read the norms.
+        Some(out) => {
+            let out = out?;
+            (out.clone(), out)
+        }
+        None => forward(x, d)?,
     };
     if needs_grad(&[x]) {
         record(
@@ -374,7 +393,7 @@ pub fn normalize(x: &Tensor, p: f64, dim: i64, eps: f64) -> Result<Tensor> {
             true,
             move |g, s| {
                 let (x, n) = (&s[0], &s[1]);
-                if crate::ops::unary::fusable(&g[0], x) {
+                if crate::ops::unary::fusable(&g[0], x) && !x.is_batched() && !g[0].is_batched() {
                     let gi = match x.dtype() {
                         DType::Float32 => normalize_backward_fused::<f32>(&g[0], x, n, d, p, eps)?,
                         _ => normalize_backward_fused::<f64>(&g[0], x, n, d, p, eps)?,
@@ -522,9 +541,24 @@ pub fn cosine_similarity(x1: &Tensor, x2: &Tensor, dim: i64, eps: f64) -> Result
     let d = wrap_dim(dim, shape.len())?;
     let a = as_dtype(x1, ct)?.expand(&shape)?;
     let b = as_dtype(x2, ct)?.expand(&shape)?;
-    let (out, norms) = match ct {
-        DType::Float32 => cosine_forward::<f32>(&a, &b, d, eps)?,
-        _ => cosine_forward::<f64>(&a, &b, d, eps)?,
+    let batched = (!shape.is_empty())
+        .then(|| {
+            // Inside vmap: the same op on the physical operands, `d` behind the batch dim.
+            crate::ops::batching::on_physical_all(&[&a, &b], |p| {
+                cosine_similarity(&p[0], &p[1], d as i64 + 1, eps)
+            })
+        })
+        .flatten();
+    let (out, norms) = match batched {
+        // The composite backward (taken inside vmap) does not read the norms.
+        Some(out) => {
+            let out = out?;
+            (out.clone(), out)
+        }
+        None => match ct {
+            DType::Float32 => cosine_forward::<f32>(&a, &b, d, eps)?,
+            _ => cosine_forward::<f64>(&a, &b, d, eps)?,
+        },
     };
     if needs_grad(&[x1, x2]) {
         record(
@@ -535,7 +569,10 @@ pub fn cosine_similarity(x1: &Tensor, x2: &Tensor, dim: i64, eps: f64) -> Result
             true,
             move |g, s| {
                 let shape = broadcast_shapes(s[0].shape(), s[1].shape())?;
-                if crate::ops::unary::fusable(&g[0], &s[3]) {
+                if crate::ops::unary::fusable(&g[0], &s[3])
+                    && !g[0].is_batched()
+                    && !s[3].is_batched()
+                {
                     let a = as_dtype(&s[0], ct)?.expand(&shape)?;
                     let b = as_dtype(&s[1], ct)?.expand(&shape)?;
                     let (ga, gb) = match ct {
