@@ -693,31 +693,14 @@ pub(crate) fn convert_vec<S: Element, D: Element>(src: &[S]) -> Vec<D> {
 }
 
 /// float32 to and from the half types through the `half` crate's slice conversions (F16C
-/// instructions where the CPU has them, in parallel blocks for large tensors): every half op
+/// instructions where the CPU has them; one thread, as this layer sits below the pool): every half op
 /// widens its operands and rounds its result, and the element-by-element path took ~2 ns per
 /// element. `None` for other pairs of types.
 fn convert_half<S: Element, D: Element>(src: &[S]) -> Option<Vec<D>> {
     use half::slice::HalfFloatSliceExt;
-    fn run<A: Copy + Send + Sync, B: Copy + Send + Sync + Default>(
-        src: &[A],
-        f: impl Fn(&[A], &mut [B]) + Sync,
-    ) -> Vec<B> {
+    fn run<A: Copy, B: Copy + Default>(src: &[A], f: impl Fn(&[A], &mut [B])) -> Vec<B> {
         let mut out = vec![B::default(); src.len()];
-        const BLOCK: usize = 1 << 15;
-        let blocks = src.len().div_ceil(BLOCK);
-        let helpers = if blocks > 4 {
-            crate::parallel::helpers()
-        } else {
-            0
-        };
-        let dst = crate::parallel::SendPtr(out.as_mut_ptr());
-        crate::parallel::share_work(helpers, blocks, &|b| {
-            let start = b * BLOCK;
-            let len = BLOCK.min(src.len() - start);
-            // SAFETY: block b alone writes `out[start..start + len]`, which outlives the call.
-            let d = unsafe { std::slice::from_raw_parts_mut(dst.get().add(start), len) };
-            f(&src[start..start + len], d);
-        });
+        f(src, &mut out);
         out
     }
     /// `v` as a slice of `T`. SAFETY: the caller has checked that `U` is `T` (same dtype).
