@@ -413,6 +413,29 @@ pub(crate) fn evenly_distribute(
     Tensor::where_cond(&mask, &share, &zero)
 }
 
+/// Records `out`, the value a reduction of `x` over `dims` picked, with the backward
+/// [`evenly_distribute`] (max, min, median over all elements).
+pub(crate) fn record_evenly_distributed(
+    name: &'static str,
+    x: &Tensor,
+    out: &Tensor,
+    dims: &[usize],
+) -> Result<()> {
+    let in_shape: Dims = x.shape().into();
+    let keep_shape = reduced_shape(x.shape(), dims, true);
+    let dims: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+    record(name, &[x], &[out], &[x, out], false, move |g, s| {
+        Ok(vec![Some(evenly_distribute(
+            &g[0],
+            &s[0],
+            &s[1],
+            &keep_shape,
+            &in_shape,
+            &dims,
+        )?)])
+    })
+}
+
 /// Torch's error for reducing an empty dimension without identity (max, amin, argmax, ...).
 fn check_nonempty(t: &Tensor, dims: &[usize], op: &str) -> Result<()> {
     if t.numel() != 0 {
@@ -608,19 +631,7 @@ impl Tensor {
             reduce_groups::<T, T>(self, &rd, keepdim, |s| arg_extreme(s, is_max).1)?
         });
         if needs_grad(&[self]) {
-            let in_shape: Dims = self.shape().into();
-            let keep_shape = reduced_shape(self.shape(), &rd, true);
-            let rdi: Vec<i64> = rd.iter().map(|&d| d as i64).collect();
-            record(name, &[self], &[&out], &[self, &out], false, move |g, s| {
-                Ok(vec![Some(evenly_distribute(
-                    &g[0],
-                    &s[0],
-                    &s[1],
-                    &keep_shape,
-                    &in_shape,
-                    &rdi,
-                )?)])
-            })?;
+            record_evenly_distributed(name, self, &out, &rd)?;
         }
         Ok(out)
     }

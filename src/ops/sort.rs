@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::graph::node::{needs_grad, record};
 use crate::kernels::copy::cast;
-use crate::ops::reduce::{evenly_distribute, grouped, reduce_dims, reduced_shape};
+use crate::ops::reduce::{grouped, record_evenly_distributed, reduce_dims, reduced_shape};
 use crate::tensor::shape::{fmt_shape, wrap_dim};
 use crate::tensor::{scalar_type_name, DType, Dims, Element, Tensor};
 
@@ -404,24 +404,13 @@ impl Tensor {
             flat.median_dim(0, false, ignore_nan)?
         };
         if needs_grad(&[self]) {
-            let in_shape: Dims = self.shape().into();
-            let keep_shape = vec![1; self.dim()];
-            let rdi: Vec<i64> = (0..self.dim() as i64).collect();
             let name = if ignore_nan {
                 "NanmedianBackward0"
             } else {
                 "MedianBackward0"
             };
-            record(name, &[self], &[&out], &[self, &out], false, move |g, s| {
-                Ok(vec![Some(evenly_distribute(
-                    &g[0],
-                    &s[0],
-                    &s[1],
-                    &keep_shape,
-                    &in_shape,
-                    &rdi,
-                )?)])
-            })?;
+            let all: Vec<usize> = (0..self.dim()).collect();
+            record_evenly_distributed(name, self, &out, &all)?;
         }
         Ok(out)
     }
