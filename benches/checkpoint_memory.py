@@ -1,8 +1,14 @@
 """Peak memory of a 16-layer MLP's forward + backward with and without `checkpoint`, for two
-kinds of layer and several segment lengths (each run in a fresh process; the figure is the
-growth of the peak RSS over the inputs and weights). torch side by side when installed.
+kinds of layer and several segment lengths, each run in a fresh process. Two figures: the peak
+of the bytes tensors own (`ferrograd.cpu.max_memory_allocated`, what `torch.cuda`'s counter
+measures on a GPU: saved activations, gradients) and the peak RSS, which also holds what the
+allocator keeps cached; both as growth over the inputs and weights. torch side by side when
+installed (RSS only: torch counts no CPU tensor bytes).
 
     python benches/checkpoint_memory.py [ferrograd|torch ...]
+
+Segments of 8, 4 and 2 layers, and `nested`: a binary tree of checkpoints (each half of the
+network checkpointed, recursively, down to two layers), which keeps one boundary per level.
 
 Layers: `tanh` is `(x @ w).tanh()` (one activation saved per layer); `block` is
 `gelu(layer_norm(x @ w))` (three). Width 256, batch 4096, float32.
@@ -12,6 +18,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Tuple
 
 CHILD = r"""
 import importlib, sys
@@ -36,7 +43,20 @@ def segment(a, b):
         return x
     return f
 
+def nested(a, b):
+    # A binary tree of checkpoints down to two layers: one boundary kept per level.
+    if b - a <= 2:
+        return segment(a, b)
+    m = (a + b) // 2
+    lo, hi = nested(a, m), nested(m, b)
+    def f(x):
+        x = L.utils.checkpoint.checkpoint(lo, x, use_reentrant=False)
+        return L.utils.checkpoint.checkpoint(hi, x, use_reentrant=False)
+    return f
+
 def run(x):
+    if seg == -1:
+        return nested(0, depth)(x)
     if seg == 0:
         return segment(0, depth)(x)
     for a in range(0, depth, seg):
@@ -46,33 +66,46 @@ def run(x):
 def kb(key):
     return int(next(l.split()[1] for l in open("/proc/self/status") if l.startswith(key)))
 
+counted = hasattr(L.cpu, "max_memory_allocated")  # torch counts CPU tensors nowhere
 base = kb("VmRSS")
+if counted:
+    L.cpu.reset_peak_memory_stats()
+    tensors = L.cpu.memory_allocated()
 for _ in range(3):
     run(x).sum().backward()
-print((kb("VmHWM") - base) / 1024)
+rss = (kb("VmHWM") - base) / 1024
+print(rss, (L.cpu.max_memory_allocated() - tensors) / 2**20 if counted else "nan")
 """
 
 
-def growth(lib: str, variant: str, seg: int) -> float:
+def growth(lib: str, variant: str, seg: int) -> Tuple[float, float]:
+    """(peak RSS growth, peak tensor-bytes growth) in MB; the second is nan for torch."""
     out = subprocess.run(
         [sys.executable, "-c", CHILD, lib, variant, str(seg)],
         check=True,
         capture_output=True,
         text=True,
     )
-    return float(out.stdout.split()[-1])
+    rss, tensors = out.stdout.split()[-2:]
+    return float(rss), float(tensors)
 
 
 def main() -> None:
     libs = sys.argv[1:] or ["ferrograd"]
-    print(f"{'library':10} {'layers':6} {'segment':>8} {'peak growth':>12} {'vs none':>8}")
+    print(
+        f"{'library':10} {'layers':6} {'segment':>8} {'peak tensors':>13} {'vs none':>8}"
+        f" {'peak RSS':>10} {'vs none':>8}"
+    )
     for lib in libs:
         for variant in ("tanh", "block"):
-            none = growth(lib, variant, 0)
-            print(f"{lib:10} {variant:6} {'none':>8} {none:10.0f} MB {1:8.2f}")
-            for seg in (8, 4, 2):
-                g = growth(lib, variant, seg)
-                print(f"{lib:10} {variant:6} {seg:8d} {g:10.0f} MB {g / none:8.2f}")
+            none_rss, none_t = growth(lib, variant, 0)
+            for seg in (0, 8, 4, 2, -1):
+                rss, t = (none_rss, none_t) if seg == 0 else growth(lib, variant, seg)
+                name = {0: "none", -1: "nested"}.get(seg, str(seg))
+                print(
+                    f"{lib:10} {variant:6} {name:>8} {t:10.0f} MB {t / none_t:8.2f}"
+                    f" {rss:7.0f} MB {rss / none_rss:8.2f}"
+                )
 
 
 if __name__ == "__main__":

@@ -121,6 +121,9 @@ __all__ = [
     "_tensordot",
     "_repeat_index",
     "get_default_dtype",
+    "_memory_allocated",
+    "_max_memory_allocated",
+    "_reset_peak_memory_stats",
     "set_default_dtype",
     "manual_seed",
     "_backward",
@@ -1530,6 +1533,13 @@ def _initial_seed() -> _int:
     """The seed of the global generator (the last `manual_seed`, or the default one)."""
 def _logspace(start: _float, end: _float, steps: _int, base: _float, dtype: dtype) -> Tensor:
     """`steps` values `base ** x` for `x` evenly spaced from `start` to `end`."""
+
+def _memory_allocated() -> _int:
+    """Bytes of the storages live tensors hold."""
+def _max_memory_allocated() -> _int:
+    """The most bytes tensors owned at once since start or the last reset."""
+def _reset_peak_memory_stats() -> None:
+    """Start a new peak from what tensors own now."""
 
 def get_default_dtype() -> dtype:
     """The default floating type (float32 unless set)."""

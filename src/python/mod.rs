@@ -386,6 +386,24 @@ fn quiet_no_rule_panics() {
     }));
 }
 
+/// Bytes of the storages live tensors hold.
+#[pyfunction]
+fn _memory_allocated() -> usize {
+    crate::memory::allocated()
+}
+
+/// The most bytes tensors owned at once since start or the last reset.
+#[pyfunction]
+fn _max_memory_allocated() -> usize {
+    crate::memory::max_allocated()
+}
+
+/// Start a new peak from what tensors own now.
+#[pyfunction]
+fn _reset_peak_memory_stats() {
+    crate::memory::reset_peak()
+}
+
 #[pymodule(gil_used = true, name = "_C")]
 fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -411,6 +429,9 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     vmap::register(m)?;
     viz::register(m)?;
     m.add_function(wrap_pyfunction!(get_default_dtype, m)?)?;
+    m.add_function(wrap_pyfunction!(_memory_allocated, m)?)?;
+    m.add_function(wrap_pyfunction!(_max_memory_allocated, m)?)?;
+    m.add_function(wrap_pyfunction!(_reset_peak_memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(set_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(_backward, m)?)?;

@@ -344,15 +344,26 @@ pub struct Storage {
     /// The storage of batched tensors' logical handles (see [`crate::tensor::batched`]): it
     /// holds no elements, and reading it means an op ran its kernel without a batching rule.
     placeholder: bool,
+    /// Bytes counted in [`crate::memory::allocated`], given back on drop.
+    counted: usize,
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        crate::memory::count_free(self.counted);
+    }
 }
 
 impl Storage {
     /// A storage owning `buf`.
     pub fn new(buf: Buffer) -> Self {
+        let counted = buf.len() * buf.dtype().size();
+        crate::memory::count_alloc(counted);
         Storage {
             buf: RwLock::new(buf),
             version: AtomicU64::new(0),
             placeholder: false,
+            counted,
         }
     }
 
@@ -364,6 +375,7 @@ impl Storage {
                 buf: RwLock::new(Buffer::F32(Data::Own(Vec::new()))),
                 version: AtomicU64::new(0),
                 placeholder: true,
+                counted: 0,
             })
         })
         .clone()

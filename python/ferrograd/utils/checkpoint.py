@@ -300,10 +300,19 @@ def _checkpoint_without_reentrant(
 ) -> Any:
     forward_ctx, recompute_ctx = context_fn()
     rng = _C._get_rng_state() if preserve_rng_state else None
+    # The tensor inputs are saved as the graph saves tensors (not held by the closure), so in
+    # a nested checkpoint they go through the outer checkpoint's hooks and are recomputed like
+    # any other activation: nesting then keeps one boundary per level, not one per segment.
+    positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+    saved_inputs = _C._save_tensors([args[i] for i in positions], [])
+    others = [None if isinstance(a, Tensor) else a for a in args]
 
     def recompute() -> None:
+        inputs = list(others)
+        for i, t in zip(positions, saved_inputs.unpack()):
+            inputs[i] = t
         with _rng_as(rng), recompute_ctx:
-            function(*args, **kwargs)
+            function(*inputs, **kwargs)
 
     frame = _Frame(recompute, early_stop)
     with saved_tensors_hooks(frame.pack, frame.unpack), forward_ctx:
