@@ -224,7 +224,10 @@ class _Frame:
             if task != -1:
                 from ..autograd.graph import queue_callback
 
-                queue_callback(lambda: self.recomputed.pop(task, None))
+                # Weakly: the frame (and the inputs it saved) must die as soon as backward
+                # has freed the nodes that use it, not when the whole pass ends.
+                me = weakref.ref(self)
+                queue_callback(lambda: (f := me()) is not None and f.recomputed.pop(task, None))
         if holder.index not in done:
             raise CheckpointError(
                 "torch.utils.checkpoint: Unpack is being triggered for a tensor that was already "
