@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from .. import _C
 from .grad_mode import no_grad
@@ -112,6 +112,77 @@ def _overrides(cls: type, name: str) -> bool:
     return getattr(cls, name) is not getattr(Function, name)
 
 
+class VmapInfo(NamedTuple):
+    """What a ``vmap`` staticmethod is told about the vmap it runs under."""
+
+    batch_size: int
+    randomness: str
+
+
+_VMAP_DOCS = "For more details, please see https://pytorch.org/docs/main/notes/extending.func.html"
+
+
+def _apply_vmap_rule(cls: type, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    """``cls.vmap`` on the physical tensors of the arguments batched at the innermost vmap
+    level (torch's ``custom_function_call_vmap``); ``_NO_RULE`` when it does not apply: no
+    ``vmap`` staticmethod, no open level, or no argument batched at it. Without a ``vmap``
+    staticmethod, ``forward`` and ``backward`` run on the batched tensors themselves, which is
+    torch's ``generate_vmap_rule=True`` (torch raises there unless it is set)."""
+    if not _overrides(cls, "vmap"):
+        return _NO_RULE
+    current = _C._current_vmap_level()
+    if current is None:
+        return _NO_RULE
+    level, size, randomness = current
+    if getattr(cls, "generate_vmap_rule", False):
+        raise RuntimeError(
+            f"You tried to vmap over {cls.__name__}, but it has both generate_vmap_rule=True "
+            "and an overridden vmap staticmethod. Please set generate_vmap_rule=False or "
+            f"delete the overridden vmap staticmethod to avoid ambiguity. {_VMAP_DOCS}"
+        )
+    in_dims: List[Optional[int]] = []
+    unwrapped: List[Any] = []
+    for a in args:
+        if isinstance(a, Tensor) and _C._batch_info(a)[0] == level:
+            in_dims.append(0)
+            unwrapped.append(_C._remove_batch_dim(a, level, size, 0))
+        else:
+            in_dims.append(None)
+            unwrapped.append(a)
+    if all(d is None for d in in_dims):
+        return _NO_RULE
+    result = cls.vmap(VmapInfo(size, randomness), tuple(in_dims), *unwrapped, **kwargs)
+    base = (
+        "Expected the vmap staticmethod to have two returns, an output and out_dims with "
+        "pytree structure compatible with the output. "
+    )
+    if not isinstance(result, tuple):
+        raise RuntimeError(base + f"Got a {type(result)} instead")
+    if len(result) != 2:
+        raise RuntimeError(base + f"Got {len(result)} returns instead")
+    output, out_dims = result
+    from ..func._vmap import _broadcast_to_and_flatten
+    from ..utils._pytree import tree_flatten, tree_unflatten
+
+    flat, spec = tree_flatten(output)
+    dims = _broadcast_to_and_flatten(out_dims, spec)
+    if dims is None:
+        raise RuntimeError(
+            "The autograd.Function's vmap staticmethod returned an incompatible (output, "
+            f"out_dims) tuple. Expected out_dims={out_dims} to be compatible with the "
+            f"structure of `output`. out_dims has structure {tree_flatten(out_dims)[1]} but "
+            f"output has structure {spec}. {_VMAP_DOCS}"
+        )
+    wrapped = [
+        o if d is None or not isinstance(o, Tensor) else _C._add_batch_dim(o, d % o.dim(), level)
+        for o, d in zip(flat, dims)
+    ]
+    return tree_unflatten(wrapped, spec)
+
+
+_NO_RULE = object()
+
+
 class Function:
     """Base class of custom differentiable functions.
 
@@ -153,8 +224,25 @@ class Function:
             "forward mode AD."
         )
 
+    generate_vmap_rule = False
+
+    @staticmethod
+    def vmap(info: Any, in_dims: Tuple[Optional[int], ...], *args: Any) -> Any:
+        """How this Function runs under ``func.vmap``: given ``info`` (``batch_size``,
+        ``randomness``), one ``in_dims`` entry per argument (the batch dimension of a batched
+        tensor, else None) and the arguments with their batch dimension, return ``(output,
+        out_dims)``. Without it, ``forward`` and ``backward`` run on the batched tensors (what
+        torch does with ``generate_vmap_rule=True``)."""
+        raise NotImplementedError(
+            "To use autograd.Function with vmap, you must either override the vmap "
+            "staticmethod or set generate_vmap_rule=True."
+        )
+
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        ruled = _apply_vmap_rule(cls, args, kwargs)
+        if ruled is not _NO_RULE:
+            return ruled
         ctx = FunctionCtx()
         recording = _C.is_grad_enabled() and not _C.is_inference_mode_enabled()
         ctx.needs_input_grad = tuple(
