@@ -320,12 +320,20 @@ fn run_direction(
     let seq = pass.seq;
     // One node hands out every step's slice: its backward stacks the step gradients once,
     // where a `select` per step would scatter each into a zeroed full-size gradient (O(T^2)).
-    let xp = linear(x, &w.w_ih, w.b_ih.as_ref())?.unbind(0)?;
+    // Except in a GRU's `n` gate (scaled by `r`), the recurrent bias only adds to the input
+    // projection: folded into it, it is added once per layer instead of once per step, and
+    // its gradient is one reduction instead of one per step.
+    let fold = pass.mode != RnnMode::Gru;
+    let (b_in, b_rec) = match (&w.b_ih, &w.b_hh) {
+        (Some(a), Some(b)) if fold => (Some(a.add(b)?), None),
+        (a, b) => (a.clone(), b.as_ref()),
+    };
+    let xp = linear(x, &w.w_ih, b_in.as_ref())?.unbind(0)?;
     let mut steps: Vec<Option<Tensor>> = vec![None; seq];
     for i in 0..seq {
         let t = if pass.reverse { seq - 1 - i } else { i };
         let gi = xp[t].clone();
-        let gh = linear(&h, &w.w_hh, w.b_hh.as_ref())?;
+        let gh = linear(&h, &w.w_hh, b_rec)?;
         let mask = step_mask(pass.lengths, t, h.dtype())?;
         let h_new = match pass.mode {
             RnnMode::RnnTanh => gi.add(&gh)?.tanh()?,
@@ -334,7 +342,7 @@ fn run_direction(
                 let cx = c
                     .take()
                     .ok_or_else(|| Error::runtime("lstm: missing cell state"))?;
-                let (hy, cy) = lstm_pointwise(&gi.add(&gh)?, &cx)?;
+                let (hy, cy) = lstm_step(&gi, Some(&gh), &cx)?;
                 c = Some(match &mask {
                     Some(m) => keep(m, &cy, &cx)?,
                     None => cy,
@@ -559,10 +567,23 @@ fn dsig<T: Float>(s: T) -> T {
     s * (T::one() - s)
 }
 
-/// LSTM forward: activated gates `[i, f, g, o]` per row (the workspace), `hy`, `cy`.
-fn lstm_fwd<T: StepFloat>(g: &[T], cx: &[T], h: usize) -> [Vec<T>; 3] {
+/// LSTM forward of the gates `g` (plus `g2` when the hidden projection comes separately):
+/// activated gates `[i, f, g, o]` per row (the workspace), `hy`, `cy`.
+fn lstm_fwd<T: StepFloat>(g: &[T], g2: Option<&[T]>, cx: &[T], h: usize) -> [Vec<T>; 3] {
     let mut act = vec![T::zero(); g.len()];
-    for (a, row) in act.chunks_exact_mut(4 * h).zip(g.chunks_exact(4 * h)) {
+    let mut sum = vec![T::zero(); if g2.is_some() { 4 * h } else { 0 }];
+    for (r, (a, row)) in act
+        .chunks_exact_mut(4 * h)
+        .zip(g.chunks_exact(4 * h))
+        .enumerate()
+    {
+        let row = match g2 {
+            Some(g2) => {
+                add_rows(row, &g2[r * 4 * h..][..4 * h], &mut sum);
+                &sum[..]
+            }
+            None => row,
+        };
         T::sigmoid_into(&row[..2 * h], &mut a[..2 * h]);
         T::tanh_into(&row[2 * h..3 * h], &mut a[2 * h..3 * h]);
         T::sigmoid_into(&row[3 * h..], &mut a[3 * h..]);
@@ -573,6 +594,14 @@ fn lstm_fwd<T: StepFloat>(g: &[T], cx: &[T], h: usize) -> [Vec<T>; 3] {
     T::tanh_into(&cy, &mut hy);
     lstm_out_rows(&act, h, &mut hy);
     [act, hy, cy]
+}
+
+/// `out = a + b` (targets as [`lstm_cell_rows`]).
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+avx+fma", "x86_64+avx2+avx+fma"))]
+fn add_rows<T: Float>(a: &[T], b: &[T], out: &mut [T]) {
+    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+        *o = x + y;
+    }
 }
 
 /// `cy = f ∘ cx + i ∘ g` row by row. Named and multiversioned so the lanes are the machine's
@@ -684,38 +713,69 @@ fn tensors<T: Element, const N: usize>(
 /// The LSTM's gate nonlinearities and state update as one node: `gates` `(batch, 4 * hidden)`
 /// in torch's `i, f, g, o` order and `cx` `(batch, hidden)` give `(hy, cy)`.
 pub fn lstm_pointwise(gates: &Tensor, cx: &Tensor) -> Result<(Tensor, Tensor)> {
+    lstm_step(gates, None, cx)
+}
+
+/// [`lstm_pointwise`] of `gi + gh` (when `gh` is given) without materialising the sum, as
+/// torch's `_thnn_fused_lstm_cell(input_gates, hidden_gates, cx)`: both get the gates'
+/// gradient.
+fn lstm_step(gi: &Tensor, gh: Option<&Tensor>, cx: &Tensor) -> Result<(Tensor, Tensor)> {
     let cs = cx.shape().to_vec();
     let h = cs.last().copied().unwrap_or(0);
-    if cx.dim() != 2 || gates.shape() != [cs[0], 4 * h] {
+    let want = [cs.first().copied().unwrap_or(0), 4 * h];
+    if cx.dim() != 2 || gi.shape() != want || gh.is_some_and(|g| g.shape() != want) {
         return Err(Error::runtime(format!(
             "lstm step: expected gates (batch, 4 * hidden) and cell state (batch, hidden), got {} and {}",
-            fmt_shape(gates.shape()),
+            fmt_shape(gi.shape()),
             fmt_shape(cx.shape())
         )));
     }
-    let gs = gates.shape().to_vec();
-    let [act, hy, cy] = by_dtype!(&[gates, cx], |s: T| tensors(
-        lstm_fwd::<T>(s[0], s[1], h),
+    let gs = gi.shape().to_vec();
+    let mut inputs = vec![gi];
+    inputs.extend(gh);
+    inputs.push(cx);
+    let [act, hy, cy] = by_dtype!(&inputs, |s: T| tensors(
+        match s {
+            [g, g2, c] => lstm_fwd::<T>(g, Some(g2), c, h),
+            [g, c] => lstm_fwd::<T>(g, None, c, h),
+            _ => return Err(Error::runtime("lstm step: wrong operands")),
+        },
         [&gs, &cs, &cs]
     ))?;
-    if needs_grad(&[gates, cx]) {
+    if needs_grad(&inputs) {
+        let two = gh.is_some();
+        let mut saved = inputs.clone();
+        saved.extend([&cy, &act]);
         record(
             "ThnnFusedLstmCellBackward0",
-            &[gates, cx],
+            &inputs,
             &[&hy, &cy],
-            &[gates, cx, &cy, &act],
+            &saved,
             false,
             move |g, s| {
                 let (dhy, dcy) = (&g[0], &g[1]);
-                let [dg, dcx] = if needs_grad(&[dhy, dcy, &s[0], &s[1]]) {
-                    lstm_bwd_graph(&s[0], &s[1], dhy, dcy)?
+                // Saved: the gates (one or two parts), cx, cy, the workspace.
+                let (parts, rest) = s.split_at(if two { 2 } else { 1 });
+                let (cx, cy, act) = (&rest[0], &rest[1], &rest[2]);
+                let [dg, dcx] = if needs_grad(&[dhy, dcy, &parts[0], cx])
+                    || parts.get(1).is_some_and(|p| needs_grad(&[p]))
+                {
+                    let gates = match parts {
+                        [a, b] => a.add(b)?,
+                        _ => parts[0].clone(),
+                    };
+                    lstm_bwd_graph(&gates, cx, dhy, dcy)?
                 } else {
-                    by_dtype!(&[&s[3], &s[1], &s[2], dhy, dcy], |v: T| tensors(
+                    by_dtype!(&[act, cx, cy, dhy, dcy], |v: T| tensors(
                         lstm_bwd::<T>(v[0], v[1], v[2], v[3], v[4], h),
                         [&gs, &cs]
                     ))?
                 };
-                Ok(vec![Some(dg), Some(dcx)])
+                Ok(if two {
+                    vec![Some(dg.clone()), Some(dg), Some(dcx)]
+                } else {
+                    vec![Some(dg), Some(dcx)]
+                })
             },
         )?;
     }
