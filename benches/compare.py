@@ -6,7 +6,8 @@ of the same library; the table shows medians and the ratio ferrograd / torch. Wi
 selected, ferrograd's step on 1 and on BENCH_THREADS threads is also timed, alternating the
 thread count, for the parallel speedup.
 
-    python benches/compare.py                # all workloads
+    python benches/compare.py                # the engine and model workloads
+    python benches/compare.py --ops          # ... and every nn.functional op alone
     python benches/compare.py --quick        # fewer repetitions
     python benches/compare.py tiny_chain hvp # some workloads
 """
@@ -19,7 +20,7 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 # NumPy's OpenBLAS workers busy-wait for 2^28 cycles (~0.1 s) after each call, on a core the
 # next library's run needs: with libraries alternating, the NumPy baseline would slow whichever
@@ -916,6 +917,187 @@ def _linalg(kind: str) -> Callable[[], Dict[str, Any]]:
     return workload
 
 
+def _nn_op(
+    inputs: List[Tuple[np.ndarray, bool]],
+    call: Callable[..., Any],
+    backward: bool = True,
+) -> Callable[[], Dict[str, Any]]:
+    """One ``nn.functional`` op alone: ``call(lib, *tensors)`` forward, then backward from a
+    fixed random output gradient into every input marked ``True`` (float, requiring grad)."""
+
+    def spec() -> Dict[str, Any]:
+        def make(lib: Any) -> Callable[[], None]:
+            ts = [
+                _leaf(lib, a) if g else lib.tensor(a)
+                for a, g in inputs  # integer inputs (indices, targets) never require grad
+            ]
+            leaves = [t for t, (_, g) in zip(ts, inputs) if g]
+            if not backward:
+
+                def forward() -> None:
+                    call(lib, *ts)
+
+                return forward
+            out = call(lib, *ts)
+            gout = lib.tensor(_rand(*out.shape)) if out.dim() else None
+
+            def step() -> None:
+                call(lib, *ts).backward(gout)
+                for t in leaves:
+                    t.grad = None
+
+            return step
+
+        return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+    return spec
+
+
+def _idx(high: int, *shape: int) -> np.ndarray:
+    return RNG.integers(0, high, shape).astype(np.int64)
+
+
+def _prob(*shape: int) -> np.ndarray:
+    return RNG.uniform(0.05, 0.95, shape).astype(np.float32)
+
+
+def _logp(rows: int, classes: int) -> np.ndarray:
+    x = _rand(rows, classes)
+    return (x - np.log(np.exp(x).sum(1, keepdims=True))).astype(np.float32)
+
+
+# Every nn.functional op of issue 12 not already timed above, alone, at a mid-size shape
+# (forward and backward, float32). `python benches/compare.py --ops` runs them all.
+_F = lambda lib: lib.nn.functional  # noqa: E731
+_ACT = [(_rand(512, 512), True)]
+NN_OPS: Dict[str, Callable[[], Dict[str, Any]]] = {
+    "conv1d": _nn_op(
+        [(_rand(32, 32, 256), True), (_rand(64, 32, 5, scale=0.1), True)],
+        lambda L, x, w: _F(L).conv1d(x, w, padding=2),
+    ),
+    "conv3d": _nn_op(
+        [(_rand(8, 8, 16, 16, 16), True), (_rand(16, 8, 3, 3, 3, scale=0.1), True)],
+        lambda L, x, w: _F(L).conv3d(x, w, padding=1),
+    ),
+    "conv_transpose1d": _nn_op(
+        [(_rand(32, 32, 128), True), (_rand(32, 16, 4, scale=0.1), True)],
+        lambda L, x, w: _F(L).conv_transpose1d(x, w, stride=2, padding=1),
+    ),
+    "conv_transpose2d": _nn_op(
+        [(_rand(16, 32, 16, 16), True), (_rand(32, 16, 4, 4, scale=0.1), True)],
+        lambda L, x, w: _F(L).conv_transpose2d(x, w, stride=2, padding=1),
+    ),
+    "depthwise_conv2d": _nn_op(
+        [(_rand(16, 64, 32, 32), True), (_rand(64, 1, 3, 3, scale=0.1), True)],
+        lambda L, x, w: _F(L).conv2d(x, w, padding=1, groups=64),
+    ),
+    "max_pool1d": _nn_op(
+        [(_rand(32, 64, 512), True)], lambda L, x: _F(L).max_pool1d(x, 2)
+    ),
+    "max_pool3d": _nn_op(
+        [(_rand(8, 16, 16, 16, 16), True)], lambda L, x: _F(L).max_pool3d(x, 2)
+    ),
+    "avg_pool1d": _nn_op(
+        [(_rand(32, 64, 512), True)], lambda L, x: _F(L).avg_pool1d(x, 2)
+    ),
+    "avg_pool2d": _nn_op(
+        [(_rand(32, 16, 28, 28), True)], lambda L, x: _F(L).avg_pool2d(x, 2)
+    ),
+    "avg_pool3d": _nn_op(
+        [(_rand(8, 16, 16, 16, 16), True)], lambda L, x: _F(L).avg_pool3d(x, 2)
+    ),
+    "adaptive_avg_pool1d": _nn_op(
+        [(_rand(32, 64, 500), True)], lambda L, x: _F(L).adaptive_avg_pool1d(x, 50)
+    ),
+    "adaptive_avg_pool2d": _nn_op(
+        [(_rand(32, 64, 28, 28), True)], lambda L, x: _F(L).adaptive_avg_pool2d(x, 7)
+    ),
+    "adaptive_max_pool2d": _nn_op(
+        [(_rand(32, 64, 28, 28), True)], lambda L, x: _F(L).adaptive_max_pool2d(x, 7)
+    ),
+    "group_norm": _nn_op(
+        [(_rand(16, 64, 32, 32), True), (_rand(64), True), (_rand(64), True)],
+        lambda L, x, w, b: _F(L).group_norm(x, 8, w, b),
+    ),
+    "instance_norm": _nn_op(
+        [(_rand(16, 64, 32, 32), True)], lambda L, x: _F(L).instance_norm(x)
+    ),
+    "rms_norm": _nn_op(
+        [(_rand(64, 128, 512), True), (_rand(512), True)],
+        lambda L, x, w: _F(L).rms_norm(x, (512,), w),
+    ),
+    "nll_loss": _nn_op(
+        [(_logp(512, 1000), True), (_idx(1000, 512), False)],
+        lambda L, x, t: _F(L).nll_loss(x, t),
+    ),
+    "binary_cross_entropy": _nn_op(
+        [(_prob(512, 1000), True), (_prob(512, 1000), False)],
+        lambda L, x, t: _F(L).binary_cross_entropy(x, t),
+    ),
+    "bce_with_logits": _nn_op(
+        [(_rand(512, 1000), True), (_prob(512, 1000), False)],
+        lambda L, x, t: _F(L).binary_cross_entropy_with_logits(x, t),
+    ),
+    "mse_loss": _nn_op(
+        [(_rand(512, 1000), True), (_rand(512, 1000), False)],
+        lambda L, x, t: _F(L).mse_loss(x, t),
+    ),
+    "l1_loss": _nn_op(
+        [(_rand(512, 1000), True), (_rand(512, 1000), False)],
+        lambda L, x, t: _F(L).l1_loss(x, t),
+    ),
+    "smooth_l1_loss": _nn_op(
+        [(_rand(512, 1000), True), (_rand(512, 1000), False)],
+        lambda L, x, t: _F(L).smooth_l1_loss(x, t),
+    ),
+    "huber_loss": _nn_op(
+        [(_rand(512, 1000), True), (_rand(512, 1000), False)],
+        lambda L, x, t: _F(L).huber_loss(x, t),
+    ),
+    "kl_div": _nn_op(
+        [(_logp(512, 1000), True), (_logp(512, 1000), False)],
+        lambda L, x, t: _F(L).kl_div(x, t, reduction="batchmean", log_target=True),
+    ),
+    "mish": _nn_op(_ACT, lambda L, x: _F(L).mish(x)),
+    "elu": _nn_op(_ACT, lambda L, x: _F(L).elu(x)),
+    "selu": _nn_op(_ACT, lambda L, x: _F(L).selu(x)),
+    "celu": _nn_op(_ACT, lambda L, x: _F(L).celu(x)),
+    "gelu_tanh": _nn_op(_ACT, lambda L, x: _F(L).gelu(x, approximate="tanh")),
+    "hardswish": _nn_op(_ACT, lambda L, x: _F(L).hardswish(x)),
+    "hardsigmoid": _nn_op(_ACT, lambda L, x: _F(L).hardsigmoid(x)),
+    "relu6": _nn_op(_ACT, lambda L, x: _F(L).relu6(x)),
+    "leaky_relu": _nn_op(_ACT, lambda L, x: _F(L).leaky_relu(x, 0.1)),
+    "logsigmoid": _nn_op(_ACT, lambda L, x: _F(L).logsigmoid(x)),
+    "glu": _nn_op([(_rand(512, 1024), True)], lambda L, x: _F(L).glu(x)),
+    "embedding": _nn_op(
+        [(_idx(10000, 4096, 20), False), (_rand(10000, 128), True)],
+        lambda L, i, w: _F(L).embedding(i, w),
+    ),
+    "one_hot": _nn_op(
+        [(_idx(1000, 4096, 20), False)],
+        lambda L, i: _F(L).one_hot(i, 1000),
+        backward=False,
+    ),
+    "pad_reflect": _nn_op(
+        [(_rand(16, 32, 64, 64), True)], lambda L, x: _F(L).pad(x, (2, 2, 2, 2), mode="reflect")
+    ),
+    "pad_constant": _nn_op(
+        [(_rand(16, 32, 64, 64), True)], lambda L, x: _F(L).pad(x, (2, 2, 2, 2))
+    ),
+    "unfold": _nn_op(
+        [(_rand(16, 16, 32, 32), True)], lambda L, x: _F(L).unfold(x, 3, padding=1)
+    ),
+    "fold": _nn_op(
+        [(_rand(16, 144, 1024), True)],
+        lambda L, x: _F(L).fold(x, (32, 32), 3, padding=1),
+    ),
+    "pairwise_distance": _nn_op(
+        [(_rand(4096, 256), True), (_rand(4096, 256), True)],
+        lambda L, a, b: _F(L).pairwise_distance(a, b),
+    ),
+}
+
+
 WORKLOADS = {
     "tiny_chain": (tiny_chain, 0.07),
     "scalar_mlp": (scalar_mlp, 0.30),
@@ -961,6 +1143,10 @@ WORKLOADS = {
     "linalg_cholesky_256": (_linalg("cholesky"), 1.50),
     "linalg_det_256": (_linalg("det"), 1.50),
 }
+
+WORKLOADS.update({name: (spec, 1.00) for name, spec in NN_OPS.items()})
+# What runs without workload names: the model and engine rows; `--ops` adds the per-op rows.
+DEFAULT_WORKLOADS = [w for w in WORKLOADS if w not in NN_OPS]
 
 
 SETTLE_S = 0.02
@@ -1076,10 +1262,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("workloads", nargs="*", default=list(WORKLOADS))
+    ap.add_argument("workloads", nargs="*")
+    ap.add_argument(
+        "--ops", action="store_true", help="also every nn.functional op alone (NN_OPS)"
+    )
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--no-extras", action="store_true", help="skip RSS, import time and size")
     opts = ap.parse_args()
+    if not opts.workloads:
+        opts.workloads = DEFAULT_WORKLOADS + (list(NN_OPS) if opts.ops else [])
+    unknown = [w for w in opts.workloads if w not in WORKLOADS]
+    if unknown:
+        ap.error(f"unknown workloads {unknown}; known: {', '.join(WORKLOADS)}")
     reps = 5 if opts.quick else 15
     torch_version = torch.__version__ if torch else "not installed"
     print(f"threads: {THREADS}  torch: {torch_version}  numpy: {np.__version__}")
