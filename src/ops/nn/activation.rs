@@ -21,6 +21,7 @@ use crate::kernels::vmath::{
     softplus_slice, EluF32, INV_FACTORIALS,
 };
 use crate::ops::elementwise::{collect_chunks, map_with, zip_with, PAR_MIN_VMATH};
+use crate::ops::nn::softmax::{fill_blocks, RowFloat};
 use crate::ops::unary::fusable;
 use crate::tensor::{DType, Tensor};
 
@@ -906,24 +907,114 @@ pub fn glu(x: &Tensor, dim: i64) -> Result<Tensor> {
         )));
     }
     let h = n / 2;
+    // The halves as `outer` blocks of `a` then `b`, each `span` long, in a contiguous input.
+    let outer: usize = x.shape()[..d].iter().product();
+    let span = h * x.shape()[d + 1..].iter().product::<usize>();
+    let mut oshape = x.shape().to_vec();
+    oshape[d] = h;
+    // The fused kernels cover float32/float64; half types and batched tensors compose.
+    let fused = !x.is_batched() && matches!(x.dtype(), DType::Float32 | DType::Float64);
     let out = {
         let _g = GradModeGuard::new(false);
         let x = x.detach();
-        let a = x.narrow(d as i64, 0, h)?;
-        let b = x.narrow(d as i64, h as i64, h)?;
-        a.mul(&b.sigmoid()?)?
+        if fused {
+            let xc = x.contiguous()?;
+            match x.dtype() {
+                DType::Float32 => glu_forward::<f32>(&xc, outer, span, &oshape)?,
+                _ => glu_forward::<f64>(&xc, outer, span, &oshape)?,
+            }
+        } else {
+            let a = x.narrow(d as i64, 0, h)?;
+            let b = x.narrow(d as i64, h as i64, h)?;
+            a.mul(&b.sigmoid()?)?
+        }
     };
     if needs_grad(&[x]) {
         record("GluBackward0", &[x], &[&out], &[x], false, move |g, s| {
-            let x = &s[0];
+            let (x, g) = (&s[0], &g[0]);
+            if fused && !needs_grad(&[g, x]) && !g.is_batched() {
+                let (xc, gc) = (x.contiguous()?, g.contiguous()?);
+                let gx = match x.dtype() {
+                    DType::Float32 => glu_backward::<f32>(&xc, &gc, outer, span)?,
+                    _ => glu_backward::<f64>(&xc, &gc, outer, span)?,
+                };
+                return Ok(vec![Some(gx)]);
+            }
             let a = x.narrow(d as i64, 0, h)?;
             let sb = x.narrow(d as i64, h as i64, h)?.sigmoid()?;
-            let ga = g[0].mul(&sb)?;
-            let gb = g[0].mul(&a)?.mul(&sb.mul(&sb.rsub_scalar(1.0)?)?)?;
+            let ga = g.mul(&sb)?;
+            let gb = g.mul(&a)?.mul(&sb.mul(&sb.rsub_scalar(1.0)?)?)?;
             Ok(vec![Some(Tensor::cat(&[ga, gb], d as i64)?)])
         })?;
     }
     Ok(out)
+}
+
+/// `dst = e^-b` for one span, through the type's exp (vectorised for f32); `neg` is scratch.
+fn exp_neg_into<T: RowFloat>(b: &[T], neg: &mut Vec<T>, dst: &mut [MaybeUninit<T>]) {
+    neg.clear();
+    neg.extend(b.iter().map(|&v| -v));
+    T::exp_into(neg, dst);
+}
+
+/// GLU forward, `out = a / (1 + e^-b)` per block (no sigmoid tensor in between).
+fn glu_forward<T: RowFloat>(
+    x: &Tensor,
+    outer: usize,
+    span: usize,
+    shape: &[usize],
+) -> Result<Tensor> {
+    let v = x.with_contiguous_slice::<T, _>(|xs| {
+        fill_blocks::<T>(outer, span, |o, out, neg| {
+            let (a, b) = xs[o * 2 * span..(o + 1) * 2 * span].split_at(span);
+            exp_neg_into(b, neg, out);
+            glu_rows(a, out);
+        })
+    })??;
+    Tensor::from_vec(v, shape)
+}
+
+/// GLU backward into the input's layout: `g s` for `a` and `g a s (1 - s)` for `b`, with
+/// `s = sigmoid(b)` recomputed (torch keeps only the input too).
+fn glu_backward<T: RowFloat>(x: &Tensor, g: &Tensor, outer: usize, span: usize) -> Result<Tensor> {
+    let v = x.with_contiguous_slice::<T, _>(|xs| {
+        g.with_contiguous_slice::<T, _>(|gs| {
+            fill_blocks::<T>(outer, 2 * span, |o, out, neg| {
+                let (a, b) = xs[o * 2 * span..(o + 1) * 2 * span].split_at(span);
+                let (ga, gb) = out.split_at_mut(span);
+                exp_neg_into(b, neg, gb);
+                glu_grad_rows(a, &gs[o * span..(o + 1) * span], ga, gb);
+            })
+        })
+    })???;
+    Tensor::from_vec(v, x.shape())
+}
+
+/// `out = a / (1 + out)`, `out` holding `e^-b` (targets as the other activation loops).
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+avx+fma", "x86_64+avx2+avx+fma"))]
+fn glu_rows<T: num_traits::Float>(a: &[T], out: &mut [MaybeUninit<T>]) {
+    for (o, &av) in out.iter_mut().zip(a) {
+        // SAFETY: the caller wrote every element of `out` (e^-b).
+        let ev = unsafe { o.assume_init() };
+        o.write(av / (T::one() + ev));
+    }
+}
+
+/// `ga = g s`, `gb = g a s (1 - s)` with `s = 1 / (1 + e)`, `gb` holding `e = e^-b`.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+avx+fma", "x86_64+avx2+avx+fma"))]
+fn glu_grad_rows<T: num_traits::Float>(
+    a: &[T],
+    g: &[T],
+    ga: &mut [MaybeUninit<T>],
+    gb: &mut [MaybeUninit<T>],
+) {
+    for (((da, db), &av), &gv) in ga.iter_mut().zip(gb.iter_mut()).zip(a).zip(g) {
+        // SAFETY: the caller wrote every element of `gb` (e^-b).
+        let ev = unsafe { db.assume_init() };
+        let s = T::one() / (T::one() + ev);
+        da.write(gv * s);
+        db.write(gv * av * s * (T::one() - s));
+    }
 }
 
 /// Inverted dropout: each element zeroed with probability `p`, the rest scaled by 1/(1 - p).
