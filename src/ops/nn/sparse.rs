@@ -9,7 +9,7 @@ use crate::ops::nn::conv::{GatherNames, PAD_INDEX};
 use crate::ops::nn::softmax::RowFloat;
 use crate::parallel::SendPtr;
 use crate::tensor::shape::fmt_shape;
-use crate::tensor::{DType, Tensor};
+use crate::tensor::{DType, Element, Tensor};
 
 /// torch's node names: the lookup and, for double backward, its adjoint.
 const EMBEDDING: GatherNames = GatherNames {
@@ -58,6 +58,9 @@ pub fn embedding(
                 .ok_or_else(|| Error::index("index out of range in self"))
         })
         .collect::<Result<_>>()?;
+    if !weight.is_batched() && matches!(weight.dtype(), DType::Float32 | DType::Float64) {
+        return embedding_rows(weight, indices, idx, padding_idx, scale_grad_by_freq);
+    }
     let positions = |skip: Option<usize>| -> Result<Vec<usize>> {
         let mut pos = crate::tensor::creation::try_vec(idx.len().saturating_mul(d))?;
         for &i in &idx {
@@ -105,6 +108,190 @@ pub fn embedding(
             },
         )?;
     }
+    Ok(out)
+}
+
+/// [`embedding`] of a float32/float64 table by whole rows: the lookup copies one row per
+/// index and the backward adds one row per index, where the element-wise gather/scatter (kept
+/// for half types and vmap) builds and walks an index per element (`4096 x 20` lookups of
+/// 128-wide rows: 29 ms forward, against a 42 MB copy).
+fn embedding_rows(
+    weight: &Tensor,
+    indices: &Tensor,
+    idx: Vec<usize>,
+    padding_idx: Option<usize>,
+    scale_grad_by_freq: bool,
+) -> Result<Tensor> {
+    let (num, d) = (weight.shape()[0], weight.shape()[1]);
+    let mut shape = indices.shape().to_vec();
+    shape.push(d);
+    let scale = if scale_grad_by_freq && needs_grad(&[weight]) {
+        let mut counts = vec![0u32; num];
+        idx.iter().for_each(|&i| counts[i] += 1);
+        Some(Arc::new(
+            idx.iter()
+                .map(|&i| 1.0 / f64::from(counts[i]))
+                .collect::<Vec<f64>>(),
+        ))
+    } else {
+        None
+    };
+    let rows = Rows {
+        idx: Arc::new(idx),
+        num,
+        d,
+        skip: padding_idx,
+        scale,
+    };
+    rows.gather(weight, &shape, false)
+}
+
+/// One embedding lookup's rows: the index of each position, the table's size, the row that
+/// gets no gradient and the per-position gradient scale (`scale_grad_by_freq`).
+#[derive(Clone)]
+struct Rows {
+    idx: Arc<Vec<usize>>,
+    num: usize,
+    d: usize,
+    skip: Option<usize>,
+    scale: Option<Arc<Vec<f64>>>,
+}
+
+impl Rows {
+    /// The rows of `w` at the indices, shaped `shape`; with `masked` (the adjoint of
+    /// [`Rows::scatter`]), positions that scatter skips or scales read as it does. Recorded
+    /// with the scatter as backward.
+    fn gather(&self, w: &Tensor, shape: &[usize], masked: bool) -> Result<Tensor> {
+        let out = match w.dtype() {
+            DType::Float32 => self.gather_as::<f32>(w, shape, masked)?,
+            _ => self.gather_as::<f64>(w, shape, masked)?,
+        };
+        if needs_grad(&[w]) {
+            let rows = self.clone();
+            record(EMBEDDING.gather, &[w], &[&out], &[], false, move |g, _| {
+                Ok(vec![Some(rows.scatter(&g[0])?)])
+            })?;
+        }
+        Ok(out)
+    }
+
+    fn gather_as<T: Element + num_traits::Float>(
+        &self,
+        w: &Tensor,
+        shape: &[usize],
+        masked: bool,
+    ) -> Result<Tensor> {
+        let (d, idx) = (self.d, &self.idx);
+        let w = w.contiguous()?;
+        let v = w.with_contiguous_slice::<T, _>(|ws| {
+            fill_rows::<T>(idx.len(), d, |p, out| {
+                let i = idx[p];
+                let k = match (&self.scale, masked) {
+                    (_, true) if self.skip == Some(i) => T::zero(),
+                    (Some(s), true) => T::from_f64(s[p]),
+                    _ => T::one(),
+                };
+                for (o, &v) in out.iter_mut().zip(&ws[i * d..(i + 1) * d]) {
+                    o.write(v * k);
+                }
+            })
+        })??;
+        Tensor::from_vec(v, shape)
+    }
+
+    /// The `(num, d)` sum of `g`'s rows (one per position) at the indices, the skipped row
+    /// left zero and rows scaled; recorded with the masked gather as backward.
+    fn scatter(&self, g: &Tensor) -> Result<Tensor> {
+        let out = match g.dtype() {
+            DType::Float32 => self.scatter_as::<f32>(g)?,
+            _ => self.scatter_as::<f64>(g)?,
+        };
+        if needs_grad(&[g]) {
+            let (rows, shape) = (self.clone(), g.shape().to_vec());
+            record(
+                EMBEDDING.scatter,
+                &[g],
+                &[&out],
+                &[],
+                false,
+                move |gg, _| Ok(vec![Some(rows.gather(&gg[0], &shape, true)?)]),
+            )?;
+        }
+        Ok(out)
+    }
+
+    fn scatter_as<T: Element + num_traits::Float>(&self, g: &Tensor) -> Result<Tensor> {
+        let (d, num, idx) = (self.d, self.num, &self.idx);
+        let g = g.contiguous()?;
+        let mut out = crate::tensor::creation::try_filled_vec(num * d, T::zero())?;
+        let base = SendPtr(out.as_mut_ptr());
+        g.with_contiguous_slice::<T, _>(|gs| {
+            // Rows split into ranges, each task adding, in position order, the positions that
+            // land in its range: no two tasks write one row, and every row's sum has the same
+            // order at any thread count.
+            let tasks = if idx.len() * d >= crate::ops::elementwise::PAR_MIN_ELEMENTS {
+                4 * (crate::parallel::helpers() + 1)
+            } else {
+                1
+            };
+            let helpers = if tasks > 1 {
+                crate::parallel::helpers()
+            } else {
+                0
+            };
+            crate::parallel::share_work(helpers, tasks, &|t| {
+                let (lo, hi) = (t * num / tasks, (t + 1) * num / tasks);
+                for (p, &i) in idx.iter().enumerate() {
+                    if i < lo || i >= hi || self.skip == Some(i) {
+                        continue;
+                    }
+                    let k = self.scale.as_ref().map_or(T::one(), |s| T::from_f64(s[p]));
+                    // SAFETY: row i lies in this task's range, which no other task writes.
+                    let dst = unsafe { std::slice::from_raw_parts_mut(base.get().add(i * d), d) };
+                    add_row(dst, &gs[p * d..(p + 1) * d], k);
+                }
+            });
+        })?;
+        Tensor::from_vec(out, &[num, d])
+    }
+}
+
+/// `dst += k · src` (vectorised).
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx2+avx+fma",
+    "x86_64+avx2+avx+fma"
+))]
+fn add_row<T: num_traits::Float>(dst: &mut [T], src: &[T], k: T) {
+    for (o, &v) in dst.iter_mut().zip(src) {
+        *o = *o + k * v;
+    }
+}
+
+/// `n` rows of `d`, row `p` written whole by `fill(p, row)`, rows shared among threads when
+/// large.
+fn fill_rows<T: Element>(
+    n: usize,
+    d: usize,
+    fill: impl Fn(usize, &mut [std::mem::MaybeUninit<T>]) + Sync,
+) -> Result<Vec<T>> {
+    let mut out = crate::tensor::creation::try_vec::<T>(n * d)?;
+    let base = SendPtr(out.spare_capacity_mut().as_mut_ptr());
+    let per_task = (16384 / d.max(1)).max(1);
+    let tasks = n.div_ceil(per_task);
+    let helpers = if n * d >= crate::ops::elementwise::PAR_MIN_ELEMENTS {
+        crate::parallel::helpers()
+    } else {
+        0
+    };
+    crate::parallel::share_work(helpers, tasks, &|t| {
+        for p in t * per_task..((t + 1) * per_task).min(n) {
+            // SAFETY: row p of the spare capacity belongs to this task alone.
+            let row = unsafe { std::slice::from_raw_parts_mut(base.get().add(p * d), d) };
+            fill(p, row);
+        }
+    });
+    // SAFETY: `fill` wrote every element of every row (its contract).
+    unsafe { out.set_len(n * d) };
     Ok(out)
 }
 
