@@ -127,6 +127,16 @@ impl Tensor {
             &signed(padding),
             &signed(stride),
         )?;
+        if plane_table_applies(self) {
+            let (table, out_shape, _) =
+                window_table("im2col", self.shape(), kernel, dilation, padding, stride)?;
+            let t = Arc::new(PlaneTable {
+                table,
+                plane: self.shape()[2..].iter().product(),
+                planes: self.shape()[0] * self.shape()[1],
+            });
+            return t.gather(self, &out_shape);
+        }
         let (idx, out_shape, _) =
             window_index("im2col", self.shape(), kernel, dilation, padding, stride)?;
         self.gather_padded(&Arc::new(idx), &out_shape, IM2COL)
@@ -154,6 +164,16 @@ impl Tensor {
         let k: usize = kernel.iter().product();
         let mut in_shape = vec![s[0], s[1] / k];
         in_shape.extend_from_slice(output_size);
+        if plane_table_applies(self) {
+            let (table, _, _) =
+                window_table("col2im", &in_shape, kernel, dilation, padding, stride)?;
+            let t = Arc::new(PlaneTable {
+                table,
+                plane: in_shape[2..].iter().product(),
+                planes: in_shape[0] * in_shape[1],
+            });
+            return t.scatter(self, &in_shape);
+        }
         let (idx, _, _) = window_index("col2im", &in_shape, kernel, dilation, padding, stride)?;
         self.scatter_add_padded(&in_shape, &Arc::new(idx), IM2COL)
     }
@@ -324,6 +344,34 @@ pub fn window_index(
     padding: &[usize],
     stride: &[usize],
 ) -> Result<(Vec<usize>, Vec<usize>, Vec<usize>)> {
+    let (local, out_shape, grid) = window_table(op, in_shape, kernel, dilation, padding, stride)?;
+    let (n, c) = (in_shape[0], in_shape[1]);
+    let plane: usize = in_shape[2..].iter().product();
+    let mut idx = crate::tensor::creation::try_vec(crate::tensor::creation::checked_numel(&[
+        n * c,
+        local.len(),
+    ])?)?;
+    for plane_nr in 0..n * c {
+        let base = plane_nr * plane;
+        idx.extend(
+            local
+                .iter()
+                .map(|&o| if o == PAD_INDEX { o } else { base + o }),
+        );
+    }
+    Ok((idx, out_shape, grid))
+}
+
+/// [`window_index`] for one `(n, c)` plane: the offset in the plane (or [`PAD_INDEX`]) of
+/// every `(kernel offset, window position)`, which every plane repeats.
+fn window_table(
+    op: &str,
+    in_shape: &[usize],
+    kernel: &[usize],
+    dilation: &[usize],
+    padding: &[usize],
+    stride: &[usize],
+) -> Result<(Vec<usize>, Vec<usize>, Vec<usize>)> {
     let sd = kernel.len();
     if sd == 0 || in_shape.len() != sd + 2 {
         return Err(Error::runtime(format!(
@@ -368,7 +416,6 @@ pub fn window_index(
     let (n, c) = (in_shape[0], in_shape[1]);
     let kn: usize = kernel.iter().product();
     let ln: usize = grid.iter().product();
-    let plane: usize = spatial.iter().product();
     // Per (kernel offset, window position): offset into one (n, c) plane, or PAD_INDEX.
     let mut local =
         crate::tensor::creation::try_vec(crate::tensor::creation::checked_numel(&[kn, ln])?)?;
@@ -392,17 +439,114 @@ pub fn window_index(
         }
         increment(&mut kpos, kernel);
     }
-    let mut idx =
-        crate::tensor::creation::try_vec(crate::tensor::creation::checked_numel(&[n, c, kn, ln])?)?;
-    for plane_nr in 0..n * c {
-        let base = plane_nr * plane;
-        idx.extend(
-            local
-                .iter()
-                .map(|&o| if o == PAD_INDEX { o } else { base + o }),
-        );
+    crate::tensor::creation::checked_numel(&[n, c, kn, ln])?;
+    Ok((local, vec![n, c * kn, ln], grid))
+}
+
+/// The gather of [`Tensor::im2col`] as one table repeated over planes: output plane `p` reads
+/// input plane `p` at the table's offsets. Building and walking a flat index per output
+/// element (N·C times the table) cost as much as the copy itself.
+struct PlaneTable {
+    table: Vec<usize>,
+    plane: usize,
+    planes: usize,
+}
+
+impl PlaneTable {
+    /// `x`'s planes through the table, shaped `shape`; recorded with [`PlaneTable::scatter`].
+    fn gather(self: &Arc<Self>, x: &Tensor, shape: &[usize]) -> Result<Tensor> {
+        let x = x.contiguous()?;
+        let out = match x.dtype() {
+            DType::Float32 => self.gather_as::<f32>(&x, shape)?,
+            _ => self.gather_as::<f64>(&x, shape)?,
+        };
+        if needs_grad(&[&x]) {
+            let (t, in_shape) = (self.clone(), x.shape().to_vec());
+            record(IM2COL.gather, &[&x], &[&out], &[], false, move |g, _| {
+                Ok(vec![Some(t.scatter(&g[0], &in_shape)?)])
+            })?;
+        }
+        Ok(out)
     }
-    Ok((idx, vec![n, c * kn, ln], grid))
+
+    fn gather_as<T: Element + num_traits::Float>(
+        &self,
+        x: &Tensor,
+        shape: &[usize],
+    ) -> Result<Tensor> {
+        let (k, plane) = (self.table.len(), self.plane);
+        let n = self.planes * k;
+        let mut out = crate::tensor::creation::try_vec::<T>(n)?;
+        let base = SendPtr(out.spare_capacity_mut().as_mut_ptr());
+        x.with_contiguous_slice::<T, _>(|xs| {
+            self.for_planes(k, &|p| {
+                let src = &xs[p * plane..(p + 1) * plane];
+                // SAFETY: output plane p belongs to this task alone.
+                let o = unsafe { std::slice::from_raw_parts_mut(base.get().add(p * k), k) };
+                for (v, &i) in o.iter_mut().zip(&self.table) {
+                    v.write(if i == PAD_INDEX { T::zero() } else { src[i] });
+                }
+            });
+        })?;
+        // SAFETY: every output plane was written whole.
+        unsafe { out.set_len(n) };
+        Tensor::from_vec(out, shape)
+    }
+
+    /// `g`'s planes added back at the table's offsets (the adjoint), shaped `shape`; recorded
+    /// with [`PlaneTable::gather`].
+    fn scatter(self: &Arc<Self>, g: &Tensor, shape: &[usize]) -> Result<Tensor> {
+        let g = g.contiguous()?;
+        let out = match g.dtype() {
+            DType::Float32 => self.scatter_as::<f32>(&g, shape)?,
+            _ => self.scatter_as::<f64>(&g, shape)?,
+        };
+        if needs_grad(&[&g]) {
+            let (t, g_shape) = (self.clone(), g.shape().to_vec());
+            record(IM2COL.scatter, &[&g], &[&out], &[], false, move |gg, _| {
+                Ok(vec![Some(t.gather(&gg[0], &g_shape)?)])
+            })?;
+        }
+        Ok(out)
+    }
+
+    fn scatter_as<T: Element + num_traits::Float>(
+        &self,
+        g: &Tensor,
+        shape: &[usize],
+    ) -> Result<Tensor> {
+        let (k, plane) = (self.table.len(), self.plane);
+        let mut out = crate::tensor::creation::try_filled_vec(self.planes * plane, T::zero())?;
+        let base = SendPtr(out.as_mut_ptr());
+        g.with_contiguous_slice::<T, _>(|gs| {
+            self.for_planes(k, &|p| {
+                let src = &gs[p * k..(p + 1) * k];
+                // SAFETY: input plane p belongs to this task alone.
+                let o = unsafe { std::slice::from_raw_parts_mut(base.get().add(p * plane), plane) };
+                for (&v, &i) in src.iter().zip(&self.table) {
+                    if i != PAD_INDEX {
+                        o[i] = o[i] + v;
+                    }
+                }
+            });
+        })?;
+        Tensor::from_vec(out, shape)
+    }
+
+    /// `f(p)` for every plane, planes shared among threads when the work is large.
+    fn for_planes(&self, k: usize, f: &(dyn Fn(usize) + Sync)) {
+        let helpers = if self.planes * k >= crate::ops::elementwise::PAR_MIN_ELEMENTS {
+            crate::parallel::helpers()
+        } else {
+            0
+        };
+        crate::parallel::share_work(helpers, self.planes, f);
+    }
+}
+
+/// Whether the plane-table kernels take `t` (float32/float64, outside vmap).
+fn plane_table_applies(t: &Tensor) -> bool {
+    !t.is_batched() && matches!(t.dtype(), DType::Float32 | DType::Float64)
 }
 
 /// Advance a row-major multi-index within `sizes` (wrapping to zero at the end).
