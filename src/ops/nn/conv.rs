@@ -693,7 +693,11 @@ impl ConvGeometry {
 
 /// Element types of the convolution kernels.
 trait ConvScalar:
-    crate::kernels::gemm::GemmScalar + Element + std::ops::Add<Output = Self> + std::ops::AddAssign
+    crate::kernels::gemm::GemmScalar
+    + Element
+    + std::ops::Add<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::AddAssign
 {
     /// This thread's scratch buffer of this type.
     fn scratch() -> &'static std::thread::LocalKey<std::cell::RefCell<Vec<Self>>>;
@@ -952,6 +956,9 @@ fn conv_forward<T: ConvScalar>(
 ) -> Result<Vec<T>> {
     if let Some(y) = T::winograd(geo, x, w, bias) {
         return y;
+    }
+    if let Some(pp) = depthwise_planes(geo) {
+        return conv_forward_depthwise(geo, &pp, x, w, bias);
     }
     let (cg, og, kn, ln, plane, g, win) = setup(geo)?;
     let total = geo.batch * geo.out_channels * ln;
@@ -1289,6 +1296,123 @@ impl PaddedPlanes {
     }
 }
 
+/// The padded-plane layout of a depthwise 2-d stride-1 layer (one input and one output channel
+/// per group), which [`conv_forward_depthwise`] and [`conv_grad_weight_depthwise`] run
+/// directly: as a gemm its products are 1 x K by K x L, far too thin for the kernels.
+fn depthwise_planes(geo: &ConvGeometry) -> Option<PaddedPlanes> {
+    let depthwise = geo.groups == geo.in_channels && geo.groups == geo.out_channels;
+    PaddedPlanes::of(geo).filter(|_| depthwise && geo.kernel.iter().product::<usize>() > 1)
+}
+
+/// `acc += k · x` (vectorised).
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx2+avx+fma",
+    "x86_64+avx2+avx+fma"
+))]
+fn axpy<T: ConvScalar>(acc: &mut [T], x: &[T], k: T) {
+    for (a, &v) in acc.iter_mut().zip(x) {
+        *a = *a + k * v;
+    }
+}
+
+/// `Σ a · b` in `T` lanes, added in order (vectorised).
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx2+avx+fma",
+    "x86_64+avx2+avx+fma"
+))]
+fn dot<T: ConvScalar>(a: &[T], b: &[T]) -> T {
+    let mut lanes = [T::ZERO; 16];
+    let (ac, bc) = (a.chunks_exact(16), b.chunks_exact(16));
+    let (ar, br) = (ac.remainder(), bc.remainder());
+    for (x, y) in ac.zip(bc) {
+        for ((l, &p), &q) in lanes.iter_mut().zip(x).zip(y) {
+            *l = *l + p * q;
+        }
+    }
+    let mut s = lanes.iter().fold(T::ZERO, |s, &l| s + l);
+    for (&p, &q) in ar.iter().zip(br) {
+        s = s + p * q;
+    }
+    s
+}
+
+/// A depthwise layer's output: per `(n, c)` plane, the zero-padded input shifted by each
+/// kernel offset times that tap, summed at the padded width, then compacted with the bias.
+fn conv_forward_depthwise<T: ConvScalar>(
+    geo: &ConvGeometry,
+    pp: &PaddedPlanes,
+    x: &[T],
+    w: &[T],
+    bias: Option<&[T]>,
+) -> Result<Vec<T>> {
+    let (kn, ln, plane) = (dims(geo).kn, dims(geo).ln, dims(geo).plane);
+    let (c, ow, iw) = (geo.in_channels, geo.output[1], geo.input[1]);
+    let units = geo.batch * c;
+    let mut y = crate::tensor::creation::try_vec::<T>(units * ln)?;
+    let yp = SendPtr(y.spare_capacity_mut().as_mut_ptr());
+    for_units::<T>(units, units * ln * kn, pp.pitch + pp.lp, &|u, buf| {
+        let ch = u % c;
+        let (xp, acc) = buf.split_at_mut(pp.pitch);
+        let acc = &mut acc[..pp.lp];
+        pp.fill(&x[u * plane..(u + 1) * plane], iw, plane, xp);
+        acc.fill(T::ZERO);
+        for (k, &shift) in pp.shifts.iter().enumerate() {
+            axpy(acc, &xp[shift..shift + pp.lp], w[ch * kn + k]);
+        }
+        let b = bias.map_or(T::ZERO, |b| b[ch]);
+        // SAFETY: unit u alone writes plane u of `y`.
+        let dst = unsafe { std::slice::from_raw_parts_mut(yp.get().add(u * ln), ln) };
+        for (drow, srow) in dst.chunks_exact_mut(ow.max(1)).zip(acc.chunks(pp.wp)) {
+            for (d, &v) in drow.iter_mut().zip(srow) {
+                d.write(v + b);
+            }
+        }
+    })?;
+    // SAFETY: every plane of `y` was written whole above.
+    unsafe { y.set_len(units * ln) };
+    Ok(y)
+}
+
+/// A depthwise layer's weight gradient: per `(n, c)` plane and kernel offset, the dot of the
+/// output gradient (laid out at the padded width) with the shifted padded input; the planes'
+/// partial sums added over the batch in order, so the result is the same at any thread count.
+fn conv_grad_weight_depthwise<T: ConvScalar>(
+    geo: &ConvGeometry,
+    pp: &PaddedPlanes,
+    gy: &[T],
+    x: &[T],
+) -> Result<Vec<T>> {
+    let (kn, ln, plane) = (dims(geo).kn, dims(geo).ln, dims(geo).plane);
+    let (c, ow, iw) = (geo.in_channels, geo.output[1], geo.input[1]);
+    let units = geo.batch * c;
+    let mut partial = crate::tensor::creation::try_filled_vec(units * kn, T::ZERO)?;
+    let pp_ptr = SendPtr(partial.as_mut_ptr());
+    for_units::<T>(units, units * ln * kn, pp.pitch + pp.lp, &|u, buf| {
+        let (xp, gp) = buf.split_at_mut(pp.pitch);
+        let gp = &mut gp[..pp.lp];
+        pp.fill(&x[u * plane..(u + 1) * plane], iw, plane, xp);
+        gp.fill(T::ZERO);
+        for (drow, srow) in gp
+            .chunks_mut(pp.wp)
+            .zip(gy[u * ln..(u + 1) * ln].chunks(ow.max(1)))
+        {
+            drow[..ow].copy_from_slice(srow);
+        }
+        // SAFETY: unit u alone writes its kn partial sums.
+        let out = unsafe { std::slice::from_raw_parts_mut(pp_ptr.get().add(u * kn), kn) };
+        for (o, &shift) in out.iter_mut().zip(&pp.shifts) {
+            *o = dot(gp, &xp[shift..shift + pp.lp]);
+        }
+    })?;
+    let mut gw = vec![T::ZERO; c * kn];
+    for n in 0..geo.batch {
+        for (acc, &v) in gw.iter_mut().zip(&partial[n * c * kn..(n + 1) * c * kn]) {
+            *acc = *acc + v;
+        }
+    }
+    Ok(gw)
+}
+
 /// [`conv_grad_weight`] for 2-d stride-1 layers with many output channels, as implicit
 /// products: per kernel offset, `gw[:, :, k] += gᵀ-block (og x lp) @ shifted padded input
 /// (lp x cg)`, the reduction running along output positions. No column matrix is built (for a
@@ -1366,6 +1490,9 @@ fn conv_grad_weight_implicit<T: ConvScalar>(
 fn conv_grad_weight<T: ConvScalar>(geo: &ConvGeometry, gy: &[T], x: &[T]) -> Result<Vec<T>> {
     if let Some(gw) = T::winograd_grad_weight(geo, gy, x) {
         return gw;
+    }
+    if let Some(pp) = depthwise_planes(geo) {
+        return conv_grad_weight_depthwise(geo, &pp, gy, x);
     }
     if let Some(pp) = PaddedPlanes::of(geo).filter(|pp| dims(geo).og >= 16 && pp.lp >= 256) {
         return conv_grad_weight_implicit(geo, &pp, gy, x);

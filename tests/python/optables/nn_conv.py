@@ -52,6 +52,16 @@ OPS = [
         [Arg((2, 3, 5, 6)), Arg((6, 1, 3, 3)), Arg((6,))],
     ),
     OpSpec(
+        # One channel in and out per group at stride 1: the direct depthwise kernels (forward,
+        # input gradient through the flipped kernel, weight gradient), dilated and uneven.
+        "nn_conv2d_depthwise_s1",
+        lambda L, x, w, b: (
+            F(L).conv2d(x, w, b, padding=1, groups=3),
+            F(L).conv2d(x, w[:, :, :2, :], None, padding=(0, 2), dilation=(1, 2), groups=3),
+        ),
+        [Arg((2, 3, 5, 6)), Arg((3, 1, 3, 3)), Arg((3,))],
+    ),
+    OpSpec(
         "nn_conv2d_pointwise",
         lambda L, x, w: F(L).conv2d(x, w),
         [Arg((2, 3, 3, 4)), Arg((4, 3, 1, 1))],
