@@ -1311,7 +1311,7 @@ fn depthwise_planes(geo: &ConvGeometry) -> Option<PaddedPlanes> {
 ))]
 fn axpy<T: ConvScalar>(acc: &mut [T], x: &[T], k: T) {
     for (a, &v) in acc.iter_mut().zip(x) {
-        *a = *a + k * v;
+        *a += k * v;
     }
 }
 
@@ -1326,12 +1326,12 @@ fn dot<T: ConvScalar>(a: &[T], b: &[T]) -> T {
     let (ar, br) = (ac.remainder(), bc.remainder());
     for (x, y) in ac.zip(bc) {
         for ((l, &p), &q) in lanes.iter_mut().zip(x).zip(y) {
-            *l = *l + p * q;
+            *l += p * q;
         }
     }
     let mut s = lanes.iter().fold(T::ZERO, |s, &l| s + l);
     for (&p, &q) in ar.iter().zip(br) {
-        s = s + p * q;
+        s += p * q;
     }
     s
 }
