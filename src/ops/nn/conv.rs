@@ -1407,7 +1407,7 @@ fn conv_grad_weight_depthwise<T: ConvScalar>(
     let mut gw = vec![T::ZERO; c * kn];
     for n in 0..geo.batch {
         for (acc, &v) in gw.iter_mut().zip(&partial[n * c * kn..(n + 1) * c * kn]) {
-            *acc = *acc + v;
+            *acc += v;
         }
     }
     Ok(gw)
