@@ -1225,6 +1225,14 @@ pub fn binary_cross_entropy_with_logits(
             size_str(x.shape())
         )));
     }
+    let plain =
+        |u: &Tensor| !u.is_batched() && matches!(u.dtype(), DType::Float32 | DType::Float64);
+    if pos_weight.is_none() && weight.is_none() && plain(x) && plain(t) && x.dtype() == t.dtype() {
+        return match x.dtype() {
+            DType::Float32 => bce_logits::<f32>(x, t, reduction),
+            _ => bce_logits::<f64>(x, t, reduction),
+        };
+    }
     let sp = crate::ops::nn::activation::softplus(&x.neg()?, 1.0, f64::INFINITY)?;
     let lin = t.rsub_scalar(1.0)?.mul(x)?;
     let loss = match pos_weight {
@@ -1236,6 +1244,177 @@ pub fn binary_cross_entropy_with_logits(
         None => loss,
     };
     reduce(loss, reduction)
+}
+
+/// Floats with a vectorised `e^x` and `ln x` over slices (float32 through `vmath`).
+trait LogitsFloat: RowFloat {
+    fn ln_into(src: &[Self], dst: &mut [MaybeUninit<Self>]);
+}
+
+impl LogitsFloat for f32 {
+    fn ln_into(src: &[f32], dst: &mut [MaybeUninit<f32>]) {
+        crate::kernels::vmath::UnaryF32::Log.apply_uninit(src, dst)
+    }
+}
+
+impl LogitsFloat for f64 {
+    fn ln_into(src: &[f64], dst: &mut [MaybeUninit<f64>]) {
+        for (d, &v) in dst.iter_mut().zip(src) {
+            d.write(v.ln());
+        }
+    }
+}
+
+/// Elements per task of [`bce_logits`].
+const LOGITS_BLOCK: usize = 4096;
+
+/// `f(block, lo, hi)` over blocks of [`LOGITS_BLOCK`] elements, shared among threads when
+/// large.
+fn logits_blocks(n: usize, f: &(dyn Fn(usize, usize, usize) + Sync)) {
+    let blocks = n.div_ceil(LOGITS_BLOCK);
+    let helpers = if n >= PAR_MIN_VMATH {
+        parallel::helpers()
+    } else {
+        0
+    };
+    parallel::share_work(helpers, blocks, &|b| {
+        f(b, b * LOGITS_BLOCK, ((b + 1) * LOGITS_BLOCK).min(n))
+    });
+}
+
+/// `e = e^src` as initialised values (the slot type of [`RowFloat::exp_into`]).
+fn exp_vec<T: RowFloat>(src: &[T], e: &mut Vec<MaybeUninit<T>>) -> Vec<T> {
+    e.clear();
+    e.resize(src.len(), MaybeUninit::uninit());
+    T::exp_into(src, e);
+    // SAFETY: exp_into wrote every element.
+    e.iter().map(|v| unsafe { v.assume_init() }).collect()
+}
+
+/// Binary cross entropy with logits, unweighted, as one node: the loss
+/// `(1 - t) x + max(-x, 0) + ln(1 + e^-|x|)` (stable for any x; torch's formula) and the
+/// gradients `(σ(x) - t) g` and `-x g`, with the exponentials and logs through the vector
+/// kernels. The composed form (six ops and their backwards) took 1.0 ms on 512 x 1000.
+fn bce_logits<T: LogitsFloat>(x: &Tensor, t: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    let (xc, tc) = (x.contiguous()?, t.contiguous()?);
+    let n = xc.numel();
+    let one = T::one();
+    let loss = xc.with_contiguous_slice::<T, _>(|xs| {
+        tc.with_contiguous_slice::<T, _>(|ts| -> Result<Tensor> {
+            let blocks = n.div_ceil(LOGITS_BLOCK);
+            let mut per = if reduction == Reduction::None {
+                try_vec::<T>(n)?
+            } else {
+                Vec::new()
+            };
+            let mut sums = vec![0f64; blocks];
+            let (pp, sp) = (
+                SendPtr(per.spare_capacity_mut().as_mut_ptr()),
+                SendPtr(sums.as_mut_ptr()),
+            );
+            logits_blocks(n, &|b, lo, hi| {
+                let (xb, tb) = (&xs[lo..hi], &ts[lo..hi]);
+                let neg_abs: Vec<T> = xb.iter().map(|&v| -v.abs()).collect();
+                let e = exp_vec(&neg_abs, &mut Vec::new());
+                let onep: Vec<T> = e.iter().map(|&v| one + v).collect();
+                let mut l = vec![MaybeUninit::uninit(); hi - lo];
+                T::ln_into(&onep, &mut l);
+                let vals: Vec<T> = l
+                    .iter()
+                    .zip(xb)
+                    .zip(tb)
+                    // SAFETY: ln_into wrote every element.
+                    .map(|((lv, &xv), &tv)| {
+                        (one - tv) * xv + (-xv).max(T::zero()) + unsafe { lv.assume_init() }
+                    })
+                    .collect();
+                if reduction == Reduction::None {
+                    // SAFETY: elements lo..hi of `per` belong to this block alone.
+                    let o = unsafe { std::slice::from_raw_parts_mut(pp.get().add(lo), hi - lo) };
+                    for (d, v) in o.iter_mut().zip(vals) {
+                        d.write(v);
+                    }
+                } else {
+                    // SAFETY: slot b belongs to this block alone.
+                    unsafe { *sp.get().add(b) = lane_sum(&vals, |v| v) };
+                }
+            });
+            if reduction == Reduction::None {
+                // SAFETY: every block wrote its elements.
+                unsafe { per.set_len(n) };
+                return Tensor::from_vec(per, x.shape());
+            }
+            let total: f64 = sums.iter().sum();
+            let v = match reduction {
+                Reduction::Mean if n > 0 => total / n as f64,
+                Reduction::Mean => f64::NAN,
+                _ => total,
+            };
+            Ok(Tensor::full(&[], v, x.dtype()))
+        })
+    })???;
+    if needs_grad(&[x, t]) {
+        record(
+            "BinaryCrossEntropyWithLogitsBackward0",
+            &[x, t],
+            &[&loss],
+            &[&xc, &tc],
+            true,
+            move |g, s| {
+                let (x, t, g) = (&s[0], &s[1], &g[0]);
+                let gs = match reduction {
+                    Reduction::Mean => g.div_scalar(n as f64)?,
+                    _ => g.clone(),
+                };
+                let want_t = crate::graph::node::wants_grad(1);
+                if needs_grad(&[g, x, t]) {
+                    let dx = gs.mul(&x.sigmoid()?.sub(t)?)?;
+                    let dt = if want_t {
+                        Some(gs.mul(&x.neg()?)?)
+                    } else {
+                        None
+                    };
+                    return Ok(vec![Some(dx), dt]);
+                }
+                let scalar = if gs.dim() == 0 {
+                    Some(T::from_f64(gs.item_f64()?))
+                } else {
+                    None
+                };
+                let gc = gs.contiguous()?;
+                let dx = x.with_contiguous_slice::<T, _>(|xs| {
+                    t.with_contiguous_slice::<T, _>(|ts| {
+                        gc.with_contiguous_slice::<T, _>(|gv| -> Result<Tensor> {
+                            let mut out = try_vec::<T>(n)?;
+                            let op = SendPtr(out.spare_capacity_mut().as_mut_ptr());
+                            logits_blocks(n, &|_, lo, hi| {
+                                let neg: Vec<T> = xs[lo..hi].iter().map(|&v| -v).collect();
+                                let e = exp_vec(&neg, &mut Vec::new());
+                                // SAFETY: elements lo..hi belong to this block alone.
+                                let o = unsafe {
+                                    std::slice::from_raw_parts_mut(op.get().add(lo), hi - lo)
+                                };
+                                for (k, (d, &ev)) in o.iter_mut().zip(&e).enumerate() {
+                                    let gk = scalar.unwrap_or_else(|| gv[lo + k]);
+                                    d.write((one / (one + ev) - ts[lo + k]) * gk);
+                                }
+                            });
+                            // SAFETY: every block wrote its elements.
+                            unsafe { out.set_len(n) };
+                            Tensor::from_vec(out, x.shape())
+                        })
+                    })
+                })????;
+                let dt = if want_t {
+                    Some(gs.mul(&x.neg()?)?)
+                } else {
+                    None
+                };
+                Ok(vec![Some(dx), dt])
+            },
+        )?;
+    }
+    Ok(loss)
 }
 
 /// Pointwise KL divergence `t (log t - x)` (0 where t = 0), or `e^t (t - x)` with
