@@ -231,6 +231,10 @@ impl Tensor {
     /// `out[i][j] = self[index[i][j]][j]` (for `dim=0`), shaped like `index`.
     pub fn gather(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
         let d = wrap_dim(dim, self.dim().max(1))?;
+        if index.is_batched() && self.dim() > 0 {
+            // Inside vmap with picks that differ from sample to sample.
+            return crate::ops::batching::take_along(self, d, index);
+        }
         let pos = self.gather_positions(d, index, "gather")?;
         self.gather_named("GatherBackward0", pos, index.shape())
     }

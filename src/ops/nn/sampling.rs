@@ -997,6 +997,17 @@ const CHANNEL_SHUFFLE: &str = "ChannelShuffleBackward0";
 
 /// `x` viewed as `view`, permuted by `perm`, copied once and shaped `shape`, without recording.
 fn permuted_copy(x: &Tensor, view: &[usize], perm: &[usize], shape: &[usize]) -> Result<Tensor> {
+    // Inside vmap: the samples are one more leading dim that stays in front.
+    if let Some(r) = crate::tensor::batched::unary_all(x, |p, nb| {
+        let lead = &p.shape()[..nb];
+        let view: Vec<usize> = [&[lead.iter().product()], view].concat();
+        let perm: Vec<usize> = std::iter::once(0)
+            .chain(perm.iter().map(|d| d + 1))
+            .collect();
+        permuted_copy(p, &view, &perm, &[lead, shape].concat())
+    }) {
+        return r;
+    }
     crate::kernels::copy::permute_reshape_copy(x, view, perm, shape)
 }
 
