@@ -282,3 +282,64 @@ pub(crate) fn put_along(g: &Tensor, d: usize, idx: &Tensor, shape: &[usize]) -> 
     }
     Ok(out)
 }
+
+/// The fallback for an op whose backward rule, not only its kernel, depends on each sample's
+/// values (indices that decide where gradients go): the whole op, recorded as usual, once per
+/// sample of the innermost level among `ts`, on that sample of each operand batched there and
+/// on the others as they are; its outputs stacked and batched again. The samples are taken
+/// from the operands (and the results batched) through differentiable nodes, so gradients
+/// reach the logical operands, to any order. `None` when no operand is batched.
+pub(crate) fn per_sample_op(
+    ts: &[&Tensor],
+    f: impl Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+) -> Option<Result<Vec<Tensor>>> {
+    let level = top_level(ts)?;
+    let size = level.size();
+    let run = || -> Result<Vec<Tensor>> {
+        let phys = ts
+            .iter()
+            .map(|t| match t.batch_slot() {
+                Some(s) if s.level.id() == level.id() => {
+                    Ok((remove_batch_dim(t, &level, size, 0)?, true))
+                }
+                _ => Ok(((*t).clone(), false)),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut per: Vec<Vec<Tensor>> = Vec::new();
+        for b in 0..size {
+            let args = phys
+                .iter()
+                .map(|(p, batched)| {
+                    if *batched {
+                        p.select(0, b as i64)
+                    } else {
+                        Ok(p.clone())
+                    }
+                })
+                .collect::<Result<Vec<_>>>()?;
+            for (k, out) in f(&args)?.into_iter().enumerate() {
+                if per.len() <= k {
+                    per.push(Vec::with_capacity(size));
+                }
+                per[k].push(out);
+            }
+        }
+        per.iter()
+            .map(|outs| add_batch_dim(&Tensor::stack(outs, 0)?, 0, &level))
+            .collect()
+    };
+    Some(run())
+}
+
+/// [`per_sample_op`] for an op with one output.
+pub(crate) fn per_sample_op1(
+    ts: &[&Tensor],
+    f: impl Fn(&[Tensor]) -> Result<Tensor>,
+) -> Option<Result<Tensor>> {
+    let outs = per_sample_op(ts, |p| Ok(vec![f(p)?]))?;
+    Some(outs.and_then(|o| {
+        o.into_iter()
+            .next()
+            .ok_or_else(|| Error::runtime("vmap: the op gave no output"))
+    }))
+}
