@@ -343,3 +343,40 @@ pub(crate) fn per_sample_op1(
             .ok_or_else(|| Error::runtime("vmap: the op gave no output"))
     }))
 }
+
+/// The rule for an op whose dim 0 runs over independent items (images, planes): the samples
+/// of the innermost level among `ts` folded into it, `f` (the op, recorded as usual) run once
+/// on the folded operands, and its result's dim 0 unfolded into the batch again. Operands not
+/// batched there are expanded over the samples. Every operand has at least one dim.
+/// Differentiable to any order through the nodes that cross the level. `None` when no
+/// operand is batched.
+pub(crate) fn fold_front(
+    ts: &[&Tensor],
+    f: impl FnOnce(&[Tensor]) -> Result<Tensor>,
+) -> Option<Result<Tensor>> {
+    let level = top_level(ts)?;
+    let size = level.size();
+    let run = || -> Result<Tensor> {
+        let folded = ts
+            .iter()
+            .map(|t| {
+                let p = match t.batch_slot() {
+                    Some(s) if s.level.id() == level.id() => remove_batch_dim(t, &level, size, 0)?,
+                    _ => {
+                        let mut shape = t.shape().to_vec();
+                        shape.insert(0, size);
+                        t.unsqueeze(0)?.expand(&shape)?
+                    }
+                };
+                let mut shape = p.shape()[1..].to_vec();
+                shape[0] *= size;
+                p.reshape(&shape)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let out = f(&folded)?;
+        let mut shape = vec![size, out.shape()[0] / size.max(1)];
+        shape.extend_from_slice(&out.shape()[1..]);
+        add_batch_dim(&out.reshape(&shape)?, 0, &level)
+    };
+    Some(run())
+}

@@ -472,6 +472,13 @@ impl Tensor {
         if self.numel() == 0 {
             return Err(Error::runtime("quantile() input tensor must be non-empty"));
         }
+        // Inside vmap (torch's fallback too): one sample at a time.
+        let per = crate::ops::batching::per_sample_op1(&[self, q], |p| {
+            p[0].quantile(&p[1], dim, keepdim, interpolation, ignore_nan)
+        });
+        if let Some(r) = per {
+            return r;
+        }
         if q.dim() > 1 {
             return Err(Error::runtime("quantile() q must be a scalar or 1D tensor"));
         }

@@ -383,6 +383,10 @@ impl Tensor {
 
     /// Coordinates of the non-zero elements, shaped `[count, ndim]` (int64, no gradient).
     pub fn nonzero(&self) -> Result<Tensor> {
+        if self.is_batched() {
+            // The count differs from sample to sample: torch's vmap refuses it too.
+            return Err(Error::runtime("vmap: We do not support batching operators that can output dynamic shape. Attempted to vmap over aten::nonzero. Please file an issue at https://github.com/pytorch/pytorch/issues if you need this feature."));
+        }
         let vals: Vec<bool> = match self.dtype() {
             DType::Bool => self.to_vec::<bool>()?,
             DType::Int64 => self.to_vec::<i64>()?.iter().map(|&v| v != 0).collect(),

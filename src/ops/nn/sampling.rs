@@ -460,6 +460,14 @@ pub fn interpolate(
     }) {
         return r;
     }
+    // Inside vmap: the samples folded into N.
+    if input.dim() > 0 {
+        if let Some(r) = crate::ops::batching::fold_front(&[input], |p| {
+            interpolate(&p[0], size, scale_factor, mode, align_corners, antialias)
+        }) {
+            return r;
+        }
+    }
     let d = match (size, scale_factor) {
         (Some(s), None) => s.len(),
         (None, Some(s)) => s.len(),
