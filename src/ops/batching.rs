@@ -360,14 +360,7 @@ pub(crate) fn fold_front(
         let folded = ts
             .iter()
             .map(|t| {
-                let p = match t.batch_slot() {
-                    Some(s) if s.level.id() == level.id() => remove_batch_dim(t, &level, size, 0)?,
-                    _ => {
-                        let mut shape = t.shape().to_vec();
-                        shape.insert(0, size);
-                        t.unsqueeze(0)?.expand(&shape)?
-                    }
-                };
+                let p = batch_to_front(t, &level)?;
                 let mut shape = p.shape()[1..].to_vec();
                 shape[0] *= size;
                 p.reshape(&shape)
@@ -377,6 +370,49 @@ pub(crate) fn fold_front(
         let mut shape = vec![size, out.shape()[0] / size.max(1)];
         shape.extend_from_slice(&out.shape()[1..]);
         add_batch_dim(&out.reshape(&shape)?, 0, &level)
+    };
+    Some(run())
+}
+
+/// `t` with the samples of `level` as a real leading dim, through the nodes that carry
+/// gradients across the level (the inverse is [`add_batch_dim`] at 0); a `t` not batched there
+/// is the same for every sample and is expanded over them (no copy).
+pub(crate) fn batch_to_front(t: &Tensor, level: &Arc<Level>) -> Result<Tensor> {
+    let size = level.size();
+    match t.batch_slot() {
+        Some(s) if s.level.id() == level.id() => remove_batch_dim(t, level, size, 0),
+        _ => {
+            let mut shape = t.shape().to_vec();
+            shape.insert(0, size);
+            t.unsqueeze(0)?.expand(&shape)
+        }
+    }
+}
+
+/// The rule for an op that takes any number of leading batch dims (right-aligned, broadcast):
+/// the samples of the innermost level among `ts` become one more leading dim of each operand
+/// (size-1 dims pad the lower-rank operands behind it, so the samples pair up), `f` (the op,
+/// recorded as usual) runs once, and its result's leading dim is batched again.
+/// Differentiable to any order through the nodes that cross the level. `None` when no operand
+/// is batched.
+pub(crate) fn lead_batch(
+    ts: &[&Tensor],
+    f: impl FnOnce(&[Tensor]) -> Result<Tensor>,
+) -> Option<Result<Tensor>> {
+    let level = top_level(ts)?;
+    let rank = ts.iter().map(|t| t.dim()).max().unwrap_or(0);
+    let run = || -> Result<Tensor> {
+        let lifted = ts
+            .iter()
+            .map(|t| {
+                let mut p = batch_to_front(t, &level)?;
+                for _ in t.dim()..rank {
+                    p = p.unsqueeze(1)?;
+                }
+                Ok(p)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        add_batch_dim(&f(&lifted)?, 0, &level)
     };
     Some(run())
 }

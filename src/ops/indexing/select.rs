@@ -363,15 +363,26 @@ impl Tensor {
                 "scatter(): Expected self.dtype to be equal to src.dtype",
             ));
         }
-        // Inside vmap: the reduction and its gradient both depend on each sample's index.
-        let per = crate::ops::batching::per_sample_op1(&[self, index, src], |p| {
-            p[0].scatter_reduce(dim, &p[1], &p[2], reduce, include_self)
-        });
-        if let Some(r) = per {
+        let d = wrap_dim(dim, self.dim().max(1))?;
+        // Inside vmap: the samples are one more leading dim of all three (the index only moves
+        // values along `dim`, so each sample's stay its own).
+        let operands = [self, index, src];
+        let batched = if operands
+            .iter()
+            .all(|t| t.dim() == self.dim() && t.dim() > 0)
+        {
+            crate::ops::batching::lead_batch(&operands, |p| {
+                p[0].scatter_reduce(d as i64 + 1, &p[1], &p[2], reduce, include_self)
+            })
+        } else {
+            crate::ops::batching::per_sample_op1(&operands, |p| {
+                p[0].scatter_reduce(dim, &p[1], &p[2], reduce, include_self)
+            })
+        };
+        if let Some(r) = batched {
             return r;
         }
         index_values(index, "scatter_reduce")?;
-        let d = wrap_dim(dim, self.dim().max(1))?;
         if index.dim() != src.dim() && index.numel() > 0 && src.dim() > 0 {
             return Err(Error::runtime(
                 "Index tensor must have the same number of dimensions as src tensor",

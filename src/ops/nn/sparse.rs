@@ -47,6 +47,16 @@ pub fn embedding(
     scale_grad_by_freq: bool,
 ) -> Result<Tensor> {
     check_table("embedding", weight, indices)?;
+    if indices.is_batched() && !weight.is_batched() && !scale_grad_by_freq {
+        // Inside vmap with a shared table: the samples are one more leading dim of the
+        // indices (the frequencies of scale_grad_by_freq are per sample, so not there).
+        let batched = crate::ops::batching::lead_batch(&[indices], |p| {
+            embedding(weight, &p[0], padding_idx, scale_grad_by_freq)
+        });
+        if let Some(r) = batched {
+            return r;
+        }
+    }
     if indices.is_batched() {
         // Inside vmap with indices that differ from sample to sample (a batched weight alone
         // goes through the batched gather below).
