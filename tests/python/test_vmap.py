@@ -167,7 +167,7 @@ def test_op_without_a_rule_raises_a_clear_error_and_leaves_inputs_intact() -> No
     x = _rand(2, 3, 6)
     before = x.numpy().copy()
     with pytest.raises(RuntimeError, match="no batching rule"):
-        vmap(lambda a: fg.histc(a, 4))(x)
+        vmap(lambda a: fg.bincount((a.abs() * 3).long().flatten()))(x)
     np.testing.assert_array_equal(x.numpy(), before)
     # the level was closed: vmap works again afterwards
     _close(vmap(lambda a: a + 1)(x), x + 1)
@@ -594,3 +594,21 @@ def test_data_dependent_shapes_raise_torchs_errors() -> None:
         vmap(lambda r: fg.repeat_interleave(r))(counts)
     got = vmap(lambda r: fg.repeat_interleave(r, output_size=3))(counts)
     np.testing.assert_array_equal(got.numpy(), [[0, 1, 1], [0, 0, 1]])
+
+
+def test_searches_and_histograms_batch_like_a_loop() -> None:
+    x = fg.tensor(np.random.default_rng(5).uniform(size=(3, 2, 6)))
+    seq = fg.sort(fg.tensor(np.random.default_rng(6).uniform(size=(3, 2, 5)))).values
+    shared = fg.tensor([0.1, 0.5, 0.9], dtype=fg.float64)
+    cases = [
+        (lambda v: fg.searchsorted(shared, v, right=True), (x,)),
+        (lambda s, v: fg.searchsorted(s, v), (seq, x)),
+        (lambda s, v: fg.searchsorted(s[0], v), (seq, x)),
+        (lambda v: fg.bucketize(v, shared), (x,)),
+        (lambda v: fg.histc(v, 4), (x,)),
+    ]
+    for f, args in cases:
+        np.testing.assert_array_equal(vmap(f)(*args).numpy(), _loop(f, *args).numpy())
+    for op in ("unique", "unique_consecutive"):
+        with pytest.raises(RuntimeError, match=f"Attempted to vmap over aten::_?{op[:6]}"):
+            vmap(getattr(fg, op))(x)
