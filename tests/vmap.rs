@@ -271,3 +271,75 @@ fn norms_along_a_dim_batch_with_their_gradients() {
     .unwrap();
     close(&got[0], &per_sample(&xs, f));
 }
+
+/// Per-sample gradients of `f` at each sample of `xs` (dim 0), through vmap and by a loop.
+fn per_sample_grads(xs: &Tensor, f: impl Fn(&Tensor) -> Result<Tensor>) -> (Tensor, Tensor) {
+    let got = vmap(std::slice::from_ref(xs), &[Some(0)], |a| {
+        let x = a[0].detach().requires_grad_(true)?;
+        let g = grad(&[f(&x)?], &[x], GradOptions::default())?;
+        Ok(vec![g[0].clone().expect("used")])
+    })
+    .unwrap();
+    let want = (0..xs.shape()[0])
+        .map(|i| {
+            let x = xs.select(0, i as i64)?.detach().requires_grad_(true)?;
+            let g = grad(&[f(&x)?], &[x], GradOptions::default())?;
+            Ok(g[0].clone().expect("used"))
+        })
+        .collect::<Result<Vec<_>>>()
+        .unwrap();
+    (got[0].clone(), Tensor::stack(&want, 0).unwrap())
+}
+
+#[test]
+fn linalg_kernels_take_the_samples_as_a_leading_batch_dim() {
+    // A + 4I is well conditioned; the samples go through inv/det/solve/svd at once.
+    let xs = rand(&[5, 3, 3], 11);
+    let f = |a: &Tensor| -> Result<Tensor> {
+        let a = a.add(&Tensor::eye(3, 3, a.dtype())?.mul_scalar(4.0)?)?;
+        let s = a.svd(false)?.1;
+        a.inv()?
+            .mul(&a.det()?)?
+            .add(&a.solve(&a.t()?, true)?)?
+            .sum()?
+            .add(&s.sum()?)
+    };
+    close(
+        &vmap(std::slice::from_ref(&xs), &[Some(0)], |a| {
+            Ok(vec![f(&a[0])?])
+        })
+        .unwrap()[0],
+        &per_sample(&xs, f),
+    );
+    let (got, want) = per_sample_grads(&xs, f);
+    close(&got, &want);
+}
+
+#[test]
+fn index_dependent_ops_run_per_sample_and_pooling_folds_the_samples_into_dim_0() {
+    use ferrograd::ops::nn::sparse::embedding;
+    // embedding with per-sample indices (batching::per_sample_op), weights per sample
+    let idx = Tensor::from_vec(vec![0i64, 2, 2, 1, 0, 0, 3, 1], &[2, 4]).unwrap();
+    let ws = rand(&[2, 4, 3], 12);
+    let got = vmap(&[ws.clone(), idx.clone()], &[Some(0), Some(0)], |a| {
+        let w = a[0].detach().requires_grad_(true)?;
+        let y = embedding(&w, &a[1], Some(2), true)?;
+        let g = grad(&[y.mul(&y)?.sum()?], &[w], GradOptions::default())?;
+        Ok(vec![g[0].clone().expect("used")])
+    })
+    .unwrap();
+    for i in 0..2 {
+        let w = ws.select(0, i).unwrap().requires_grad_(true).unwrap();
+        let y = embedding(&w, &idx.select(0, i).unwrap(), Some(2), true).unwrap();
+        let l = y.mul(&y).unwrap().sum().unwrap();
+        let g = grad(&[l], &[w], GradOptions::default()).unwrap()[0]
+            .clone()
+            .unwrap();
+        close(&got[0].select(0, i).unwrap(), &g);
+    }
+    // adaptive pooling folds the samples into its leading dim (batching::fold_front)
+    let xs = rand(&[3, 2, 4, 4, 5], 13);
+    let pool = |x: &Tensor| x.adaptive_avg_pool3d(&[2, 3, 2])?.exp()?.sum();
+    let (got, want) = per_sample_grads(&xs, pool);
+    close(&got, &want);
+}

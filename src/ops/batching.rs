@@ -282,3 +282,137 @@ pub(crate) fn put_along(g: &Tensor, d: usize, idx: &Tensor, shape: &[usize]) -> 
     }
     Ok(out)
 }
+
+/// The fallback for an op whose backward rule, not only its kernel, depends on each sample's
+/// values (indices that decide where gradients go): the whole op, recorded as usual, once per
+/// sample of the innermost level among `ts`, on that sample of each operand batched there and
+/// on the others as they are; its outputs stacked and batched again. The samples are taken
+/// from the operands (and the results batched) through differentiable nodes, so gradients
+/// reach the logical operands, to any order. `None` when no operand is batched.
+pub(crate) fn per_sample_op(
+    ts: &[&Tensor],
+    f: impl Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+) -> Option<Result<Vec<Tensor>>> {
+    let level = top_level(ts)?;
+    let size = level.size();
+    let run = || -> Result<Vec<Tensor>> {
+        let phys = ts
+            .iter()
+            .map(|t| match t.batch_slot() {
+                Some(s) if s.level.id() == level.id() => {
+                    Ok((remove_batch_dim(t, &level, size, 0)?, true))
+                }
+                _ => Ok(((*t).clone(), false)),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut per: Vec<Vec<Tensor>> = Vec::new();
+        for b in 0..size {
+            let args = phys
+                .iter()
+                .map(|(p, batched)| {
+                    if *batched {
+                        p.select(0, b as i64)
+                    } else {
+                        Ok(p.clone())
+                    }
+                })
+                .collect::<Result<Vec<_>>>()?;
+            for (k, out) in f(&args)?.into_iter().enumerate() {
+                if per.len() <= k {
+                    per.push(Vec::with_capacity(size));
+                }
+                per[k].push(out);
+            }
+        }
+        per.iter()
+            .map(|outs| add_batch_dim(&Tensor::stack(outs, 0)?, 0, &level))
+            .collect()
+    };
+    Some(run())
+}
+
+/// [`per_sample_op`] for an op with one output.
+pub(crate) fn per_sample_op1(
+    ts: &[&Tensor],
+    f: impl Fn(&[Tensor]) -> Result<Tensor>,
+) -> Option<Result<Tensor>> {
+    let outs = per_sample_op(ts, |p| Ok(vec![f(p)?]))?;
+    Some(outs.and_then(|o| {
+        o.into_iter()
+            .next()
+            .ok_or_else(|| Error::runtime("vmap: the op gave no output"))
+    }))
+}
+
+/// The rule for an op whose dim 0 runs over independent items (images, planes): the samples
+/// of the innermost level among `ts` folded into it, `f` (the op, recorded as usual) run once
+/// on the folded operands, and its result's dim 0 unfolded into the batch again. Operands not
+/// batched there are expanded over the samples. Every operand has at least one dim.
+/// Differentiable to any order through the nodes that cross the level. `None` when no
+/// operand is batched.
+pub(crate) fn fold_front(
+    ts: &[&Tensor],
+    f: impl FnOnce(&[Tensor]) -> Result<Tensor>,
+) -> Option<Result<Tensor>> {
+    let level = top_level(ts)?;
+    let size = level.size();
+    let run = || -> Result<Tensor> {
+        let folded = ts
+            .iter()
+            .map(|t| {
+                let p = batch_to_front(t, &level)?;
+                let mut shape = p.shape()[1..].to_vec();
+                shape[0] *= size;
+                p.reshape(&shape)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let out = f(&folded)?;
+        let mut shape = vec![size, out.shape()[0] / size.max(1)];
+        shape.extend_from_slice(&out.shape()[1..]);
+        add_batch_dim(&out.reshape(&shape)?, 0, &level)
+    };
+    Some(run())
+}
+
+/// `t` with the samples of `level` as a real leading dim, through the nodes that carry
+/// gradients across the level (the inverse is [`add_batch_dim`] at 0); a `t` not batched there
+/// is the same for every sample and is expanded over them (no copy).
+pub(crate) fn batch_to_front(t: &Tensor, level: &Arc<Level>) -> Result<Tensor> {
+    let size = level.size();
+    match t.batch_slot() {
+        Some(s) if s.level.id() == level.id() => remove_batch_dim(t, level, size, 0),
+        _ => {
+            let mut shape = t.shape().to_vec();
+            shape.insert(0, size);
+            t.unsqueeze(0)?.expand(&shape)
+        }
+    }
+}
+
+/// The rule for an op that takes any number of leading batch dims (right-aligned, broadcast):
+/// the samples of the innermost level among `ts` become one more leading dim of each operand
+/// (size-1 dims pad the lower-rank operands behind it, so the samples pair up), `f` (the op,
+/// recorded as usual) runs once, and its result's leading dim is batched again.
+/// Differentiable to any order through the nodes that cross the level. `None` when no operand
+/// is batched.
+pub(crate) fn lead_batch(
+    ts: &[&Tensor],
+    f: impl FnOnce(&[Tensor]) -> Result<Tensor>,
+) -> Option<Result<Tensor>> {
+    let level = top_level(ts)?;
+    let rank = ts.iter().map(|t| t.dim()).max().unwrap_or(0);
+    let run = || -> Result<Tensor> {
+        let lifted = ts
+            .iter()
+            .map(|t| {
+                let mut p = batch_to_front(t, &level)?;
+                for _ in t.dim()..rank {
+                    p = p.unsqueeze(1)?;
+                }
+                Ok(p)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        add_batch_dim(&f(&lifted)?, 0, &level)
+    };
+    Some(run())
+}

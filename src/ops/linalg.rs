@@ -11,6 +11,16 @@ mod solve;
 
 pub use factor::QrMode;
 
+/// The per-matrix status codes of [`Tensor::inv_ex`] or [`Tensor::cholesky_ex`] on `a` as an
+/// int64 tensor shaped like `a`'s batch (batched as `a` is inside vmap, where `info` has one
+/// code per matrix of every sample).
+pub fn info_tensor(info: &[usize], a: &Tensor) -> Result<Tensor> {
+    let (phys, levels) = crate::tensor::batched::peel(a);
+    let batch = &phys.shape()[..phys.dim().saturating_sub(2)];
+    let codes: Vec<i64> = info.iter().map(|&i| i as i64).collect();
+    crate::tensor::batched::rewrap(Tensor::from_vec(codes, batch)?, &levels)
+}
+
 use std::sync::Arc;
 
 use crate::error::{Error, Result};

@@ -472,6 +472,13 @@ impl Tensor {
         if self.numel() == 0 {
             return Err(Error::runtime("quantile() input tensor must be non-empty"));
         }
+        // Inside vmap (torch's fallback too): one sample at a time.
+        let per = crate::ops::batching::per_sample_op1(&[self, q], |p| {
+            p[0].quantile(&p[1], dim, keepdim, interpolation, ignore_nan)
+        });
+        if let Some(r) = per {
+            return r;
+        }
         if q.dim() > 1 {
             return Err(Error::runtime("quantile() q must be a scalar or 1D tensor"));
         }
@@ -597,6 +604,15 @@ impl Tensor {
     }
 
     fn unique_impl(&self, dim: Option<i64>, sort: bool) -> Result<(Tensor, Tensor, Tensor)> {
+        if self.is_batched() {
+            // The count differs from sample to sample: torch's vmap refuses it too.
+            let op = if sort {
+                "_unique2"
+            } else {
+                "unique_consecutive"
+            };
+            return Err(Error::runtime(format!("vmap: We do not support batching operators that can output dynamic shape. Attempted to vmap over aten::{op}. Please file an issue at https://github.com/pytorch/pytorch/issues if you need this feature.")));
+        }
         let x = self.detach();
         let (src, d) = match dim {
             None => (x.reshape(&[x.numel()])?, 0usize),
@@ -685,6 +701,9 @@ impl Tensor {
                 )));
             }
         }
+        if let Some(r) = self.searchsorted_batched(values, right, sorter) {
+            return r;
+        }
         let sorter_v = match sorter {
             Some(s) => {
                 let v = s.to_vec::<i64>()?;
@@ -744,6 +763,24 @@ impl Tensor {
             )
         };
         Tensor::from_vec(out, vd)
+    }
+
+    /// [`Tensor::searchsorted`] inside vmap: shared 1-D boundaries search every sample's values
+    /// at once; otherwise one sample at a time. `None` when nothing is batched.
+    fn searchsorted_batched(
+        &self,
+        values: &Tensor,
+        right: bool,
+        sorter: Option<&Tensor>,
+    ) -> Option<Result<Tensor>> {
+        if !self.is_batched() && sorter.is_none_or(|s| !s.is_batched()) && self.dim() == 1 {
+            return crate::tensor::batched::unary_all(values, |p, _| {
+                self.searchsorted(p, right, sorter)
+            });
+        }
+        let mut operands = vec![self, values];
+        operands.extend(sorter);
+        crate::ops::batching::per_sample(&operands, |p| p[0].searchsorted(&p[1], right, p.get(2)))
     }
 
     /// For each element of this tensor, the index of its bucket among the 1-D sorted
@@ -829,6 +866,10 @@ impl Tensor {
             return Err(Error::runtime(format!(
                 "torch.histogram(): bins must be > 0, but got {bins} for dimension 0"
             )));
+        }
+        // Inside vmap (torch's fallback too): one sample at a time.
+        if let Some(r) = crate::ops::batching::per_sample(&[self], |p| p[0].histc(bins, min, max)) {
+            return r;
         }
         let data = self.to_vec::<f64>()?;
         let (mut lo, mut hi) = (min, max);

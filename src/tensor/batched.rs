@@ -305,19 +305,30 @@ pub(crate) fn unary_all(
     f: impl FnOnce(&Tensor, usize) -> Result<Tensor>,
 ) -> Option<Result<Tensor>> {
     t.batch_slot()?;
+    let (phys, levels) = peel(t);
+    Some(f(&phys, levels.len()).and_then(|o| rewrap(o, &levels)))
+}
+
+/// The fully physical tensor under `t` and the levels peeled off it, innermost first: each
+/// level's batch dimension in front, so the outermost level's comes first (peeling level k
+/// puts its batch dim in front of the k - 1 already there). No levels when `t` is not batched.
+pub(crate) fn peel(t: &Tensor) -> (Tensor, Vec<Arc<Level>>) {
     let mut levels = Vec::new();
     let mut cur = t.clone();
     while let Some(s) = cur.batch_slot() {
         levels.push(s.level.clone());
         cur = move_to_front(&s.value, s.bdim);
     }
-    // Peeling level k put its batch dim in front of the k - 1 already there, so the
-    // outermost level's comes first.
-    let mut out = f(&cur, levels.len());
-    for level in levels.into_iter().rev() {
-        out = out.and_then(|o| Tensor::batched(o, 0, level));
-    }
-    Some(out)
+    (cur, levels)
+}
+
+/// A physical tensor whose leading dimensions are the batches of `levels` (as [`peel`] left
+/// them) batched again at those levels.
+pub(crate) fn rewrap(t: Tensor, levels: &[Arc<Level>]) -> Result<Tensor> {
+    levels
+        .iter()
+        .rev()
+        .try_fold(t, |o, level| Tensor::batched(o, 0, level.clone()))
 }
 
 /// The tensor that really holds `t`'s elements (through every level of batching), for reading

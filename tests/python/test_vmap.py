@@ -167,7 +167,7 @@ def test_op_without_a_rule_raises_a_clear_error_and_leaves_inputs_intact() -> No
     x = _rand(2, 3, 6)
     before = x.numpy().copy()
     with pytest.raises(RuntimeError, match="no batching rule"):
-        vmap(lambda a: fg.nn.functional.group_norm(a.unsqueeze(0), 3))(x)
+        vmap(lambda a: fg.bincount((a.abs() * 3).long().flatten()))(x)
     np.testing.assert_array_equal(x.numpy(), before)
     # the level was closed: vmap works again afterwards
     _close(vmap(lambda a: a + 1)(x), x + 1)
@@ -228,9 +228,7 @@ def test_per_sample_gradients_match_torch_func() -> None:
         def loss(w: Any, b: Any, xi: Any) -> Any:
             return (lib.tanh(xi @ w.t() + b) ** 2).mean()
 
-        return lib.func.vmap(lib.func.grad(loss, argnums=(0, 1)), in_dims=(None, None, 0))(
-            w, b, x
-        )
+        return lib.func.vmap(lib.func.grad(loss, argnums=(0, 1)), in_dims=(None, None, 0))(w, b, x)
 
     ours, theirs = make(fg), make(torch)
     for a, b in zip(ours, theirs):
@@ -468,3 +466,149 @@ def test_cosine_similarity_under_nested_vmap_with_a_shared_operand() -> None:
         return F.cosine_similarity(a, y, dim=-1).sum()
 
     _close(vmap(grad(loss))(x[0]), _loop(grad(loss), x[0]))
+
+
+# ----- batching rules of the linalg, nn and index families --------------------------------------
+# Each family's ops under vmap and vmap(grad) against the per-sample loop, and torch.vmap when
+# torch is installed (the same function on torch's module).
+
+
+def _spd(L: Any, a: Any) -> Any:
+    return a @ a.mT + L.eye(a.shape[-1], dtype=a.dtype)
+
+
+FAMILIES = {
+    "inv_det_slogdet": (
+        lambda L, a: L.linalg.inv(_spd(L, a)) * L.linalg.det(a) + L.linalg.slogdet(a)[1],
+        [(4, 3, 3)],
+    ),
+    "cholesky_solve": (
+        lambda L, a, b: L.linalg.solve(_spd(L, a), b) + L.linalg.cholesky(_spd(L, a)) @ b,
+        [(4, 3, 3), (4, 3, 2)],
+    ),
+    "svdvals_pinv": (
+        lambda L, a: L.linalg.pinv(a).sum(-1) + L.linalg.svdvals(a).sum() * 0.5,
+        [(4, 3, 2)],
+    ),
+    "pad_shuffle": (
+        lambda L, x: L.nn.functional.pixel_shuffle(
+            L.nn.functional.pad(x, (1, 2, 0, 1), mode="reflect"), 2
+        ),
+        [(3, 8, 3, 4)],
+    ),
+    "norms": (
+        lambda L, x, w: (
+            L.nn.functional.group_norm(x, 2, w)
+            + L.nn.functional.batch_norm(x, None, None, w, training=True)
+            + L.nn.functional.instance_norm(x, weight=w)
+        ),
+        [(3, 2, 4, 5), (3, 4)],
+    ),
+    "sdpa": (
+        lambda L, q, k, v: L.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+        [(3, 2, 4, 5), (3, 2, 4, 5), (3, 2, 4, 3)],
+    ),
+    "interpolate": (
+        lambda L, x: L.nn.functional.interpolate(
+            x, scale_factor=2, mode="bilinear", align_corners=False
+        ),
+        [(3, 2, 2, 3, 4)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_family_batches_like_a_loop_and_like_torch(name: str) -> None:
+    f, shapes = FAMILIES[name]
+    xs = [_rand(*s, seed=k) for k, s in enumerate(shapes)]
+    _close(vmap(lambda *a: f(fg, *a))(*xs), _loop(lambda *a: f(fg, *a), *xs), 1e-10)
+
+    def loss(*a: Any) -> Any:
+        return (f(fg, *a) ** 2).sum()
+
+    got = vmap(grad(loss))(*xs)
+    want = _loop(lambda *a: fg.autograd.grad(loss(a[0].requires_grad_(), *a[1:]), a[0])[0], *xs)
+    _close(got, want, 1e-9)
+    if torch is not None:
+        ts = [torch.tensor(x.numpy()) for x in xs]
+        theirs = torch.vmap(lambda *a: f(torch, *a))(*ts)
+        np.testing.assert_allclose(vmap(lambda *a: f(fg, *a))(*xs).numpy(), theirs, 1e-9, 1e-9)
+        tgrad = torch.vmap(torch.func.grad(lambda *a: (f(torch, *a) ** 2).sum()))(*ts)
+        np.testing.assert_allclose(got.numpy(), tgrad, 1e-9, 1e-9)
+
+
+def test_embedding_with_per_sample_indices_gives_per_sample_weight_gradients() -> None:
+    rng = np.random.default_rng(3)
+    idx = fg.tensor(rng.integers(0, 5, size=(3, 4)))
+    w = _rand(3, 5, 2, seed=4)
+    F = fg.nn.functional
+
+    def loss(w1: Any, i: Any) -> Any:
+        return (F.embedding(i, w1, padding_idx=1, scale_grad_by_freq=True) ** 2).sum()
+
+    got = vmap(grad(loss))(w, idx)
+    want = _loop(lambda w1, i: fg.autograd.grad(loss(w1.requires_grad_(), i), w1)[0], w, idx)
+    _close(got, want)
+    _close(vmap(lambda i: F.one_hot(i, 5))(idx), F.one_hot(idx, 5))
+    with pytest.raises(RuntimeError, match="explicit positive num_classes"):
+        vmap(lambda i: F.one_hot(i))(idx)
+    if torch is not None:
+        tw, ti = torch.tensor(w.numpy()), torch.tensor(idx.numpy())
+        theirs = torch.vmap(
+            torch.func.grad(
+                lambda w1, i: (
+                    torch.nn.functional.embedding(i, w1, padding_idx=1, scale_grad_by_freq=True)
+                    ** 2
+                ).sum()
+            )
+        )(tw, ti)
+        np.testing.assert_allclose(got.numpy(), theirs, 1e-12, 1e-12)
+
+
+def test_running_statistics_under_vmap_follow_torchs_rule() -> None:
+    x = _rand(3, 4, 2, 5)
+    F = fg.nn.functional
+    rm, rv = fg.zeros(3, 2, dtype=fg.float64), fg.ones(3, 2, dtype=fg.float64)
+    out = vmap(lambda a, m, v: F.batch_norm(a, m, v, training=True, momentum=0.3))(x, rm, rv)
+    for b in range(3):
+        m1, v1 = fg.zeros(2, dtype=fg.float64), fg.ones(2, dtype=fg.float64)
+        _close(out[b], F.batch_norm(x[b], m1, v1, training=True, momentum=0.3))
+        _close(rm[b], m1)
+        _close(rv[b], v1)
+    shared = fg.zeros(2, dtype=fg.float64), fg.ones(2, dtype=fg.float64)
+    with pytest.raises(RuntimeError, match="were not batched"):
+        vmap(lambda a: F.batch_norm(a, *shared, training=True))(x)
+    # eval mode only reads them
+    _close(
+        vmap(lambda a: F.batch_norm(a, *shared, training=False))(x),
+        F.batch_norm(x.flatten(0, 1), *shared, training=False).reshape(3, 4, 2, 5),
+    )
+
+
+def test_data_dependent_shapes_raise_torchs_errors() -> None:
+    x = _rand(3, 4)
+    with pytest.raises(RuntimeError, match="can output dynamic shape"):
+        vmap(lambda a: a.nonzero())(x)
+    counts = fg.tensor([[1, 2], [2, 1]])
+    with pytest.raises(RuntimeError, match="requires the `output_size` argument"):
+        vmap(lambda r: fg.repeat_interleave(r))(counts)
+    got = vmap(lambda r: fg.repeat_interleave(r, output_size=3))(counts)
+    np.testing.assert_array_equal(got.numpy(), [[0, 1, 1], [0, 0, 1]])
+
+
+def test_searches_and_histograms_batch_like_a_loop() -> None:
+    x = fg.tensor(np.random.default_rng(5).uniform(size=(3, 2, 6)))
+    seq = fg.sort(fg.tensor(np.random.default_rng(6).uniform(size=(3, 2, 5)))).values
+    shared = fg.tensor([0.1, 0.5, 0.9], dtype=fg.float64)
+    cases = [
+        (lambda v: fg.searchsorted(shared, v, right=True), (x,)),
+        (lambda s, v: fg.searchsorted(s, v), (seq, x)),
+        (lambda s, v: fg.searchsorted(s[0], v), (seq, x)),
+        (lambda v: fg.bucketize(v, shared), (x,)),
+        (lambda v: fg.histc(v, 4), (x,)),
+    ]
+    for f, args in cases:
+        np.testing.assert_array_equal(vmap(f)(*args).numpy(), _loop(f, *args).numpy())
+    for op in ("unique", "unique_consecutive"):
+        with pytest.raises(RuntimeError, match=f"Attempted to vmap over aten::_?{op[:6]}"):
+            vmap(getattr(fg, op))(x)

@@ -231,6 +231,10 @@ impl Tensor {
     /// `out[i][j] = self[index[i][j]][j]` (for `dim=0`), shaped like `index`.
     pub fn gather(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
         let d = wrap_dim(dim, self.dim().max(1))?;
+        if index.is_batched() && self.dim() > 0 {
+            // Inside vmap with picks that differ from sample to sample.
+            return crate::ops::batching::take_along(self, d, index);
+        }
         let pos = self.gather_positions(d, index, "gather")?;
         self.gather_named("GatherBackward0", pos, index.shape())
     }
@@ -379,6 +383,10 @@ impl Tensor {
 
     /// Coordinates of the non-zero elements, shaped `[count, ndim]` (int64, no gradient).
     pub fn nonzero(&self) -> Result<Tensor> {
+        if self.is_batched() {
+            // The count differs from sample to sample: torch's vmap refuses it too.
+            return Err(Error::runtime("vmap: We do not support batching operators that can output dynamic shape. Attempted to vmap over aten::nonzero. Please file an issue at https://github.com/pytorch/pytorch/issues if you need this feature."));
+        }
         let vals: Vec<bool> = match self.dtype() {
             DType::Bool => self.to_vec::<bool>()?,
             DType::Int64 => self.to_vec::<i64>()?.iter().map(|&v| v != 0).collect(),

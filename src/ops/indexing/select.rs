@@ -316,6 +316,35 @@ impl Tensor {
         Tensor::from_vec(v, &[total])
     }
 
+    /// [`Tensor::repeat_index`] of a 1-D int64 tensor of counts inside vmap, each sample's
+    /// result of `output_size` elements (without it, torch's error: the size would differ from
+    /// sample to sample).
+    pub fn repeat_index_batched(repeats: &Tensor, output_size: Option<usize>) -> Result<Tensor> {
+        let per = crate::tensor::batched::unary_all(repeats, |p, nb| {
+            let Some(size) = output_size else {
+                return Err(Error::runtime("repeat_interleave: vmapping over the `repeats` tensor requires the `output_size` argument to be specified, because the size of the output equals the sum of `repeats`, which is data-dependent and may differ between batch elements. Please pass output_size, e.g. output_size=int(repeats.sum(-1).max())."));
+            };
+            let lead = p.shape()[..nb].to_vec();
+            let n = p.shape()[nb..].iter().product::<usize>();
+            let counts = p.to_vec::<i64>()?;
+            let mut rows = Vec::with_capacity(counts.len().checked_div(n).unwrap_or(0));
+            for row in counts.chunks(n.max(1)).take(lead.iter().product()) {
+                let r = Tensor::repeat_index(row, n)?;
+                if r.numel() != size {
+                    return Err(Error::runtime(
+                        "allocated size does not match required size",
+                    ));
+                }
+                rows.push(r);
+            }
+            Tensor::stack(&rows, 0)?.reshape(&[lead, vec![size]].concat())
+        });
+        per.unwrap_or_else(|| {
+            let counts = repeats.to_vec::<i64>()?;
+            Tensor::repeat_index(&counts, counts.len())
+        })
+    }
+
     /// `self` with `src`'s values along `dim` at `index` reduced into it (torch's
     /// `scatter_reduce`): with `include_self` the old value takes part, otherwise a position
     /// that receives values forgets it. The gradient of `prod` divides by the inputs (an input
@@ -334,8 +363,26 @@ impl Tensor {
                 "scatter(): Expected self.dtype to be equal to src.dtype",
             ));
         }
-        index_values(index, "scatter_reduce")?;
         let d = wrap_dim(dim, self.dim().max(1))?;
+        // Inside vmap: the samples are one more leading dim of all three (the index only moves
+        // values along `dim`, so each sample's stay its own).
+        let operands = [self, index, src];
+        let batched = if operands
+            .iter()
+            .all(|t| t.dim() == self.dim() && t.dim() > 0)
+        {
+            crate::ops::batching::lead_batch(&operands, |p| {
+                p[0].scatter_reduce(d as i64 + 1, &p[1], &p[2], reduce, include_self)
+            })
+        } else {
+            crate::ops::batching::per_sample_op1(&operands, |p| {
+                p[0].scatter_reduce(dim, &p[1], &p[2], reduce, include_self)
+            })
+        };
+        if let Some(r) = batched {
+            return r;
+        }
+        index_values(index, "scatter_reduce")?;
         if index.dim() != src.dim() && index.numel() > 0 && src.dim() > 0 {
             return Err(Error::runtime(
                 "Index tensor must have the same number of dimensions as src tensor",

@@ -35,10 +35,12 @@ impl QrMode {
 }
 
 /// A gradient that is exactly zero and not part of a graph: an output nothing flowed into
-/// (the engine fills those with zeros), which torch's rules treat as undefined.
+/// (the engine fills those with zeros), which torch's rules treat as undefined. Inside vmap,
+/// zero for every sample.
 fn absent(g: &Tensor) -> bool {
     !g.requires_grad()
-        && g.to_vec::<f64>()
+        && crate::tensor::batched::innermost(g)
+            .to_vec::<f64>()
             .map(|v| v.iter().all(|x| *x == 0.0))
             .unwrap_or(false)
 }

@@ -8,7 +8,10 @@ use faer::{Mat, MatRef, Side};
 
 use parking_lot::Mutex;
 
+use std::sync::Arc;
+
 use crate::error::{Error, Result};
+use crate::tensor::batched::{peel, rewrap, Level};
 use crate::tensor::grad_mode::GradModeGuard;
 use crate::tensor::{scalar_type_name, DType, Tensor};
 
@@ -21,6 +24,10 @@ pub(crate) struct Batch {
     pub(crate) cols: usize,
     /// The input's dtype, which the results take.
     pub(crate) dtype: DType,
+    /// Inside vmap: the levels the input was batched at (innermost first). Their batch
+    /// dims lead `batch`, so every sample's matrices go through the kernel at once, and the
+    /// results are batched again at them.
+    levels: Vec<Arc<Level>>,
 }
 
 /// The machine epsilon of a float dtype (float32's for float32, else float64's).
@@ -78,6 +85,7 @@ pub(crate) fn batch_prefix(batched: bool, k: usize) -> String {
 impl Batch {
     /// The matrices of `x` (at least 2-D, float), copied out as float64.
     pub(crate) fn of(x: &Tensor) -> Result<Batch> {
+        let (x, levels) = peel(x);
         let nd = x.dim();
         let s = x.shape();
         let (rows, cols) = (s[nd - 2], s[nd - 1]);
@@ -91,7 +99,14 @@ impl Batch {
             rows,
             cols,
             dtype: x.dtype(),
+            levels,
         })
+    }
+
+    /// A tensor over this batch (leading shape `batch`) as the per-sample function sees it:
+    /// batched again at the input's levels.
+    pub(crate) fn wrap(&self, t: Tensor) -> Result<Tensor> {
+        rewrap(t, &self.levels)
     }
 
     /// How many matrices.
@@ -109,7 +124,7 @@ impl Batch {
     pub(crate) fn collect(&self, data: Vec<f64>, tail: &[usize]) -> Result<Tensor> {
         let mut shape = self.batch.clone();
         shape.extend_from_slice(tail);
-        Tensor::from_vec(data, &shape)?.to_dtype(self.dtype)
+        self.wrap(Tensor::from_vec(data, &shape)?.to_dtype(self.dtype)?)
     }
 }
 

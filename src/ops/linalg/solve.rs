@@ -151,7 +151,7 @@ impl Tensor {
         let singular: Vec<bool> = dets.iter().map(|d| d.abs() < 100.0 * eps).collect();
         let out = b.collect(dets, &[])?;
         if needs_grad(&[self]) {
-            let mask = Tensor::from_vec(singular.clone(), &b.batch)?;
+            let mask = b.wrap(Tensor::from_vec(singular.clone(), &b.batch)?)?;
             let n = b.rows;
             record(
                 "LinalgDetBackward0",
@@ -319,21 +319,7 @@ impl Tensor {
 /// `A⁻¹ B` (`left`) or `B A⁻¹` for `A` and `B` of the same batch shape; `B` has at least 2
 /// dims. One node, `LinalgSolveExBackward0`, either way.
 pub(crate) fn solve_square(a: &Tensor, b: &Tensor, left: bool) -> Result<Tensor> {
-    // B A⁻¹ = (A⁻ᵀ Bᵀ)ᵀ: the kernel solves with the transposes.
-    let (ka, kb) = if left {
-        (Batch::of(a)?, Batch::of(b)?)
-    } else {
-        (Batch::of(&mt(a)?)?, Batch::of(&mt(b)?)?)
-    };
-    let (data, info) = lapack::solve(&ka, &kb)?;
-    if let Some((k, _)) = first_failure(&info) {
-        return Err(Error::runtime(format!(
-            "torch.linalg.solve: {}The solver failed because the input matrix is singular.",
-            batch_prefix(!ka.batch.is_empty(), k)
-        )));
-    }
-    let raw = kb.collect(data, &[kb.rows, kb.cols])?;
-    let x = if left { raw } else { mt(&raw)?.contiguous()? };
+    let x = solve_kernel(a, b, left)?;
     if needs_grad(&[a, b]) {
         // X = A⁻¹B: gB = A⁻ᵀ g, gA = -gB Xᵀ.  X = B A⁻¹: gB = g A⁻ᵀ, gA = -Xᵀ gB.
         record(
@@ -355,6 +341,36 @@ pub(crate) fn solve_square(a: &Tensor, b: &Tensor, left: bool) -> Result<Tensor>
         )?;
     }
     Ok(x)
+}
+
+/// The solution of [`solve_square`], recording nothing.
+fn solve_kernel(a: &Tensor, b: &Tensor, left: bool) -> Result<Tensor> {
+    // Inside vmap: A and B with the same leading batch dim (either may be shared by all
+    // samples), solved together.
+    if let Some(r) =
+        crate::ops::batching::on_physical_all(&[a, b], |p| solve_kernel(&p[0], &p[1], left))
+    {
+        return r;
+    }
+    // B A⁻¹ = (A⁻ᵀ Bᵀ)ᵀ: the kernel solves with the transposes.
+    let (ka, kb) = if left {
+        (Batch::of(a)?, Batch::of(b)?)
+    } else {
+        (Batch::of(&mt(a)?)?, Batch::of(&mt(b)?)?)
+    };
+    let (data, info) = lapack::solve(&ka, &kb)?;
+    if let Some((k, _)) = first_failure(&info) {
+        return Err(Error::runtime(format!(
+            "torch.linalg.solve: {}The solver failed because the input matrix is singular.",
+            batch_prefix(!ka.batch.is_empty(), k)
+        )));
+    }
+    let raw = kb.collect(data, &[kb.rows, kb.cols])?;
+    if left {
+        Ok(raw)
+    } else {
+        mt(&raw)?.contiguous()
+    }
 }
 
 /// torch's gradient of `det` at a singular matrix: with `A = U diag(S) Vᴴ`, the cofactor

@@ -1321,7 +1321,13 @@ pub fn scaled_dot_product_attention(
         expand_to(&v, s, ev)?,
     );
     let mask_grad = bias.as_ref().is_some_and(|b| needs_grad(&[b]));
-    if mask_grad || nb * l * s * e * ev == 0 {
+    // Inside vmap the composed path's matmuls and softmax fold the samples into their
+    // leading dims.
+    let batched = [&q3, &k3, &v3]
+        .into_iter()
+        .chain(&bias)
+        .any(|t| t.is_batched());
+    if mask_grad || batched || nb * l * s * e * ev == 0 {
         // Empty problems and a mask that wants its own gradient take the composed path.
         let drop = match &dims.dropout {
             Some(dr) => Some(dropout_tensor(&dims, dr, &batch, q.dtype())?),

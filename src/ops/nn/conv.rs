@@ -43,6 +43,26 @@ fn float_only(t: &Tensor, op: &str) -> Result<()> {
     }
 }
 
+/// The number of samples in the `nb` leading (batch) dims of a physical tensor, and those dims.
+fn lead_of(p: &Tensor, nb: usize) -> (usize, Vec<usize>) {
+    let lead = p.shape()[..nb].to_vec();
+    (lead.iter().product(), lead)
+}
+
+/// `idx` once per sample of `per` elements, the `k`-th copy shifted to sample `k`'s elements
+/// ([`PAD_INDEX`] stays): the positions of a gather or scatter done on every sample at once.
+fn per_sample_positions(idx: &[usize], per: usize, count: usize) -> Result<Vec<usize>> {
+    let mut out = crate::tensor::creation::try_vec(idx.len().saturating_mul(count))?;
+    for k in 0..count {
+        let base = k * per;
+        out.extend(
+            idx.iter()
+                .map(|&i| if i == PAD_INDEX { i } else { base + i }),
+        );
+    }
+    Ok(out)
+}
+
 impl Tensor {
     /// Elements at flat row-major positions `idx` (where [`PAD_INDEX`] gives zero), shaped
     /// `shape`. Float tensors only. Its backward is [`Tensor::scatter_add_padded`].
@@ -60,10 +80,23 @@ impl Tensor {
                 fmt_shape(shape)
             )));
         }
-        let out = crate::tensor::storage::with_dtype!(self.dtype(), T => Tensor::from_vec(
-            self.with_contiguous_slice::<T, _>(|s| gather::<_, true>(s, idx))??,
-            shape,
-        )?);
+        // Inside vmap: one gather over every sample, each at its own copy of the positions.
+        let per = self.numel();
+        let batched = crate::tensor::batched::unary_all(self, |p, nb| {
+            let (count, lead) = lead_of(p, nb);
+            p.detach().gather_padded(
+                &Arc::new(per_sample_positions(idx, per, count)?),
+                &[lead, shape.to_vec()].concat(),
+                names,
+            )
+        });
+        let out = match batched {
+            Some(r) => r?,
+            None => crate::tensor::storage::with_dtype!(self.dtype(), T => Tensor::from_vec(
+                self.with_contiguous_slice::<T, _>(|s| gather::<_, true>(s, idx))??,
+                shape,
+            )?),
+        };
         if needs_grad(&[self]) {
             let (idx, in_shape): (Arc<Vec<usize>>, Dims) = (idx.clone(), self.shape().into());
             record(names.gather, &[self], &[&out], &[], false, move |g, _| {
@@ -91,7 +124,17 @@ impl Tensor {
             )));
         }
         let n: usize = shape.iter().product();
-        let out = if self.dtype().is_half() {
+        let batched = crate::tensor::batched::unary_all(self, |p, nb| {
+            let (count, lead) = lead_of(p, nb);
+            p.detach().scatter_add_padded(
+                &[lead, shape.to_vec()].concat(),
+                &Arc::new(per_sample_positions(idx, n, count)?),
+                names,
+            )
+        });
+        let out = if let Some(r) = batched {
+            r?
+        } else if self.dtype().is_half() {
             // Sums in float32, rounded once.
             crate::kernels::copy::via_compute(self, |w| {
                 Tensor::from_vec(

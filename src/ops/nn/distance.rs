@@ -783,6 +783,13 @@ pub fn cdist(x1: &Tensor, x2: &Tensor, p: f64, mode: CdistMode) -> Result<Tensor
     if let Some(r) = Tensor::lift_half([x1, x2], [], |[a, b], []| cdist(a, b, p, mode)) {
         return r;
     }
+    // Inside vmap: the samples are one more batch dim.
+    if x1.dim() >= 2 && x2.dim() >= 2 {
+        let batched = crate::ops::batching::lead_batch(&[x1, x2], |t| cdist(&t[0], &t[1], p, mode));
+        if let Some(r) = batched {
+            return r;
+        }
+    }
     if x1.dim() < 2 || x2.dim() < 2 {
         let (which, t) = if x1.dim() < 2 { ("X1", x1) } else { ("X2", x2) };
         return Err(Error::runtime(format!(

@@ -1192,7 +1192,11 @@ pub fn binary_cross_entropy(
     }
     let out_of_range = {
         let _g = GradModeGuard::new(false);
-        let v = x.detach().contiguous()?.to_vec::<f64>()?;
+        // Inside vmap: every sample's elements at once.
+        let v = crate::tensor::batched::innermost(x)
+            .detach()
+            .contiguous()?
+            .to_vec::<f64>()?;
         v.iter().any(|&p| !(0.0..=1.0).contains(&p))
     };
     if out_of_range {

@@ -201,7 +201,9 @@ pub fn gaussian_nll_loss(
     eps: f64,
     reduction: Reduction,
 ) -> Result<Tensor> {
-    if var.lt_scalar(0.0)?.any_dims(&[], false)?.item()? != 0.0 {
+    // Inside vmap: checked over every sample at once.
+    let negative = crate::tensor::batched::innermost(var).lt_scalar(0.0)?;
+    if negative.any_dims(&[], false)?.item()? != 0.0 {
         return Err(Error::value("var has negative entry/entries"));
     }
     let v = clamp_keep_grad(var, eps)?;

@@ -1063,12 +1063,101 @@ pub fn group_norm(
     check_float(input, "GroupNormKernelImpl")?;
     check_param_dtype(input, weight)?;
     check_param_dtype(input, bias)?;
+    if any_batched(input, &[weight, bias]) {
+        // Each sample's groups keep their own statistics: (N, G, rest) per sample.
+        let grouped = input.reshape(&[geo.n, g, geo.c / g * geo.l])?;
+        let (y, _, _) = standardize(&grouped, &[2], eps)?;
+        return affine(&y.reshape(input.shape())?, weight, bias);
+    }
     let opts = Opts {
         eps,
         center: true,
         name: "NativeGroupNormBackward0",
     };
     Ok(normalize(geo, opts, input, weight, bias, None)?.out)
+}
+
+// ----- inside vmap --------------------------------------------------------------------------
+// The fused kernels read a whole batch at once; inside vmap the normalisations are composed of
+// reductions along dims and elementwise ops, which batch (each sample keeps its statistics)
+// and carry their own backward rules.
+
+/// Whether `x` or any of `params` is batched (inside vmap).
+fn any_batched(x: &Tensor, params: &[Option<&Tensor>]) -> bool {
+    x.is_batched() || params.iter().flatten().any(|p| p.is_batched())
+}
+
+/// `(x - mean) / sqrt(var + eps)` with the mean and biased variance over `dims` (kept), and
+/// those statistics.
+fn standardize(x: &Tensor, dims: &[i64], eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+    let mean = x.mean_dims(dims, true)?;
+    let centered = x.sub(&mean)?;
+    let var = centered.mul(&centered)?.mean_dims(dims, true)?;
+    let y = centered.mul(&var.add_scalar(eps)?.rsqrt()?)?;
+    Ok((y, mean, var))
+}
+
+/// A per-channel vector shaped to broadcast along dim 1 of an `nd`-dim tensor.
+fn per_channel(p: &Tensor, nd: usize) -> Result<Tensor> {
+    let mut shape = vec![p.numel()];
+    shape.extend(std::iter::repeat_n(1, nd.saturating_sub(2)));
+    p.reshape(&shape)
+}
+
+/// `y * weight + bias`, per channel.
+fn affine(y: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>) -> Result<Tensor> {
+    let mut out = y.clone();
+    if let Some(w) = weight {
+        out = out.mul(&per_channel(w, y.dim())?)?;
+    }
+    if let Some(b) = bias {
+        out = out.add(&per_channel(b, y.dim())?)?;
+    }
+    Ok(out)
+}
+
+/// `x` normalised by the running statistics `[mean, var]` (eval mode; they get no gradient).
+fn with_running(x: &Tensor, stats: &[Option<&Tensor>; 2], eps: f64) -> Result<Tensor> {
+    let [Some(rm), Some(rv)] = *stats else {
+        return Err(Error::runtime(
+            "Expected running_mean and running_var to be defined when use_input_stats is false",
+        ));
+    };
+    let (rm, rv) = (
+        per_channel(&rm.detach(), x.dim())?,
+        per_channel(&rv.detach(), x.dim())?,
+    );
+    x.sub(&rm)?.mul(&rv.add_scalar(eps)?.rsqrt()?)
+}
+
+/// The running statistics updated in place from a batch's `mean` and biased `var` over `m`
+/// elements per channel, as [`update_running`]. torch refuses running statistics that are
+/// shared by the samples (they would be written once per sample).
+fn update_running_batched(
+    x: &Tensor,
+    stats: &[Option<&Tensor>; 2],
+    mean: &Tensor,
+    var: &Tensor,
+    m: f64,
+    momentum: f64,
+) -> Result<()> {
+    if stats.iter().flatten().any(|s| !s.is_batched()) && x.is_batched() {
+        return Err(Error::runtime(
+            "Batch norm got a batched tensor as input while the running_mean or running_var, which will be updated in place, were not batched.\nIf you are using a module and do not need eval mode, please set `track_running_stats` to be False.If you are using a prebuilt module and do not need eval mode, please see the functorch website for resources on how to patch your module to work with vmap",
+        ));
+    }
+    let _g = GradModeGuard::new(false);
+    let unbiased = var.detach().mul_scalar(m / (m - 1.0))?;
+    for (dst, src) in stats.iter().zip([mean.detach(), unbiased]) {
+        if let Some(dst) = dst {
+            let src = src.reshape(dst.shape())?;
+            dst.copy_(
+                &dst.mul_scalar(1.0 - momentum)?
+                    .add(&src.mul_scalar(momentum)?)?,
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// `dst = (1 - momentum) dst + momentum src`, in place without a graph (the version counter
@@ -1162,6 +1251,18 @@ pub fn batch_norm(
     };
     check_running(input, running_mean, running_var, weight, bias, training, c)?;
     let geo = channel_geo(input, Kind::Channel);
+    let stats = [running_mean, running_var];
+    if any_batched(input, &[weight, bias, running_mean, running_var]) {
+        if !training {
+            return affine(&with_running(input, &stats, eps)?, weight, bias);
+        }
+        // Each sample's batch keeps its own statistics, per channel over (N, *).
+        let dims: Vec<i64> = (0..input.dim() as i64).filter(|&d| d != 1).collect();
+        let (y, mean, var) = standardize(input, &dims, eps)?;
+        let m = geo.per_group() as f64;
+        update_running_batched(input, &stats, &mean, &var, m, momentum)?;
+        return affine(&y, weight, bias);
+    }
     let opts = Opts {
         eps,
         center: true,
@@ -1266,6 +1367,27 @@ pub fn instance_norm(
     check_float(input, "batch_norm")?;
     for p in [running_mean, running_var, weight, bias] {
         check_param_dtype(input, p)?;
+    }
+    let stats = [running_mean, running_var];
+    if any_batched(input, &[weight, bias, running_mean, running_var]) {
+        if !use_input_stats {
+            return affine(&with_running(input, &stats, eps)?, weight, bias);
+        }
+        // Each sample's instances keep their own statistics, over space; the running
+        // statistics take their mean over N.
+        let dims: Vec<i64> = (2..input.dim() as i64).collect();
+        let (y, mean, var) = standardize(input, &dims, eps)?;
+        let m: usize = s[2..].iter().product();
+        let over_n = |t: &Tensor| t.mean_dims(&[0], true);
+        update_running_batched(
+            input,
+            &stats,
+            &over_n(&mean)?,
+            &over_n(&var)?,
+            m as f64,
+            momentum,
+        )?;
+        return affine(&y, weight, bias);
     }
     let mut flat = vec![1, n * c];
     flat.extend_from_slice(&s[2..]);

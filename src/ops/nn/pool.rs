@@ -1194,6 +1194,14 @@ impl Tensor {
         if let Some(r) = Tensor::lift_half([self], [], |[x], []| x.adaptive_avg_pool3d(output)) {
             return r;
         }
+        // Inside vmap: the samples folded into the leading (N or C) dim.
+        if self.dim() > 0 {
+            if let Some(r) =
+                crate::ops::batching::fold_front(&[self], |p| p[0].adaptive_avg_pool3d(output))
+            {
+                return r;
+            }
+        }
         crate::ops::nn::sampling::adaptive_avg_pool3d(self, output)
     }
 
@@ -1247,6 +1255,12 @@ impl Tensor {
             )));
         }
         float_only(self, name)?;
+        // Inside vmap: the samples folded into the leading dim (the planes are independent).
+        if let Some(r) =
+            crate::ops::batching::fold_front(&[self, indices], |p| p[0].max_unpool(&p[1], output))
+        {
+            return r;
+        }
         let lead = &self.shape()[..self.dim() - nd];
         let planes: usize = lead.iter().product();
         let per_in: usize = self.shape()[self.dim() - nd..].iter().product();

@@ -7,6 +7,7 @@ use crate::graph::node::{needs_grad, record};
 use crate::ops::elementwise::PAR_MIN_VMATH;
 use crate::ops::nn::softmax::RowFloat;
 use crate::parallel::{self, SendPtr};
+use crate::tensor::grad_mode::GradModeGuard;
 use crate::tensor::{DType, Tensor};
 
 /// `(blocks, channels, inner)`: the tensor as blocks of `inner` elements sharing one slope,
@@ -65,9 +66,16 @@ pub fn prelu(x: &Tensor, weight: &Tensor) -> Result<Tensor> {
             crate::tensor::scalar_type_name(x.dtype())
         )));
     }
-    let out = match x.dtype() {
-        DType::Float32 => forward::<f32>(x, weight)?,
-        _ => forward::<f64>(x, weight)?,
+    let out = if x.is_batched() || weight.is_batched() {
+        // Inside vmap: the same formula in elementwise ops, which batch.
+        let _off = GradModeGuard::new(false);
+        let (x, w) = (x.detach(), weight.detach());
+        Tensor::where_cond(&x.gt_scalar(0.0)?, &x, &x.mul(&slopes(&w, &x)?)?)?
+    } else {
+        match x.dtype() {
+            DType::Float32 => forward::<f32>(x, weight)?,
+            _ => forward::<f64>(x, weight)?,
+        }
     };
     if needs_grad(&[x, weight]) {
         record(
@@ -78,7 +86,8 @@ pub fn prelu(x: &Tensor, weight: &Tensor) -> Result<Tensor> {
             false,
             move |g, s| {
                 let (x, w) = (&s[0], &s[1]);
-                if crate::ops::unary::fusable(&g[0], x) && !needs_grad(&[w]) {
+                let batched = [&g[0], x, w].iter().any(|t| t.is_batched());
+                if crate::ops::unary::fusable(&g[0], x) && !needs_grad(&[w]) && !batched {
                     let (gx, gw) = match x.dtype() {
                         DType::Float32 => backward::<f32>(&g[0], x, w)?,
                         _ => backward::<f64>(&g[0], x, w)?,
@@ -86,13 +95,7 @@ pub fn prelu(x: &Tensor, weight: &Tensor) -> Result<Tensor> {
                     return Ok(vec![Some(gx), Some(gw)]);
                 }
                 let channelwise = w.numel() != 1 && x.dim() >= 2;
-                let wb = if channelwise {
-                    let mut shape = vec![w.numel()];
-                    shape.extend(std::iter::repeat_n(1, x.dim() - 2));
-                    w.reshape(&shape)?
-                } else {
-                    w.reshape(&[])?
-                };
+                let wb = slopes(w, x)?;
                 let pos = x.gt_scalar(0.0)?;
                 let gx = Tensor::where_cond(&pos, &g[0], &g[0].mul(&wb)?)?;
                 let zero = Tensor::wrapped_scalar(0.0, x.dtype());
@@ -108,6 +111,17 @@ pub fn prelu(x: &Tensor, weight: &Tensor) -> Result<Tensor> {
         )?;
     }
     Ok(out)
+}
+
+/// The slopes `w` shaped to broadcast against `x`: one per channel (dim 1), or a scalar.
+fn slopes(w: &Tensor, x: &Tensor) -> Result<Tensor> {
+    if w.numel() != 1 && x.dim() >= 2 {
+        let mut shape = vec![w.numel()];
+        shape.extend(std::iter::repeat_n(1, x.dim() - 2));
+        w.reshape(&shape)
+    } else {
+        w.reshape(&[])
+    }
 }
 
 /// Run `block(b, range)` for each of `blocks` blocks of `inner` elements (the range clipped to

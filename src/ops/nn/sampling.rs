@@ -460,6 +460,14 @@ pub fn interpolate(
     }) {
         return r;
     }
+    // Inside vmap: the samples folded into N.
+    if input.dim() > 0 {
+        if let Some(r) = crate::ops::batching::fold_front(&[input], |p| {
+            interpolate(&p[0], size, scale_factor, mode, align_corners, antialias)
+        }) {
+            return r;
+        }
+    }
     let d = match (size, scale_factor) {
         (Some(s), None) => s.len(),
         (None, Some(s)) => s.len(),
@@ -997,6 +1005,17 @@ const CHANNEL_SHUFFLE: &str = "ChannelShuffleBackward0";
 
 /// `x` viewed as `view`, permuted by `perm`, copied once and shaped `shape`, without recording.
 fn permuted_copy(x: &Tensor, view: &[usize], perm: &[usize], shape: &[usize]) -> Result<Tensor> {
+    // Inside vmap: the samples are one more leading dim that stays in front.
+    if let Some(r) = crate::tensor::batched::unary_all(x, |p, nb| {
+        let lead = &p.shape()[..nb];
+        let view: Vec<usize> = [&[lead.iter().product()], view].concat();
+        let perm: Vec<usize> = std::iter::once(0)
+            .chain(perm.iter().map(|d| d + 1))
+            .collect();
+        permuted_copy(p, &view, &perm, &[lead, shape].concat())
+    }) {
+        return r;
+    }
     crate::kernels::copy::permute_reshape_copy(x, view, perm, shape)
 }
 

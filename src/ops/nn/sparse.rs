@@ -47,6 +47,26 @@ pub fn embedding(
     scale_grad_by_freq: bool,
 ) -> Result<Tensor> {
     check_table("embedding", weight, indices)?;
+    if indices.is_batched() && !weight.is_batched() && !scale_grad_by_freq {
+        // Inside vmap with a shared table: the samples are one more leading dim of the
+        // indices (the frequencies of scale_grad_by_freq are per sample, so not there).
+        let batched = crate::ops::batching::lead_batch(&[indices], |p| {
+            embedding(weight, &p[0], padding_idx, scale_grad_by_freq)
+        });
+        if let Some(r) = batched {
+            return r;
+        }
+    }
+    if indices.is_batched() {
+        // Inside vmap with indices that differ from sample to sample (a batched weight alone
+        // goes through the batched gather below).
+        let per = crate::ops::batching::per_sample_op1(&[weight, indices], |p| {
+            embedding(&p[0], &p[1], padding_idx, scale_grad_by_freq)
+        });
+        if let Some(r) = per {
+            return r;
+        }
+    }
     let (num, d) = (weight.shape()[0], weight.shape()[1]);
     let idx: Vec<usize> = indices
         .to_vec::<i64>()?
@@ -306,6 +326,18 @@ pub fn one_hot(indices: &Tensor, num_classes: i64) -> Result<Tensor> {
             "one_hot is only applicable to index tensor of type LongTensor.",
         ));
     }
+    if indices.is_batched() {
+        if num_classes <= 0 {
+            return Err(Error::runtime(
+                "When vmap-ing torch.nn.functional.one_hot, please provide an explicit positive num_classes argument.",
+            ));
+        }
+        // Inside vmap: the samples are more leading dims of the indices.
+        if let Some(r) = crate::tensor::batched::unary_all(indices, |p, _| one_hot(p, num_classes))
+        {
+            return r;
+        }
+    }
     let idx = indices.to_vec::<i64>()?;
     if idx.is_empty() && num_classes <= 0 {
         return Err(Error::runtime(
@@ -475,6 +507,24 @@ pub fn embedding_bag(
             "weight has to be a 2D Tensor, but got Tensor of dimension {}",
             weight.dim()
         )));
+    }
+    // Inside vmap: bags, their rows and their gradients differ from sample to sample.
+    let mut operands = vec![weight, indices, offsets];
+    operands.extend(per_sample_weights);
+    let per = crate::ops::batching::per_sample_op1(&operands, |p| {
+        embedding_bag(
+            &p[0],
+            &p[1],
+            &p[2],
+            mode,
+            p.get(3),
+            include_last_offset,
+            padding_idx,
+            scale_grad_by_freq,
+        )
+    });
+    if let Some(r) = per {
+        return r;
     }
     if !weight.dtype().is_float() {
         return Err(Error::not_implemented(format!(

@@ -115,6 +115,10 @@ fn _repeat_index(
             "repeats must be 0-dim or 1-dim tensor",
         ));
     }
+    if t.is_batched() {
+        let size = output_size.map(|k| k.0.max(0) as usize);
+        return wrap(py, guarded(|| Tensor::repeat_index_batched(&t, size))?);
+    }
     let counts = repeat_counts(repeats)?;
     let n = counts.len();
     let out = guarded(|| Tensor::repeat_index(&counts, n))?;

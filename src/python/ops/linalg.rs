@@ -90,15 +90,6 @@ tensor_functions! {
     fn _linalg_vecdot(x: &Bound<'_, PyAny>, y: &Bound<'_, PyAny>, dim: i64) => x.vecdot(&y, dim);
 }
 
-/// An int64 tensor of per-matrix `info` codes, shaped like the batch of `a`.
-fn info_tensor(info: Vec<usize>, a: &Tensor) -> crate::error::Result<Tensor> {
-    let batch = &a.shape()[..a.dim().saturating_sub(2)];
-    Tensor::from_vec(
-        info.into_iter().map(|i| i as i64).collect::<Vec<i64>>(),
-        batch,
-    )
-}
-
 /// The tensors `f` returns (run with the GIL released) as a tuple.
 fn tuple_of<'py>(
     py: Python<'py>,
@@ -114,7 +105,7 @@ fn _linalg_inv_ex<'py>(py: Python<'py>, a: &Bound<'_, PyAny>) -> PyResult<Bound<
     let a = tensor_of(a, "A")?;
     tuple_of(py, move || {
         let (x, info) = a.inv_ex()?;
-        Ok(vec![x, info_tensor(info, &a)?])
+        Ok(vec![x, crate::ops::linalg::info_tensor(&info, &a)?])
     })
 }
 
@@ -135,7 +126,7 @@ fn _linalg_cholesky_ex<'py>(
     let a = tensor_of(a, "A")?;
     tuple_of(py, move || {
         let (l, info) = a.cholesky_ex(upper)?;
-        Ok(vec![l, info_tensor(info, &a)?])
+        Ok(vec![l, crate::ops::linalg::info_tensor(&info, &a)?])
     })
 }
 
