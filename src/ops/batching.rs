@@ -139,6 +139,20 @@ fn level_between(g: &Tensor, keep: u32, seen: u32) -> Option<Arc<Level>> {
     level_between(&s.value, keep, seen)
 }
 
+/// Sample `b` of each operand batched in front (`true`) and the others as they are: the
+/// arguments of one call of a per-sample fallback.
+fn sample_args(phys: &[(Tensor, bool)], b: usize) -> Result<Vec<Tensor>> {
+    phys.iter()
+        .map(|(p, batched)| {
+            if *batched {
+                p.select(0, b as i64)
+            } else {
+                Ok(p.clone())
+            }
+        })
+        .collect()
+}
+
 /// The fallback rule for kernels without a batched form: `f` once per sample, on that
 /// sample of each batched operand and on the others as they are, the results stacked (what
 /// torch's vmap fallback does). `None` when no operand is batched. Runs without recording.
@@ -152,16 +166,7 @@ pub(crate) fn per_sample(
     let run = || -> Result<Tensor> {
         let mut outs = Vec::with_capacity(level.size());
         for b in 0..level.size() {
-            let args = phys
-                .iter()
-                .map(|(p, batched)| {
-                    if *batched {
-                        p.select(0, b as i64)
-                    } else {
-                        Ok(p.clone())
-                    }
-                })
-                .collect::<Result<Vec<_>>>()?;
+            let args = sample_args(&phys, b)?;
             outs.push(f(&args)?);
         }
         Tensor::batched(Tensor::stack(&outs, 0)?, 0, level.clone())
@@ -307,16 +312,7 @@ pub(crate) fn per_sample_op(
             .collect::<Result<Vec<_>>>()?;
         let mut per: Vec<Vec<Tensor>> = Vec::new();
         for b in 0..size {
-            let args = phys
-                .iter()
-                .map(|(p, batched)| {
-                    if *batched {
-                        p.select(0, b as i64)
-                    } else {
-                        Ok(p.clone())
-                    }
-                })
-                .collect::<Result<Vec<_>>>()?;
+            let args = sample_args(&phys, b)?;
             for (k, out) in f(&args)?.into_iter().enumerate() {
                 if per.len() <= k {
                     per.push(Vec::with_capacity(size));
