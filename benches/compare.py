@@ -970,6 +970,7 @@ def _logp(rows: int, classes: int) -> np.ndarray:
 # (forward and backward, float32). `python benches/compare.py --ops` runs them all.
 _F = lambda lib: lib.nn.functional  # noqa: E731
 _ACT = [(_rand(512, 512), True)]
+_REGRESSION = [(_rand(512, 1000), True), (_rand(512, 1000), False)]
 NN_OPS: Dict[str, Callable[[], Dict[str, Any]]] = {
     "conv1d": _nn_op(
         [(_rand(32, 32, 256), True), (_rand(64, 32, 5, scale=0.1), True)],
@@ -1038,22 +1039,10 @@ NN_OPS: Dict[str, Callable[[], Dict[str, Any]]] = {
         [(_rand(512, 1000), True), (_prob(512, 1000), False)],
         lambda L, x, t: _F(L).binary_cross_entropy_with_logits(x, t),
     ),
-    "mse_loss": _nn_op(
-        [(_rand(512, 1000), True), (_rand(512, 1000), False)],
-        lambda L, x, t: _F(L).mse_loss(x, t),
-    ),
-    "l1_loss": _nn_op(
-        [(_rand(512, 1000), True), (_rand(512, 1000), False)],
-        lambda L, x, t: _F(L).l1_loss(x, t),
-    ),
-    "smooth_l1_loss": _nn_op(
-        [(_rand(512, 1000), True), (_rand(512, 1000), False)],
-        lambda L, x, t: _F(L).smooth_l1_loss(x, t),
-    ),
-    "huber_loss": _nn_op(
-        [(_rand(512, 1000), True), (_rand(512, 1000), False)],
-        lambda L, x, t: _F(L).huber_loss(x, t),
-    ),
+    "mse_loss": _nn_op(_REGRESSION, lambda L, x, t: _F(L).mse_loss(x, t)),
+    "l1_loss": _nn_op(_REGRESSION, lambda L, x, t: _F(L).l1_loss(x, t)),
+    "smooth_l1_loss": _nn_op(_REGRESSION, lambda L, x, t: _F(L).smooth_l1_loss(x, t)),
+    "huber_loss": _nn_op(_REGRESSION, lambda L, x, t: _F(L).huber_loss(x, t)),
     "kl_div": _nn_op(
         [(_logp(512, 1000), True), (_logp(512, 1000), False)],
         lambda L, x, t: _F(L).kl_div(x, t, reduction="batchmean", log_target=True),
