@@ -1286,15 +1286,6 @@ fn logits_blocks(n: usize, f: &(dyn Fn(usize, usize, usize) + Sync)) {
     });
 }
 
-/// `e = e^src` as initialised values (the slot type of [`RowFloat::exp_into`]).
-fn exp_vec<T: RowFloat>(src: &[T], e: &mut Vec<MaybeUninit<T>>) -> Vec<T> {
-    e.clear();
-    e.resize(src.len(), MaybeUninit::uninit());
-    T::exp_into(src, e);
-    // SAFETY: exp_into wrote every element.
-    e.iter().map(|v| unsafe { v.assume_init() }).collect()
-}
-
 /// Binary cross entropy with logits, unweighted, as one node: the loss
 /// `(1 - t) x + max(-x, 0) + ln(1 + e^-|x|)` (stable for any x; torch's formula) and the
 /// gradients `(σ(x) - t) g` and `-x g`, with the exponentials and logs through the vector
@@ -1318,20 +1309,19 @@ fn bce_logits<T: LogitsFloat>(x: &Tensor, t: &Tensor, reduction: Reduction) -> R
             );
             logits_blocks(n, &|b, lo, hi| {
                 let (xb, tb) = (&xs[lo..hi], &ts[lo..hi]);
-                let neg_abs: Vec<T> = xb.iter().map(|&v| -v.abs()).collect();
-                let e = exp_vec(&neg_abs, &mut Vec::new());
-                let onep: Vec<T> = e.iter().map(|&v| one + v).collect();
-                let mut l = vec![MaybeUninit::uninit(); hi - lo];
-                T::ln_into(&onep, &mut l);
-                let vals: Vec<T> = l
-                    .iter()
-                    .zip(xb)
-                    .zip(tb)
+                // One value buffer and one slot buffer: -|x|, then 1 + e^-|x|, then the loss.
+                let mut vals: Vec<T> = xb.iter().map(|&v| -v.abs()).collect();
+                let mut slots = vec![MaybeUninit::uninit(); hi - lo];
+                T::exp_into(&vals, &mut slots);
+                for (v, e) in vals.iter_mut().zip(&slots) {
+                    // SAFETY: exp_into wrote every element.
+                    *v = one + unsafe { e.assume_init() };
+                }
+                T::ln_into(&vals, &mut slots);
+                for (((v, l), &xv), &tv) in vals.iter_mut().zip(&slots).zip(xb).zip(tb) {
                     // SAFETY: ln_into wrote every element.
-                    .map(|((lv, &xv), &tv)| {
-                        (one - tv) * xv + (-xv).max(T::zero()) + unsafe { lv.assume_init() }
-                    })
-                    .collect();
+                    *v = (one - tv) * xv + (-xv).max(T::zero()) + unsafe { l.assume_init() };
+                }
                 if reduction == Reduction::None {
                     // SAFETY: elements lo..hi of `per` belong to this block alone.
                     let o = unsafe { std::slice::from_raw_parts_mut(pp.get().add(lo), hi - lo) };
@@ -1393,12 +1383,15 @@ fn bce_logits<T: LogitsFloat>(x: &Tensor, t: &Tensor, reduction: Reduction) -> R
                             let op = SendPtr(out.spare_capacity_mut().as_mut_ptr());
                             logits_blocks(n, &|_, lo, hi| {
                                 let neg: Vec<T> = xs[lo..hi].iter().map(|&v| -v).collect();
-                                let e = exp_vec(&neg, &mut Vec::new());
                                 // SAFETY: elements lo..hi belong to this block alone.
                                 let o = unsafe {
                                     std::slice::from_raw_parts_mut(op.get().add(lo), hi - lo)
                                 };
-                                for (k, (d, &ev)) in o.iter_mut().zip(&e).enumerate() {
+                                // e^-x straight into the output, then σ(x) - t times g there.
+                                T::exp_into(&neg, o);
+                                for (k, d) in o.iter_mut().enumerate() {
+                                    // SAFETY: exp_into wrote every element.
+                                    let ev = unsafe { d.assume_init() };
                                     let gk = scalar.unwrap_or_else(|| gv[lo + k]);
                                     d.write((one / (one + ev) - ts[lo + k]) * gk);
                                 }
