@@ -560,3 +560,80 @@ fn float32_many_channel_3x3_layers_match_direct_loops() {
         }
     }
 }
+
+#[test]
+fn float32_few_channel_layers_match_direct_loops_and_float64_gradients() {
+    // Shapes the float32 direct kernels take (stride 1, few channels): partial blocks of output
+    // channels, positions and reduction items, dilation and groups, against the float64
+    // definition; the gradients against the float64 path.
+    for (xs, ws, pad, dil, groups) in [
+        (
+            [3, 16, 11, 13],
+            [10, 16, 3, 3],
+            [1usize, 1usize],
+            [1usize, 1usize],
+            1usize,
+        ),
+        ([2, 1, 12, 12], [6, 1, 5, 5], [0, 0], [1, 1], 1),
+        ([2, 8, 9, 7], [6, 4, 3, 2], [2, 1], [2, 1], 2),
+    ] {
+        let x = data(xs.iter().product(), 0.3);
+        let w = data(ws.iter().product(), 0.9);
+        let run = |dtype: ferrograd::DType| {
+            let xt = t(&x, &xs)
+                .to_dtype(dtype)
+                .unwrap()
+                .requires_grad_(true)
+                .unwrap();
+            let wt = t(&w, &ws)
+                .to_dtype(dtype)
+                .unwrap()
+                .requires_grad_(true)
+                .unwrap();
+            let y = xt
+                .conv2d(
+                    &wt,
+                    None,
+                    &[1],
+                    ConvPadding::Explicit(&[pad[0] as i64, pad[1] as i64]),
+                    &[dil[0] as i64, dil[1] as i64],
+                    groups as i64,
+                )
+                .unwrap();
+            let gs = grads(&weighted_sum(&y), &[xt, wt], false);
+            let f64s = |t: &Tensor| {
+                t.to_dtype(ferrograd::DType::Float64)
+                    .unwrap()
+                    .to_vec::<f64>()
+                    .unwrap()
+            };
+            (f64s(&y), f64s(&gs[0]), f64s(&gs[1]))
+        };
+        let (y32, gx32, gw32) = run(ferrograd::DType::Float32);
+        let (_, gx64, gw64) = run(ferrograd::DType::Float64);
+        let g = Geo {
+            stride: [1, 1, 1],
+            pad: [0, pad[0], pad[1]],
+            dil: [1, dil[0], dil[1]],
+            groups,
+        };
+        let x5 = [xs[0], xs[1], 1, xs[2], xs[3]];
+        let w5 = [ws[0], ws[1], 1, ws[2], ws[3]];
+        let (want, _) = conv3d_loops(&x, x5, &w, w5, &g);
+        let abs = |v: &[f64]| v.iter().map(|e| e.abs()).collect::<Vec<_>>();
+        let (mag, _) = conv3d_loops(&abs(&x), x5, &abs(&w), w5, &g);
+        assert_eq!(y32.len(), want.len());
+        for ((&a, &b), &m) in y32.iter().zip(&want).zip(&mag) {
+            assert!(
+                (a - b).abs() <= 16.0 * f32::EPSILON as f64 * m,
+                "{a} vs {b}"
+            );
+        }
+        for (a, b) in [(&gx32, &gx64), (&gw32, &gw64)] {
+            let scale = b.iter().fold(0.0f64, |s, v| s.max(v.abs()));
+            for (&p, &q) in a.iter().zip(b.iter()) {
+                assert!((p - q).abs() <= 1e-5 * scale, "{p} vs {q}");
+            }
+        }
+    }
+}

@@ -3,6 +3,7 @@
 //! index in which a missing index (padding) reads as zero and is skipped on scatter. Each of the
 //! pair is the other's backward, so everything built on them is differentiable to any order.
 
+mod direct;
 mod winograd;
 
 use std::sync::Arc;
@@ -755,6 +756,25 @@ trait ConvScalar:
         None
     }
 
+    /// The forward by the direct kernel where it applies to this type and geometry.
+    fn direct(
+        _geo: &ConvGeometry,
+        _x: &[Self],
+        _w: &[Self],
+        _bias: Option<&[Self]>,
+    ) -> Option<Result<Vec<Self>>> {
+        None
+    }
+
+    /// The weight gradient by the direct kernel where it applies to this type and geometry.
+    fn direct_grad_weight(
+        _geo: &ConvGeometry,
+        _gy: &[Self],
+        _x: &[Self],
+    ) -> Option<Result<Vec<Self>>> {
+        None
+    }
+
     /// The weight gradient by F(2x2, 3x3) where it applies to this type and geometry.
     fn winograd_grad_weight(
         _geo: &ConvGeometry,
@@ -788,8 +808,21 @@ impl ConvScalar for f32 {
         winograd::applies(geo).then(|| winograd::forward(geo, x, w, bias))
     }
 
+    fn direct(
+        geo: &ConvGeometry,
+        x: &[f32],
+        w: &[f32],
+        bias: Option<&[f32]>,
+    ) -> Option<Result<Vec<f32>>> {
+        direct::applies(geo).map(|pp| direct::forward(geo, &pp, x, w, bias))
+    }
+
     fn winograd_grad_weight(geo: &ConvGeometry, gy: &[f32], x: &[f32]) -> Option<Result<Vec<f32>>> {
         winograd::applies(geo).then(|| winograd::grad_weight(geo, gy, x))
+    }
+
+    fn direct_grad_weight(geo: &ConvGeometry, gy: &[f32], x: &[f32]) -> Option<Result<Vec<f32>>> {
+        direct::applies(geo).map(|pp| direct::grad_weight(geo, &pp, gy, x))
     }
 }
 impl ConvScalar for f64 {
@@ -1002,6 +1035,9 @@ fn conv_forward<T: ConvScalar>(
     }
     if let Some(pp) = depthwise_planes(geo) {
         return conv_forward_depthwise(geo, &pp, x, w, bias);
+    }
+    if let Some(y) = T::direct(geo, x, w, bias) {
+        return y;
     }
     let (cg, og, kn, ln, plane, g, win) = setup(geo)?;
     let total = geo.batch * geo.out_channels * ln;
@@ -1536,6 +1572,9 @@ fn conv_grad_weight<T: ConvScalar>(geo: &ConvGeometry, gy: &[T], x: &[T]) -> Res
     }
     if let Some(pp) = depthwise_planes(geo) {
         return conv_grad_weight_depthwise(geo, &pp, gy, x);
+    }
+    if let Some(gw) = T::direct_grad_weight(geo, gy, x) {
+        return gw;
     }
     if let Some(pp) = PaddedPlanes::of(geo).filter(|pp| dims(geo).og >= 16 && pp.lp >= 256) {
         return conv_grad_weight_implicit(geo, &pp, gy, x);
