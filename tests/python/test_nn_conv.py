@@ -396,7 +396,8 @@ def test_conv2d_float32_direct_kernels_match_float64(
     partial blocks at every edge here) against the float64 path, to float32 accuracy, and the
     same bits at one and two threads."""
     rng = np.random.default_rng(5)
-    x, w, b = rng.standard_normal(xshape), rng.standard_normal(wshape), rng.standard_normal(wshape[0])
+    x, w = rng.standard_normal(xshape), rng.standard_normal(wshape)
+    b = rng.standard_normal(wshape[0])
     y64 = None
     got = {}
     before = fg.get_num_threads()
