@@ -378,6 +378,11 @@ def test_conv2d_weight_gradient_matches_float64_sums(
     "xshape,wshape,kw",
     [
         ((32, 16, 28, 28), (32, 16, 3, 3), dict(padding=1)),
+        ((4, 16, 200), (32, 16, 5), dict(padding=2)),
+        ((3, 3, 37), (7, 3, 3), dict(dilation=3, padding="same")),
+        ((2, 8, 9, 10, 11), (16, 8, 3, 3, 3), dict(padding=1)),
+        ((2, 3, 5, 9, 7), (6, 3, 2, 3, 2), dict(padding=(1, 0, 2), dilation=(2, 1, 1))),
+        ((2, 4, 6, 5, 7), (6, 2, 3, 1, 2), dict(groups=2, padding="same")),
         ((5, 1, 28, 28), (6, 1, 5, 5), {}),
         ((4, 6, 12, 12), (16, 6, 5, 5), {}),
         ((3, 8, 17, 13), (6, 4, 3, 2), dict(padding=(2, 1), groups=2, dilation=(2, 1))),
@@ -388,12 +393,12 @@ def test_conv2d_weight_gradient_matches_float64_sums(
     ],
     ids=str,
 )
-def test_conv2d_float32_direct_kernels_match_float64(
+def test_float32_direct_conv_kernels_match_float64(
     xshape: tuple, wshape: tuple, kw: dict
 ) -> None:
-    """Stride-1 float32 layers with few channels (the direct kernels on AVX-512 CPUs: blocks of
-    4 output channels by 96 positions, the weight gradient in blocks of 4 by 6 items, with
-    partial blocks at every edge here) against the float64 path, to float32 accuracy, and the
+    """Stride-1 float32 layers with few channels, 1 to 3 spatial dims (the direct kernels on
+    AVX-512 CPUs: blocks of 4 output channels by 96 positions, the weight gradient in blocks
+    of 4 by 6 items, with partial blocks at every edge here) against the float64 path, to float32 accuracy, and the
     same bits at one and two threads."""
     rng = np.random.default_rng(5)
     x, w = rng.standard_normal(xshape), rng.standard_normal(wshape)
@@ -405,7 +410,8 @@ def test_conv2d_float32_direct_kernels_match_float64(
         for dtype, threads in ((fg.float64, 2), (fg.float32, 1), (fg.float32, 2)):
             fg.set_num_threads(threads)
             ts = [fg.tensor(a, dtype=dtype).requires_grad_() for a in (x, w, b)]
-            y = F.conv2d(*ts, **kw)
+            conv = (F.conv1d, F.conv2d, F.conv3d)[len(xshape) - 3]
+            y = conv(*ts, **kw)
             if y64 is None:
                 y64 = y.detach().numpy()
                 cot = rng.standard_normal(y64.shape)

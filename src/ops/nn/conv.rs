@@ -1307,68 +1307,106 @@ fn sum_partials<T: ConvScalar>(partial: &mut [T], n: usize) -> &mut [T] {
 /// so the sum's order, and so the result, is the same at any thread count.
 const WEIGHT_CHUNKS: usize = 8;
 
-/// A 2-d stride-1 convolution's input zero-padded so that every window is a shift of one
-/// plane: with the output laid out at the padded width `wp` (columns `ow..wp` unused), the
-/// input under kernel offset `(i, j)` for output position `l` is `xp[l + i·dh·wp + j·dw]`.
+/// A stride-1 convolution's input (1 to 3 spatial dims, read as depth x height x width with
+/// missing leading dims of 1) zero-padded so that every window is a shift of one volume: with
+/// the output laid out at the padded width `wp` (columns `ow..wp` unused), the input under
+/// kernel offset `(a, i, j)` for output position `l` of output depth `z` is
+/// `xp[z·slice + l + a·dd·slice + i·dh·wp + j·dw]`.
 struct PaddedPlanes {
     /// Padded width: the output width plus the dilated kernel's extent.
     wp: usize,
-    /// Elements per padded plane, with room for the last window's overhang.
+    /// Elements per padded depth slice (padded height x `wp`).
+    slice: usize,
+    /// Elements per padded volume, with room for the last window's overhang.
     pitch: usize,
-    /// Output positions per image at the padded width (`oh · wp`).
+    /// Output positions per output depth slice at the padded width (`oh · wp`).
     lp: usize,
-    /// Per kernel offset, its shift in the padded plane.
+    /// Output depth slices (1 below 3 dims).
+    depth: usize,
+    /// Per kernel offset, its shift in the padded volume.
     shifts: Vec<usize>,
-    /// Zero rows/columns before the input: (top, left).
-    before: (usize, usize),
+    /// Zero slices/rows/columns before the input: (front, top, left).
+    before: (usize, usize, usize),
+    /// The input's (depth, height, width).
+    input: (usize, usize, usize),
 }
 
 impl PaddedPlanes {
-    /// The layout for `geo`, or `None` unless it is 2-d with stride 1 and its output does not
-    /// crop the input's far side.
+    /// The layout for `geo`, or `None` unless it has 1 to 3 spatial dims, stride 1, and its
+    /// output does not crop the input's far side.
     fn of(geo: &ConvGeometry) -> Option<PaddedPlanes> {
-        if geo.kernel.len() != 2
+        let sd = geo.kernel.len();
+        if !(1..=3).contains(&sd)
             || geo.stride.iter().any(|&s| s != 1)
             || geo.output.contains(&0)
             || geo.input.contains(&0)
         {
             return None;
         }
-        let ext = |d: usize| geo.dilation[d] * (geo.kernel[d].max(1) - 1);
-        let (hp, wp) = (geo.output[0] + ext(0), geo.output[1] + ext(1));
-        if hp < geo.padding[0] + geo.input[0] || wp < geo.padding[1] + geo.input[1] {
+        // Per dim (depth, height, width), the missing leading ones of size 1.
+        let at = |v: &[usize], d: usize, one: usize| (d + sd).checked_sub(3).map_or(one, |i| v[i]);
+        let ext = |d: usize| at(&geo.dilation, d, 1) * (at(&geo.kernel, d, 1).max(1) - 1);
+        let out = |d: usize| at(&geo.output, d, 1);
+        let (inp, pad) = (
+            |d: usize| at(&geo.input, d, 1),
+            |d: usize| at(&geo.padding, d, 0),
+        );
+        let (dp, hp, wp) = (out(0) + ext(0), out(1) + ext(1), out(2) + ext(2));
+        if [dp, hp, wp]
+            .iter()
+            .enumerate()
+            .any(|(d, &p)| p < pad(d) + inp(d))
+        {
             return None;
         }
-        let shifts = (0..geo.kernel[0])
-            .flat_map(|i| {
-                (0..geo.kernel[1]).map(move |j| i * geo.dilation[0] * wp + j * geo.dilation[1])
-            })
-            .collect();
+        let slice = hp * wp;
+        let (dil, k) = (|d| at(&geo.dilation, d, 1), |d| at(&geo.kernel, d, 1));
+        let mut shifts = Vec::with_capacity(k(0) * k(1) * k(2));
+        for a in 0..k(0) {
+            for i in 0..k(1) {
+                for j in 0..k(2) {
+                    shifts.push(a * dil(0) * slice + i * dil(1) * wp + j * dil(2));
+                }
+            }
+        }
         Some(PaddedPlanes {
             wp,
-            pitch: hp * wp + ext(1),
-            lp: geo.output[0] * wp,
+            slice,
+            pitch: dp * slice + ext(2),
+            lp: out(1) * wp,
+            depth: out(0),
             shifts,
-            before: (geo.padding[0], geo.padding[1]),
+            before: (pad(0), pad(1), pad(2)),
+            input: (inp(0), inp(1), inp(2)),
         })
     }
 
-    /// Copy the `c` planes of one image (`plane` = h·w elements each) into `dst` (`c` padded
-    /// planes, `pitch` apart), writing the zeros around them too.
-    fn fill<T: ConvScalar>(&self, x: &[T], w: usize, plane: usize, dst: &mut [T]) {
-        let (top, left) = self.before;
+    /// Copy the planes of one image (`x`: whole input volumes one after another) into `dst`
+    /// (padded volumes, `pitch` apart), writing the zeros around them too.
+    fn fill<T: ConvScalar>(&self, x: &[T], dst: &mut [T]) {
+        let (front, top, left) = self.before;
+        let (id, ih, iw) = self.input;
+        let volume = id * ih * iw;
         for (src, d) in x
-            .chunks_exact(plane.max(1))
+            .chunks_exact(volume.max(1))
             .zip(dst.chunks_exact_mut(self.pitch))
         {
-            let mut done = top * self.wp + left;
+            let mut done = (front * self.slice) + top * self.wp + left;
             d[..done].fill(T::ZERO);
-            for row in src.chunks_exact(w.max(1)) {
-                d[done..done + w].copy_from_slice(row);
-                // This row's right padding and the next one's left padding are adjacent.
-                let next = (done + self.wp).min(self.pitch);
-                d[done + w..next].fill(T::ZERO);
-                done = next;
+            for (z, plane) in src.chunks_exact((ih * iw).max(1)).enumerate() {
+                if z > 0 {
+                    // The previous slice's bottom rows and this one's top rows are zeros.
+                    let start = (front + z) * self.slice + top * self.wp + left;
+                    d[done..start].fill(T::ZERO);
+                    done = start;
+                }
+                for row in plane.chunks_exact(iw.max(1)) {
+                    d[done..done + iw].copy_from_slice(row);
+                    // This row's right padding and the next one's left padding are adjacent.
+                    let next = (done + self.wp).min(self.pitch);
+                    d[done + iw..next].fill(T::ZERO);
+                    done = next;
+                }
             }
             d[done..].fill(T::ZERO);
         }
@@ -1380,7 +1418,8 @@ impl PaddedPlanes {
 /// directly: as a gemm its products are 1 x K by K x L, far too thin for the kernels.
 fn depthwise_planes(geo: &ConvGeometry) -> Option<PaddedPlanes> {
     let depthwise = geo.groups == geo.in_channels && geo.groups == geo.out_channels;
-    PaddedPlanes::of(geo).filter(|_| depthwise && geo.kernel.iter().product::<usize>() > 1)
+    PaddedPlanes::of(geo)
+        .filter(|_| depthwise && geo.kernel.len() == 2 && geo.kernel.iter().product::<usize>() > 1)
 }
 
 /// `acc += k · x` (vectorised).
@@ -1425,7 +1464,7 @@ fn conv_forward_depthwise<T: ConvScalar>(
     bias: Option<&[T]>,
 ) -> Result<Vec<T>> {
     let (kn, ln, plane) = (dims(geo).kn, dims(geo).ln, dims(geo).plane);
-    let (c, ow, iw) = (geo.in_channels, geo.output[1], geo.input[1]);
+    let (c, ow) = (geo.in_channels, geo.output[1]);
     let units = geo.batch * c;
     let mut y = crate::tensor::creation::try_vec::<T>(units * ln)?;
     let yp = SendPtr(y.spare_capacity_mut().as_mut_ptr());
@@ -1433,7 +1472,7 @@ fn conv_forward_depthwise<T: ConvScalar>(
         let ch = u % c;
         let (xp, acc) = buf.split_at_mut(pp.pitch);
         let acc = &mut acc[..pp.lp];
-        pp.fill(&x[u * plane..(u + 1) * plane], iw, plane, xp);
+        pp.fill(&x[u * plane..(u + 1) * plane], xp);
         acc.fill(T::ZERO);
         for (k, &shift) in pp.shifts.iter().enumerate() {
             axpy(acc, &xp[shift..shift + pp.lp], w[ch * kn + k]);
@@ -1462,14 +1501,14 @@ fn conv_grad_weight_depthwise<T: ConvScalar>(
     x: &[T],
 ) -> Result<Vec<T>> {
     let (kn, ln, plane) = (dims(geo).kn, dims(geo).ln, dims(geo).plane);
-    let (c, ow, iw) = (geo.in_channels, geo.output[1], geo.input[1]);
+    let (c, ow) = (geo.in_channels, geo.output[1]);
     let units = geo.batch * c;
     let mut partial = crate::tensor::creation::try_filled_vec(units * kn, T::ZERO)?;
     let pp_ptr = SendPtr(partial.as_mut_ptr());
     for_units::<T>(units, units * ln * kn, pp.pitch + pp.lp, &|u, buf| {
         let (xp, gp) = buf.split_at_mut(pp.pitch);
         let gp = &mut gp[..pp.lp];
-        pp.fill(&x[u * plane..(u + 1) * plane], iw, plane, xp);
+        pp.fill(&x[u * plane..(u + 1) * plane], xp);
         gp.fill(T::ZERO);
         for (drow, srow) in gp
             .chunks_mut(pp.wp)
@@ -1503,7 +1542,7 @@ fn conv_grad_weight_implicit<T: ConvScalar>(
     x: &[T],
 ) -> Result<Vec<T>> {
     let (cg, og, kn, ln, plane) = dims(geo).all();
-    let (g, ck, ow, w) = (geo.groups, cg * kn, geo.output[1], geo.input[1]);
+    let (g, ck, ow) = (geo.groups, cg * kn, geo.output[1]);
     let wn = geo.out_channels * ck;
     let chunks = geo.batch.clamp(1, WEIGHT_CHUNKS);
     // Partial sums per chunk of images, laid out (group, offset, c, o): each product writes a
@@ -1531,7 +1570,7 @@ fn conv_grad_weight_implicit<T: ConvScalar>(
                     }
                 }
                 let xs = &x[(n * geo.in_channels + gi * cg) * plane..][..cg * plane];
-                pp.fill(xs, w, plane, xp);
+                pp.fill(xs, xp);
                 for (k, &shift) in pp.shifts.iter().enumerate() {
                     // SAFETY: a is og x lp (rows 1 apart, columns og) inside gt; b is lp x cg
                     // (columns a pitch apart) inside xp: shift + lp <= pitch by construction;
@@ -1576,7 +1615,9 @@ fn conv_grad_weight<T: ConvScalar>(geo: &ConvGeometry, gy: &[T], x: &[T]) -> Res
     if let Some(gw) = T::direct_grad_weight(geo, gy, x) {
         return gw;
     }
-    if let Some(pp) = PaddedPlanes::of(geo).filter(|pp| dims(geo).og >= 16 && pp.lp >= 256) {
+    if let Some(pp) = PaddedPlanes::of(geo)
+        .filter(|pp| geo.kernel.len() == 2 && dims(geo).og >= 16 && pp.lp >= 256)
+    {
         return conv_grad_weight_implicit(geo, &pp, gy, x);
     }
     let (cg, og, kn, ln, plane, g, win) = setup(geo)?;

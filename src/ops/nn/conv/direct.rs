@@ -1,4 +1,4 @@
-//! A direct float32 kernel for 2-d stride-1 convolutions with few channels, where im2col's
+//! A direct float32 kernel for stride-1 convolutions (1 to 3 spatial dims) with few channels, where im2col's
 //! column matrix (kernel-size times the input) and the gemm's packing of it cost more than the
 //! product: on a 16→32-channel 3x3 layer they were a third of the time. The input is
 //! zero-padded once per image ([`PaddedPlanes`]), so every kernel offset is a shift of one
@@ -22,7 +22,7 @@ const R: usize = 6;
 /// Output positions per register block.
 const SPAN: usize = 16 * R;
 
-/// Whether the direct kernel runs `geo` here: float32 on an AVX-512 CPU, a 2-d stride-1 layer
+/// Whether the direct kernel runs `geo` here: float32 on an AVX-512 CPU, a stride-1 layer
 /// whose padded layout applies, not depthwise (its own kernel) and not pointwise (the input is
 /// its own column matrix, so im2col costs nothing), with few enough channels per group that
 /// the padded input of one block of positions stays in L1.
@@ -55,7 +55,7 @@ fn has_avx512() -> bool {
     }
 }
 
-/// `y = conv(x, w) (+ bias)` for a geometry [`applies`] accepted, shape `(N, out, oh, ow)`.
+/// `y = conv(x, w) (+ bias)` for a geometry [`applies`] accepted, shape `(N, out, *output)`.
 pub(super) fn forward(
     geo: &ConvGeometry,
     pp: &PaddedPlanes,
@@ -70,9 +70,11 @@ pub(super) fn forward(
         ln,
         plane,
     } = dims(geo);
-    let (g, ck, ow, iw) = (geo.groups, cg * kn, geo.output[1], geo.input[1]);
+    let (g, ck) = (geo.groups, cg * kn);
+    let ow = geo.output[geo.output.len() - 1];
+    let per_slice = ln / pp.depth.max(1);
     // Output rows at the padded width, rounded up to whole register blocks; the input gets the
-    // same slack after its last plane, so the last block's loads stay inside the buffer.
+    // same slack after its last volume, so the last block's loads stay inside the buffer.
     let lpr = pp.lp.div_ceil(SPAN) * SPAN;
     let xlen = cg * pp.pitch + lpr - pp.lp;
     let total = geo.batch * geo.out_channels * ln;
@@ -83,28 +85,32 @@ pub(super) fn forward(
         let (n, gi) = (u / g, u % g);
         let (xp, out) = buf.split_at_mut(xlen);
         let xs = &x[(n * geo.in_channels + gi * cg) * plane..][..cg * plane];
-        pp.fill(xs, iw, plane, &mut xp[..cg * pp.pitch]);
+        pp.fill(xs, &mut xp[..cg * pp.pitch]);
         xp[cg * pp.pitch..].fill(0.0);
         let wg = &w[gi * og * ck..][..og * ck];
-        products(pp, cg, kn, og, lpr, xp, wg, &mut out[..og * lpr]);
-        for o in 0..og {
-            let b = bias.map_or(0.0, |b| b[gi * og + o]);
-            let src = &out[o * lpr..][..pp.lp];
-            // SAFETY: unit (n, gi) alone writes channels gi*og..(gi+1)*og of image n.
-            let dst = unsafe {
-                std::slice::from_raw_parts_mut(
-                    yp.get().add((n * geo.out_channels + gi * og + o) * ln),
-                    ln,
-                )
-            };
-            for (drow, srow) in dst.chunks_exact_mut(ow.max(1)).zip(src.chunks(pp.wp)) {
-                for (d, &v) in drow.iter_mut().zip(srow) {
-                    d.write(v + b);
+        let out = &mut out[..og * lpr];
+        for z in 0..pp.depth {
+            products(pp, z * pp.slice, (cg, kn, og, lpr), xp, wg, out);
+            for o in 0..og {
+                let b = bias.map_or(0.0, |b| b[gi * og + o]);
+                let src = &out[o * lpr..][..pp.lp];
+                // SAFETY: unit (n, gi) alone writes channels gi*og..(gi+1)*og of image n.
+                let dst = unsafe {
+                    std::slice::from_raw_parts_mut(
+                        yp.get()
+                            .add((n * geo.out_channels + gi * og + o) * ln + z * per_slice),
+                        per_slice,
+                    )
+                };
+                for (drow, srow) in dst.chunks_exact_mut(ow.max(1)).zip(src.chunks(pp.wp)) {
+                    for (d, &v) in drow.iter_mut().zip(srow) {
+                        d.write(v + b);
+                    }
                 }
             }
         }
     })?;
-    // SAFETY: every plane of `y` was written whole above.
+    // SAFETY: every slice of every plane of `y` was written whole above.
     unsafe { y.set_len(total) };
     Ok(y)
 }
@@ -132,7 +138,9 @@ pub(super) fn grad_weight(
         ln,
         plane,
     } = dims(geo);
-    let (g, ck, ow, iw) = (geo.groups, cg * kn, geo.output[1], geo.input[1]);
+    let (g, ck) = (geo.groups, cg * kn);
+    let ow = geo.output[geo.output.len() - 1];
+    let per_slice = ln / pp.depth.max(1);
     let (og4, ck6) = (og.div_ceil(P) * P, ck.div_ceil(J) * J);
     let lpr = pp.lp.div_ceil(16) * 16;
     let xlen = cg * pp.pitch + lpr - pp.lp;
@@ -164,30 +172,35 @@ pub(super) fn grad_weight(
         for n in c * geo.batch / chunks..(c + 1) * geo.batch / chunks {
             for gi in 0..g {
                 let xs = &x[(n * geo.in_channels + gi * cg) * plane..][..cg * plane];
-                pp.fill(xs, iw, plane, &mut xp[..cg * pp.pitch]);
-                let src = &gy[(n * geo.out_channels + gi * og) * ln..][..og * ln];
-                for (srow, drow) in src.chunks_exact(ow.max(1)).zip(
-                    gp.chunks_mut(lpr)
-                        .flat_map(|r| r[..pp.lp].chunks_mut(pp.wp)),
-                ) {
-                    drow[..ow].copy_from_slice(srow);
-                }
+                pp.fill(xs, &mut xp[..cg * pp.pitch]);
                 let acc_g = &mut acc[gi * og4 * ck6 * 16..][..og4 * ck6 * 16];
-                for o0 in (0..og4).step_by(P) {
-                    for j0 in (0..ck6).step_by(J) {
-                        // SAFETY: `applies` checked for AVX-512; rows o0..o0+P of gp and
-                        // items j0..j0+J lie inside their buffers, each item's reads end
-                        // before its offset + lpr <= xlen, and the lanes of block (o0, j0)
-                        // lie inside acc_g.
-                        unsafe {
-                            weight_block(
-                                gp.as_ptr().add(o0 * lpr),
-                                lpr,
-                                xp.as_ptr(),
-                                &offs[j0..j0 + J],
-                                acc_g.as_mut_ptr().add((o0 * ck6 + j0) * 16),
-                                ck6 * 16,
-                            );
+                for z in 0..pp.depth {
+                    for (o, row) in gp.chunks_mut(lpr).take(og).enumerate() {
+                        let src = &gy[(n * geo.out_channels + gi * og + o) * ln + z * per_slice..]
+                            [..per_slice];
+                        for (srow, drow) in src
+                            .chunks_exact(ow.max(1))
+                            .zip(row[..pp.lp].chunks_mut(pp.wp))
+                        {
+                            drow[..ow].copy_from_slice(srow);
+                        }
+                    }
+                    for o0 in (0..og4).step_by(P) {
+                        for j0 in (0..ck6).step_by(J) {
+                            // SAFETY: `applies` checked for AVX-512; rows o0..o0+P of gp and
+                            // items j0..j0+J lie inside their buffers; an item reads from
+                            // z·slice + its offset for lpr elements, at most xlen (see
+                            // `products`); the lanes of block (o0, j0) lie inside acc_g.
+                            unsafe {
+                                weight_block(
+                                    gp.as_ptr().add(o0 * lpr),
+                                    lpr,
+                                    xp.as_ptr().add(z * pp.slice),
+                                    &offs[j0..j0 + J],
+                                    acc_g.as_mut_ptr().add((o0 * ck6 + j0) * 16),
+                                    ck6 * 16,
+                                );
+                            }
                         }
                     }
                 }
@@ -256,33 +269,32 @@ unsafe fn weight_block(
     unreachable!("the direct kernel runs only where `applies` found AVX-512")
 }
 
-/// `out[o][l] = Σ_c Σ_k w[o][c][k] · xp[c][l + shift_k]` for `o < og`, `l < lpr`: the output
-/// channels in blocks of [`P`] (then one smaller block), the positions in blocks of [`SPAN`].
-#[allow(clippy::too_many_arguments)]
+/// `out[o][l] = Σ_c Σ_k w[o][c][k] · xp[c][base + l + shift_k]` for `o < og`, `l < lpr`
+/// (`base`: the output depth slice's start): the output channels in blocks of [`P`] (then one
+/// smaller block), the positions in blocks of [`SPAN`].
 fn products(
     pp: &PaddedPlanes,
-    cg: usize,
-    kn: usize,
-    og: usize,
-    lpr: usize,
+    base: usize,
+    (cg, kn, og, lpr): (usize, usize, usize, usize),
     xp: &[f32],
     w: &[f32],
     out: &mut [f32],
 ) {
     let ck = cg * kn;
+    // The largest base plus shift is pitch - lp (the last depth slice, the last offset), so
+    // the loads below end before cg·pitch + lpr - lp.
     debug_assert!(xp.len() >= cg * pp.pitch + lpr - pp.lp);
     debug_assert!(w.len() >= og * ck && out.len() >= og * lpr);
     for l0 in (0..lpr).step_by(SPAN) {
         let mut o0 = 0;
         while o0 < og {
             let p = (og - o0).min(P);
-            // SAFETY: `applies` checked for AVX-512. Loads read xp[c·pitch + shift + l0 ..
-            // + SPAN]; the largest shift is pitch - lp, so they end before cg·pitch + lpr - lp,
-            // the length `forward` gave `xp`; weights w[(o0+p)·ck + c·kn + k] and outputs
+            // SAFETY: `applies` checked for AVX-512. Loads read xp[c·pitch + base + shift +
+            // l0 .. + SPAN], inside `xp` (above); weights w[(o0+p)·ck + c·kn + k] and outputs
             // out[(o0+p)·lpr + l0 .. + SPAN] lie inside their slices.
             unsafe {
                 let args = Block {
-                    xp: xp.as_ptr().add(l0),
+                    xp: xp.as_ptr().add(base + l0),
                     pitch: pp.pitch,
                     shifts: &pp.shifts,
                     cg,
