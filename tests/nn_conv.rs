@@ -566,16 +566,14 @@ fn float32_few_channel_layers_match_direct_loops_and_float64_gradients() {
     // Shapes the float32 direct kernels take (stride 1, few channels): partial blocks of output
     // channels, positions and reduction items, dilation and groups, against the float64
     // definition; the gradients against the float64 path.
-    for (xs, ws, pad, dil, groups) in [
-        (
-            [3, 16, 11, 13],
-            [10, 16, 3, 3],
-            [1usize, 1usize],
-            [1usize, 1usize],
-            1usize,
-        ),
-        ([2, 1, 12, 12], [6, 1, 5, 5], [0, 0], [1, 1], 1),
-        ([2, 8, 9, 7], [6, 4, 3, 2], [2, 1], [2, 1], 2),
+    // The strided ones run as stride-1 layers over the input's phases.
+    let one = [1usize, 1usize];
+    for (xs, ws, stride, pad, dil, groups) in [
+        ([3, 16, 11, 13], [10, 16, 3, 3], one, one, one, 1usize),
+        ([2, 1, 12, 12], [6, 1, 5, 5], one, [0, 0], one, 1),
+        ([2, 8, 9, 7], [6, 4, 3, 2], one, [2, 1], [2, 1], 2),
+        ([2, 6, 15, 14], [8, 6, 3, 3], [2, 2], one, one, 1),
+        ([2, 4, 13, 11], [6, 2, 4, 3], [3, 2], [1, 0], one, 2),
     ] {
         let x = data(xs.iter().product(), 0.3);
         let w = data(ws.iter().product(), 0.9);
@@ -594,7 +592,7 @@ fn float32_few_channel_layers_match_direct_loops_and_float64_gradients() {
                 .conv2d(
                     &wt,
                     None,
-                    &[1],
+                    &[stride[0] as i64, stride[1] as i64],
                     ConvPadding::Explicit(&[pad[0] as i64, pad[1] as i64]),
                     &[dil[0] as i64, dil[1] as i64],
                     groups as i64,
@@ -612,7 +610,7 @@ fn float32_few_channel_layers_match_direct_loops_and_float64_gradients() {
         let (y32, gx32, gw32) = run(ferrograd::DType::Float32);
         let (_, gx64, gw64) = run(ferrograd::DType::Float64);
         let g = Geo {
-            stride: [1, 1, 1],
+            stride: [1, stride[0], stride[1]],
             pad: [0, pad[0], pad[1]],
             dil: [1, dil[0], dil[1]],
             groups,

@@ -374,35 +374,53 @@ def test_conv2d_weight_gradient_matches_float64_sums(
     np.testing.assert_allclose(results[0], want, rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.parametrize(
-    "xshape,wshape,kw",
-    [
-        ((32, 16, 28, 28), (32, 16, 3, 3), dict(padding=1)),
-        ((4, 16, 200), (32, 16, 5), dict(padding=2)),
-        ((3, 3, 37), (7, 3, 3), dict(dilation=3, padding="same")),
-        ((2, 8, 9, 10, 11), (16, 8, 3, 3, 3), dict(padding=1)),
-        ((2, 3, 5, 9, 7), (6, 3, 2, 3, 2), dict(padding=(1, 0, 2), dilation=(2, 1, 1))),
-        ((2, 4, 6, 5, 7), (6, 2, 3, 1, 2), dict(groups=2, padding="same")),
-        ((5, 1, 28, 28), (6, 1, 5, 5), {}),
-        ((4, 6, 12, 12), (16, 6, 5, 5), {}),
-        ((3, 8, 17, 13), (6, 4, 3, 2), dict(padding=(2, 1), groups=2, dilation=(2, 1))),
-        ((2, 3, 9, 40), (7, 3, 3, 3), dict(padding="same")),
-        ((3, 5, 6, 6), (9, 5, 2, 2), {}),
-        ((2, 3, 20, 20), (5, 3, 7, 7), dict(padding=3)),
-        ((2, 96, 7, 9), (3, 96, 3, 3), dict(padding=1)),
-    ],
-    ids=str,
-)
-def test_float32_direct_conv_kernels_match_float64(
-    xshape: tuple, wshape: tuple, kw: dict
-) -> None:
-    """Stride-1 float32 layers with few channels, 1 to 3 spatial dims (the direct kernels on
-    AVX-512 CPUs: blocks of 4 output channels by 96 positions, the weight gradient in blocks
-    of 4 by 6 items, with partial blocks at every edge here) against the float64 path, to float32 accuracy, and the
-    same bits at one and two threads."""
+DIRECT_CASES = [
+    ((32, 16, 28, 28), (32, 16, 3, 3), dict(padding=1)),
+    ((5, 1, 28, 28), (6, 1, 5, 5), {}),
+    ((4, 6, 12, 12), (16, 6, 5, 5), {}),
+    ((3, 8, 17, 13), (6, 4, 3, 2), dict(padding=(2, 1), groups=2, dilation=(2, 1))),
+    ((2, 3, 9, 40), (7, 3, 3, 3), dict(padding="same")),
+    ((3, 5, 6, 6), (9, 5, 2, 2), {}),
+    ((2, 3, 20, 20), (5, 3, 7, 7), dict(padding=3)),
+    ((2, 96, 7, 9), (3, 96, 3, 3), dict(padding=1)),
+    ((4, 16, 200), (32, 16, 5), dict(padding=2)),
+    ((3, 3, 37), (7, 3, 3), dict(dilation=3, padding="same")),
+    ((2, 8, 9, 10, 11), (16, 8, 3, 3, 3), dict(padding=1)),
+    ((2, 3, 5, 9, 7), (6, 3, 2, 3, 2), dict(padding=(1, 0, 2), dilation=(2, 1, 1))),
+    ((2, 4, 6, 5, 7), (6, 2, 3, 1, 2), dict(groups=2, padding="same")),
+    # Strided layers, split into stride-1 phases (2-d and 3-d), and transposed ones, whose
+    # forward is a strided layer's input gradient.
+    ((4, 16, 28, 28), (32, 16, 3, 3), dict(stride=2, padding=1)),
+    ((2, 3, 30, 31), (16, 3, 7, 7), dict(stride=2, padding=3)),
+    ((2, 8, 13, 11), (6, 4, 3, 2), dict(stride=(2, 3), padding=(1, 0), groups=2)),
+    ((2, 4, 9, 10, 11), (8, 4, 3, 3, 3), dict(stride=2, padding=1)),
+    ((4, 32, 16, 16), (32, 16, 4, 4), dict(stride=2, padding=1, transposed=True)),
+    ((2, 6, 7, 5), (6, 4, 3, 3), dict(stride=2, padding=1, output_padding=1, transposed=True)),
+    ((2, 6, 7, 5), (6, 2, 3, 2), dict(stride=(3, 2), padding=(2, 1), groups=3, transposed=True)),
+    ((2, 4, 5, 6, 4), (4, 3, 3, 3, 3), dict(stride=2, padding=1, output_padding=1,
+                                           transposed=True)),
+]
+
+
+@pytest.mark.parametrize("xshape,wshape,kw", DIRECT_CASES, ids=str)
+def test_float32_direct_conv_kernels_match_float64(xshape: tuple, wshape: tuple, kw: dict) -> None:
+    """float32 layers with few channels, 1 to 3 spatial dims (the direct kernels on AVX-512
+    CPUs: blocks of 4 output channels by up to 96 positions, the weight gradient in blocks of
+    4 by 6 items, with partial blocks at every edge here; strided layers through their
+    stride-1 phases) against the float64 path (im2col), to float32 accuracy, and the same bits
+    at one and two threads."""
+    kw = dict(kw)
+    transposed = kw.pop("transposed", False)
+    nd = len(xshape) - 2
+    if transposed:
+        conv = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[nd - 1]
+        channels = wshape[1] * kw.get("groups", 1)
+    else:
+        conv = (F.conv1d, F.conv2d, F.conv3d)[nd - 1]
+        channels = wshape[0]
     rng = np.random.default_rng(5)
     x, w = rng.standard_normal(xshape), rng.standard_normal(wshape)
-    b = rng.standard_normal(wshape[0])
+    b = rng.standard_normal(channels)
     y64 = None
     got = {}
     before = fg.get_num_threads()
@@ -410,7 +428,6 @@ def test_float32_direct_conv_kernels_match_float64(
         for dtype, threads in ((fg.float64, 2), (fg.float32, 1), (fg.float32, 2)):
             fg.set_num_threads(threads)
             ts = [fg.tensor(a, dtype=dtype).requires_grad_() for a in (x, w, b)]
-            conv = (F.conv1d, F.conv2d, F.conv3d)[len(xshape) - 3]
             y = conv(*ts, **kw)
             if y64 is None:
                 y64 = y.detach().numpy()

@@ -73,9 +73,9 @@ pub(super) fn forward(
     let (g, ck) = (geo.groups, cg * kn);
     let ow = geo.output[geo.output.len() - 1];
     let per_slice = ln / pp.depth.max(1);
-    // Output rows at the padded width, rounded up to whole register blocks; the input gets the
-    // same slack after its last volume, so the last block's loads stay inside the buffer.
-    let lpr = pp.lp.div_ceil(SPAN) * SPAN;
+    // Output rows at the padded width, rounded up to whole vectors; the input gets the same
+    // slack after its last volume, so the last block's loads stay inside the buffer.
+    let lpr = pp.lp.div_ceil(16) * 16;
     let xlen = cg * pp.pitch + lpr - pp.lp;
     let total = geo.batch * geo.out_channels * ln;
     let mut y = crate::tensor::creation::try_vec::<f32>(total)?;
@@ -271,7 +271,7 @@ unsafe fn weight_block(
 
 /// `out[o][l] = Σ_c Σ_k w[o][c][k] · xp[c][base + l + shift_k]` for `o < og`, `l < lpr`
 /// (`base`: the output depth slice's start): the output channels in blocks of [`P`] (then one
-/// smaller block), the positions in blocks of [`SPAN`].
+/// smaller block), the positions in blocks of [`SPAN`] (then one of fewer vectors).
 fn products(
     pp: &PaddedPlanes,
     base: usize,
@@ -286,12 +286,13 @@ fn products(
     debug_assert!(xp.len() >= cg * pp.pitch + lpr - pp.lp);
     debug_assert!(w.len() >= og * ck && out.len() >= og * lpr);
     for l0 in (0..lpr).step_by(SPAN) {
+        let vectors = ((lpr - l0) / 16).min(R);
         let mut o0 = 0;
         while o0 < og {
             let p = (og - o0).min(P);
             // SAFETY: `applies` checked for AVX-512. Loads read xp[c·pitch + base + shift +
-            // l0 .. + SPAN], inside `xp` (above); weights w[(o0+p)·ck + c·kn + k] and outputs
-            // out[(o0+p)·lpr + l0 .. + SPAN] lie inside their slices.
+            // l0 .. + 16·vectors], inside `xp` (above); weights w[(o0+p)·ck + c·kn + k] and
+            // outputs out[(o0+p)·lpr + l0 .. + 16·vectors] lie inside their slices.
             unsafe {
                 let args = Block {
                     xp: xp.as_ptr().add(base + l0),
@@ -304,11 +305,25 @@ fn products(
                     out: out.as_mut_ptr().add(o0 * lpr + l0),
                     ld: lpr,
                 };
+                // Every (channels, vectors) shape is its own kernel, so the accumulators stay in
+                // registers.
+                macro_rules! by_vectors {
+                    ($np:literal) => {
+                        match vectors {
+                            6 => block::<$np, 6>(&args),
+                            5 => block::<$np, 5>(&args),
+                            4 => block::<$np, 4>(&args),
+                            3 => block::<$np, 3>(&args),
+                            2 => block::<$np, 2>(&args),
+                            _ => block::<$np, 1>(&args),
+                        }
+                    };
+                }
                 match p {
-                    4 => block::<4>(&args),
-                    3 => block::<3>(&args),
-                    2 => block::<2>(&args),
-                    _ => block::<1>(&args),
+                    4 => by_vectors!(4),
+                    3 => by_vectors!(3),
+                    2 => by_vectors!(2),
+                    _ => by_vectors!(1),
                 }
             }
             o0 += p;
@@ -317,7 +332,7 @@ fn products(
 }
 
 /// One register block's operands: `NP` output channels (weights `ck` apart, outputs `ld`
-/// apart) by [`SPAN`] positions.
+/// apart) by `NR` vectors of 16 positions.
 struct Block<'a> {
     xp: *const f32,
     pitch: usize,
@@ -332,15 +347,15 @@ struct Block<'a> {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn block<const NP: usize>(a: &Block<'_>) {
+unsafe fn block<const NP: usize, const NR: usize>(a: &Block<'_>) {
     use std::arch::x86_64::*;
-    let mut acc = [[_mm512_setzero_ps(); R]; NP];
+    let mut acc = [[_mm512_setzero_ps(); NR]; NP];
     for c in 0..a.cg {
         let xc = a.xp.add(c * a.pitch);
         let wc = a.w.add(c * a.kn);
         for (k, &shift) in a.shifts.iter().enumerate() {
             let xs = xc.add(shift);
-            let mut xv = [_mm512_setzero_ps(); R];
+            let mut xv = [_mm512_setzero_ps(); NR];
             for (r, v) in xv.iter_mut().enumerate() {
                 *v = _mm512_loadu_ps(xs.add(16 * r));
             }
@@ -360,6 +375,6 @@ unsafe fn block<const NP: usize>(a: &Block<'_>) {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn block<const NP: usize>(_a: &Block<'_>) {
+unsafe fn block<const NP: usize, const NR: usize>(_a: &Block<'_>) {
     unreachable!("the direct kernel runs only where `applies` found AVX-512")
 }
