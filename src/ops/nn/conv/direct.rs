@@ -156,10 +156,18 @@ pub(super) fn grad_weight(
         .collect();
     let wn = geo.out_channels * ck;
     let lanes = g * og4 * ck6 * 16;
-    let chunks = geo.batch.clamp(1, WEIGHT_CHUNKS);
+    let flops = geo.batch * geo.out_channels * ln * ck;
+    // Each chunk ends by summing its lanes (scalar adds): fewer chunks where that would rival
+    // the products (a transposed 4x4 layer on 16x16 images: a third of the weight gradient's
+    // time at 8), at least two and a power of two so two (or four) threads share the work
+    // evenly. A function of the shape, so the result is the same at any thread count.
+    let most = (flops / (64 * lanes).max(1)).max(2);
+    let chunks = geo
+        .batch
+        .clamp(1, WEIGHT_CHUNKS)
+        .min(1 << most.ilog2());
     let mut partial = crate::tensor::creation::try_filled_vec(chunks * wn, 0.0f32)?;
     let pptr = SendPtr(partial.as_mut_ptr());
-    let flops = geo.batch * geo.out_channels * ln * ck;
     for_units::<f32>(chunks, flops, xlen + og4 * lpr + lanes, &|c, buf| {
         let (xp, rest) = buf.split_at_mut(xlen);
         let (gp, acc) = rest.split_at_mut(og4 * lpr);
