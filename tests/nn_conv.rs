@@ -572,8 +572,8 @@ fn float32_few_channel_layers_match_direct_loops_and_float64_gradients() {
         ([3, 16, 11, 13], [10, 16, 3, 3], one, one, one, 1usize),
         ([2, 1, 12, 12], [6, 1, 5, 5], one, [0, 0], one, 1),
         ([2, 8, 9, 7], [6, 4, 3, 2], one, [2, 1], [2, 1], 2),
-        ([2, 6, 15, 14], [8, 6, 3, 3], [2, 2], one, one, 1),
-        ([2, 4, 13, 11], [6, 2, 4, 3], [3, 2], [1, 0], one, 2),
+        ([2, 6, 15, 14], [8, 6, 4, 4], [2, 2], one, one, 1),
+        ([2, 4, 13, 11], [6, 2, 6, 4], [3, 2], [1, 0], one, 2),
     ] {
         let x = data(xs.iter().product(), 0.3);
         let w = data(ws.iter().product(), 0.9);

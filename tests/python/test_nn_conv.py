@@ -388,12 +388,14 @@ DIRECT_CASES = [
     ((2, 8, 9, 10, 11), (16, 8, 3, 3, 3), dict(padding=1)),
     ((2, 3, 5, 9, 7), (6, 3, 2, 3, 2), dict(padding=(1, 0, 2), dilation=(2, 1, 1))),
     ((2, 4, 6, 5, 7), (6, 2, 3, 1, 2), dict(groups=2, padding="same")),
-    # Strided layers, split into stride-1 phases (2-d and 3-d), and transposed ones, whose
-    # forward is a strided layer's input gradient.
+    # Strided layers whose kernel the stride divides well, split into stride-1 phases (2-d and
+    # 3-d), and transposed ones, whose forward is a strided layer's input gradient; the rest
+    # (3x3 at stride 2) keep im2col.
     ((4, 16, 28, 28), (32, 16, 3, 3), dict(stride=2, padding=1)),
     ((2, 3, 30, 31), (16, 3, 7, 7), dict(stride=2, padding=3)),
-    ((2, 8, 13, 11), (6, 4, 3, 2), dict(stride=(2, 3), padding=(1, 0), groups=2)),
-    ((2, 4, 9, 10, 11), (8, 4, 3, 3, 3), dict(stride=2, padding=1)),
+    ((2, 8, 13, 11), (6, 4, 6, 4), dict(stride=(3, 2), padding=(1, 0), groups=2)),
+    ((2, 4, 9, 10, 11), (8, 4, 4, 4, 4), dict(stride=2, padding=1)),
+    ((2, 4, 5, 6, 4), (4, 3, 4, 4, 4), dict(stride=2, padding=1, transposed=True)),
     ((4, 32, 16, 16), (32, 16, 4, 4), dict(stride=2, padding=1, transposed=True)),
     ((2, 6, 7, 5), (6, 4, 3, 3), dict(stride=2, padding=1, output_padding=1, transposed=True)),
     ((2, 6, 7, 5), (6, 2, 3, 2), dict(stride=(3, 2), padding=(2, 1), groups=3, transposed=True)),

@@ -816,9 +816,15 @@ impl ConvScalar for f32 {
 
     fn phases(geo: &ConvGeometry) -> Option<phases::Phases> {
         // 1-d layers keep im2col: on conv_transpose1d 32x32x128 (k 4, stride 2) the splits
-        // cost more than the products save (0.42 against 0.36 ms).
-        phases::Phases::of(geo)
-            .filter(|p| geo.kernel.len() >= 2 && direct::applies(&p.geo).is_some())
+        // cost more than the products save (0.42 against 0.36 ms). So do kernels the stride
+        // does not divide well: a 3x3 kernel at stride 2 becomes four 2x2 ones, 16/9 the
+        // products (64→128 channels on 56x56: 17.7 against 10.2 ms); 7x7 at stride 2 (16·4/49)
+        // and 4x4 (exact) pay.
+        phases::Phases::of(geo).filter(|p| {
+            geo.kernel.len() >= 2
+                && 3 * p.products() <= 4 * geo.kernel.iter().product::<usize>()
+                && direct::applies(&p.geo).is_some()
+        })
     }
 
     fn direct(

@@ -86,6 +86,12 @@ impl Phases {
         })
     }
 
+    /// Products per output and input channel after the split (the taps of every phase,
+    /// zeros included), against the kernel's size before it.
+    pub(super) fn products(&self) -> usize {
+        self.phases() * self.taps.iter().product::<usize>()
+    }
+
     fn phases(&self) -> usize {
         self.stride.iter().product()
     }
