@@ -444,6 +444,37 @@ def test_float32_direct_conv_kernels_match_float64(xshape: tuple, wshape: tuple,
         assert np.abs(a32 - a64).max() <= 3e-6 * np.abs(a64).max()
 
 
+_CONV_BITS = """
+import sys, numpy as np, ferrograd as fg
+x = np.random.default_rng(0).standard_normal((4, 16, 20, 20)).astype(np.float32)
+w = np.random.default_rng(1).standard_normal((32, 16, 3, 3)).astype(np.float32)
+y = fg.nn.functional.conv2d(fg.tensor(x), fg.tensor(w), padding=1)
+sys.stdout.buffer.write(y.numpy().tobytes())
+"""
+
+
+def test_cpu_capability_default_keeps_im2col() -> None:
+    """FERROGRAD_CPU_CAPABILITY=default runs float32 convolutions through im2col (on AVX-512
+    CPUs, instead of the direct kernel): both match the float64 sums to float32 accuracy."""
+    import os
+    import subprocess
+    import sys
+
+    def run(capability: str) -> np.ndarray:
+        env = dict(os.environ, FERROGRAD_CPU_CAPABILITY=capability)
+        out = subprocess.run(
+            [sys.executable, "-c", _CONV_BITS], env=env, capture_output=True, check=True
+        ).stdout
+        return np.frombuffer(out, dtype=np.float32)
+
+    default, best = run("default"), run("")
+    x = np.random.default_rng(0).standard_normal((4, 16, 20, 20)).astype(np.float32)
+    w = np.random.default_rng(1).standard_normal((32, 16, 3, 3)).astype(np.float32)
+    want = _conv2d_reference(x, w, np.zeros(32), (1, 1), 1).ravel()
+    for got in (default, best):
+        assert np.abs(got - want).max() <= 2e-6 * np.abs(want).max()
+
+
 # ----- pooling ----------------------------------------------------------------------------------
 
 MAX2D_GRID = [
