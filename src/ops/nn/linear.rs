@@ -16,6 +16,19 @@ use crate::tensor::{DType, Dims, Element, Layout, Tensor};
 /// as `matmul` plus `add`, with those ops' checks and messages. Errors: an input of no dims, or
 /// sizes that do not multiply (torch's `mat1 and mat2 shapes cannot be multiplied`).
 pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    linear_with(x, weight, None, bias)
+}
+
+/// [`linear`] with `weight_t`, a contiguous copy of `weight.T` made once by a caller that
+/// applies one weight many times (a recurrence's steps): the product reads its right operand
+/// row by row, which the gemm packs much faster than the transposed view (32 x 128 by 128 x 512:
+/// 21 against 33 µs on one thread). The node is `linear`'s, its backward reading `weight`.
+pub(crate) fn linear_with(
+    x: &Tensor,
+    weight: &Tensor,
+    weight_t: Option<&Tensor>,
+    bias: Option<&Tensor>,
+) -> Result<Tensor> {
     if let Some(r) = Tensor::lift_half([x, weight], [bias], |[x, w], [b]| linear(x, w, b)) {
         return r;
     }
@@ -47,7 +60,17 @@ pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tens
     let y = {
         let _g = GradModeGuard::new(false);
         let rows = fold_rows(x)?;
-        let mut y = rows.matmul(&weight.t()?)?;
+        let wt = match weight_t {
+            Some(t)
+                if !weight.is_batched()
+                    && t.dtype() == dtype
+                    && t.shape() == [weight.shape()[1], weight.shape()[0]] =>
+            {
+                t.clone()
+            }
+            _ => weight.t()?,
+        };
+        let mut y = rows.matmul(&wt)?;
         if let Some(b) = bias {
             if y.is_batched() || b.is_batched() {
                 // Inside vmap the product has no elements of its own to add into.

@@ -15,7 +15,8 @@ use crate::error::{Error, Result};
 use crate::graph::node::{needs_grad, record};
 use crate::kernels::copy::cast;
 use crate::kernels::vmath::{sigmoid_scalar, UnaryF32};
-use crate::ops::nn::linear::linear;
+use crate::ops::nn::linear::{linear, linear_with};
+use crate::tensor::grad_mode::GradModeGuard;
 use crate::tensor::shape::fmt_shape;
 use crate::tensor::{DType, Element, Tensor};
 
@@ -329,11 +330,18 @@ fn run_direction(
         (a, b) => (a.clone(), b.as_ref()),
     };
     let xp = linear(x, &w.w_ih, b_in.as_ref())?.unbind(0)?;
+    // The recurrent weight, transposed once for all steps' products (see `linear_with`).
+    let w_hh_t = if seq > 1 && !w.w_hh.is_batched() {
+        let _g = GradModeGuard::new(false);
+        Some(w.w_hh.t()?.contiguous()?)
+    } else {
+        None
+    };
     let mut steps: Vec<Option<Tensor>> = vec![None; seq];
     for i in 0..seq {
         let t = if pass.reverse { seq - 1 - i } else { i };
         let gi = xp[t].clone();
-        let gh = linear(&h, &w.w_hh, b_rec)?;
+        let gh = linear_with(&h, &w.w_hh, w_hh_t.as_ref(), b_rec)?;
         let mask = step_mask(pass.lengths, t, h.dtype())?;
         let h_new = match pass.mode {
             RnnMode::RnnTanh => gi.add(&gh)?.tanh()?,
