@@ -263,7 +263,12 @@ const LN2: f64 = std::f64::consts::LN_2;
 /// Valid for finite x > 0 (others take the scalar path).
 #[inline(always)]
 fn log_lane<const F: bool>(x: f32) -> f32 {
-    let xd = x as f64;
+    log_f64::<F>(x as f64) as f32
+}
+
+/// ln x for a normal double x > 0, to about 2^-34 relative (enough for a float32 result).
+#[inline(always)]
+fn log_f64<const F: bool>(xd: f64) -> f64 {
     let bits = xd.to_bits();
     // x = 2^e · m with m in [sqrt(1/2), sqrt(2)); float32 denormals are normal doubles.
     let m = f64::from_bits((bits & ((1 << 52) - 1)) | (1023 << 52));
@@ -279,7 +284,7 @@ fn log_lane<const F: bool>(x: f32) -> f32 {
     for c in [2.0 / 9.0, 2.0 / 7.0, 2.0 / 5.0, 2.0 / 3.0, 2.0] {
         p = fma::<F>(p, z, c);
     }
-    fma::<F>(e, LN2, s * p) as f32
+    fma::<F>(e, LN2, s * p)
 }
 
 #[inline(always)]
@@ -423,6 +428,67 @@ kernel!(
     /// 1 / (1 + e^-x).
     sigmoid_slice, sigmoid_lane, |_| true, sigmoid_scalar::<f32>
 );
+
+// ----- binary cross entropy ---------------------------------------------------------------------
+
+/// torch's floor for BCE's logs.
+const BCE_LOG_FLOOR: f64 = -100.0;
+
+/// `-(y max(ln x, -100) + (1 - y) max(ln(1 - x), -100))` for 0 < x < 1, both logs in f64:
+/// there 1 - x is exact, so ln(1 - x) is as accurate as torch's log1p(-x).
+#[inline(always)]
+fn bce_lane<const F: bool>(x: f32, y: f32) -> f32 {
+    let (xd, yd) = (x as f64, y as f64);
+    let lx = log_f64::<F>(xd).max(BCE_LOG_FLOOR);
+    let l1x = log_f64::<F>(1.0 - xd).max(BCE_LOG_FLOOR);
+    (-(yd * lx + (1.0 - yd) * l1x)) as f32
+}
+
+/// [`bce_lane`] for any x, in float32 with std's logs (x of 0 or 1, out of range or NaN).
+fn bce_exact(x: f32, y: f32) -> f32 {
+    let floor = BCE_LOG_FLOOR as f32;
+    -(y * x.ln().max(floor) + (1.0 - y) * (-x).ln_1p().max(floor))
+}
+
+/// Binary cross entropy of probabilities `x` against targets `y`, per element (torch's
+/// formula, logs floored at -100). `x`, `y` and `out` must have the same length.
+#[multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+pub(crate) fn bce_slice(x: &[f32], y: &[f32], out: &mut [MaybeUninit<f32>]) {
+    assert!(
+        x.len() == out.len() && y.len() == out.len(),
+        "vmath: lengths differ"
+    );
+    let fused =
+        multiversion::target::target_cfg_f!(any(target_feature = "fma", target_arch = "aarch64"));
+    for ((xc, yc), oc) in x
+        .chunks(CHUNK)
+        .zip(y.chunks(CHUNK))
+        .zip(out.chunks_mut(CHUNK))
+    {
+        if fused {
+            for ((o, &xv), &yv) in oc.iter_mut().zip(xc).zip(yc) {
+                o.write(bce_lane::<true>(xv, yv));
+            }
+        } else {
+            for ((o, &xv), &yv) in oc.iter_mut().zip(xc).zip(yc) {
+                o.write(bce_lane::<false>(xv, yv));
+            }
+        }
+        let ok = |v: f32| v > 0.0 && v < 1.0;
+        let bad = xc.iter().fold(0u32, |acc, &v| acc | u32::from(!ok(v)));
+        if bad != 0 {
+            for ((o, &xv), &yv) in oc.iter_mut().zip(xc).zip(yc) {
+                if !ok(xv) {
+                    o.write(bce_exact(xv, yv));
+                }
+            }
+        }
+    }
+}
 
 // ----- float32 lanes: gelu -------------------------------------------------------------------
 //

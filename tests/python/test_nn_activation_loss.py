@@ -304,6 +304,44 @@ def test_pointwise_losses_match_torch(torch, name, kw, dtype):
         _close(q.grad, r.grad, rtol * 10, atol * 10)
 
 
+def _bce_float64(x, y):
+    """BCE in float64 with torch's -100 floor, log1p for the complement."""
+    with np.errstate(divide="ignore"):
+        lx = np.maximum(np.log(x), -100.0)
+        l1x = np.maximum(np.log1p(-x), -100.0)
+    return -(y * lx + (1.0 - y) * l1x)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_float32_bce_vector_logs_against_float64(reduction):
+    # Above the parallel threshold, with probabilities from 1e-30 up to 1 - 2^-24 (where
+    # ln(1 - x) needs log1p accuracy) and exact 0 and 1 (the floor, taken on the scalar path).
+    rng = np.random.default_rng(11)
+    n = 70_001
+    x = np.exp(rng.uniform(np.log(1e-30), 0.0, n)).astype(np.float32)
+    x[: n // 3] = (1.0 - x[: n // 3]).astype(np.float32)
+    x[[5, 6, 40_000]] = [0.0, 1.0, np.float32(1e-40)]
+    x = np.clip(x, 0.0, 1.0).astype(np.float32)
+    y = rng.uniform(0.0, 1.0, n).astype(np.float32)
+    want = _bce_float64(x.astype(np.float64), y.astype(np.float64))
+    got = {}
+    prev = fg.get_num_threads()
+    try:
+        for threads in (1, 2):
+            fg.set_num_threads(threads)
+            got[threads] = F.binary_cross_entropy(
+                fg.tensor(x), fg.tensor(y), reduction=reduction
+            ).numpy()
+    finally:
+        fg.set_num_threads(prev)
+    assert got[1].tobytes() == got[2].tobytes()  # the same at any thread count
+    if reduction == "none":
+        np.testing.assert_allclose(got[1], want, rtol=2e-7, atol=1e-30)
+    else:
+        ref = want.sum() / (n if reduction == "mean" else 1)
+        np.testing.assert_allclose(got[1], ref, rtol=1e-6)
+
+
 def _torch_error(torch, fn):
     try:
         fn()

@@ -9,6 +9,7 @@ use crate::graph::node::{needs_grad, record};
 use crate::tensor::grad_mode::GradModeGuard;
 use std::mem::MaybeUninit;
 
+use crate::kernels::vmath::bce_slice;
 use crate::ops::elementwise::PAR_MIN_VMATH;
 use crate::ops::nn::softmax::{
     fill_blocks, geometry, lane_dot, lane_sum, lane_sums2, row_max, RowFloat, SUM_BLOCK,
@@ -1002,8 +1003,11 @@ fn pointwise_loss(
         // Reduced and unweighted: Σ loss in one pass over x and y, no loss tensor written.
         let fused =
             weight.is_none() && reduction != Reduction::None && !a.is_batched() && !b.is_batched();
+        // Float32 BCE: the logs through the vector kernel, not std's scalar ones.
+        let bce32 = matches!(kind, Pointwise::Bce) && dt == DType::Float32;
         if fused {
             let total = match dt {
+                DType::Float32 if bce32 => bce_sum_f32(&a, &b)?,
                 DType::Float32 => pointwise_fns!(kind, f32, |f, _dx, _dy| zip_sum(&a, &b, f)?),
                 _ => pointwise_fns!(kind, f64, |f, _dx, _dy| zip_sum(&a, &b, f)?),
             };
@@ -1016,6 +1020,9 @@ fn pointwise_loss(
             Tensor::full(&[], v, dt)
         } else {
             let l = match dt {
+                DType::Float32 if bce32 && !a.is_batched() && !b.is_batched() => {
+                    bce_each_f32(&a, &b)?
+                }
                 DType::Float32 => pointwise_fns!(kind, f32, |f, _dx, _dy| {
                     crate::ops::elementwise::zip::<f32, f32>(&a, &b, f)?
                 }),
@@ -1190,21 +1197,95 @@ pub fn binary_cross_entropy(
             size_str(x.shape())
         )));
     }
-    let out_of_range = {
-        let _g = GradModeGuard::new(false);
-        // Inside vmap: every sample's elements at once.
-        let v = crate::tensor::batched::innermost(x)
-            .detach()
-            .contiguous()?
-            .to_vec::<f64>()?;
-        v.iter().any(|&p| !(0.0..=1.0).contains(&p))
-    };
-    if out_of_range {
+    if outside_unit(x)? {
         return Err(Error::runtime(
             "all elements of input should be between 0 and 1",
         ));
     }
     pointwise_loss(x, y, weight, reduction, Pointwise::Bce)
+}
+
+/// Whether any element of `x` is outside [0, 1] or NaN (inside vmap: any sample's), read in
+/// place when `x` is float32 or float64.
+fn outside_unit(x: &Tensor) -> Result<bool> {
+    fn any_out<T: Element + num_traits::Float>(v: &[T]) -> bool {
+        // Folded without a branch, so the loop vectorises.
+        let (zero, one) = (T::zero(), T::one());
+        v.iter()
+            .fold(false, |acc, &p| acc | !(p >= zero && p <= one))
+    }
+    let _g = GradModeGuard::new(false);
+    let x = crate::tensor::batched::innermost(x).detach().contiguous()?;
+    match x.dtype() {
+        DType::Float32 => x.with_contiguous_slice::<f32, _>(any_out),
+        DType::Float64 => x.with_contiguous_slice::<f64, _>(any_out),
+        _ => Ok(any_out(&x.to_vec::<f64>()?)),
+    }
+}
+
+/// Float32 binary cross entropy of probabilities through the vector logs ([`bce_slice`]), per
+/// block of [`LOGITS_BLOCK`]: into `per` when given, else each block's sum into `sums` (summed
+/// in `T` lanes; the caller adds the blocks in order, so the total is the same at any thread
+/// count).
+fn bce_blocks(xs: &[f32], ys: &[f32], per: Option<&mut [MaybeUninit<f32>]>, sums: &mut [f64]) {
+    let n = xs.len().min(ys.len());
+    let each = per.is_some();
+    let pp = SendPtr(per.map_or(std::ptr::null_mut(), |p| p.as_mut_ptr()));
+    let sp = SendPtr(sums.as_mut_ptr());
+    logits_blocks(n, &|b, lo, hi| {
+        let (xb, yb) = (&xs[lo..hi], &ys[lo..hi]);
+        if each {
+            // SAFETY: elements lo..hi of `per` (n long) belong to this block alone.
+            let o = unsafe { std::slice::from_raw_parts_mut(pp.get().add(lo), hi - lo) };
+            bce_slice(xb, yb, o);
+        } else {
+            let mut buf = [MaybeUninit::<f32>::uninit(); LOGITS_BLOCK];
+            let vals = &mut buf[..hi - lo];
+            bce_slice(xb, yb, vals);
+            // SAFETY: bce_slice wrote every element; slot b of `sums` is this block's alone.
+            unsafe {
+                let vals = &*(vals as *const [MaybeUninit<f32>] as *const [f32]);
+                *sp.get().add(b) = span_sum(vals);
+            }
+        }
+    });
+}
+
+/// Σ BCE(x, y) over float32 tensors of one shape ([`bce_blocks`]).
+fn bce_sum_f32(x: &Tensor, y: &Tensor) -> Result<f64> {
+    let (xc, yc) = (x.contiguous()?, y.contiguous()?);
+    xc.with_contiguous_slice::<f32, _>(|xs| {
+        yc.with_contiguous_slice::<f32, _>(|ys| {
+            let mut sums = vec![0f64; xs.len().div_ceil(LOGITS_BLOCK)];
+            bce_blocks(xs, ys, None, &mut sums);
+            sums.iter().sum()
+        })
+    })?
+}
+
+/// BCE(x, y) per element of float32 tensors of one shape ([`bce_blocks`]).
+fn bce_each_f32(x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    let (xc, yc) = (x.contiguous()?, y.contiguous()?);
+    xc.with_contiguous_slice::<f32, _>(|xs| {
+        yc.with_contiguous_slice::<f32, _>(|ys| -> Result<Tensor> {
+            let n = xs.len();
+            let mut per = try_vec::<f32>(n)?;
+            bce_blocks(xs, ys, Some(&mut per.spare_capacity_mut()[..n]), &mut []);
+            // SAFETY: bce_blocks wrote every element.
+            unsafe { per.set_len(n) };
+            Tensor::from_vec(per, x.shape())
+        })
+    })??
+}
+
+/// Σ x, compiled for the vector targets.
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn span_sum(xs: &[f32]) -> f64 {
+    lane_sum(xs, |v| v)
 }
 
 /// Binary cross entropy on logits, stable:
