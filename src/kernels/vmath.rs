@@ -1240,6 +1240,75 @@ fn grad_slice(
     }
 }
 
+// ----- float32 lanes: glu ------------------------------------------------------------------------
+//
+// glu(a, b) = a sigmoid(b) with h = e^-|b| on float32 lanes: sigmoid(b) is 1 / (1 + h) for
+// b >= 0 and h / (1 + h) below, and sigmoid'(b) = s (1 - s) = h / (1 + h)² either way (no
+// 1 - s cancellation).
+
+/// `(sigmoid(b), sigmoid'(b))`.
+#[inline(always)]
+fn sigmoid_and_slope_f32<const F: bool>(b: f32) -> (f32, f32) {
+    let (h, _) = exp_neg_split::<F>(b.abs());
+    let inv = 1.0 / (1.0 + h);
+    let hi = h * inv;
+    (if b >= 0.0 { inv } else { hi }, hi * inv)
+}
+
+/// `out = a sigmoid(b)`; all three the same length.
+#[multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+pub(crate) fn glu_slice(a: &[f32], b: &[f32], out: &mut [MaybeUninit<f32>]) {
+    #[inline(always)]
+    fn lanes<const F: bool>(a: &[f32], b: &[f32], out: &mut [MaybeUninit<f32>]) {
+        for ((o, &av), &bv) in out.iter_mut().zip(a).zip(b) {
+            o.write(av * sigmoid_and_slope_f32::<F>(bv).0);
+        }
+    }
+    if multiversion::target::target_cfg_f!(any(target_feature = "fma", target_arch = "aarch64")) {
+        lanes::<true>(a, b, out)
+    } else {
+        lanes::<false>(a, b, out)
+    }
+}
+
+/// `ga = g sigmoid(b)`, `gb = g a sigmoid'(b)`; all five the same length.
+#[multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+pub(crate) fn glu_grad_slice(
+    a: &[f32],
+    b: &[f32],
+    g: &[f32],
+    ga: &mut [MaybeUninit<f32>],
+    gb: &mut [MaybeUninit<f32>],
+) {
+    #[inline(always)]
+    fn lanes<const F: bool>(
+        a: &[f32],
+        b: &[f32],
+        g: &[f32],
+        ga: &mut [MaybeUninit<f32>],
+        gb: &mut [MaybeUninit<f32>],
+    ) {
+        for ((((da, db), &av), &bv), &gv) in ga.iter_mut().zip(gb.iter_mut()).zip(a).zip(b).zip(g) {
+            let (s, ds) = sigmoid_and_slope_f32::<F>(bv);
+            da.write(gv * s);
+            db.write(gv * av * ds);
+        }
+    }
+    if multiversion::target::target_cfg_f!(any(target_feature = "fma", target_arch = "aarch64")) {
+        lanes::<true>(a, b, g, ga, gb)
+    } else {
+        lanes::<false>(a, b, g, ga, gb)
+    }
+}
+
 // ----- float32 lanes: the elu family -------------------------------------------------------------
 //
 // elu, selu and celu with input scale 1: scale x above 0, scale alpha (e^x - 1) below. e^x - 1

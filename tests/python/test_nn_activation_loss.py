@@ -116,6 +116,27 @@ def test_erf_float32_within_one_ulp_of_float64():
     assert np.max(np.abs(got - want) / np.maximum(ulp, 1e-45)) <= 1.0
 
 
+def test_float32_glu_and_gradient_against_float64():
+    # The float32 lanes (sigmoid from e^-|b|) on both tails, near 0 and a spread, past the
+    # parallel threshold: within a few float32 ulps of the float64 formulas.
+    rng = np.random.default_rng(3)
+    b = np.concatenate([GRID, [-103.0, -87.0, 87.0, 103.0], rng.normal(size=40_000) * 6])
+    a = rng.normal(size=b.size)
+    x = np.concatenate([a, b]).astype(np.float32)
+    g = rng.normal(size=b.size).astype(np.float32)
+    a64, b64, g64 = (v.astype(np.float64) for v in (x[: b.size], x[b.size :], g))
+    h = np.exp(-np.abs(b64))  # sigmoid and its slope without overflow or cancellation
+    s, ds = np.where(b64 >= 0, 1.0, h) / (1.0 + h), h / (1.0 + h) ** 2
+    t = fg.tensor(x, requires_grad=True)
+    y = F.glu(t)
+    y.backward(fg.tensor(g))
+    want_grad = np.concatenate([g64 * s, g64 * a64 * ds])
+    # (the gradient g a s' rounds two more products than the value a s)
+    for got, want, ulps in ((y.detach().numpy(), a64 * s, 4), (t.grad.numpy(), want_grad, 7)):
+        ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+        assert np.all(np.abs(got - want) <= ulps * ulp + 1e-44)
+
+
 def test_glu_and_dropout(torch):
     x, t = _pair(torch, np.random.default_rng(0).normal(size=(3, 4, 6)))
     for dim in (-1, 1):
