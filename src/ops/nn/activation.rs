@@ -560,6 +560,12 @@ fn fwd_loop<const V: u8, const F: bool>(
         (V_SOFTPLUS, Act::Softplus { beta, threshold }) if f32_lanes_softplus(beta, threshold) => {
             softplus_slice::<F>(x, threshold as f32, out)
         }
+        // torch's float formula (the f64 lanes' division took most of hardswish's time).
+        (V_HARDSWISH, _) => {
+            for (o, &v) in out.iter_mut().zip(x) {
+                o.write(v * (v + 3.0).clamp(0.0, 6.0) / 6.0);
+            }
+        }
         _ => {
             for (o, &v) in out.iter_mut().zip(x) {
                 o.write(k.act().f::<Fast<F>>(v as f64) as f32);
@@ -605,6 +611,31 @@ fn bwd_loop<const V: u8, const F: bool>(
         ) => return elu_grad_slice::<F>(g, x, EluF32::new(alpha, scale), out),
         (V_SOFTPLUS, Act::Softplus { beta, threshold }) if f32_lanes_softplus(beta, threshold) => {
             return softplus_grad_slice::<F>(g, x, threshold as f32, out)
+        }
+        (V_HARDSWISH, _) => {
+            // torch's float formula and kinks (0 at -3, 1 from 3 on).
+            let d = |v: f32| {
+                if v <= -3.0 {
+                    0.0
+                } else if v < 3.0 {
+                    v / 3.0 + 0.5
+                } else {
+                    1.0
+                }
+            };
+            match g {
+                Ok(g) => {
+                    for ((o, &v), &gv) in out.iter_mut().zip(x).zip(g) {
+                        o.write(gv * d(v));
+                    }
+                }
+                Err(gv) => {
+                    for (o, &v) in out.iter_mut().zip(x) {
+                        o.write(gv * d(v));
+                    }
+                }
+            }
+            return;
         }
         _ => {}
     }
