@@ -1177,6 +1177,69 @@ fn logsigmoid_grad_f32<const F: bool>(x: f32) -> f32 {
     }
 }
 
+/// Binary cross entropy on logits, torch's stable `(1 - t) x + max(-x, 0) + ln(1 + e^-|x|)`
+/// (summed in that order: for t = 0 and x << 0 the first two cancel exactly), on float32
+/// lanes; all three the same length.
+#[multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+pub(crate) fn bce_logits_slice(x: &[f32], t: &[f32], out: &mut [MaybeUninit<f32>]) {
+    #[inline(always)]
+    fn lanes<const F: bool>(x: &[f32], t: &[f32], out: &mut [MaybeUninit<f32>]) {
+        for ((o, &xv), &tv) in out.iter_mut().zip(x).zip(t) {
+            let (h, l) = exp_neg_split::<F>(xv.abs());
+            o.write((1.0 - tv) * xv + (-xv).max(0.0) + ln1p_unit_f32::<F>(h, l));
+        }
+    }
+    if multiversion::target::target_cfg_f!(any(target_feature = "fma", target_arch = "aarch64")) {
+        lanes::<true>(x, t, out)
+    } else {
+        lanes::<false>(x, t, out)
+    }
+}
+
+/// `out = (sigmoid(x) - t) g` on float32 lanes, `g` a slice as long as `x` or one value.
+#[multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+pub(crate) fn bce_logits_grad_slice(
+    x: &[f32],
+    t: &[f32],
+    g: Result<&[f32], f32>,
+    out: &mut [MaybeUninit<f32>],
+) {
+    #[inline(always)]
+    fn lanes<const F: bool>(
+        x: &[f32],
+        t: &[f32],
+        g: Result<&[f32], f32>,
+        out: &mut [MaybeUninit<f32>],
+    ) {
+        // sigmoid(x) = logsigmoid'(-x).
+        match g {
+            Ok(g) => {
+                for (((o, &xv), &tv), &gv) in out.iter_mut().zip(x).zip(t).zip(g) {
+                    o.write((logsigmoid_grad_f32::<F>(-xv) - tv) * gv);
+                }
+            }
+            Err(gv) => {
+                for ((o, &xv), &tv) in out.iter_mut().zip(x).zip(t) {
+                    o.write((logsigmoid_grad_f32::<F>(-xv) - tv) * gv);
+                }
+            }
+        }
+    }
+    if multiversion::target::target_cfg_f!(any(target_feature = "fma", target_arch = "aarch64")) {
+        lanes::<true>(x, t, g, out)
+    } else {
+        lanes::<false>(x, t, g, out)
+    }
+}
+
 /// `out = softplus(x)` (beta 1) on float32 lanes.
 #[inline(always)]
 pub(crate) fn softplus_slice<const F: bool>(

@@ -116,6 +116,46 @@ def test_erf_float32_within_one_ulp_of_float64():
     assert np.max(np.abs(got - want) / np.maximum(ulp, 1e-45)) <= 1.0
 
 
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+def test_float32_bce_with_logits_against_float64(reduction):
+    # The float32 lanes past the parallel threshold, both tails (t = 0 with x << 0 cancels
+    # unless summed in torch's order): loss and gradient against float64, the mean the same at
+    # 1 and 2 threads.
+    rng = np.random.default_rng(12)
+    x = np.concatenate([GRID, [-87.0, -50.0, -17.0, 17.0, 50.0, 87.0], rng.normal(size=70_000) * 8])
+    x = x.astype(np.float32)
+    t = rng.uniform(0.0, 1.0, x.size).astype(np.float32)
+    t[: GRID.size + 6] = 0.0
+    t[GRID.size + 6 : 2 * GRID.size] = 1.0
+    x64, t64 = x.astype(np.float64), t.astype(np.float64)
+    want = (1.0 - t64) * x64 + np.maximum(-x64, 0.0) + np.log1p(np.exp(-np.abs(x64)))
+    h = np.exp(-np.abs(x64))
+    want_grad = np.where(x64 >= 0, 1.0, h) / (1.0 + h) - t64
+    got = {}
+    prev = fg.get_num_threads()
+    try:
+        for threads in (1, 2):
+            fg.set_num_threads(threads)
+            xt = fg.tensor(x, requires_grad=True)
+            y = F.binary_cross_entropy_with_logits(xt, fg.tensor(t), reduction=reduction)
+            y.sum().backward()
+            got[threads] = (y.detach().numpy(), xt.grad.numpy())
+    finally:
+        fg.set_num_threads(prev)
+    assert got[1][0].tobytes() == got[2][0].tobytes()
+    scale = 1.0 if reduction == "none" else 1.0 / x.size
+    if reduction == "none":
+        # torch's formula in float32 rounds (1 - t) x at the scale of |x| before the sum
+        ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+        assert np.all(np.abs(got[1][0] - want) <= 4 * ulp + 2.0**-23 * np.abs(x64))
+        # with t of 0 or 1 nothing rounds at that scale: a few ulps of the loss itself
+        k = 2 * GRID.size
+        assert np.all(np.abs(got[1][0][:k] - want[:k]) <= 4 * ulp[:k] + 1e-44)
+    else:
+        np.testing.assert_allclose(got[1][0], want.mean(), rtol=1e-6)
+    np.testing.assert_allclose(got[1][1], want_grad * scale, rtol=1e-6, atol=1e-7 * scale)
+
+
 def test_float32_glu_and_gradient_against_float64():
     # The float32 lanes (sigmoid from e^-|b|) on both tails, near 0 and a spread, past the
     # parallel threshold: within a few float32 ulps of the float64 formulas.

@@ -12,7 +12,8 @@ use std::mem::MaybeUninit;
 use crate::kernels::vmath::bce_slice;
 use crate::ops::elementwise::PAR_MIN_VMATH;
 use crate::ops::nn::softmax::{
-    fill_blocks, geometry, lane_dot, lane_sum, lane_sums2, row_max, RowFloat, SUM_BLOCK,
+    assume_init, fill_blocks, geometry, lane_dot, lane_sum, lane_sums2, row_max, RowFloat,
+    SUM_BLOCK,
 };
 use crate::parallel::{self, SendPtr};
 use crate::tensor::creation::{try_filled_vec, try_vec};
@@ -1333,21 +1334,51 @@ pub fn binary_cross_entropy_with_logits(
     reduce(loss, reduction)
 }
 
-/// Floats with a vectorised `e^x` and `ln x` over slices (float32 through `vmath`).
+/// Floats with the per-block kernels of [`bce_logits`] (float32 lanes through `vmath`).
 trait LogitsFloat: RowFloat {
-    fn ln_into(src: &[Self], dst: &mut [MaybeUninit<Self>]);
+    /// `out = (1 - t) x + max(-x, 0) + ln(1 + e^-|x|)`.
+    fn loss_into(x: &[Self], t: &[Self], out: &mut [MaybeUninit<Self>]);
+    /// `out = (σ(x) - t) g`, `g` a slice or one value.
+    fn grad_into(
+        x: &[Self],
+        t: &[Self],
+        g: std::result::Result<&[Self], Self>,
+        out: &mut [MaybeUninit<Self>],
+    );
 }
 
 impl LogitsFloat for f32 {
-    fn ln_into(src: &[f32], dst: &mut [MaybeUninit<f32>]) {
-        crate::kernels::vmath::UnaryF32::Log.apply_uninit(src, dst)
+    fn loss_into(x: &[f32], t: &[f32], out: &mut [MaybeUninit<f32>]) {
+        crate::kernels::vmath::bce_logits_slice(x, t, out)
+    }
+    fn grad_into(
+        x: &[f32],
+        t: &[f32],
+        g: std::result::Result<&[f32], f32>,
+        out: &mut [MaybeUninit<f32>],
+    ) {
+        crate::kernels::vmath::bce_logits_grad_slice(x, t, g, out)
     }
 }
 
 impl LogitsFloat for f64 {
-    fn ln_into(src: &[f64], dst: &mut [MaybeUninit<f64>]) {
-        for (d, &v) in dst.iter_mut().zip(src) {
-            d.write(v.ln());
+    fn loss_into(x: &[f64], t: &[f64], out: &mut [MaybeUninit<f64>]) {
+        for ((o, &xv), &tv) in out.iter_mut().zip(x).zip(t) {
+            o.write((1.0 - tv) * xv + (-xv).max(0.0) + (-xv.abs()).exp().ln_1p());
+        }
+    }
+    fn grad_into(
+        x: &[f64],
+        t: &[f64],
+        g: std::result::Result<&[f64], f64>,
+        out: &mut [MaybeUninit<f64>],
+    ) {
+        for (k, ((o, &xv), &tv)) in out.iter_mut().zip(x).zip(t).enumerate() {
+            let gk = match g {
+                Ok(g) => g[k],
+                Err(v) => v,
+            };
+            o.write((1.0 / (1.0 + (-xv).exp()) - tv) * gk);
         }
     }
 }
@@ -1376,7 +1407,6 @@ fn logits_blocks(n: usize, f: &(dyn Fn(usize, usize, usize) + Sync)) {
 fn bce_logits<T: LogitsFloat>(x: &Tensor, t: &Tensor, reduction: Reduction) -> Result<Tensor> {
     let (xc, tc) = (x.contiguous()?, t.contiguous()?);
     let n = xc.numel();
-    let one = T::one();
     let loss = xc.with_contiguous_slice::<T, _>(|xs| {
         tc.with_contiguous_slice::<T, _>(|ts| -> Result<Tensor> {
             let blocks = n.div_ceil(LOGITS_BLOCK);
@@ -1392,28 +1422,16 @@ fn bce_logits<T: LogitsFloat>(x: &Tensor, t: &Tensor, reduction: Reduction) -> R
             );
             logits_blocks(n, &|b, lo, hi| {
                 let (xb, tb) = (&xs[lo..hi], &ts[lo..hi]);
-                // One value buffer and one slot buffer: -|x|, then 1 + e^-|x|, then the loss.
-                let mut vals: Vec<T> = xb.iter().map(|&v| -v.abs()).collect();
-                let mut slots = vec![MaybeUninit::uninit(); hi - lo];
-                T::exp_into(&vals, &mut slots);
-                for (v, e) in vals.iter_mut().zip(&slots) {
-                    // SAFETY: exp_into wrote every element.
-                    *v = one + unsafe { e.assume_init() };
-                }
-                T::ln_into(&vals, &mut slots);
-                for (((v, l), &xv), &tv) in vals.iter_mut().zip(&slots).zip(xb).zip(tb) {
-                    // SAFETY: ln_into wrote every element.
-                    *v = (one - tv) * xv + (-xv).max(T::zero()) + unsafe { l.assume_init() };
-                }
                 if reduction == Reduction::None {
                     // SAFETY: elements lo..hi of `per` belong to this block alone.
                     let o = unsafe { std::slice::from_raw_parts_mut(pp.get().add(lo), hi - lo) };
-                    for (d, v) in o.iter_mut().zip(vals) {
-                        d.write(v);
-                    }
+                    T::loss_into(xb, tb, o);
                 } else {
-                    // SAFETY: slot b belongs to this block alone.
-                    unsafe { *sp.get().add(b) = lane_sum(&vals, |v| v) };
+                    let mut buf = [MaybeUninit::<T>::uninit(); LOGITS_BLOCK];
+                    let vals = &mut buf[..hi - lo];
+                    T::loss_into(xb, tb, vals);
+                    // SAFETY: loss_into wrote every element; slot b is this block's alone.
+                    unsafe { *sp.get().add(b) = lane_sum(assume_init(vals), |v| v) };
                 }
             });
             if reduction == Reduction::None {
@@ -1465,19 +1483,15 @@ fn bce_logits<T: LogitsFloat>(x: &Tensor, t: &Tensor, reduction: Reduction) -> R
                             let mut out = try_vec::<T>(n)?;
                             let op = SendPtr(out.spare_capacity_mut().as_mut_ptr());
                             logits_blocks(n, &|_, lo, hi| {
-                                let neg: Vec<T> = xs[lo..hi].iter().map(|&v| -v).collect();
                                 // SAFETY: elements lo..hi belong to this block alone.
                                 let o = unsafe {
                                     std::slice::from_raw_parts_mut(op.get().add(lo), hi - lo)
                                 };
-                                // e^-x straight into the output, then σ(x) - t times g there.
-                                T::exp_into(&neg, o);
-                                for (k, d) in o.iter_mut().enumerate() {
-                                    // SAFETY: exp_into wrote every element.
-                                    let ev = unsafe { d.assume_init() };
-                                    let gk = scalar.unwrap_or_else(|| gv[lo + k]);
-                                    d.write((one / (one + ev) - ts[lo + k]) * gk);
-                                }
+                                let gb = match scalar {
+                                    Some(v) => Err(v),
+                                    None => Ok(&gv[lo..hi]),
+                                };
+                                T::grad_into(&xs[lo..hi], &ts[lo..hi], gb, o);
                             });
                             // SAFETY: every block wrote its elements.
                             unsafe { out.set_len(n) };
