@@ -263,7 +263,12 @@ const LN2: f64 = std::f64::consts::LN_2;
 /// Valid for finite x > 0 (others take the scalar path).
 #[inline(always)]
 fn log_lane<const F: bool>(x: f32) -> f32 {
-    let xd = x as f64;
+    log_f64::<F>(x as f64) as f32
+}
+
+/// ln x for a normal double x > 0, to about 2^-34 relative (enough for a float32 result).
+#[inline(always)]
+fn log_f64<const F: bool>(xd: f64) -> f64 {
     let bits = xd.to_bits();
     // x = 2^e · m with m in [sqrt(1/2), sqrt(2)); float32 denormals are normal doubles.
     let m = f64::from_bits((bits & ((1 << 52) - 1)) | (1023 << 52));
@@ -279,7 +284,7 @@ fn log_lane<const F: bool>(x: f32) -> f32 {
     for c in [2.0 / 9.0, 2.0 / 7.0, 2.0 / 5.0, 2.0 / 3.0, 2.0] {
         p = fma::<F>(p, z, c);
     }
-    fma::<F>(e, LN2, s * p) as f32
+    fma::<F>(e, LN2, s * p)
 }
 
 #[inline(always)]
@@ -423,6 +428,67 @@ kernel!(
     /// 1 / (1 + e^-x).
     sigmoid_slice, sigmoid_lane, |_| true, sigmoid_scalar::<f32>
 );
+
+// ----- binary cross entropy ---------------------------------------------------------------------
+
+/// torch's floor for BCE's logs.
+const BCE_LOG_FLOOR: f64 = -100.0;
+
+/// `-(y max(ln x, -100) + (1 - y) max(ln(1 - x), -100))` for 0 < x < 1, both logs in f64:
+/// there 1 - x is exact, so ln(1 - x) is as accurate as torch's log1p(-x).
+#[inline(always)]
+fn bce_lane<const F: bool>(x: f32, y: f32) -> f32 {
+    let (xd, yd) = (x as f64, y as f64);
+    let lx = log_f64::<F>(xd).max(BCE_LOG_FLOOR);
+    let l1x = log_f64::<F>(1.0 - xd).max(BCE_LOG_FLOOR);
+    (-(yd * lx + (1.0 - yd) * l1x)) as f32
+}
+
+/// [`bce_lane`] for any x, in float32 with std's logs (x of 0 or 1, out of range or NaN).
+fn bce_exact(x: f32, y: f32) -> f32 {
+    let floor = BCE_LOG_FLOOR as f32;
+    -(y * x.ln().max(floor) + (1.0 - y) * (-x).ln_1p().max(floor))
+}
+
+/// Binary cross entropy of probabilities `x` against targets `y`, per element (torch's
+/// formula, logs floored at -100). `x`, `y` and `out` must have the same length.
+#[multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+pub(crate) fn bce_slice(x: &[f32], y: &[f32], out: &mut [MaybeUninit<f32>]) {
+    assert!(
+        x.len() == out.len() && y.len() == out.len(),
+        "vmath: lengths differ"
+    );
+    let fused =
+        multiversion::target::target_cfg_f!(any(target_feature = "fma", target_arch = "aarch64"));
+    for ((xc, yc), oc) in x
+        .chunks(CHUNK)
+        .zip(y.chunks(CHUNK))
+        .zip(out.chunks_mut(CHUNK))
+    {
+        if fused {
+            for ((o, &xv), &yv) in oc.iter_mut().zip(xc).zip(yc) {
+                o.write(bce_lane::<true>(xv, yv));
+            }
+        } else {
+            for ((o, &xv), &yv) in oc.iter_mut().zip(xc).zip(yc) {
+                o.write(bce_lane::<false>(xv, yv));
+            }
+        }
+        let ok = |v: f32| v > 0.0 && v < 1.0;
+        let bad = xc.iter().fold(0u32, |acc, &v| acc | u32::from(!ok(v)));
+        if bad != 0 {
+            for ((o, &xv), &yv) in oc.iter_mut().zip(xc).zip(yc) {
+                if !ok(xv) {
+                    o.write(bce_exact(xv, yv));
+                }
+            }
+        }
+    }
+}
 
 // ----- float32 lanes: gelu -------------------------------------------------------------------
 //
@@ -1111,6 +1177,69 @@ fn logsigmoid_grad_f32<const F: bool>(x: f32) -> f32 {
     }
 }
 
+/// Binary cross entropy on logits, torch's stable `(1 - t) x + max(-x, 0) + ln(1 + e^-|x|)`
+/// (summed in that order: for t = 0 and x << 0 the first two cancel exactly), on float32
+/// lanes; all three the same length.
+#[multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+pub(crate) fn bce_logits_slice(x: &[f32], t: &[f32], out: &mut [MaybeUninit<f32>]) {
+    #[inline(always)]
+    fn lanes<const F: bool>(x: &[f32], t: &[f32], out: &mut [MaybeUninit<f32>]) {
+        for ((o, &xv), &tv) in out.iter_mut().zip(x).zip(t) {
+            let (h, l) = exp_neg_split::<F>(xv.abs());
+            o.write((1.0 - tv) * xv + (-xv).max(0.0) + ln1p_unit_f32::<F>(h, l));
+        }
+    }
+    if multiversion::target::target_cfg_f!(any(target_feature = "fma", target_arch = "aarch64")) {
+        lanes::<true>(x, t, out)
+    } else {
+        lanes::<false>(x, t, out)
+    }
+}
+
+/// `out = (sigmoid(x) - t) g` on float32 lanes, `g` a slice as long as `x` or one value.
+#[multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+pub(crate) fn bce_logits_grad_slice(
+    x: &[f32],
+    t: &[f32],
+    g: Result<&[f32], f32>,
+    out: &mut [MaybeUninit<f32>],
+) {
+    #[inline(always)]
+    fn lanes<const F: bool>(
+        x: &[f32],
+        t: &[f32],
+        g: Result<&[f32], f32>,
+        out: &mut [MaybeUninit<f32>],
+    ) {
+        // sigmoid(x) = logsigmoid'(-x).
+        match g {
+            Ok(g) => {
+                for (((o, &xv), &tv), &gv) in out.iter_mut().zip(x).zip(t).zip(g) {
+                    o.write((logsigmoid_grad_f32::<F>(-xv) - tv) * gv);
+                }
+            }
+            Err(gv) => {
+                for ((o, &xv), &tv) in out.iter_mut().zip(x).zip(t) {
+                    o.write((logsigmoid_grad_f32::<F>(-xv) - tv) * gv);
+                }
+            }
+        }
+    }
+    if multiversion::target::target_cfg_f!(any(target_feature = "fma", target_arch = "aarch64")) {
+        lanes::<true>(x, t, g, out)
+    } else {
+        lanes::<false>(x, t, g, out)
+    }
+}
+
 /// `out = softplus(x)` (beta 1) on float32 lanes.
 #[inline(always)]
 pub(crate) fn softplus_slice<const F: bool>(
@@ -1171,6 +1300,75 @@ fn grad_slice(
                 o.write(gv * d(v));
             }
         }
+    }
+}
+
+// ----- float32 lanes: glu ------------------------------------------------------------------------
+//
+// glu(a, b) = a sigmoid(b) with h = e^-|b| on float32 lanes: sigmoid(b) is 1 / (1 + h) for
+// b >= 0 and h / (1 + h) below, and sigmoid'(b) = s (1 - s) = h / (1 + h)² either way (no
+// 1 - s cancellation).
+
+/// `(sigmoid(b), sigmoid'(b))`.
+#[inline(always)]
+fn sigmoid_and_slope_f32<const F: bool>(b: f32) -> (f32, f32) {
+    let (h, _) = exp_neg_split::<F>(b.abs());
+    let inv = 1.0 / (1.0 + h);
+    let hi = h * inv;
+    (if b >= 0.0 { inv } else { hi }, hi * inv)
+}
+
+/// `out = a sigmoid(b)`; all three the same length.
+#[multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+pub(crate) fn glu_slice(a: &[f32], b: &[f32], out: &mut [MaybeUninit<f32>]) {
+    #[inline(always)]
+    fn lanes<const F: bool>(a: &[f32], b: &[f32], out: &mut [MaybeUninit<f32>]) {
+        for ((o, &av), &bv) in out.iter_mut().zip(a).zip(b) {
+            o.write(av * sigmoid_and_slope_f32::<F>(bv).0);
+        }
+    }
+    if multiversion::target::target_cfg_f!(any(target_feature = "fma", target_arch = "aarch64")) {
+        lanes::<true>(a, b, out)
+    } else {
+        lanes::<false>(a, b, out)
+    }
+}
+
+/// `ga = g sigmoid(b)`, `gb = g a sigmoid'(b)`; all five the same length.
+#[multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+pub(crate) fn glu_grad_slice(
+    a: &[f32],
+    b: &[f32],
+    g: &[f32],
+    ga: &mut [MaybeUninit<f32>],
+    gb: &mut [MaybeUninit<f32>],
+) {
+    #[inline(always)]
+    fn lanes<const F: bool>(
+        a: &[f32],
+        b: &[f32],
+        g: &[f32],
+        ga: &mut [MaybeUninit<f32>],
+        gb: &mut [MaybeUninit<f32>],
+    ) {
+        for ((((da, db), &av), &bv), &gv) in ga.iter_mut().zip(gb.iter_mut()).zip(a).zip(b).zip(g) {
+            let (s, ds) = sigmoid_and_slope_f32::<F>(bv);
+            da.write(gv * s);
+            db.write(gv * av * ds);
+        }
+    }
+    if multiversion::target::target_cfg_f!(any(target_feature = "fma", target_arch = "aarch64")) {
+        lanes::<true>(a, b, g, ga, gb)
+    } else {
+        lanes::<false>(a, b, g, ga, gb)
     }
 }
 

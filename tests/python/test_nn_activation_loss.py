@@ -116,6 +116,67 @@ def test_erf_float32_within_one_ulp_of_float64():
     assert np.max(np.abs(got - want) / np.maximum(ulp, 1e-45)) <= 1.0
 
 
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+def test_float32_bce_with_logits_against_float64(reduction):
+    # The float32 lanes past the parallel threshold, both tails (t = 0 with x << 0 cancels
+    # unless summed in torch's order): loss and gradient against float64, the mean the same at
+    # 1 and 2 threads.
+    rng = np.random.default_rng(12)
+    x = np.concatenate([GRID, [-87.0, -50.0, -17.0, 17.0, 50.0, 87.0], rng.normal(size=70_000) * 8])
+    x = x.astype(np.float32)
+    t = rng.uniform(0.0, 1.0, x.size).astype(np.float32)
+    t[: GRID.size + 6] = 0.0
+    t[GRID.size + 6 : 2 * GRID.size] = 1.0
+    x64, t64 = x.astype(np.float64), t.astype(np.float64)
+    want = (1.0 - t64) * x64 + np.maximum(-x64, 0.0) + np.log1p(np.exp(-np.abs(x64)))
+    h = np.exp(-np.abs(x64))
+    want_grad = np.where(x64 >= 0, 1.0, h) / (1.0 + h) - t64
+    got = {}
+    prev = fg.get_num_threads()
+    try:
+        for threads in (1, 2):
+            fg.set_num_threads(threads)
+            xt = fg.tensor(x, requires_grad=True)
+            y = F.binary_cross_entropy_with_logits(xt, fg.tensor(t), reduction=reduction)
+            y.sum().backward()
+            got[threads] = (y.detach().numpy(), xt.grad.numpy())
+    finally:
+        fg.set_num_threads(prev)
+    assert got[1][0].tobytes() == got[2][0].tobytes()
+    scale = 1.0 if reduction == "none" else 1.0 / x.size
+    if reduction == "none":
+        # torch's formula in float32 rounds (1 - t) x at the scale of |x| before the sum
+        ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+        assert np.all(np.abs(got[1][0] - want) <= 4 * ulp + 2.0**-23 * np.abs(x64))
+        # with t of 0 or 1 nothing rounds at that scale: a few ulps of the loss itself
+        k = 2 * GRID.size
+        assert np.all(np.abs(got[1][0][:k] - want[:k]) <= 4 * ulp[:k] + 1e-44)
+    else:
+        np.testing.assert_allclose(got[1][0], want.mean(), rtol=1e-6)
+    np.testing.assert_allclose(got[1][1], want_grad * scale, rtol=1e-6, atol=1e-7 * scale)
+
+
+def test_float32_glu_and_gradient_against_float64():
+    # The float32 lanes (sigmoid from e^-|b|) on both tails, near 0 and a spread, past the
+    # parallel threshold: within a few float32 ulps of the float64 formulas.
+    rng = np.random.default_rng(3)
+    b = np.concatenate([GRID, [-103.0, -87.0, 87.0, 103.0], rng.normal(size=40_000) * 6])
+    a = rng.normal(size=b.size)
+    x = np.concatenate([a, b]).astype(np.float32)
+    g = rng.normal(size=b.size).astype(np.float32)
+    a64, b64, g64 = (v.astype(np.float64) for v in (x[: b.size], x[b.size :], g))
+    h = np.exp(-np.abs(b64))  # sigmoid and its slope without overflow or cancellation
+    s, ds = np.where(b64 >= 0, 1.0, h) / (1.0 + h), h / (1.0 + h) ** 2
+    t = fg.tensor(x, requires_grad=True)
+    y = F.glu(t)
+    y.backward(fg.tensor(g))
+    want_grad = np.concatenate([g64 * s, g64 * a64 * ds])
+    # (the gradient g a s' rounds two more products than the value a s)
+    for got, want, ulps in ((y.detach().numpy(), a64 * s, 4), (t.grad.numpy(), want_grad, 7)):
+        ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+        assert np.all(np.abs(got - want) <= ulps * ulp + 1e-44)
+
+
 def test_glu_and_dropout(torch):
     x, t = _pair(torch, np.random.default_rng(0).normal(size=(3, 4, 6)))
     for dim in (-1, 1):
@@ -302,6 +363,44 @@ def test_pointwise_losses_match_torch(torch, name, kw, dtype):
     _close(x.grad, t.grad, rtol * 10, atol * 10)
     if q.requires_grad:
         _close(q.grad, r.grad, rtol * 10, atol * 10)
+
+
+def _bce_float64(x, y):
+    """BCE in float64 with torch's -100 floor, log1p for the complement."""
+    with np.errstate(divide="ignore"):
+        lx = np.maximum(np.log(x), -100.0)
+        l1x = np.maximum(np.log1p(-x), -100.0)
+    return -(y * lx + (1.0 - y) * l1x)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_float32_bce_vector_logs_against_float64(reduction):
+    # Above the parallel threshold, with probabilities from 1e-30 up to 1 - 2^-24 (where
+    # ln(1 - x) needs log1p accuracy) and exact 0 and 1 (the floor, taken on the scalar path).
+    rng = np.random.default_rng(11)
+    n = 70_001
+    x = np.exp(rng.uniform(np.log(1e-30), 0.0, n)).astype(np.float32)
+    x[: n // 3] = (1.0 - x[: n // 3]).astype(np.float32)
+    x[[5, 6, 40_000]] = [0.0, 1.0, np.float32(1e-40)]
+    x = np.clip(x, 0.0, 1.0).astype(np.float32)
+    y = rng.uniform(0.0, 1.0, n).astype(np.float32)
+    want = _bce_float64(x.astype(np.float64), y.astype(np.float64))
+    got = {}
+    prev = fg.get_num_threads()
+    try:
+        for threads in (1, 2):
+            fg.set_num_threads(threads)
+            got[threads] = F.binary_cross_entropy(
+                fg.tensor(x), fg.tensor(y), reduction=reduction
+            ).numpy()
+    finally:
+        fg.set_num_threads(prev)
+    assert got[1].tobytes() == got[2].tobytes()  # the same at any thread count
+    if reduction == "none":
+        np.testing.assert_allclose(got[1], want, rtol=2e-7, atol=1e-30)
+    else:
+        ref = want.sum() / (n if reduction == "mean" else 1)
+        np.testing.assert_allclose(got[1], ref, rtol=1e-6)
 
 
 def _torch_error(torch, fn):

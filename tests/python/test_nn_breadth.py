@@ -193,6 +193,52 @@ def test_padding_modules_are_pad(cls, mode):
     np.testing.assert_array_equal(got, np.pad(a, [(0, 0), (0, 0), (2, 0), (1, 2)], np_mode))
 
 
+PAD_CASES = [
+    ("constant", (3, 2, 1, 2)),
+    ("constant", (-2, 3, 2, -1)),  # crop the left columns and the bottom row
+    ("reflect", (3, 2, 2, 3)),  # input rows read by two output rows each
+    ("replicate", (2, 3, 3, 1)),
+    ("circular", (1, 4, 2, 2)),
+]
+
+
+@pytest.mark.parametrize("mode,pads", PAD_CASES)
+def test_pad_rows_against_an_index_map(mode, pads):
+    # float32 past the parallel threshold: the output against np.pad, the gradient against the
+    # adjoint built from np.pad of the element indices, both at 1 and 2 threads.
+    a = RNG.standard_normal((3, 5, 40, 64)).astype(np.float32)
+    left, right, top, bottom = pads
+    np_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}.get(mode, "constant")
+    idx = np.arange(a.size).reshape(a.shape)
+    crop = [(0, 0), (0, 0), (max(top, 0), max(bottom, 0)), (max(left, 0), max(right, 0))]
+    src = (
+        np.pad(idx, crop, np_mode)
+        if np_mode != "constant"
+        else np.pad(idx, crop, constant_values=-1)
+    )
+    rows = slice(max(-top, 0), src.shape[2] - max(-bottom, 0))
+    src = src[:, :, rows, max(-left, 0) : src.shape[3] - max(-right, 0)]
+    g = RNG.standard_normal(src.shape).astype(np.float32)
+    want = np.where(src >= 0, a.reshape(-1)[src], 0.0)
+    want_grad = np.zeros(a.size)
+    np.add.at(want_grad, src[src >= 0], g[src >= 0].astype(np.float64))
+    results = []
+    prev = fg.get_num_threads()
+    try:
+        for threads in (1, 2):
+            fg.set_num_threads(threads)
+            x = fg.tensor(a, requires_grad=True)
+            y = F.pad(x, pads, mode)
+            y.backward(fg.tensor(g))
+            results.append((y.detach().numpy(), x.grad.numpy()))
+    finally:
+        fg.set_num_threads(prev)
+    for y, grad in results:
+        np.testing.assert_array_equal(y, want)
+        np.testing.assert_allclose(grad, want_grad.reshape(a.shape), rtol=1e-6, atol=1e-6)
+    assert results[0][1].tobytes() == results[1][1].tobytes()
+
+
 def test_constant_pad_value_and_circular_rank_check():
     out = nn.ConstantPad1d((1, 2), 3.5)(_t(np.zeros((2, 3)))).numpy()
     np.testing.assert_array_equal(out[:, [0, 4, 5]], 3.5)

@@ -542,6 +542,34 @@ def test_max_pool_nan_and_ties_follow_torch_rules() -> None:
     assert np.isnan(out.numpy()[0, 0, 0, 0]) and out.numpy()[0, 0, 1, 0] == 1
 
 
+def test_unpadded_max_pool3d_against_a_window_loop() -> None:
+    # Windows never clipped by the border take the row-at-a-time kernel (3-d as 1-d and 2-d):
+    # values and flat indices against a per-window loop with torch's rule (a larger value or
+    # any NaN takes over, ties keep the first), on small integers for ties, with NaN and -inf.
+    rng = np.random.default_rng(4)
+    a = rng.integers(-3, 4, size=(2, 3, 7, 8, 9)).astype(np.float32)
+    a.reshape(-1)[rng.choice(a.size, 40, replace=False)] = np.nan
+    a.reshape(-1)[rng.choice(a.size, 40, replace=False)] = -np.inf
+    k, st, dil = (2, 3, 2), (2, 2, 3), (1, 2, 1)
+    out, idx = F.max_pool3d(fg.tensor(a), k, st, 0, dil, return_indices=True)
+    shape = [(n - d * (kk - 1) - 1) // s + 1 for n, kk, s, d in zip(a.shape[2:], k, st, dil)]
+    want = np.empty(a.shape[:2] + tuple(shape), np.float32)
+    want_idx = np.empty(want.shape, np.int64)
+    for p in np.ndindex(*a.shape[:2]):
+        plane = a[p].reshape(-1)
+        for o in np.ndindex(*shape):
+            best, at = None, None
+            for w in np.ndindex(*k):
+                pos = [oo * s + ww * d for oo, s, ww, d in zip(o, st, w, dil)]
+                i = np.ravel_multi_index(pos, a.shape[2:])
+                v = plane[i]
+                if best is None or v > best or np.isnan(v):
+                    best, at = v, i
+            want[p + o], want_idx[p + o] = best, at
+    np.testing.assert_array_equal(out.numpy(), want)
+    np.testing.assert_array_equal(idx.numpy(), want_idx)
+
+
 def test_max_pool_gradient_goes_to_the_argmax_only() -> None:
     rng = np.random.default_rng(4)
     x = fg.tensor(rng.standard_normal((2, 3, 6, 6))).requires_grad_()

@@ -16,9 +16,9 @@ use std::mem::MaybeUninit;
 use multiversion::multiversion;
 
 use crate::kernels::vmath::{
-    elu_grad_slice, elu_slice, erfc_pos, exp_f64, fma, gelu_grad_slice, gelu_slice,
-    logsigmoid_grad_slice, logsigmoid_slice, silu_grad_slice, silu_slice, softplus_grad_slice,
-    softplus_slice, EluF32, INV_FACTORIALS,
+    elu_grad_slice, elu_slice, erfc_pos, exp_f64, fma, gelu_grad_slice, gelu_slice, glu_grad_slice,
+    glu_slice, logsigmoid_grad_slice, logsigmoid_slice, silu_grad_slice, silu_slice,
+    softplus_grad_slice, softplus_slice, EluF32, INV_FACTORIALS,
 };
 use crate::ops::elementwise::{collect_chunks, map_with, zip_with, PAR_MIN_VMATH};
 use crate::ops::nn::softmax::{fill_blocks, RowFloat};
@@ -560,6 +560,12 @@ fn fwd_loop<const V: u8, const F: bool>(
         (V_SOFTPLUS, Act::Softplus { beta, threshold }) if f32_lanes_softplus(beta, threshold) => {
             softplus_slice::<F>(x, threshold as f32, out)
         }
+        // torch's float formula (the f64 lanes' division took most of hardswish's time).
+        (V_HARDSWISH, _) => {
+            for (o, &v) in out.iter_mut().zip(x) {
+                o.write(v * (v + 3.0).clamp(0.0, 6.0) / 6.0);
+            }
+        }
         _ => {
             for (o, &v) in out.iter_mut().zip(x) {
                 o.write(k.act().f::<Fast<F>>(v as f64) as f32);
@@ -605,6 +611,31 @@ fn bwd_loop<const V: u8, const F: bool>(
         ) => return elu_grad_slice::<F>(g, x, EluF32::new(alpha, scale), out),
         (V_SOFTPLUS, Act::Softplus { beta, threshold }) if f32_lanes_softplus(beta, threshold) => {
             return softplus_grad_slice::<F>(g, x, threshold as f32, out)
+        }
+        (V_HARDSWISH, _) => {
+            // torch's float formula and kinks (0 at -3, 1 from 3 on).
+            let d = |v: f32| {
+                if v <= -3.0 {
+                    0.0
+                } else if v < 3.0 {
+                    v / 3.0 + 0.5
+                } else {
+                    1.0
+                }
+            };
+            match g {
+                Ok(g) => {
+                    for ((o, &v), &gv) in out.iter_mut().zip(x).zip(g) {
+                        o.write(gv * d(v));
+                    }
+                }
+                Err(gv) => {
+                    for (o, &v) in out.iter_mut().zip(x) {
+                        o.write(gv * d(v));
+                    }
+                }
+            }
+            return;
         }
         _ => {}
     }
@@ -920,8 +951,15 @@ pub fn glu(x: &Tensor, dim: i64) -> Result<Tensor> {
         if fused {
             let xc = x.contiguous()?;
             match x.dtype() {
-                DType::Float32 => glu_forward::<f32>(&xc, outer, span, &oshape)?,
-                _ => glu_forward::<f64>(&xc, outer, span, &oshape)?,
+                DType::Float32 => {
+                    glu_forward::<f32>(&xc, outer, span, &oshape, &|a, b, out, _| {
+                        glu_slice(a, b, out)
+                    })?
+                }
+                _ => glu_forward::<f64>(&xc, outer, span, &oshape, &|a, b, out, neg| {
+                    exp_neg_into(b, neg, out);
+                    glu_rows(a, out);
+                })?,
             }
         } else {
             let a = x.narrow(d as i64, 0, h)?;
@@ -935,8 +973,15 @@ pub fn glu(x: &Tensor, dim: i64) -> Result<Tensor> {
             if fused && !needs_grad(&[g, x]) && !g.is_batched() {
                 let (xc, gc) = (x.contiguous()?, g.contiguous()?);
                 let gx = match x.dtype() {
-                    DType::Float32 => glu_backward::<f32>(&xc, &gc, outer, span)?,
-                    _ => glu_backward::<f64>(&xc, &gc, outer, span)?,
+                    DType::Float32 => {
+                        glu_backward::<f32>(&xc, &gc, outer, span, &|a, b, g, ga, gb, _| {
+                            glu_grad_slice(a, b, g, ga, gb)
+                        })?
+                    }
+                    _ => glu_backward::<f64>(&xc, &gc, outer, span, &|a, b, g, ga, gb, neg| {
+                        exp_neg_into(b, neg, gb);
+                        glu_grad_rows(a, g, ga, gb);
+                    })?,
                 };
                 return Ok(vec![Some(gx)]);
             }
@@ -957,33 +1002,46 @@ fn exp_neg_into<T: RowFloat>(b: &[T], neg: &mut Vec<T>, dst: &mut [MaybeUninit<T
     T::exp_into(neg, dst);
 }
 
-/// GLU forward, `out = a / (1 + e^-b)` per block (no sigmoid tensor in between).
+/// A GLU forward kernel over one span: `out = a sigmoid(b)` (last: scratch).
+type GluSpan<T> = dyn Fn(&[T], &[T], &mut [MaybeUninit<T>], &mut Vec<T>) + Sync;
+/// A GLU backward kernel over one span: `ga = g s`, `gb = g a s (1 - s)`, `s = sigmoid(b)`
+/// (last: scratch).
+type GluGradSpan<T> =
+    dyn Fn(&[T], &[T], &[T], &mut [MaybeUninit<T>], &mut [MaybeUninit<T>], &mut Vec<T>) + Sync;
+
+/// GLU forward per block (no sigmoid tensor in between); `kernel`: float32 lanes
+/// ([`glu_slice`]) or the type's exp ([`glu_rows`]).
 fn glu_forward<T: RowFloat>(
     x: &Tensor,
     outer: usize,
     span: usize,
     shape: &[usize],
+    kernel: &GluSpan<T>,
 ) -> Result<Tensor> {
     let v = x.with_contiguous_slice::<T, _>(|xs| {
-        fill_blocks::<T>(outer, span, |o, out, neg| {
+        fill_blocks::<T>(outer, span, |o, out, scratch| {
             let (a, b) = xs[o * 2 * span..(o + 1) * 2 * span].split_at(span);
-            exp_neg_into(b, neg, out);
-            glu_rows(a, out);
+            kernel(a, b, out, scratch);
         })
     })??;
     Tensor::from_vec(v, shape)
 }
 
-/// GLU backward into the input's layout: `g s` for `a` and `g a s (1 - s)` for `b`, with
-/// `s = sigmoid(b)` recomputed (torch keeps only the input too).
-fn glu_backward<T: RowFloat>(x: &Tensor, g: &Tensor, outer: usize, span: usize) -> Result<Tensor> {
+/// GLU backward into the input's layout, `s` recomputed from `b` (torch keeps only the input
+/// too); `kernel` as in [`glu_forward`].
+fn glu_backward<T: RowFloat>(
+    x: &Tensor,
+    g: &Tensor,
+    outer: usize,
+    span: usize,
+    kernel: &GluGradSpan<T>,
+) -> Result<Tensor> {
     let v = x.with_contiguous_slice::<T, _>(|xs| {
         g.with_contiguous_slice::<T, _>(|gs| {
-            fill_blocks::<T>(outer, 2 * span, |o, out, neg| {
+            fill_blocks::<T>(outer, 2 * span, |o, out, scratch| {
                 let (a, b) = xs[o * 2 * span..(o + 1) * 2 * span].split_at(span);
                 let (ga, gb) = out.split_at_mut(span);
-                exp_neg_into(b, neg, gb);
-                glu_grad_rows(a, &gs[o * span..(o + 1) * span], ga, gb);
+                kernel(a, b, &gs[o * span..(o + 1) * span], ga, gb, scratch);
             })
         })
     })???;

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::graph::node::{needs_grad, record};
 use crate::kernels::copy::cast;
 use crate::ops::nn::conv::{GatherNames, PAD_INDEX};
+use crate::ops::nn::softmax::assume_init;
 use crate::parallel::SendPtr;
 use crate::tensor::shape::fmt_shape;
 use crate::tensor::{DType, Element, Tensor};
@@ -216,19 +217,23 @@ pub fn pad(input: &Tensor, pads: &[i64], mode: PadMode) -> Result<Tensor> {
 }
 
 /// A pad as whole rows along the last dim: for each output row the input row it reads (`None`:
-/// a row of the fill), and for each output column the input column (`None`: the fill). The
-/// gather copies rows (the kept span of a constant pad in one copy) and its adjoint adds them
-/// back, each input row summing its output rows in order, so results do not depend on the
-/// thread count. Replaces a flat index per element (16x32x64x64 constant pad: 9.5 ms).
+/// a row of the fill), and the output columns as one contiguous run of input columns (copied
+/// whole) plus the columns outside it (the reflected or wrapped edges, or the fill). The gather
+/// copies rows and its adjoint adds them back, each input row summing its output rows in order,
+/// so results do not depend on the thread count. Replaces a flat index per element (16x32x64x64
+/// constant pad: 9.5 ms).
 struct RowMap {
     in_shape: Vec<usize>,
     out_shape: Vec<usize>,
     rows: Vec<Option<usize>>,
-    cols: Vec<Option<usize>>,
-    /// Output rows reading each input row, in order (the adjoint's work per input row).
-    readers: Vec<Vec<usize>>,
-    /// `cols` as one run: output columns `start..start + len` read input columns `first..`.
-    run: Option<(usize, usize, usize)>,
+    /// Output rows reading input row `i`: `readers[reader_start[i]..reader_start[i + 1]]`, in
+    /// order (the adjoint's work per input row; one flat list, not a vector per row).
+    reader_start: Vec<usize>,
+    readers: Vec<usize>,
+    /// Output columns `start..start + len` read input columns `first..first + len`.
+    run: (usize, usize, usize),
+    /// The other output columns and the input column each reads (`None`: the fill).
+    edges: Vec<(usize, Option<usize>)>,
     fill: f64,
     names: GatherNames,
 }
@@ -241,7 +246,7 @@ impl RowMap {
         names: GatherNames,
     ) -> Self {
         let nd = in_shape.len();
-        let cols = per_dim[nd - 1].clone();
+        let cols = &per_dim[nd - 1];
         let mut rows: Vec<Option<usize>> = vec![Some(0)];
         for (d, src) in per_dim[..nd - 1].iter().enumerate() {
             let mut next = Vec::with_capacity(rows.len() * src.len());
@@ -253,37 +258,53 @@ impl RowMap {
             }
             rows = next;
         }
+        // Readers grouped by input row (a counting sort keeps each group in output order).
         let in_rows: usize = in_shape[..nd - 1].iter().product();
-        let mut readers = vec![Vec::new(); in_rows];
+        let mut reader_start = vec![0usize; in_rows + 1];
+        for i in rows.iter().flatten() {
+            reader_start[i + 1] += 1;
+        }
+        for i in 0..in_rows {
+            reader_start[i + 1] += reader_start[i];
+        }
+        let mut next = reader_start.clone();
+        let mut readers = vec![0usize; reader_start[in_rows]];
         for (r, src) in rows.iter().enumerate() {
             if let Some(i) = src {
-                readers[*i].push(r);
+                readers[next[*i]] = r;
+                next[*i] += 1;
             }
         }
-        let kept: Vec<(usize, usize)> = cols
+        // The longest run of consecutive output columns reading consecutive input columns.
+        let (mut run, mut j) = ((0, 0, 0), 0);
+        while j < cols.len() {
+            let Some(c) = cols[j] else {
+                j += 1;
+                continue;
+            };
+            let mut len = 1;
+            while j + len < cols.len() && cols[j + len] == Some(c + len) {
+                len += 1;
+            }
+            if len > run.2 {
+                run = (j, c, len);
+            }
+            j += len;
+        }
+        let edges = cols
             .iter()
             .enumerate()
-            .filter_map(|(j, c)| c.map(|c| (j, c)))
+            .filter(|&(j, _)| !(run.0..run.0 + run.2).contains(&j))
+            .map(|(j, &c)| (j, c))
             .collect();
-        let run = match kept.first() {
-            Some(&(j0, c0))
-                if kept
-                    .iter()
-                    .enumerate()
-                    .all(|(k, &(j, c))| j == j0 + k && c == c0 + k) =>
-            {
-                Some((j0, c0, kept.len()))
-            }
-            None => Some((0, 0, 0)),
-            _ => None,
-        };
         RowMap {
             in_shape: in_shape.to_vec(),
             out_shape: per_dim.iter().map(Vec::len).collect(),
             rows,
-            cols,
+            reader_start,
             readers,
             run,
+            edges,
             fill,
             names,
         }
@@ -305,11 +326,15 @@ impl RowMap {
     }
 
     fn gather_as<T: Element>(&self, x: &Tensor, adjoint: bool) -> Result<Tensor> {
-        let (ni, no) = (self.in_shape[self.in_shape.len() - 1], self.cols.len());
+        let (ni, no) = (
+            self.in_shape[self.in_shape.len() - 1],
+            self.out_shape[self.out_shape.len() - 1],
+        );
         let fill = T::from_f64(if adjoint { 0.0 } else { self.fill });
         let n = self.rows.len() * no;
         let mut out = crate::tensor::creation::try_vec::<T>(n)?;
         let base = SendPtr(out.spare_capacity_mut().as_mut_ptr());
+        let (j0, c0, len) = self.run;
         x.with_contiguous_slice::<T, _>(|xs| {
             for_row_blocks(self.rows.len(), no, &|r| {
                 // SAFETY: output row r belongs to this task alone.
@@ -321,27 +346,15 @@ impl RowMap {
                     return;
                 };
                 let src = &xs[ir * ni..(ir + 1) * ni];
-                match self.run {
-                    Some((j0, c0, len)) => {
-                        o[..j0].iter_mut().for_each(|v| {
-                            v.write(fill);
-                        });
-                        for (v, &s) in o[j0..j0 + len].iter_mut().zip(&src[c0..c0 + len]) {
-                            v.write(s);
-                        }
-                        o[j0 + len..].iter_mut().for_each(|v| {
-                            v.write(fill);
-                        });
-                    }
-                    None => {
-                        for (v, c) in o.iter_mut().zip(&self.cols) {
-                            v.write(c.map_or(fill, |c| src[c]));
-                        }
-                    }
+                for (v, &s) in o[j0..j0 + len].iter_mut().zip(&src[c0..c0 + len]) {
+                    v.write(s);
+                }
+                for &(j, c) in &self.edges {
+                    o[j].write(c.map_or(fill, |c| src[c]));
                 }
             });
         })?;
-        // SAFETY: every output row was written whole above.
+        // SAFETY: every output row was written whole above (the run and the edges cover it).
         unsafe { out.set_len(n) };
         Tensor::from_vec(out, &self.out_shape)
     }
@@ -367,34 +380,67 @@ impl RowMap {
     }
 
     fn scatter_as<T: Element + num_traits::Float>(&self, g: &Tensor) -> Result<Tensor> {
-        let (ni, no) = (self.in_shape[self.in_shape.len() - 1], self.cols.len());
-        let n = self.readers.len() * ni;
-        let mut out = crate::tensor::creation::try_filled_vec(n, T::zero())?;
-        let base = SendPtr(out.as_mut_ptr());
+        let (ni, no) = (
+            self.in_shape[self.in_shape.len() - 1],
+            self.out_shape[self.out_shape.len() - 1],
+        );
+        let in_rows = self.reader_start.len() - 1;
+        let n = in_rows * ni;
+        let mut out = crate::tensor::creation::try_vec::<T>(n)?;
+        let base = SendPtr(out.spare_capacity_mut().as_mut_ptr());
+        let (j0, c0, len) = self.run;
+        // The first reader's run is copied, not added to zeros, when it covers the whole row.
+        let copy_first = c0 == 0 && len == ni;
         g.with_contiguous_slice::<T, _>(|gs| {
-            for_row_blocks(self.readers.len(), ni, &|ir| {
+            for_row_blocks(in_rows, ni, &|ir| {
                 // SAFETY: input row ir belongs to this task alone.
                 let o = unsafe { std::slice::from_raw_parts_mut(base.get().add(ir * ni), ni) };
-                for &r in &self.readers[ir] {
-                    let src = &gs[r * no..(r + 1) * no];
-                    match self.run {
-                        Some((j0, c0, len)) => {
-                            for (v, &s) in o[c0..c0 + len].iter_mut().zip(&src[j0..j0 + len]) {
-                                *v = *v + s;
-                            }
+                let readers = &self.readers[self.reader_start[ir]..self.reader_start[ir + 1]];
+                let rest = match readers.split_first() {
+                    Some((&r, tail)) if copy_first => {
+                        let src = &gs[r * no..(r + 1) * no];
+                        for (v, &s) in o.iter_mut().zip(&src[j0..j0 + len]) {
+                            v.write(s);
                         }
-                        None => {
-                            for (c, &s) in self.cols.iter().zip(src) {
-                                if let Some(c) = c {
-                                    o[*c] = o[*c] + s;
-                                }
-                            }
-                        }
+                        // SAFETY: the run covers the row, written whole just above.
+                        add_edges(unsafe { assume_init(o) }, src, &self.edges);
+                        tail
                     }
+                    _ => {
+                        o.iter_mut().for_each(|v| {
+                            v.write(T::zero());
+                        });
+                        readers
+                    }
+                };
+                // SAFETY: the row was written whole just above.
+                let o = unsafe { assume_init(o) };
+                for &r in rest {
+                    let src = &gs[r * no..(r + 1) * no];
+                    for (v, &s) in o[c0..c0 + len].iter_mut().zip(&src[j0..j0 + len]) {
+                        *v = *v + s;
+                    }
+                    add_edges(o, src, &self.edges);
                 }
             });
         })?;
+        // SAFETY: every input row was written whole above.
+        unsafe { out.set_len(n) };
         Tensor::from_vec(out, &self.in_shape)
+    }
+}
+
+/// The edge columns of one output row `src` added into their input columns of `o`.
+#[inline]
+fn add_edges<T: Element + num_traits::Float>(
+    o: &mut [T],
+    src: &[T],
+    edges: &[(usize, Option<usize>)],
+) {
+    for &(j, c) in edges {
+        if let Some(c) = c {
+            o[c] = o[c] + src[j];
+        }
     }
 }
 

@@ -308,7 +308,7 @@ pub(crate) fn row_max<T: RowFloat>(x: &[T]) -> T {
 
 /// SAFETY contract helper: the slice was fully written.
 #[inline(always)]
-unsafe fn assume_init<T>(s: &mut [MaybeUninit<T>]) -> &mut [T] {
+pub(crate) unsafe fn assume_init<T>(s: &mut [MaybeUninit<T>]) -> &mut [T] {
     // SAFETY: the caller wrote every element; MaybeUninit<T> has T's layout.
     unsafe { &mut *(s as *mut [MaybeUninit<T>] as *mut [T]) }
 }
