@@ -1283,7 +1283,7 @@ pub(crate) fn logsigmoid_grad_slice<const F: bool>(
 
 /// `out = g · d(x)`, `g` a slice or one broadcast value.
 #[inline(always)]
-fn grad_slice(
+pub(crate) fn grad_slice(
     g: Result<&[f32], f32>,
     x: &[f32],
     out: &mut [MaybeUninit<f32>],

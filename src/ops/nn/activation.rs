@@ -623,19 +623,7 @@ fn bwd_loop<const V: u8, const F: bool>(
                     1.0
                 }
             };
-            match g {
-                Ok(g) => {
-                    for ((o, &v), &gv) in out.iter_mut().zip(x).zip(g) {
-                        o.write(gv * d(v));
-                    }
-                }
-                Err(gv) => {
-                    for (o, &v) in out.iter_mut().zip(x) {
-                        o.write(gv * d(v));
-                    }
-                }
-            }
-            return;
+            return crate::kernels::vmath::grad_slice(g, x, out, d);
         }
         _ => {}
     }

@@ -65,6 +65,48 @@ fn cpu_has_avx512() -> bool {
     }
 }
 
+/// The sizes both kernels work with: [`dims`], the reduction `ck = cg · kn`, the output width,
+/// positions per output depth slice, and the padded layout's output rows rounded up to whole
+/// vectors (`lpr`) with the input buffer (`xlen`) given the same slack after its last volume,
+/// so the last block's loads stay inside it.
+struct Sizes {
+    cg: usize,
+    og: usize,
+    kn: usize,
+    ln: usize,
+    plane: usize,
+    ck: usize,
+    ow: usize,
+    per_slice: usize,
+    lpr: usize,
+    xlen: usize,
+}
+
+impl Sizes {
+    fn of(geo: &ConvGeometry, pp: &PaddedPlanes) -> Sizes {
+        let Dims3 {
+            cg,
+            og,
+            kn,
+            ln,
+            plane,
+        } = dims(geo);
+        let lpr = pp.lp.div_ceil(16) * 16;
+        Sizes {
+            cg,
+            og,
+            kn,
+            ln,
+            plane,
+            ck: cg * kn,
+            ow: geo.output[geo.output.len() - 1],
+            per_slice: ln / pp.depth.max(1),
+            lpr,
+            xlen: cg * pp.pitch + lpr - pp.lp,
+        }
+    }
+}
+
 /// `y = conv(x, w) (+ bias)` for a geometry [`applies`] accepted, shape `(N, out, *output)`.
 pub(super) fn forward(
     geo: &ConvGeometry,
@@ -73,20 +115,19 @@ pub(super) fn forward(
     w: &[f32],
     bias: Option<&[f32]>,
 ) -> Result<Vec<f32>> {
-    let Dims3 {
+    let Sizes {
         cg,
         og,
         kn,
         ln,
         plane,
-    } = dims(geo);
-    let (g, ck) = (geo.groups, cg * kn);
-    let ow = geo.output[geo.output.len() - 1];
-    let per_slice = ln / pp.depth.max(1);
-    // Output rows at the padded width, rounded up to whole vectors; the input gets the same
-    // slack after its last volume, so the last block's loads stay inside the buffer.
-    let lpr = pp.lp.div_ceil(16) * 16;
-    let xlen = cg * pp.pitch + lpr - pp.lp;
+        ck,
+        ow,
+        per_slice,
+        lpr,
+        xlen,
+    } = Sizes::of(geo, pp);
+    let g = geo.groups;
     let total = geo.batch * geo.out_channels * ln;
     let mut y = crate::tensor::creation::try_vec::<f32>(total)?;
     let yp = SendPtr(y.spare_capacity_mut().as_mut_ptr());
@@ -141,19 +182,20 @@ pub(super) fn grad_weight(
     gy: &[f32],
     x: &[f32],
 ) -> Result<Vec<f32>> {
-    let Dims3 {
+    let Sizes {
         cg,
         og,
         kn,
         ln,
         plane,
-    } = dims(geo);
-    let (g, ck) = (geo.groups, cg * kn);
-    let ow = geo.output[geo.output.len() - 1];
-    let per_slice = ln / pp.depth.max(1);
+        ck,
+        ow,
+        per_slice,
+        lpr,
+        xlen,
+    } = Sizes::of(geo, pp);
+    let g = geo.groups;
     let (og4, ck6) = (og.div_ceil(P) * P, ck.div_ceil(J) * J);
-    let lpr = pp.lp.div_ceil(16) * 16;
-    let xlen = cg * pp.pitch + lpr - pp.lp;
     // Per item, its input's offset: plane c shifted by offset k (padding items read plane 0).
     let offs: Vec<usize> = (0..ck6)
         .map(|j| {
