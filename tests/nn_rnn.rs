@@ -132,10 +132,14 @@ fn stacked_bidirectional_lstm_matches_composition() {
             let layer_in = if k < 2 { input } else { 2 * hidden };
             let s = k as f64 + 1.0;
             CellWeights {
-                w_ih: t(&[4 * hidden, layer_in], 0.31 * s),
-                w_hh: t(&[4 * hidden, hidden], 0.17 * s),
-                b_ih: Some(t(&[4 * hidden], 0.23 * s)),
-                b_hh: Some(t(&[4 * hidden], 0.11 * s)),
+                w_ih: t(&[4 * hidden, layer_in], 0.31 * s)
+                    .requires_grad_(true)
+                    .unwrap(),
+                w_hh: t(&[4 * hidden, hidden], 0.17 * s)
+                    .requires_grad_(true)
+                    .unwrap(),
+                b_ih: Some(t(&[4 * hidden], 0.23 * s).requires_grad_(true).unwrap()),
+                b_hh: Some(t(&[4 * hidden], 0.11 * s).requires_grad_(true).unwrap()),
                 w_hr: None,
             }
         })
@@ -206,6 +210,34 @@ fn stacked_bidirectional_lstm_matches_composition() {
         &Tensor::stack(&hs, 0).unwrap().to_vec::<f64>().unwrap(),
         1e-13,
     );
+    // Every weight's gradient, the recurrent ones gathered over the steps into one product by
+    // the layer, against the composition's (one product per step, summed by the engine); the
+    // loss weighs the steps unevenly so each step's part counts.
+    let params: Vec<Tensor> = weights
+        .iter()
+        .flat_map(|w| {
+            [w.w_ih.clone(), w.w_hh.clone()]
+                .into_iter()
+                .chain(w.b_ih.clone())
+                .chain(w.b_hh.clone())
+        })
+        .collect();
+    let scale = t(&[seq, batch, 2 * hidden], 1.3);
+    let grads = |y: &Tensor| {
+        let loss = y.mul(&scale).unwrap().sum().unwrap();
+        let opts = GradOptions {
+            retain_graph: Some(true),
+            ..GradOptions::default()
+        };
+        autograd::grad(&[loss], &params, opts).unwrap()
+    };
+    for (got, want) in grads(&out.output).iter().zip(grads(&layer_in)) {
+        assert_close(
+            &got.as_ref().unwrap().to_vec::<f64>().unwrap(),
+            &want.unwrap().to_vec::<f64>().unwrap(),
+            1e-12,
+        );
+    }
 }
 
 #[test]

@@ -71,7 +71,11 @@ fn sum_kernel<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(
         }
     }
     let t = &t.alias_with_layout(layout);
-    if let Some(mut v) = sum_trailing_runs(t, dims, scale)? {
+    let runs = match sum_trailing_runs(t, dims, scale)? {
+        Some(v) => Some(v),
+        None => sum_leading_rows(t, dims)?,
+    };
+    if let Some(mut v) = runs {
         if repeats > 1 {
             v.iter_mut().for_each(|x| *x = scale(*x, repeats));
         }
@@ -126,7 +130,12 @@ fn sum_trailing_runs<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(
     partial.resize(rows, T::zero());
     t.with_contiguous_slice::<T, _>(|s| {
         let out = crate::parallel::SendPtr(partial.as_mut_ptr());
-        let blocks = if t.numel() >= 1 << 16 { rows } else { 1 };
+        // A few blocks per thread: one per row made every row a trip through the work board.
+        let blocks = if t.numel() >= 1 << 16 {
+            rows.min(4 * (crate::parallel::helpers() + 1))
+        } else {
+            1
+        };
         let helpers = if blocks > 1 {
             crate::parallel::helpers()
         } else {
@@ -146,6 +155,55 @@ fn sum_trailing_runs<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(
     }
     let pt = Tensor::from_vec(partial, &t.shape()[..k])?;
     Ok(Some(sum_kernel(&pt, &rest, false, scale)?.to_vec::<T>()?))
+}
+
+/// A contiguous tensor reduced over its leading dims only (a bias gradient `(N, C)` over `0`):
+/// each column is summed down the rows in row order, as ndarray's `sum_axis` does, with bands
+/// of columns shared among threads, so every column's sum is the same at any thread count.
+/// ndarray's per-axis sum makes one pass per row over a fresh array, on one thread. `None`
+/// when the tensor is not of that form or its rows are too short to share.
+fn sum_leading_rows<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(
+    t: &Tensor,
+    dims: &[usize],
+) -> Result<Option<Vec<T>>> {
+    let k = dims.len();
+    let leading = dims.iter().enumerate().all(|(i, &d)| i == d);
+    if k == 0 || k == t.dim() || !leading || !t.is_contiguous() {
+        return Ok(None);
+    }
+    let cols: usize = t.shape()[k..].iter().product();
+    if cols < 64 {
+        return Ok(None);
+    }
+    let mut out = crate::tensor::creation::try_vec::<T>(cols)?;
+    out.resize(cols, T::zero());
+    // Bands of whole cache lines (16 floats), at least 64 columns each.
+    let bands = if t.numel() >= 1 << 16 {
+        (crate::parallel::helpers() + 1).min(cols / 64)
+    } else {
+        1
+    };
+    let width = cols.div_ceil(bands).div_ceil(16) * 16;
+    let bands = cols.div_ceil(width);
+    t.with_contiguous_slice::<T, _>(|s| {
+        let dst = crate::parallel::SendPtr(out.as_mut_ptr());
+        let helpers = if bands > 1 {
+            crate::parallel::helpers()
+        } else {
+            0
+        };
+        crate::parallel::share_work(helpers, bands, &|b| {
+            let (lo, hi) = (b * width, ((b + 1) * width).min(cols));
+            // SAFETY: columns lo..hi are written by this band alone; `out` has `cols` slots.
+            let acc = unsafe { std::slice::from_raw_parts_mut(dst.get().add(lo), hi - lo) };
+            for row in s.chunks_exact(cols) {
+                for (a, &x) in acc.iter_mut().zip(&row[lo..hi]) {
+                    *a = *a + x;
+                }
+            }
+        });
+    })?;
+    Ok(Some(out))
 }
 
 /// Pairwise summation over blocks: the error grows with log n rather than n, and since the split

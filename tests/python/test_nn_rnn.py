@@ -179,6 +179,120 @@ def test_cells_gradcheck_all_inputs(cell: str) -> None:
     assert fg.autograd.gradgradcheck(f, args)
 
 
+def _unrolled(m: nn.Module, x: Any, mode: str, reverse: bool = False) -> Any:
+    """The layer's first direction run step by step through the functional cells, whose nodes
+    each compute their own recurrent weight gradient (the layer gathers it into one product)."""
+    sfx = "_l0_reverse" if reverse else "_l0"
+    p = {k: getattr(m, k + sfx) for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")}
+    cell = (nn.LSTMCell if mode == "LSTM" else nn.RNNCell)(m.input_size, m.hidden_size)
+    h = fg.zeros(x.shape[1], m.hidden_size, dtype=x.dtype)
+    c = fg.zeros(x.shape[1], m.hidden_size, dtype=x.dtype)
+    outs: List[Any] = [None] * x.shape[0]
+    order = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
+    for t in order:
+        state = (h, c) if mode == "LSTM" else h
+        r = fg.func.functional_call(cell, p, (x[t], state))
+        h, c = r if mode == "LSTM" else (r, c)
+        outs[t] = h
+    return fg.stack(outs)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "RNN_TANH"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_recurrent_weight_gradient_gathered_over_steps_matches_unrolled_cells(
+    mode: str, dtype: str
+) -> None:
+    # The layer computes d weight_hh once from every step's gate gradient; the unrolled
+    # cells sum one product per step. Checked on whole and partial backwards (a loss on early
+    # steps only, where later steps get no gradient), twice through a retained graph (nothing
+    # kept from the first pass), through grad() for the weight alone, and in reverse.
+    cls = {"LSTM": nn.LSTM, "RNN_TANH": nn.RNN}[mode]
+    m = cls(3, 4, bidirectional=True).to(getattr(fg, dtype))
+    x = fg.tensor(RNG.standard_normal((6, 2, 3)).astype(dtype))
+    w = m.weight_hh_l0
+    wr = m.weight_hh_l0_reverse
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
+    out, _ = m(x)
+    hidden = m.hidden_size
+    fwd, bwd = out[..., :hidden], out[..., hidden:]
+    ref_f, ref_b = _unrolled(m, x, mode), _unrolled(m, x, mode, reverse=True)
+    weights = fg.tensor(RNG.standard_normal(tuple(out.shape[:2]) + (hidden,)).astype(dtype))
+    for loss, ref_loss, param in [
+        ((fwd * weights).sum(), (ref_f * weights).sum(), w),
+        ((fwd[:2] * weights[:2]).sum(), (ref_f[:2] * weights[:2]).sum(), w),
+        ((bwd * weights).sum(), (ref_b * weights).sum(), wr),
+        ((bwd[3:] * weights[3:]).sum(), (ref_b[3:] * weights[3:]).sum(), wr),
+    ]:
+        (want,) = fg.autograd.grad(ref_loss, [param], retain_graph=True)
+        for _ in range(2):
+            (got,) = fg.autograd.grad(loss, [param], retain_graph=True)
+            np.testing.assert_allclose(got.numpy(), want.numpy(), **tol)
+        m.zero_grad()
+        loss.backward(retain_graph=True)
+        np.testing.assert_allclose(param.grad.numpy(), want.numpy(), **tol)
+
+
+def test_recurrent_weight_gradient_second_order_and_forward_mode() -> None:
+    # Under create_graph the steps compute the weight gradient themselves (differentiably):
+    # the Hessian-vector product must match the unrolled cells'. Forward mode: the tangent
+    # of the output along weight_hh matches a central difference.
+    m = nn.LSTM(2, 3).double()
+    x = fg.tensor(RNG.standard_normal((4, 2, 2)))
+    w = m.weight_hh_l0
+    v = fg.tensor(RNG.standard_normal(tuple(w.shape)))
+
+    def hvp(out: Any) -> np.ndarray:
+        (g,) = fg.autograd.grad((out**2).sum(), [w], create_graph=True)
+        (h,) = fg.autograd.grad((g * v).sum(), [w])
+        return h.numpy()
+
+    np.testing.assert_allclose(hvp(m(x)[0]), hvp(_unrolled(m, x, "LSTM")), rtol=1e-9, atol=1e-11)
+
+    def f(wv: Any) -> Any:
+        return fg.func.functional_call(m, {"weight_hh_l0": wv}, (x,))[0]
+
+    # A dual weight that also requires grad: the layer gathers its gradient then too.
+    fwAD = fg.autograd.forward_ad
+    with fwAD.dual_level():
+        out = f(fwAD.make_dual(w, v))
+        tangent = fwAD.unpack_dual(out).tangent.detach().numpy()
+    eps = 1e-6
+    with fg.no_grad():
+        fd = (f(w + eps * v) - f(w - eps * v)) / (2 * eps)
+    np.testing.assert_allclose(tangent, fd.numpy(), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("proj", [0, 40])
+def test_wide_lstm_steps_split_over_threads_match_float64(proj: int) -> None:
+    # 33 rows of 4 x 128 gates: the pointwise steps run in blocks of rows on the pool (an
+    # uneven last block). float32 must match the same layer in float64, and the result must
+    # not depend on the thread count (each row is computed alone).
+    fg.manual_seed(0)
+    m = nn.LSTM(16, 128, num_layers=2, proj_size=proj)
+    x = fg.tensor(RNG.standard_normal((5, 33, 16)).astype(np.float32))
+    weights = RNG.standard_normal((5, 33, proj or 128))
+
+    def run(mod: nn.Module, dtype: Any, threads: int) -> List[np.ndarray]:
+        before = fg.get_num_threads()
+        fg.set_num_threads(threads)
+        try:
+            mod.zero_grad()
+            out, (h, c) = mod(x.to(dtype))
+            (out * fg.tensor(weights).to(dtype)).sum().backward()
+            return [t.detach().numpy() for t in (out, h, c)] + [
+                p.grad.numpy() for p in mod.parameters()
+            ]
+        finally:
+            fg.set_num_threads(before)
+
+    one, two = run(m, fg.float32, 1), run(m, fg.float32, 2)
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
+    ref = run(m.double(), fg.float64, 2)
+    for a, r in zip(two, ref):
+        np.testing.assert_allclose(a, r, rtol=2e-4, atol=2e-4 * np.abs(r).max())
+
+
 def test_dropout_between_layers_only_in_training() -> None:
     m = nn.GRU(3, 4, num_layers=2, dropout=1.0).double()
     x = fg.tensor(RNG.standard_normal((4, 2, 3)))

@@ -5,7 +5,7 @@
 use crate::error::{Error, Result};
 use crate::graph::node::{grad_if_wanted, needs_grad, record_with_jvp, sum_tangents};
 use crate::ops::elementwise::add_rows_assign;
-use crate::tensor::grad_mode::GradModeGuard;
+use crate::tensor::grad_mode::{self, GradModeGuard};
 use crate::tensor::{DType, Dims, Element, Layout, Tensor};
 
 /// `x @ weight.T + bias` over the last dim of `x` (`(*, in)` with `weight` `(out, in)` and
@@ -16,18 +16,25 @@ use crate::tensor::{DType, Dims, Element, Layout, Tensor};
 /// as `matmul` plus `add`, with those ops' checks and messages. Errors: an input of no dims, or
 /// sizes that do not multiply (torch's `mat1 and mat2 shapes cannot be multiplied`).
 pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
-    linear_with(x, weight, None, bias)
+    linear_with(x, weight, None, bias, false)
 }
 
 /// [`linear`] with `weight_t`, a contiguous copy of `weight.T` made once by a caller that
 /// applies one weight many times (a recurrence's steps): the product reads its right operand
 /// row by row, which the gemm packs much faster than the transposed view (32 x 128 by 128 x 512:
 /// 21 against 33 µs on one thread). The node is `linear`'s, its backward reading `weight`.
+///
+/// `defer_weight_grad`: the weight's gradient is left to another node that computes it for
+/// every application at once (a recurrence's, see `rnn::defer_recurrent_weight_grad`), except
+/// when the backward is itself recorded (`create_graph`), where this node computes it as usual.
+/// Honoured on the fused path only: callers set it for float32/float64 operands with a 2-D
+/// weight, which always take it.
 pub(crate) fn linear_with(
     x: &Tensor,
     weight: &Tensor,
     weight_t: Option<&Tensor>,
     bias: Option<&Tensor>,
+    defer_weight_grad: bool,
 ) -> Result<Tensor> {
     if let Some(r) = Tensor::lift_half([x, weight], [bias], |[x, w], [b]| linear(x, w, b)) {
         return r;
@@ -107,7 +114,11 @@ pub(crate) fn linear_with(
                 let (x, w) = (&s[0], &s[1]);
                 let g2 = fold_rows(&g[0])?;
                 let gx = grad_if_wanted(0, || g2.matmul(w)?.reshape(x.shape()))?;
-                let gw = grad_if_wanted(1, || g2.t()?.matmul(&fold_rows(x)?))?;
+                let gw = if defer_weight_grad && !grad_mode::is_grad_enabled() {
+                    None
+                } else {
+                    grad_if_wanted(1, || g2.t()?.matmul(&fold_rows(x)?))?
+                };
                 let mut grads = vec![gx, gw];
                 if has_bias {
                     grads.push(grad_if_wanted(2, || g2.sum_dims(&[0], false))?);

@@ -8,15 +8,18 @@
 //! front. The pointwise backward is written with differentiable ops when a graph of the backward
 //! is being built, so second derivatives work.
 
+use std::sync::{Arc, OnceLock};
+
 use multiversion::multiversion;
 use num_traits::Float;
 
 use crate::error::{Error, Result};
-use crate::graph::node::{needs_grad, record};
+use crate::graph::node::{grad_if_wanted, needs_grad, record, record_with_jvp};
 use crate::kernels::copy::cast;
 use crate::kernels::vmath::{sigmoid_scalar, UnaryF32};
 use crate::ops::nn::linear::{linear, linear_with};
-use crate::tensor::grad_mode::GradModeGuard;
+use crate::parallel::{helpers, share_work, SendPtr};
+use crate::tensor::grad_mode::{self, GradModeGuard};
 use crate::tensor::shape::fmt_shape;
 use crate::tensor::{DType, Element, Tensor};
 
@@ -329,7 +332,18 @@ fn run_direction(
         (Some(a), Some(b)) if fold => (Some(a.add(b)?), None),
         (a, b) => (a.clone(), b.as_ref()),
     };
-    let xp = linear(x, &w.w_ih, b_in.as_ref())?.unbind(0)?;
+    let xp = linear(x, &w.w_ih, b_in.as_ref())?;
+    let (xp, mut deferred) = if defers_recurrent_weight_grad(pass.mode, x, &h, w, seq) {
+        let (xp, slot) = defer_recurrent_weight_grad(&xp, &w.w_hh)?;
+        let hidden = HiddenInputs {
+            slot,
+            steps: vec![None; seq],
+        };
+        (xp, Some(hidden))
+    } else {
+        (xp, None)
+    };
+    let xp = xp.unbind(0)?;
     // The recurrent weight, transposed once for all steps' products (see `linear_with`).
     let w_hh_t = if seq > 1 && !w.w_hh.is_batched() {
         let _g = GradModeGuard::new(false);
@@ -341,7 +355,11 @@ fn run_direction(
     for i in 0..seq {
         let t = if pass.reverse { seq - 1 - i } else { i };
         let gi = xp[t].clone();
-        let gh = linear_with(&h, &w.w_hh, w_hh_t.as_ref(), b_rec)?;
+        if let Some(d) = &mut deferred {
+            d.steps[t] = Some(h.detach());
+        }
+        let defer = deferred.is_some();
+        let gh = linear_with(&h, &w.w_hh, w_hh_t.as_ref(), b_rec, defer)?;
         let mask = step_mask(pass.lengths, t, h.dtype())?;
         let h_new = match pass.mode {
             RnnMode::RnnTanh => gi.add(&gh)?.tanh()?,
@@ -373,6 +391,11 @@ fn run_direction(
             }
         }
     }
+    if let Some(d) = deferred {
+        let hs: Vec<Tensor> = d.steps.into_iter().flatten().collect();
+        // Filled once, here; a failed forward leaves it empty, and its graph unreachable.
+        let _ = d.slot.set(Tensor::stack(&hs, 0)?);
+    }
     let steps: Vec<Tensor> = steps.into_iter().flatten().collect();
     let out = if steps.is_empty() {
         Tensor::zeros(&[0, h.shape()[0], h.shape()[1]], h.dtype())
@@ -380,6 +403,78 @@ fn run_direction(
         Tensor::stack(&steps, 0)?
     };
     Ok((out, h, c))
+}
+
+/// The hidden state each step of a layer reads (detached, by time index), gathered for
+/// [`defer_recurrent_weight_grad`]'s node, whose `slot` gets them stacked.
+struct HiddenInputs {
+    slot: Arc<OnceLock<Tensor>>,
+    steps: Vec<Option<Tensor>>,
+}
+
+/// Whether a layer's recurrent weight gradient is computed once for all steps
+/// ([`defer_recurrent_weight_grad`]): the step's hidden projection only adds to its input
+/// projection (not in a GRU, whose `n` gate scales it by `r`), so both get the same gradient;
+/// the weight needs one; there are steps to gather; and the products take `linear`'s fused
+/// path (float32/float64, nothing batched by vmap).
+fn defers_recurrent_weight_grad(
+    mode: RnnMode,
+    x: &Tensor,
+    h0: &Tensor,
+    w: &CellWeights,
+    seq: usize,
+) -> bool {
+    mode != RnnMode::Gru
+        && seq > 1
+        && grad_mode::is_recording()
+        && w.w_hh.requires_grad()
+        && matches!(w.w_hh.dtype(), DType::Float32 | DType::Float64)
+        && [x, h0, &w.w_hh].iter().all(|t| !t.is_batched())
+}
+
+/// The input projections `xp` `(seq, batch, gates)` passed on unchanged by a node that also
+/// has the recurrent weight `w_hh` as an input: its backward receives every step's gate
+/// gradient at once (stacked by `unbind`'s backward) and gives the weight's gradient as one
+/// product, `Σ_t dgates_tᵀ h_t = Gᵀ H`, where the steps' own nodes (which then leave it out,
+/// see [`linear_with`]) would each make a small product, summed afterwards in a `seq`-part
+/// sum. `H`, the hidden state each step read, stacked in time order, goes into the returned
+/// slot once the recurrence has run. Under `create_graph` the steps compute the gradient
+/// themselves, differentiably, and this node gives none; its forward-mode rule passes `xp`'s
+/// tangent on (the weight's tangent enters through the steps' products).
+fn defer_recurrent_weight_grad(
+    xp: &Tensor,
+    w_hh: &Tensor,
+) -> Result<(Tensor, Arc<OnceLock<Tensor>>)> {
+    let out = xp.detach();
+    let slot: Arc<OnceLock<Tensor>> = Arc::new(OnceLock::new());
+    let hs = slot.clone();
+    let gates = xp.shape()[2];
+    record_with_jvp(
+        "RecurrentWeightBackward0",
+        &[xp, w_hh],
+        &[&out],
+        &[],
+        false,
+        move |g, _| {
+            let gw = if grad_mode::is_grad_enabled() {
+                None
+            } else {
+                grad_if_wanted(1, || {
+                    let h = hs.get().ok_or_else(|| {
+                        Error::runtime("rnn: the recurrence's hidden states were not recorded")
+                    })?;
+                    let hidden = h.shape()[2];
+                    let rows = h.shape()[0] * h.shape()[1];
+                    g[0].reshape(&[rows, gates])?
+                        .t()?
+                        .matmul(&h.reshape(&[rows, hidden])?)
+                })?
+            };
+            Ok(vec![Some(g[0].clone()), gw])
+        },
+        &|t| Ok(vec![t[0].clone()]),
+    )?;
+    Ok((out, slot))
 }
 
 /// Checks a cell's input and state against its weights (torch's `check_forward_input` and
@@ -575,33 +670,100 @@ fn dsig<T: Float>(s: T) -> T {
     s * (T::one() - s)
 }
 
+/// Gate elements below which an LSTM step's pointwise kernel stays on the calling thread, and
+/// the least a parallel block of rows holds (the sigmoids and tanhs cost ~0.5 ns an element,
+/// so a block is a few microseconds: worth a hand-off).
+const STEP_PAR_MIN: usize = 1 << 13;
+
+/// Rows per block and the number of blocks for `rows` rows of `width` elements: blocks of at
+/// least [`STEP_PAR_MIN`] elements, one per thread at most. Each row's result is computed
+/// alone, so the split changes no bits.
+fn step_blocks(rows: usize, width: usize) -> (usize, usize, usize) {
+    let threads = helpers() + 1;
+    let by_size = (rows * width / STEP_PAR_MIN).max(1);
+    let blocks = by_size.min(threads).min(rows.max(1));
+    let per = rows.div_ceil(blocks).max(1);
+    (per, rows.div_ceil(per), threads - 1)
+}
+
+/// `len` elements from row `r0` of a buffer of rows `width` wide, behind `p`.
+///
+/// # Safety
+/// The range must lie inside the buffer, and no other live slice may overlap it.
+unsafe fn rows_mut<'a, T>(p: *mut T, r0: usize, rows: usize, width: usize) -> &'a mut [T] {
+    // SAFETY: forwarded from the caller.
+    unsafe { std::slice::from_raw_parts_mut(p.add(r0 * width), rows * width) }
+}
+
+/// Rows `r0..r0 + n` of a buffer of rows `width` wide.
+fn rows_of<T>(src: &[T], r0: usize, n: usize, width: usize) -> &[T] {
+    &src[r0 * width..(r0 + n) * width]
+}
+
 /// LSTM forward of the gates `g` (plus `g2` when the hidden projection comes separately):
-/// activated gates `[i, f, g, o]` per row (the workspace), `hy`, `cy`.
+/// activated gates `[i, f, g, o]` per row (the workspace), `hy`, `cy`. Blocks of rows run in
+/// parallel.
 fn lstm_fwd<T: StepFloat>(g: &[T], g2: Option<&[T]>, cx: &[T], h: usize) -> [Vec<T>; 3] {
     let mut act = vec![T::zero(); g.len()];
-    let mut sum = vec![T::zero(); if g2.is_some() { 4 * h } else { 0 }];
-    for (r, (a, row)) in act
-        .chunks_exact_mut(4 * h)
-        .zip(g.chunks_exact(4 * h))
-        .enumerate()
-    {
-        let row = match g2 {
-            Some(g2) => {
-                add_rows(row, &g2[r * 4 * h..][..4 * h], &mut sum);
-                &sum[..]
-            }
-            None => row,
+    let mut cy = vec![T::zero(); cx.len()];
+    let mut hy = vec![T::zero(); cx.len()];
+    if h == 0 {
+        return [act, hy, cy];
+    }
+    let rows = cx.len() / h;
+    let (per, blocks, helpers) = step_blocks(rows, 4 * h);
+    let ptrs = SendPtr((act.as_mut_ptr(), cy.as_mut_ptr(), hy.as_mut_ptr()));
+    share_work(helpers, blocks, &|b| {
+        let (pa, pc, ph) = ptrs.get();
+        let r0 = b * per;
+        let n = per.min(rows - r0);
+        // SAFETY: block b owns rows r0..r0 + n of each output, disjoint from every other
+        // block's, and the buffers outlive `share_work`.
+        let (a, c, hh) = unsafe {
+            (
+                rows_mut(pa, r0, n, 4 * h),
+                rows_mut(pc, r0, n, h),
+                rows_mut(ph, r0, n, h),
+            )
         };
+        let gates = |src| rows_of(src, r0, n, 4 * h);
+        lstm_fwd_rows(
+            gates(g),
+            g2.map(gates),
+            rows_of(cx, r0, n, h),
+            h,
+            (a, c, hh),
+        );
+    });
+    [act, hy, cy]
+}
+
+/// [`lstm_fwd`] on one block of rows.
+fn lstm_fwd_rows<T: StepFloat>(
+    g: &[T],
+    g2: Option<&[T]>,
+    cx: &[T],
+    h: usize,
+    (act, cy, hy): (&mut [T], &mut [T], &mut [T]),
+) {
+    let sum;
+    let g = match g2 {
+        Some(g2) => {
+            let mut s = vec![T::zero(); g.len()];
+            add_rows(g, g2, &mut s);
+            sum = s;
+            &sum[..]
+        }
+        None => g,
+    };
+    for (a, row) in act.chunks_exact_mut(4 * h).zip(g.chunks_exact(4 * h)) {
         T::sigmoid_into(&row[..2 * h], &mut a[..2 * h]);
         T::tanh_into(&row[2 * h..3 * h], &mut a[2 * h..3 * h]);
         T::sigmoid_into(&row[3 * h..], &mut a[3 * h..]);
     }
-    let mut cy = vec![T::zero(); cx.len()];
-    lstm_cell_rows(&act, cx, h, &mut cy);
-    let mut hy = vec![T::zero(); cy.len()];
-    T::tanh_into(&cy, &mut hy);
-    lstm_out_rows(&act, h, &mut hy);
-    [act, hy, cy]
+    lstm_cell_rows(act, cx, h, cy);
+    T::tanh_into(cy, hy);
+    lstm_out_rows(act, h, hy);
 }
 
 /// `out = a + b` (targets as [`lstm_cell_rows`]).
@@ -639,6 +801,7 @@ fn lstm_out_rows<T: Float>(act: &[T], h: usize, hy: &mut [T]) {
 }
 
 /// LSTM backward in one sweep from the workspace: `(d gates, d cx)` from `d hy`, `d cy`.
+/// Blocks of rows run in parallel.
 fn lstm_bwd<T: StepFloat>(
     act: &[T],
     cx: &[T],
@@ -647,11 +810,27 @@ fn lstm_bwd<T: StepFloat>(
     dcy: &[T],
     h: usize,
 ) -> [Vec<T>; 2] {
-    let mut tc = vec![T::zero(); cy.len()];
-    T::tanh_into(cy, &mut tc);
     let mut dg = vec![T::zero(); act.len()];
     let mut dcx = vec![T::zero(); cx.len()];
-    lstm_bwd_rows(act, (cx, &tc, dhy, dcy), h, &mut dg, &mut dcx);
+    if h == 0 {
+        return [dg, dcx];
+    }
+    let rows = cx.len() / h;
+    let (per, blocks, helpers) = step_blocks(rows, 4 * h);
+    let ptrs = SendPtr((dg.as_mut_ptr(), dcx.as_mut_ptr()));
+    share_work(helpers, blocks, &|b| {
+        let (pg, pc) = ptrs.get();
+        let r0 = b * per;
+        let n = per.min(rows - r0);
+        // SAFETY: block b owns rows r0..r0 + n of both outputs, disjoint from every other
+        // block's, and the buffers outlive `share_work`.
+        let (dg, dcx) = unsafe { (rows_mut(pg, r0, n, 4 * h), rows_mut(pc, r0, n, h)) };
+        let state = |src| rows_of(src, r0, n, h);
+        let mut tc = vec![T::zero(); n * h];
+        T::tanh_into(state(cy), &mut tc);
+        let a = rows_of(act, r0, n, 4 * h);
+        lstm_bwd_rows(a, (state(cx), &tc, state(dhy), state(dcy)), h, dg, dcx);
+    });
     [dg, dcx]
 }
 
