@@ -539,18 +539,29 @@ fn concat_blocks(ts: &[&Tensor], dtype: DType, d: usize, out_shape: &[usize]) ->
             })
             .collect::<Result<_>>()?;
         let n = crate::tensor::creation::checked_numel(out_shape)?;
-        let mut v: Vec<T> = crate::tensor::creation::try_filled_vec(n, T::default())?;
+        // Written once, block by block, without zeroing first (a third of a stack's time).
+        let mut v: Vec<T> = crate::tensor::creation::try_vec(n)?;
+        let dst = &mut v.spare_capacity_mut()[..n];
         let row = out_shape[d] * inner;
-        let mut off = 0;
+        let (mut off, mut written) = (0, 0);
         for p in &parts {
             let blk = p.shape()[d] * inner;
             p.with_contiguous_slice::<T, _>(|s| {
                 for (o, src) in s.chunks_exact(blk.max(1)).take(outer).enumerate() {
-                    v[o * row + off..o * row + off + blk].copy_from_slice(&src[..blk]);
+                    dst[o * row + off..o * row + off + blk].write_copy_of_slice(&src[..blk]);
+                    written += blk;
                 }
             })?;
             off += blk;
         }
+        if written != n {
+            return Err(crate::error::Error::runtime(format!(
+                "cat: the inputs hold {written} elements for an output of {n}"
+            )));
+        }
+        // SAFETY: the blocks tile the output (each of the `outer` rows gets every part's block
+        // at its offset, and the offsets sum to `row`), and `written == n` counts every one.
+        unsafe { v.set_len(n) };
         Tensor::from_vec(v, out_shape)
     }
     crate::tensor::storage::with_dtype!(dtype, T => join::<T>(ts, dtype, d, out_shape))
