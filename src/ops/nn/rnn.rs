@@ -701,29 +701,36 @@ fn rows_of<T>(src: &[T], r0: usize, n: usize, width: usize) -> &[T] {
 }
 
 /// LSTM forward of the gates `g` (plus `g2` when the hidden projection comes separately):
-/// activated gates `[i, f, g, o]` per row (the workspace), `hy`, `cy`. Blocks of rows run in
-/// parallel.
-fn lstm_fwd<T: StepFloat>(g: &[T], g2: Option<&[T]>, cx: &[T], h: usize) -> [Vec<T>; 3] {
+/// activated gates `[i, f, g, o]` per row (the workspace), `hy`, `cy` and `tanh(cy)` (kept for
+/// the backward, which would otherwise compute it again). Blocks of rows run in parallel.
+fn lstm_fwd<T: StepFloat>(g: &[T], g2: Option<&[T]>, cx: &[T], h: usize) -> [Vec<T>; 4] {
     let mut act = vec![T::zero(); g.len()];
     let mut cy = vec![T::zero(); cx.len()];
     let mut hy = vec![T::zero(); cx.len()];
+    let mut tc = vec![T::zero(); cx.len()];
     if h == 0 {
-        return [act, hy, cy];
+        return [act, hy, cy, tc];
     }
     let rows = cx.len() / h;
     let (per, blocks, helpers) = step_blocks(rows, 4 * h);
-    let ptrs = SendPtr((act.as_mut_ptr(), cy.as_mut_ptr(), hy.as_mut_ptr()));
+    let ptrs = SendPtr((
+        act.as_mut_ptr(),
+        cy.as_mut_ptr(),
+        hy.as_mut_ptr(),
+        tc.as_mut_ptr(),
+    ));
     share_work(helpers, blocks, &|b| {
-        let (pa, pc, ph) = ptrs.get();
+        let (pa, pc, ph, pt) = ptrs.get();
         let r0 = b * per;
         let n = per.min(rows - r0);
         // SAFETY: block b owns rows r0..r0 + n of each output, disjoint from every other
         // block's, and the buffers outlive `share_work`.
-        let (a, c, hh) = unsafe {
+        let (a, c, hh, t) = unsafe {
             (
                 rows_mut(pa, r0, n, 4 * h),
                 rows_mut(pc, r0, n, h),
                 rows_mut(ph, r0, n, h),
+                rows_mut(pt, r0, n, h),
             )
         };
         let gates = |src| rows_of(src, r0, n, 4 * h);
@@ -732,10 +739,10 @@ fn lstm_fwd<T: StepFloat>(g: &[T], g2: Option<&[T]>, cx: &[T], h: usize) -> [Vec
             g2.map(gates),
             rows_of(cx, r0, n, h),
             h,
-            (a, c, hh),
+            (a, c, hh, t),
         );
     });
-    [act, hy, cy]
+    [act, hy, cy, tc]
 }
 
 /// [`lstm_fwd`] on one block of rows.
@@ -744,7 +751,7 @@ fn lstm_fwd_rows<T: StepFloat>(
     g2: Option<&[T]>,
     cx: &[T],
     h: usize,
-    (act, cy, hy): (&mut [T], &mut [T], &mut [T]),
+    (act, cy, hy, tc): (&mut [T], &mut [T], &mut [T], &mut [T]),
 ) {
     let sum;
     let g = match g2 {
@@ -762,8 +769,8 @@ fn lstm_fwd_rows<T: StepFloat>(
         T::sigmoid_into(&row[3 * h..], &mut a[3 * h..]);
     }
     lstm_cell_rows(act, cx, h, cy);
-    T::tanh_into(cy, hy);
-    lstm_out_rows(act, h, hy);
+    T::tanh_into(cy, tc);
+    lstm_out_rows(act, tc, h, hy);
 }
 
 /// `out = a + b` (targets as [`lstm_cell_rows`]).
@@ -790,22 +797,26 @@ fn lstm_cell_rows<T: Float>(act: &[T], cx: &[T], h: usize, cy: &mut [T]) {
     }
 }
 
-/// `hy = o ∘ hy` (hy holding `tanh(cy)`) row by row (targets as [`lstm_cell_rows`]).
+/// `hy = o ∘ tanh(cy)` row by row (targets as [`lstm_cell_rows`]).
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+avx+fma", "x86_64+avx2+avx+fma"))]
-fn lstm_out_rows<T: Float>(act: &[T], h: usize, hy: &mut [T]) {
-    for (hr, a) in hy.chunks_exact_mut(h).zip(act.chunks_exact(4 * h)) {
-        for (v, &o) in hr.iter_mut().zip(&a[3 * h..]) {
-            *v = o * *v;
+fn lstm_out_rows<T: Float>(act: &[T], tc: &[T], h: usize, hy: &mut [T]) {
+    for ((hr, t), a) in hy
+        .chunks_exact_mut(h)
+        .zip(tc.chunks_exact(h))
+        .zip(act.chunks_exact(4 * h))
+    {
+        for ((v, &t), &o) in hr.iter_mut().zip(t).zip(&a[3 * h..]) {
+            *v = o * t;
         }
     }
 }
 
-/// LSTM backward in one sweep from the workspace: `(d gates, d cx)` from `d hy`, `d cy`.
-/// Blocks of rows run in parallel.
+/// LSTM backward in one sweep from the workspace and `tc = tanh(cy)`: `(d gates, d cx)` from
+/// `d hy`, `d cy`. Blocks of rows run in parallel.
 fn lstm_bwd<T: StepFloat>(
     act: &[T],
     cx: &[T],
-    cy: &[T],
+    tc: &[T],
     dhy: &[T],
     dcy: &[T],
     h: usize,
@@ -826,10 +837,8 @@ fn lstm_bwd<T: StepFloat>(
         // block's, and the buffers outlive `share_work`.
         let (dg, dcx) = unsafe { (rows_mut(pg, r0, n, 4 * h), rows_mut(pc, r0, n, h)) };
         let state = |src| rows_of(src, r0, n, h);
-        let mut tc = vec![T::zero(); n * h];
-        T::tanh_into(state(cy), &mut tc);
         let a = rows_of(act, r0, n, 4 * h);
-        lstm_bwd_rows(a, (state(cx), &tc, state(dhy), state(dcy)), h, dg, dcx);
+        lstm_bwd_rows(a, (state(cx), state(tc), state(dhy), state(dcy)), h, dg, dcx);
     });
     [dg, dcx]
 }
@@ -921,18 +930,18 @@ fn lstm_step(gi: &Tensor, gh: Option<&Tensor>, cx: &Tensor) -> Result<(Tensor, T
     let mut inputs = vec![gi];
     inputs.extend(gh);
     inputs.push(cx);
-    let [act, hy, cy] = by_dtype!(&inputs, |s: T| tensors(
+    let [act, hy, cy, tc] = by_dtype!(&inputs, |s: T| tensors(
         match s {
             [g, g2, c] => lstm_fwd::<T>(g, Some(g2), c, h),
             [g, c] => lstm_fwd::<T>(g, None, c, h),
             _ => return Err(Error::runtime("lstm step: wrong operands")),
         },
-        [&gs, &cs, &cs]
+        [&gs, &cs, &cs, &cs]
     ))?;
     if needs_grad(&inputs) {
         let two = gh.is_some();
         let mut saved = inputs.clone();
-        saved.extend([&cy, &act]);
+        saved.extend([&tc, &act]);
         record(
             "ThnnFusedLstmCellBackward0",
             &inputs,
@@ -941,9 +950,9 @@ fn lstm_step(gi: &Tensor, gh: Option<&Tensor>, cx: &Tensor) -> Result<(Tensor, T
             false,
             move |g, s| {
                 let (dhy, dcy) = (&g[0], &g[1]);
-                // Saved: the gates (one or two parts), cx, cy, the workspace.
+                // Saved: the gates (one or two parts), cx, tanh(cy), the workspace.
                 let (parts, rest) = s.split_at(if two { 2 } else { 1 });
-                let (cx, cy, act) = (&rest[0], &rest[1], &rest[2]);
+                let (cx, tc, act) = (&rest[0], &rest[1], &rest[2]);
                 let [dg, dcx] = if needs_grad(&[dhy, dcy, &parts[0], cx])
                     || parts.get(1).is_some_and(|p| needs_grad(&[p]))
                 {
@@ -953,7 +962,7 @@ fn lstm_step(gi: &Tensor, gh: Option<&Tensor>, cx: &Tensor) -> Result<(Tensor, T
                     };
                     lstm_bwd_graph(&gates, cx, dhy, dcy)?
                 } else {
-                    by_dtype!(&[act, cx, cy, dhy, dcy], |v: T| tensors(
+                    by_dtype!(&[act, cx, tc, dhy, dcy], |v: T| tensors(
                         lstm_bwd::<T>(v[0], v[1], v[2], v[3], v[4], h),
                         [&gs, &cs]
                     ))?
