@@ -8,6 +8,7 @@
 //! front. The pointwise backward is written with differentiable ops when a graph of the backward
 //! is being built, so second derivatives work.
 
+use std::mem::MaybeUninit;
 use std::sync::{Arc, OnceLock};
 
 use multiversion::multiversion;
@@ -19,6 +20,7 @@ use crate::kernels::copy::cast;
 use crate::kernels::vmath::{sigmoid_scalar, UnaryF32};
 use crate::ops::nn::linear::{linear, linear_with};
 use crate::parallel::{helpers, share_work, SendPtr};
+use crate::tensor::creation::try_vec;
 use crate::tensor::grad_mode::{self, GradModeGuard};
 use crate::tensor::shape::fmt_shape;
 use crate::tensor::{DType, Element, Tensor};
@@ -585,27 +587,44 @@ pub fn gru_cell(
 
 /// A float the step kernels run on: slice-wide sigmoid and tanh, vectorised for f32.
 trait StepFloat: Float + Element {
-    fn sigmoid_into(x: &[Self], out: &mut [Self]);
-    fn tanh_into(x: &[Self], out: &mut [Self]);
+    /// Writes every element of `out` (as long as `x`).
+    fn sigmoid_uninit(x: &[Self], out: &mut [MaybeUninit<Self>]);
+    /// Writes every element of `out` (as long as `x`).
+    fn tanh_uninit(x: &[Self], out: &mut [MaybeUninit<Self>]);
+
+    fn sigmoid_into(x: &[Self], out: &mut [Self]) {
+        Self::sigmoid_uninit(x, as_uninit(out));
+    }
+    fn tanh_into(x: &[Self], out: &mut [Self]) {
+        Self::tanh_uninit(x, as_uninit(out));
+    }
+}
+
+/// An initialised slice seen as slots to write (always sound: they are only ever written).
+fn as_uninit<T>(s: &mut [T]) -> &mut [MaybeUninit<T>] {
+    // SAFETY: `MaybeUninit<T>` has `T`'s layout, and writing a valid `T` keeps the slice valid.
+    unsafe { &mut *(s as *mut [T] as *mut [MaybeUninit<T>]) }
 }
 
 impl StepFloat for f32 {
-    fn sigmoid_into(x: &[f32], out: &mut [f32]) {
-        UnaryF32::Sigmoid.apply(x, out);
+    fn sigmoid_uninit(x: &[f32], out: &mut [MaybeUninit<f32>]) {
+        UnaryF32::Sigmoid.apply_uninit(x, out);
     }
-    fn tanh_into(x: &[f32], out: &mut [f32]) {
-        UnaryF32::Tanh.apply(x, out);
+    fn tanh_uninit(x: &[f32], out: &mut [MaybeUninit<f32>]) {
+        UnaryF32::Tanh.apply_uninit(x, out);
     }
 }
 
 impl StepFloat for f64 {
-    fn sigmoid_into(x: &[f64], out: &mut [f64]) {
-        out.iter_mut()
-            .zip(x)
-            .for_each(|(o, &v)| *o = sigmoid_scalar(v));
+    fn sigmoid_uninit(x: &[f64], out: &mut [MaybeUninit<f64>]) {
+        out.iter_mut().zip(x).for_each(|(o, &v)| {
+            o.write(sigmoid_scalar(v));
+        });
     }
-    fn tanh_into(x: &[f64], out: &mut [f64]) {
-        out.iter_mut().zip(x).for_each(|(o, &v)| *o = v.tanh());
+    fn tanh_uninit(x: &[f64], out: &mut [MaybeUninit<f64>]) {
+        out.iter_mut().zip(x).for_each(|(o, &v)| {
+            o.write(v.tanh());
+        });
     }
 }
 
@@ -703,18 +722,20 @@ fn rows_of<T>(src: &[T], r0: usize, n: usize, width: usize) -> &[T] {
 /// LSTM forward of the gates `g` (plus `g2` when the hidden projection comes separately):
 /// activated gates `[i, f, g, o]` per row (the workspace), `hy`, `cy` and `tanh(cy)` (kept for
 /// the backward, which would otherwise compute it again). Blocks of rows run in parallel.
-fn lstm_fwd<T: StepFloat>(g: &[T], g2: Option<&[T]>, cx: &[T], h: usize) -> [Vec<T>; 4] {
-    let mut act = vec![T::zero(); g.len()];
+fn lstm_fwd<T: StepFloat>(g: &[T], g2: Option<&[T]>, cx: &[T], h: usize) -> Result<[Vec<T>; 4]> {
+    // The workspace is written once, by the activations (zeroing it first was a tenth of the
+    // step).
+    let mut act: Vec<T> = try_vec(g.len())?;
     let mut cy = vec![T::zero(); cx.len()];
     let mut hy = vec![T::zero(); cx.len()];
     let mut tc = vec![T::zero(); cx.len()];
     if h == 0 {
-        return [act, hy, cy, tc];
+        return Ok([act, hy, cy, tc]);
     }
     let rows = cx.len() / h;
     let (per, blocks, helpers) = step_blocks(rows, 4 * h);
     let ptrs = SendPtr((
-        act.as_mut_ptr(),
+        act.as_mut_ptr() as *mut MaybeUninit<T>,
         cy.as_mut_ptr(),
         hy.as_mut_ptr(),
         tc.as_mut_ptr(),
@@ -742,7 +763,10 @@ fn lstm_fwd<T: StepFloat>(g: &[T], g2: Option<&[T]>, cx: &[T], h: usize) -> [Vec
             (a, c, hh, t),
         );
     });
-    [act, hy, cy, tc]
+    // SAFETY: the blocks cover rows 0..rows, and `lstm_fwd_rows` writes every element of its
+    // rows of the workspace (`rows * 4h == g.len()` slots, the capacity reserved).
+    unsafe { act.set_len(g.len()) };
+    Ok([act, hy, cy, tc])
 }
 
 /// [`lstm_fwd`] on one block of rows.
@@ -751,23 +775,25 @@ fn lstm_fwd_rows<T: StepFloat>(
     g2: Option<&[T]>,
     cx: &[T],
     h: usize,
-    (act, cy, hy, tc): (&mut [T], &mut [T], &mut [T], &mut [T]),
+    (act, cy, hy, tc): (&mut [MaybeUninit<T>], &mut [T], &mut [T], &mut [T]),
 ) {
-    let sum;
-    let g = match g2 {
-        Some(g2) => {
-            let mut s = vec![T::zero(); g.len()];
-            add_rows(g, g2, &mut s);
-            sum = s;
-            &sum[..]
-        }
-        None => g,
-    };
-    for (a, row) in act.chunks_exact_mut(4 * h).zip(g.chunks_exact(4 * h)) {
-        T::sigmoid_into(&row[..2 * h], &mut a[..2 * h]);
-        T::tanh_into(&row[2 * h..3 * h], &mut a[2 * h..3 * h]);
-        T::sigmoid_into(&row[3 * h..], &mut a[3 * h..]);
+    // The two projections are summed a row at a time into one reused row.
+    let mut sum = vec![T::zero(); if g2.is_some() { 4 * h } else { 0 }];
+    for (r, a) in act.chunks_exact_mut(4 * h).enumerate() {
+        let row = rows_of(g, r, 1, 4 * h);
+        let row = match g2 {
+            Some(g2) => {
+                add_rows(row, rows_of(g2, r, 1, 4 * h), &mut sum);
+                &sum[..]
+            }
+            None => row,
+        };
+        T::sigmoid_uninit(&row[..2 * h], &mut a[..2 * h]);
+        T::tanh_uninit(&row[2 * h..3 * h], &mut a[2 * h..3 * h]);
+        T::sigmoid_uninit(&row[3 * h..], &mut a[3 * h..]);
     }
+    // SAFETY: the three calls above wrote every element of every row.
+    let act = unsafe { &*(act as *const [MaybeUninit<T>] as *const [T]) };
     lstm_cell_rows(act, cx, h, cy);
     T::tanh_into(cy, tc);
     lstm_out_rows(act, tc, h, hy);
@@ -820,15 +846,15 @@ fn lstm_bwd<T: StepFloat>(
     dhy: &[T],
     dcy: &[T],
     h: usize,
-) -> [Vec<T>; 2] {
-    let mut dg = vec![T::zero(); act.len()];
+) -> Result<[Vec<T>; 2]> {
+    let mut dg: Vec<T> = try_vec(act.len())?;
     let mut dcx = vec![T::zero(); cx.len()];
     if h == 0 {
-        return [dg, dcx];
+        return Ok([dg, dcx]);
     }
     let rows = cx.len() / h;
     let (per, blocks, helpers) = step_blocks(rows, 4 * h);
-    let ptrs = SendPtr((dg.as_mut_ptr(), dcx.as_mut_ptr()));
+    let ptrs = SendPtr((dg.as_mut_ptr() as *mut MaybeUninit<T>, dcx.as_mut_ptr()));
     share_work(helpers, blocks, &|b| {
         let (pg, pc) = ptrs.get();
         let r0 = b * per;
@@ -838,9 +864,18 @@ fn lstm_bwd<T: StepFloat>(
         let (dg, dcx) = unsafe { (rows_mut(pg, r0, n, 4 * h), rows_mut(pc, r0, n, h)) };
         let state = |src| rows_of(src, r0, n, h);
         let a = rows_of(act, r0, n, 4 * h);
-        lstm_bwd_rows(a, (state(cx), state(tc), state(dhy), state(dcy)), h, dg, dcx);
+        lstm_bwd_rows(
+            a,
+            (state(cx), state(tc), state(dhy), state(dcy)),
+            h,
+            dg,
+            dcx,
+        );
     });
-    [dg, dcx]
+    // SAFETY: the blocks cover every row, and `lstm_bwd_rows` writes all 4h gate gradients of
+    // each (`act.len()` slots, the capacity reserved).
+    unsafe { dg.set_len(act.len()) };
+    Ok([dg, dcx])
 }
 
 /// The gate and cell gradients of [`lstm_bwd`] row by row (targets as [`lstm_cell_rows`]).
@@ -849,7 +884,7 @@ fn lstm_bwd_rows<T: Float>(
     act: &[T],
     (cx, tc, dhy, dcy): (&[T], &[T], &[T], &[T]),
     h: usize,
-    dg: &mut [T],
+    dg: &mut [MaybeUninit<T>],
     dcx: &mut [T],
 ) {
     let one = T::one();
@@ -867,10 +902,10 @@ fn lstm_bwd_rows<T: Float>(
         for j in 0..h {
             let (i, f, gg, o) = (ai[j], af[j], ag[j], ao[j]);
             let dc = dcy[j] + dhy[j] * o * (one - tc[j] * tc[j]);
-            di[j] = dc * gg * dsig(i);
-            df[j] = dc * cx[j] * dsig(f);
-            dgg[j] = dc * i * (one - gg * gg);
-            d_o[j] = dhy[j] * tc[j] * dsig(o);
+            di[j].write(dc * gg * dsig(i));
+            df[j].write(dc * cx[j] * dsig(f));
+            dgg[j].write(dc * i * (one - gg * gg));
+            d_o[j].write(dhy[j] * tc[j] * dsig(o));
             dcx[j] = dc * f;
         }
     }
@@ -932,8 +967,8 @@ fn lstm_step(gi: &Tensor, gh: Option<&Tensor>, cx: &Tensor) -> Result<(Tensor, T
     inputs.push(cx);
     let [act, hy, cy, tc] = by_dtype!(&inputs, |s: T| tensors(
         match s {
-            [g, g2, c] => lstm_fwd::<T>(g, Some(g2), c, h),
-            [g, c] => lstm_fwd::<T>(g, None, c, h),
+            [g, g2, c] => lstm_fwd::<T>(g, Some(g2), c, h)?,
+            [g, c] => lstm_fwd::<T>(g, None, c, h)?,
             _ => return Err(Error::runtime("lstm step: wrong operands")),
         },
         [&gs, &cs, &cs, &cs]
@@ -963,7 +998,7 @@ fn lstm_step(gi: &Tensor, gh: Option<&Tensor>, cx: &Tensor) -> Result<(Tensor, T
                     lstm_bwd_graph(&gates, cx, dhy, dcy)?
                 } else {
                     by_dtype!(&[act, cx, tc, dhy, dcy], |v: T| tensors(
-                        lstm_bwd::<T>(v[0], v[1], v[2], v[3], v[4], h),
+                        lstm_bwd::<T>(v[0], v[1], v[2], v[3], v[4], h)?,
                         [&gs, &cs]
                     ))?
                 };
