@@ -769,13 +769,22 @@ fn lstm_fwd<T: StepFloat>(g: &[T], g2: Option<&[T]>, cx: &[T], h: usize) -> Resu
     Ok([act, hy, cy, tc])
 }
 
+/// One block's rows of an LSTM step's outputs: the workspace (written first), `cy`, `hy`,
+/// `tanh(cy)`.
+type StepOut<'a, T> = (
+    &'a mut [MaybeUninit<T>],
+    &'a mut [T],
+    &'a mut [T],
+    &'a mut [T],
+);
+
 /// [`lstm_fwd`] on one block of rows.
 fn lstm_fwd_rows<T: StepFloat>(
     g: &[T],
     g2: Option<&[T]>,
     cx: &[T],
     h: usize,
-    (act, cy, hy, tc): (&mut [MaybeUninit<T>], &mut [T], &mut [T], &mut [T]),
+    (act, cy, hy, tc): StepOut<'_, T>,
 ) {
     // The two projections are summed a row at a time into one reused row.
     let mut sum = vec![T::zero(); if g2.is_some() { 4 * h } else { 0 }];

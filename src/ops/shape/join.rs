@@ -548,7 +548,12 @@ fn concat_blocks(ts: &[&Tensor], dtype: DType, d: usize, out_shape: &[usize]) ->
             let blk = p.shape()[d] * inner;
             p.with_contiguous_slice::<T, _>(|s| {
                 for (o, src) in s.chunks_exact(blk.max(1)).take(outer).enumerate() {
-                    dst[o * row + off..o * row + off + blk].write_copy_of_slice(&src[..blk]);
+                    let (to, from) = (&mut dst[o * row + off..o * row + off + blk], &src[..blk]);
+                    // SAFETY: both ranges are in bounds (checked by the slicing above) and
+                    // `blk` long; the output is a fresh buffer, so they cannot overlap.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(from.as_ptr(), to.as_mut_ptr().cast(), blk)
+                    };
                     written += blk;
                 }
             })?;
