@@ -976,11 +976,29 @@ fn record_parts(
         }),
     };
     let node = Node::new(name, next_edges, input_meta, output_meta, kind);
+    let attach = |i: usize, o: &Tensor, node: Arc<Node>| {
+        let mut m = o.meta();
+        m.grad_fn = Some(node);
+        m.output_nr = i;
+    };
+    if tangents.is_none() {
+        // The usual case: the handle goes to the last output instead of a clone of it (an
+        // atomic increment here and a decrement at the end, per recorded op).
+        node_created(&node)?;
+        let last = outputs.iter().rposition(|o| o.dtype().is_float());
+        for (i, o) in outputs.iter().enumerate() {
+            if Some(i) != last && o.dtype().is_float() {
+                attach(i, o, node.clone());
+            }
+        }
+        if let Some(i) = last {
+            attach(i, outputs[i], node);
+        }
+        return fire_creation_hooks();
+    }
     for (i, o) in outputs.iter().enumerate() {
         if o.dtype().is_float() {
-            let mut m = o.meta();
-            m.grad_fn = Some(node.clone());
-            m.output_nr = i;
+            attach(i, o, node.clone());
         }
     }
     // With the node attached, the tangents computed from the outputs are differentiable by
