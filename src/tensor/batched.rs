@@ -18,8 +18,6 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-
 use super::storage::{Layout, Storage};
 use super::{AutogradMeta, Tensor, TensorImpl};
 use crate::error::{Error, Result};
@@ -156,7 +154,7 @@ impl Tensor {
             storage: Storage::placeholder(),
             layout,
             dtype,
-            meta: Mutex::new(AutogradMeta::default()),
+            meta: super::spin::SpinLock::new(AutogradMeta::default()),
             inference: value.is_inference(),
             wrapped_number: false,
             binding_slot: Default::default(),

@@ -28,13 +28,13 @@ pub mod creation;
 pub mod dtype;
 pub mod grad_mode;
 pub mod shape;
+pub(crate) mod spin;
 pub mod storage;
 
 use std::any::Any;
 use std::sync::{Arc, Weak};
 
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
-use parking_lot::Mutex;
 
 pub use dtype::DType;
 pub use storage::{bf16, f16, Buffer, Dims, Element, Layout, Storage};
@@ -120,7 +120,7 @@ pub struct TensorImpl {
     pub(crate) storage: Arc<Storage>,
     pub(crate) layout: Layout,
     pub(crate) dtype: DType,
-    pub(crate) meta: Mutex<AutogradMeta>,
+    pub(crate) meta: spin::SpinLock<AutogradMeta>,
     pub(crate) inference: bool,
     /// A Python number wrapped as a tensor: lowest priority in type promotion.
     pub(crate) wrapped_number: bool,
@@ -166,7 +166,7 @@ impl Tensor {
             storage,
             layout,
             dtype,
-            meta: Mutex::new(AutogradMeta::default()),
+            meta: spin::SpinLock::new(AutogradMeta::default()),
             inference: grad_mode::is_inference_mode_enabled(),
             wrapped_number: false,
             binding_slot: Default::default(),
@@ -221,7 +221,7 @@ impl Tensor {
             storage: t.0.storage.clone(),
             layout: t.0.layout.clone(),
             dtype,
-            meta: Mutex::new(AutogradMeta::default()),
+            meta: spin::SpinLock::new(AutogradMeta::default()),
             inference: false,
             wrapped_number: true,
             binding_slot: Default::default(),
@@ -320,7 +320,7 @@ impl Tensor {
 
     // ----- autograd metadata --------------------------------------------------------------
 
-    pub(crate) fn meta(&self) -> parking_lot::MutexGuard<'_, AutogradMeta> {
+    pub(crate) fn meta(&self) -> spin::SpinGuard<'_, AutogradMeta> {
         self.0.meta.lock()
     }
     /// Whether gradients flow to or through this tensor.
