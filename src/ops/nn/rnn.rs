@@ -431,7 +431,11 @@ fn defers_recurrent_weight_grad(
         && grad_mode::is_recording()
         && w.w_hh.requires_grad()
         && matches!(w.w_hh.dtype(), DType::Float32 | DType::Float64)
-        && [x, h0, &w.w_hh].iter().all(|t| !t.is_batched())
+        && [x, h0, &w.w_ih, &w.w_hh]
+            .into_iter()
+            .chain(w.b_ih.as_ref())
+            .chain(w.b_hh.as_ref())
+            .all(|t| !t.is_batched())
 }
 
 /// The input projections `xp` `(seq, batch, gates)` passed on unchanged by a node that also
