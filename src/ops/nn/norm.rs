@@ -23,6 +23,9 @@ use crate::tensor::grad_mode::GradModeGuard;
 use crate::tensor::shape::fmt_shape;
 use crate::tensor::{DType, Element, Tensor};
 
+#[cfg(target_arch = "x86_64")]
+mod simd;
+
 /// Below this many elements a kernel runs on the calling thread alone.
 const PAR_MIN: usize = 1 << 15;
 /// Elements per block of rows (layer/RMS norm): the unit of parallel work and of the weight
@@ -153,6 +156,30 @@ struct Opts {
 
 // ----- scalar helpers ------------------------------------------------------------------------
 
+/// `xs` as float32 when `T` is f32 and the CPU runs the AVX-512 span kernels ([`simd`]).
+#[inline(always)]
+fn f32_simd<T: Element>(xs: &[T]) -> Option<&[f32]> {
+    #[cfg(target_arch = "x86_64")]
+    if T::DTYPE == DType::Float32 && simd::available() {
+        // SAFETY: T is f32 (its dtype says so), so the slice is the same memory.
+        return Some(unsafe { std::slice::from_raw_parts(xs.as_ptr().cast(), xs.len()) });
+    }
+    let _ = xs;
+    None
+}
+
+/// `xs` as mutable float32, as [`f32_simd`].
+#[inline(always)]
+fn f32_simd_mut<T: Element>(xs: &mut [T]) -> Option<&mut [f32]> {
+    #[cfg(target_arch = "x86_64")]
+    if T::DTYPE == DType::Float32 && simd::available() {
+        // SAFETY: as in `f32_simd`.
+        return Some(unsafe { std::slice::from_raw_parts_mut(xs.as_mut_ptr().cast(), xs.len()) });
+    }
+    let _ = xs;
+    None
+}
+
 /// Σ x over one span, compiled for the vector targets (the helpers above inline into it).
 #[multiversion::multiversion(targets(
     "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
@@ -160,6 +187,11 @@ struct Opts {
     "aarch64+neon"
 ))]
 fn span_sum<T: Element + num_traits::Float>(xs: &[T]) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(xs) = f32_simd(xs) {
+        // SAFETY: f32_simd checked for AVX-512F.
+        return unsafe { simd::sum(xs) };
+    }
     sum64(xs)
 }
 
@@ -170,6 +202,11 @@ fn span_sum<T: Element + num_traits::Float>(xs: &[T]) -> f64 {
     "aarch64+neon"
 ))]
 fn span_sumsq<T: Element + num_traits::Float>(xs: &[T], m: f64) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(xs) = f32_simd(xs) {
+        // SAFETY: f32_simd checked for AVX-512F.
+        return unsafe { simd::sumsq(xs, m as f32) };
+    }
     sumsq64(xs, m)
 }
 
@@ -218,6 +255,11 @@ fn normalize_row<T: Element + num_traits::Float>(
     "aarch64+neon"
 ))]
 fn span_sums_gx<T: Element + num_traits::Float>(g: &[T], x: &[T], m: f64) -> (f64, f64) {
+    #[cfg(target_arch = "x86_64")]
+    if let (Some(g), Some(x)) = (f32_simd(g), f32_simd(x)) {
+        // SAFETY: f32_simd checked for AVX-512F.
+        return unsafe { simd::sums_gx(g, x, m as f32) };
+    }
     sums_gx(g, x, m)
 }
 
@@ -557,6 +599,25 @@ fn rows_backward<T: Element + num_traits::Float>(
             // SAFETY: row s is written by this block alone.
             let out =
                 want[0].then(|| unsafe { std::slice::from_raw_parts_mut(dxp.get().add(off), l) });
+            #[cfg(target_arch = "x86_64")]
+            if let (Some(xs), Some(gs)) = (f32_simd(&x[off..off + l]), f32_simd(&g[off..off + l])) {
+                let row = simd::Row {
+                    x: xs,
+                    g: gs,
+                    w: w.and_then(f32_simd),
+                    mean: mean[s] as f32,
+                    rstd: rstd[s] as f32,
+                    center: opts.center,
+                };
+                let part = part.map(|(a, b)| (f32_simd_mut(a), f32_simd_mut(b)));
+                let part = part.and_then(|(a, b)| a.zip(b));
+                let (out, gw) = (out.and_then(f32_simd_mut), f32_simd_mut(&mut gw));
+                if let Some(gw) = gw {
+                    // SAFETY: f32_simd checked for AVX-512F; every slice is a row long.
+                    unsafe { simd::row_grad(&row, part, out, gw) };
+                }
+                continue;
+            }
             let row = RowGrad {
                 x: &x[off..off + l],
                 g: &g[off..off + l],
