@@ -163,27 +163,23 @@ struct Opts {
 // ----- scalar helpers ------------------------------------------------------------------------
 
 /// `xs` as float32 when `T` is f32 and the CPU runs the AVX-512 span kernels ([`simd`]).
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn f32_simd<T: Element>(xs: &[T]) -> Option<&[f32]> {
-    #[cfg(target_arch = "x86_64")]
-    if T::DTYPE == DType::Float32 && simd::available() {
+    (T::DTYPE == DType::Float32 && simd::available()).then(|| {
         // SAFETY: T is f32 (its dtype says so), so the slice is the same memory.
-        return Some(unsafe { std::slice::from_raw_parts(xs.as_ptr().cast(), xs.len()) });
-    }
-    let _ = xs;
-    None
+        unsafe { std::slice::from_raw_parts(xs.as_ptr().cast(), xs.len()) }
+    })
 }
 
 /// `xs` as mutable float32, as [`f32_simd`].
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn f32_simd_mut<T: Element>(xs: &mut [T]) -> Option<&mut [f32]> {
-    #[cfg(target_arch = "x86_64")]
-    if T::DTYPE == DType::Float32 && simd::available() {
+    (T::DTYPE == DType::Float32 && simd::available()).then(|| {
         // SAFETY: as in `f32_simd`.
-        return Some(unsafe { std::slice::from_raw_parts_mut(xs.as_mut_ptr().cast(), xs.len()) });
-    }
-    let _ = xs;
-    None
+        unsafe { std::slice::from_raw_parts_mut(xs.as_mut_ptr().cast(), xs.len()) }
+    })
 }
 
 /// Σ x over one span, compiled for the vector targets (the helpers above inline into it).
