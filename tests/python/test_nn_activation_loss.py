@@ -101,6 +101,26 @@ def test_float32_activation_is_float64_rounded(name, kw):
     assert np.all(np.abs(y32 - y64) <= 2 * ulp + 1e-44)
 
 
+def test_float32_hardsigmoid_is_torch_float_formula():
+    """The float32 kernel computes torch's float formula min(max(x + 3, 0), 6) / 6 (NumPy in
+    float32 is the truth, bit for bit), over a length that leaves a partial vector, and the
+    gradient g / 6 strictly inside (-3, 3), 0 at the kinks and beyond."""
+    rng = np.random.default_rng(3)
+    a = np.concatenate(
+        [rng.uniform(-5, 5, 1000), [-3.0, 3.0, -0.0, np.inf, -np.inf, np.nan]]
+    ).astype(np.float32)
+    want = np.clip(a + np.float32(3), np.float32(0), np.float32(6)) / np.float32(6)
+    x = fg.tensor(a, requires_grad=True)
+    y = F.hardsigmoid(x)
+    np.testing.assert_array_equal(y.detach().numpy(), want)
+    g = rng.standard_normal(a.size).astype(np.float32)
+    y.backward(fg.tensor(g))
+    inside = (a > -3) & (a < 3)
+    np.testing.assert_array_equal(
+        x.grad.numpy(), np.where(inside, g * np.float32(1.0 / 6.0), np.float32(0))
+    )
+
+
 def test_gelu_closed_form():
     a = np.linspace(-10, 10, 401)
     y = F.gelu(fg.tensor(a)).numpy()

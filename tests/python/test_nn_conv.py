@@ -533,6 +533,67 @@ def test_adaptive_pools_match_torch(torch: Any, out: Any) -> None:
     _compare(torch, lambda F, x: F.adaptive_max_pool1d(x, o1, return_indices=True), [(3, 9)])
 
 
+@pytest.mark.parametrize("size,out", [(500, 50), (500, 47), (9, 4), (31, 31), (5, 1)])
+def test_adaptive_avg_pool1d_and_gradient_against_numpy(size: int, out: int) -> None:
+    """Window o spans floor(o n / out)..ceil((o + 1) n / out) (overlapping when out does not
+    divide n): the float32 forward against NumPy's float64 window means, and the gradient (each
+    window's g / length added to its positions) against NumPy too."""
+    rng = np.random.default_rng(size + out)
+    a = rng.standard_normal((3, 4, size))
+    g = rng.standard_normal((3, 4, out))
+    want = np.zeros((3, 4, out))
+    grad = np.zeros_like(a)
+    for o in range(out):
+        lo, hi = o * size // out, -(-(o + 1) * size // out)
+        want[..., o] = a[..., lo:hi].mean(-1)
+        grad[..., lo:hi] += g[..., o : o + 1] / (hi - lo)
+    x = fg.tensor(a.astype(np.float32), requires_grad=True)
+    y = F.adaptive_avg_pool1d(x, out)
+    np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-5, atol=1e-6)
+    y.backward(fg.tensor(g.astype(np.float32)))
+    np.testing.assert_allclose(x.grad.numpy(), grad, rtol=1e-5, atol=1e-6)
+
+
+def _max_pool2d_reference(a: np.ndarray, k: int, s: int) -> Any:
+    """Unpadded 2-d max pooling by a row-major scan of each window under torch's rule: a
+    larger value or any NaN takes over, so ties keep the first and the last NaN wins."""
+    oh, ow = (a.shape[-2] - k) // s + 1, (a.shape[-1] - k) // s + 1
+    vals = np.zeros(a.shape[:-2] + (oh, ow), a.dtype)
+    idx = np.zeros(vals.shape, np.int64)
+    for lead in np.ndindex(*a.shape[:-2]):
+        for i in range(oh):
+            for j in range(ow):
+                best, at = None, 0
+                for r in range(i * s, i * s + k):
+                    for c in range(j * s, j * s + k):
+                        v = a[lead + (r, c)]
+                        if best is None or v > best or np.isnan(v):
+                            best, at = v, r * a.shape[-1] + c
+                vals[lead + (i, j)], idx[lead + (i, j)] = best, at
+    return vals, idx
+
+
+@pytest.mark.parametrize("k,s", [(2, 2), (3, 1), (3, 2), (2, 3), (4, 4)])
+def test_max_pool2d_ties_and_nans_against_a_row_major_scan(k: int, s: int) -> None:
+    """Values with many ties, -inf and NaN: the kernel folds window rows column by column and
+    then picks among columns; values and indices must equal the row-major scan's."""
+    rng = np.random.default_rng(k * 10 + s)
+    a = rng.integers(-2, 3, (2, 3, 13, 14)).astype(np.float32)
+    a[rng.random(a.shape) < 0.05] = np.nan
+    a[rng.random(a.shape) < 0.1] = -np.inf
+    vals, idx = F.max_pool2d(fg.tensor(a), k, s, return_indices=True)
+    want_v, want_i = _max_pool2d_reference(a, k, s)
+    np.testing.assert_array_equal(vals.numpy(), want_v)
+    np.testing.assert_array_equal(idx.numpy(), want_i)
+    if s == k:
+        # Adaptive pooling of a divisible plane has the same windows.
+        b = np.ascontiguousarray(a[..., : 12 // k * k, : 12 // k * k])
+        av, ai = F.adaptive_max_pool2d(fg.tensor(b), 12 // k, return_indices=True)
+        want_v, want_i = _max_pool2d_reference(b, k, s)
+        np.testing.assert_array_equal(av.numpy(), want_v)
+        np.testing.assert_array_equal(ai.numpy(), want_i)
+
+
 def test_max_pool_nan_and_ties_follow_torch_rules() -> None:
     nan, inf = float("nan"), float("inf")
     x = fg.tensor([[[[nan, 1, 2, nan], [3, -inf, -inf, -inf], [1, 1, 1, 1], [-inf, -inf, nan, 0]]]])

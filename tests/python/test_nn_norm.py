@@ -174,6 +174,45 @@ def test_results_do_not_depend_on_the_thread_count(op: Callable[..., Any]) -> No
             np.testing.assert_array_equal(u, v)
 
 
+@pytest.mark.parametrize("length", [1, 5, 16, 17, 31, 255, 256, 257, 300, 513, 1000])
+@pytest.mark.parametrize("kind", ["layer", "layer_noaffine", "layer_weight", "rms", "group"])
+def test_float32_row_kernels_match_float64_at_any_length(kind: str, length: int) -> None:
+    """The float32 span sums and the fused row backward (vector kernels with a masked last
+    vector, f64 lanes between blocks of 256) against the float64 kernel, at lengths around the
+    vector width and the block, with an offset that a float32 E[x²] - E[x]² would not
+    survive; the input is a non-contiguous view."""
+    rng = np.random.default_rng(length)
+    rows = 6
+    x = rng.standard_normal((length, rows)).T * 3.0 + 50.0
+    g = rng.standard_normal((rows, length))
+    w, b = rng.standard_normal(length), rng.standard_normal(length)
+    wc, bc = rng.standard_normal(3), rng.standard_normal(3)
+    results = {}
+    for dtype in (fg.float32, fg.float64):
+        xt = fg.tensor(x.T.copy(), dtype=dtype).t().requires_grad_()
+        assert length == 1 or not xt.is_contiguous()
+        params = {
+            "layer": (w, b),
+            "layer_noaffine": (),
+            "layer_weight": (w,),
+            "rms": (w,),
+            "group": (wc, bc),
+        }[kind]
+        ps = [fg.tensor(p, dtype=dtype).requires_grad_() for p in params]
+        if kind == "rms":
+            y = F.rms_norm(xt, [length], ps[0])
+        elif kind == "group":
+            y = F.group_norm(xt.reshape(2, 3, length), 1, *ps)
+        else:
+            y = F.layer_norm(xt, [length], *ps)
+        y.backward(fg.tensor(g.reshape(y.shape), dtype=dtype))
+        results[dtype] = [y.detach(), xt.grad] + [p.grad for p in ps]
+    for a32, a64 in zip(results[fg.float32], results[fg.float64]):
+        a32, a64 = a32.numpy().astype(np.float64), a64.numpy()
+        scale = max(np.abs(a64).max(), 1.0)
+        np.testing.assert_allclose(a32, a64, rtol=0, atol=2e-5 * scale * max(1, length**0.5))
+
+
 def test_second_derivative_through_batch_norm_training() -> None:
     # create_graph: the backward is itself differentiable (the finite-difference check of
     # every op is in the op table; this one runs through autograd.grad as users do)

@@ -566,6 +566,12 @@ fn fwd_loop<const V: u8, const F: bool>(
                 o.write(v * (v + 3.0).clamp(0.0, 6.0) / 6.0);
             }
         }
+        // torch's float formula, on float32 lanes as hardswish.
+        (V_HARDSIGMOID, _) => {
+            for (o, &v) in out.iter_mut().zip(x) {
+                o.write((v + 3.0).clamp(0.0, 6.0) / 6.0);
+            }
+        }
         _ => {
             for (o, &v) in out.iter_mut().zip(x) {
                 o.write(k.act().f::<Fast<F>>(v as f64) as f32);
@@ -621,6 +627,17 @@ fn bwd_loop<const V: u8, const F: bool>(
                     v / 3.0 + 0.5
                 } else {
                     1.0
+                }
+            };
+            return crate::kernels::vmath::grad_slice(g, x, out, d);
+        }
+        // g · (1/6 in float32) rounds once either way: the f64 product of two floats is exact.
+        (V_HARDSIGMOID, _) => {
+            let d = |v: f32| {
+                if v > -3.0 && v < 3.0 {
+                    1.0f32 / 6.0
+                } else {
+                    0.0
                 }
             };
             return crate::kernels::vmath::grad_slice(g, x, out, d);

@@ -16,7 +16,7 @@ use crate::ops::nn::softmax::{
     SUM_BLOCK,
 };
 use crate::parallel::{self, SendPtr};
-use crate::tensor::creation::{try_filled_vec, try_vec};
+use crate::tensor::creation::try_vec;
 use crate::tensor::{scalar_type_name, DType, Element, Tensor};
 
 /// How per-element losses are combined (torch's `reduction`).
@@ -623,7 +623,15 @@ fn class_grad_as<T: RowFloat>(g: &Tensor, x: &Tensor, p: &ClassParts) -> Result<
         // sample (the general loop below costs a branchy f64 step per element), on this
         // thread: the fill is memory-bound, and handing half to a helper made 512 x 1000 slower
         // (0.072 ms a step on two threads against 0.044 on one).
-        let mut v = try_filled_vec(outer * block, T::zero())?;
+        let n = outer * block;
+        let mut v = try_vec::<T>(n)?;
+        // SAFETY: all-zero bits are 0.0 in f32 and f64 (RowFloat's types), and the n slots are
+        // in the capacity. write_bytes is the C library's memset (vector stores, twice the
+        // speed of filling element by element at 512 x 1000).
+        unsafe {
+            std::ptr::write_bytes(v.as_mut_ptr(), 0, n);
+            v.set_len(n);
+        }
         for (o, out) in v.chunks_exact_mut(block.max(1)).enumerate() {
             for j in 0..inner {
                 let i = o * inner + j;
