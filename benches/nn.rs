@@ -15,6 +15,7 @@ use ferrograd::ops::nn::attention::{scaled_dot_product_attention, SdpaOptions};
 use ferrograd::ops::nn::conv::ConvPadding;
 use ferrograd::ops::nn::linear::linear;
 use ferrograd::ops::nn::loss::{cross_entropy, Reduction};
+use ferrograd::ops::nn::rnn::{self, CellWeights, RnnConfig, RnnMode};
 use ferrograd::ops::nn::{activation, norm};
 use ferrograd::{DType, Tensor};
 
@@ -316,6 +317,39 @@ fn models(c: &mut Criterion) {
                 ],
                 1e-3,
             );
+        })
+    });
+
+    // Two-layer LSTM over 50 steps: batch 32, 64 inputs, 128 hidden (compare.py's lstm_train).
+    let (seq, batch, input, hidden) = (50usize, 32usize, 64usize, 128usize);
+    let x = randn(&[seq, batch, input], 1.0);
+    let weights: Vec<CellWeights> = (0..2)
+        .map(|layer| CellWeights {
+            w_ih: leaf(&[4 * hidden, if layer == 0 { input } else { hidden }], 0.08),
+            w_hh: leaf(&[4 * hidden, hidden], 0.08),
+            b_ih: Some(leaf(&[4 * hidden], 0.08)),
+            b_hh: Some(leaf(&[4 * hidden], 0.08)),
+            w_hr: None,
+        })
+        .collect();
+    let cfg = RnnConfig {
+        mode: RnnMode::Lstm,
+        num_layers: 2,
+        dropout: 0.0,
+        training: true,
+        bidirectional: false,
+        batch_first: false,
+    };
+    let h0 = Tensor::zeros(&[2, batch, hidden], DType::Float32);
+    let params: Vec<&Tensor> = weights
+        .iter()
+        .flat_map(|w| [&w.w_ih, &w.w_hh].into_iter().chain(&w.b_ih).chain(&w.b_hh))
+        .collect();
+    g.bench_function("lstm_train_2x50_b32_64_128", |bch| {
+        bch.iter(|| {
+            let out = rnn::rnn(&x, &h0, Some(&h0), &weights, &cfg, None).unwrap();
+            out.output.sum().unwrap().backward().unwrap();
+            sgd(&params, 1e-3);
         })
     });
     g.finish();
