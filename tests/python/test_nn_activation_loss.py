@@ -557,3 +557,30 @@ def test_piecewise_linear_gradient_under_create_graph_keeps_float64(name, kw, x,
     (g,) = fg.autograd.grad(getattr(F, name)(t, **kw).sum(), t, create_graph=True)
     assert g.dtype == fg.float64
     assert g.item() == slope
+
+
+@pytest.mark.parametrize("log_target", [False, True])
+def test_kl_div_is_one_node_with_closed_form_gradients(log_target):
+    # One node for the loss and its reduction; a target broadcast over the rows, with a zero
+    # (0 log 0 = 0: its gradient is -x, the log term contributes nothing there).
+    rng = np.random.default_rng(9)
+    a = np.log(rng.dirichlet(np.ones(4), size=3))
+    p = np.array([0.0, 0.2, 0.5, 0.3])
+    b = np.log(np.array([0.1, 0.2, 0.4, 0.3])) if log_target else p
+    x = fg.tensor(a, requires_grad=True)
+    t = fg.tensor(b, requires_grad=True)
+    loss = F.kl_div(x, t, reduction="sum", log_target=log_target)
+    assert loss.grad_fn.name() == "KlDivBackward0"
+    loss.backward()
+    if log_target:
+        e = np.exp(b)
+        want = (e * (b - a)).sum()
+        dx, dt = -np.broadcast_to(e, a.shape), (e * (b - a + 1)).sum(0)
+    else:
+        logp = np.log(np.where(p > 0, p, 1.0))
+        want = (p * (logp - a)).sum()
+        dx = -np.broadcast_to(p, a.shape)
+        dt = np.where(p > 0, logp + 1 - a, -a).sum(0)
+    np.testing.assert_allclose(loss.item(), want, rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), dx, rtol=1e-12)
+    np.testing.assert_allclose(t.grad.numpy(), dt, rtol=1e-12, atol=1e-14)

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::graph::node::{needs_grad, record};
+use crate::graph::node::{grad_if_wanted, needs_grad, record};
 use crate::tensor::grad_mode::GradModeGuard;
 use std::mem::MaybeUninit;
 
@@ -1519,16 +1519,65 @@ fn bce_logits<T: LogitsFloat>(x: &Tensor, t: &Tensor, reduction: Reduction) -> R
     Ok(loss)
 }
 
-/// Pointwise KL divergence `t (log t - x)` (0 where t = 0), or `e^t (t - x)` with
-/// `log_target`; `batchmean` is handled by the caller (sum / batch size).
+/// Pointwise KL divergence `t (log t - x)` (0 where t <= 0), or `e^t (t - x)` with
+/// `log_target`, reduced, as one node (torch's `KlDivBackward0`); `batchmean` is handled by the
+/// caller (sum / batch size). `x` and `t` broadcast. The backward is written in tensor ops, so
+/// it is differentiable again; with a reduced loss its gradient is one number, folded into a
+/// single pass over `e^t` (or `t`) for the input's gradient.
 pub fn kl_div(x: &Tensor, t: &Tensor, reduction: Reduction, log_target: bool) -> Result<Tensor> {
-    let loss = if log_target {
-        t.exp()?.mul(&t.sub(x)?)?
+    let shape = crate::tensor::shape::broadcast_shapes(x.shape(), t.shape())?;
+    let (xe, te) = if x.shape() == shape.as_slice() && t.shape() == shape.as_slice() {
+        (x.clone(), t.clone())
     } else {
-        let dt = t.dtype();
-        let pos = t.gt_scalar(0.0)?;
-        let safe = Tensor::where_cond(&pos, t, &Tensor::wrapped_scalar(1.0, dt))?;
-        t.mul(&safe.log()?)?.sub(&t.mul(x)?)?
+        (x.expand(&shape)?, t.expand(&shape)?)
     };
-    reduce(loss, reduction)
+    // t log t with 0 log 0 = 0 (and 0 for t < 0, where the log is undefined).
+    let positive_part = |t: &Tensor| -> Result<(Tensor, Tensor)> {
+        let pos = t.gt_scalar(0.0)?;
+        let safe = Tensor::where_cond(&pos, t, &Tensor::wrapped_scalar(1.0, t.dtype()))?;
+        Ok((pos, safe.log()?))
+    };
+    let loss = {
+        let _g = GradModeGuard::new(false);
+        let (x, t) = (xe.detach(), te.detach());
+        let each = if log_target {
+            t.exp()?.mul(&t.sub(&x)?)?
+        } else {
+            t.mul(&positive_part(&t)?.1.sub(&x)?)?
+        };
+        reduce(each, reduction)?
+    };
+    if needs_grad(&[&xe, &te]) {
+        let n = shape.iter().product::<usize>();
+        record(
+            "KlDivBackward0",
+            &[&xe, &te],
+            &[&loss],
+            &[&xe, &te],
+            false,
+            move |g, s| {
+                let (x, t) = (&s[0], &s[1]);
+                let gs = match reduction {
+                    Reduction::Mean => g[0].div_scalar(n as f64)?,
+                    _ => g[0].clone(),
+                };
+                // d/dx = -e^t (or -t); d/dt = e^t (t - x + 1) (or log t + 1 - x where t > 0,
+                // -x elsewhere).
+                let e = if log_target { t.exp()? } else { t.clone() };
+                let dx = grad_if_wanted(0, || e.mul(&gs.neg()?))?;
+                let dt = grad_if_wanted(1, || {
+                    let d = if log_target {
+                        e.mul(&t.sub(x)?.add_scalar(1.0)?)?
+                    } else {
+                        let (pos, log_t) = positive_part(t)?;
+                        let one = pos.to_dtype(log_t.dtype())?;
+                        log_t.add(&one)?.sub(x)?
+                    };
+                    d.mul(&gs)
+                })?;
+                Ok(vec![dx, dt])
+            },
+        )?;
+    }
+    Ok(loss)
 }
