@@ -10,7 +10,7 @@ mod winograd;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::graph::node::{grad_if_wanted, needs_grad, record};
+use crate::graph::node::{grad_if_wanted, needs_grad, record, wants_grad};
 use crate::kernels::gemm::gemm_block;
 use crate::ops::indexing::take::{by_dtype, gather, scatter_add};
 use crate::parallel::SendPtr;
@@ -1872,7 +1872,17 @@ fn conv_apply(
                         conv_apply(ConvKind::GradWeight, u, a, None, &geo, back)
                     })?,
                 ),
-                // x = GI(g, w): dg = F(u, w), dw = GW(g, u)
+                // x = GI(g, w): dg = F(u, w), dw = GW(g, u); a transposed convolution's
+                // backward, whose output gradient both take split into phases, once.
+                ConvKind::GradInput if wants_grad(0) && wants_grad(1) => {
+                    match transpose_backward_shared(&geo, u, a, b)? {
+                        Some((dg, dw)) => (Some(dg), Some(dw)),
+                        None => (
+                            Some(conv_apply(ConvKind::Forward, u, b, None, &geo, back)?),
+                            Some(conv_apply(ConvKind::GradWeight, a, u, None, &geo, back)?),
+                        ),
+                    }
+                }
                 ConvKind::GradInput => (
                     grad_if_wanted(0, || conv_apply(ConvKind::Forward, u, b, None, &geo, back))?,
                     grad_if_wanted(1, || {
@@ -1895,6 +1905,44 @@ fn conv_apply(
         })?;
     }
     Ok(out)
+}
+
+/// Both gradients of `x = GI(g, w)` (a transposed convolution), `F(u, w)` and `GW(g, u)`, with
+/// the output gradient `u` split into the geometry's phases once for both, where each kernel
+/// would split it again. `None` where that path does not apply: no phase split for this
+/// geometry (or float64), a graph of the backward being built, an operand batched by vmap or
+/// empty; the caller then runs the two kernels through [`conv_apply`].
+fn transpose_backward_shared(
+    geo: &ConvGeometry,
+    u: &Tensor,
+    g: &Tensor,
+    w: &Tensor,
+) -> Result<Option<(Tensor, Tensor)>> {
+    let Some(ph) = <f32 as ConvScalar>::phases(geo) else {
+        return Ok(None);
+    };
+    let operands = [u, g, w];
+    if needs_grad(&operands)
+        || operands
+            .iter()
+            .any(|t| t.dtype() != DType::Float32 || t.is_batched() || t.numel() == 0)
+    {
+        return Ok(None);
+    }
+    let (dg, dw) = with_dense::<f32, _>(u, |uv| {
+        with_dense::<f32, _>(g, |gv| {
+            with_dense::<f32, _>(w, |wv| -> Result<(Vec<f32>, Vec<f32>)> {
+                let us = ph.split_input(uv)?;
+                let dg = conv_forward(&ph.geo, &us, &ph.split_weight(wv)?, None)?;
+                let dw = ph.merge_weight(&conv_grad_weight(&ph.geo, gv, &us)?)?;
+                Ok((dg, dw))
+            })
+        })
+    })????;
+    Ok(Some((
+        Tensor::from_vec(dg, &geo.y_shape())?,
+        Tensor::from_vec(dw, &geo.w_shape())?,
+    )))
 }
 
 /// A convolution's result when an operand has no element: zeros of `shape` (channels in dim 1)
