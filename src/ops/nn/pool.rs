@@ -96,14 +96,19 @@ struct Window<'a> {
     in2: usize,
 }
 
+/// The shortest innermost window row [`Window::visit_runs`] hands out as a slice.
+const MIN_RUN: usize = 8;
+
 impl Window<'_> {
     /// Call `g(start..end)` for each innermost row of the window (plane offsets), in row-major
-    /// order, when the innermost positions are consecutive (`None` otherwise, nothing called):
-    /// a slice per row instead of an index per element lets the loops vectorise.
+    /// order, when the innermost positions are consecutive and at least [`MIN_RUN`] of them
+    /// (`None` otherwise, nothing called): a slice per row instead of an index per element lets
+    /// the loops vectorise; on shorter rows the slices cost more than they save (2x2x2 average
+    /// pooling of 8x16x16³: 0.34 ms by index, 0.50 by slices).
     #[inline(always)]
     fn visit_runs(&self, mut g: impl FnMut(std::ops::Range<usize>)) -> Option<()> {
         let (&first, &last) = (self.p2.first()?, self.p2.last()?);
-        if last - first + 1 != self.p2.len() {
+        if last - first + 1 != self.p2.len() || self.p2.len() < MIN_RUN {
             return None;
         }
         for &i0 in self.p0 {
