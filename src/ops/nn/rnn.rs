@@ -698,15 +698,18 @@ fn dsig<T: Float>(s: T) -> T {
 /// so a block is a few microseconds: worth a hand-off).
 const STEP_PAR_MIN: usize = 1 << 13;
 
-/// Rows per block and the number of blocks for `rows` rows of `width` elements: blocks of at
-/// least [`STEP_PAR_MIN`] elements, one per thread at most. Each row's result is computed
-/// alone, so the split changes no bits.
-fn step_blocks(rows: usize, width: usize) -> (usize, usize, usize) {
+/// Runs `f(r0, n)` on blocks of `rows` rows of `width` elements (rows `r0..r0 + n`), shared
+/// among threads: blocks of at least [`STEP_PAR_MIN`] elements, one per thread at most. Each
+/// row's result is computed alone, so the split changes no bits.
+fn share_row_blocks(rows: usize, width: usize, f: &(dyn Fn(usize, usize) + Sync)) {
     let threads = helpers() + 1;
     let by_size = (rows * width / STEP_PAR_MIN).max(1);
     let blocks = by_size.min(threads).min(rows.max(1));
     let per = rows.div_ceil(blocks).max(1);
-    (per, rows.div_ceil(per), threads - 1)
+    share_work(threads - 1, rows.div_ceil(per), &|b| {
+        let r0 = b * per;
+        f(r0, per.min(rows - r0));
+    });
 }
 
 /// `len` elements from row `r0` of a buffer of rows `width` wide, behind `p`.
@@ -737,19 +740,16 @@ fn lstm_fwd<T: StepFloat>(g: &[T], g2: Option<&[T]>, cx: &[T], h: usize) -> Resu
         return Ok([act, hy, cy, tc]);
     }
     let rows = cx.len() / h;
-    let (per, blocks, helpers) = step_blocks(rows, 4 * h);
     let ptrs = SendPtr((
         act.as_mut_ptr() as *mut MaybeUninit<T>,
         cy.as_mut_ptr(),
         hy.as_mut_ptr(),
         tc.as_mut_ptr(),
     ));
-    share_work(helpers, blocks, &|b| {
+    share_row_blocks(rows, 4 * h, &|r0, n| {
         let (pa, pc, ph, pt) = ptrs.get();
-        let r0 = b * per;
-        let n = per.min(rows - r0);
-        // SAFETY: block b owns rows r0..r0 + n of each output, disjoint from every other
-        // block's, and the buffers outlive `share_work`.
+        // SAFETY: this block owns rows r0..r0 + n of each output, disjoint from every other
+        // block's, and the buffers outlive `share_row_blocks`.
         let (a, c, hh, t) = unsafe {
             (
                 rows_mut(pa, r0, n, 4 * h),
@@ -866,14 +866,11 @@ fn lstm_bwd<T: StepFloat>(
         return Ok([dg, dcx]);
     }
     let rows = cx.len() / h;
-    let (per, blocks, helpers) = step_blocks(rows, 4 * h);
     let ptrs = SendPtr((dg.as_mut_ptr() as *mut MaybeUninit<T>, dcx.as_mut_ptr()));
-    share_work(helpers, blocks, &|b| {
+    share_row_blocks(rows, 4 * h, &|r0, n| {
         let (pg, pc) = ptrs.get();
-        let r0 = b * per;
-        let n = per.min(rows - r0);
-        // SAFETY: block b owns rows r0..r0 + n of both outputs, disjoint from every other
-        // block's, and the buffers outlive `share_work`.
+        // SAFETY: this block owns rows r0..r0 + n of both outputs, disjoint from every other
+        // block's, and the buffers outlive `share_row_blocks`.
         let (dg, dcx) = unsafe { (rows_mut(pg, r0, n, 4 * h), rows_mut(pc, r0, n, h)) };
         let state = |src| rows_of(src, r0, n, h);
         let a = rows_of(act, r0, n, 4 * h);
