@@ -921,13 +921,28 @@ fn lstm_bwd_rows<T: Float>(
     }
 }
 
+/// The LSTM's gate activations `i, f, g, o` from the raw gates, in differentiable ops.
+fn lstm_gates(g: &Tensor) -> Result<[Tensor; 4]> {
+    let parts = g.chunk(4, 1)?;
+    Ok([
+        parts[0].sigmoid()?,
+        parts[1].sigmoid()?,
+        parts[2].tanh()?,
+        parts[3].sigmoid()?,
+    ])
+}
+
+/// The LSTM step in differentiable ops, for operands batched by vmap: the fused kernel reads
+/// elements, and a batched tensor has none of its own (its ops' batching rules run instead).
+fn lstm_step_composed(g: &Tensor, cx: &Tensor) -> Result<(Tensor, Tensor)> {
+    let [i, f, gg, o] = lstm_gates(g)?;
+    let cy = f.mul(cx)?.add(&i.mul(&gg)?)?;
+    Ok((o.mul(&cy.tanh()?)?, cy))
+}
+
 /// The same backward with differentiable ops on the raw gates, for `create_graph`.
 fn lstm_bwd_graph(g: &Tensor, cx: &Tensor, dhy: &Tensor, dcy: &Tensor) -> Result<[Tensor; 2]> {
-    let parts = g.chunk(4, 1)?;
-    let i = parts[0].sigmoid()?;
-    let f = parts[1].sigmoid()?;
-    let gg = parts[2].tanh()?;
-    let o = parts[3].sigmoid()?;
+    let [i, f, gg, o] = lstm_gates(g)?;
     let tc = f.mul(cx)?.add(&i.mul(&gg)?)?.tanh()?;
     let dsig_t = |s: &Tensor| s.mul(&s.rsub_scalar(1.0)?);
     let dc = dcy.add(&dhy.mul(&o)?.mul(&tc.mul(&tc)?.rsub_scalar(1.0)?)?)?;
@@ -936,6 +951,11 @@ fn lstm_bwd_graph(g: &Tensor, cx: &Tensor, dhy: &Tensor, dcy: &Tensor) -> Result
     let dgg = dc.mul(&i)?.mul(&gg.mul(&gg)?.rsub_scalar(1.0)?)?;
     let d_o = dhy.mul(&tc)?.mul(&dsig_t(&o)?)?;
     Ok([Tensor::cat(&[di, df, dgg, d_o], 1)?, dc.mul(&f)?])
+}
+
+/// Whether any operand is batched by vmap (the fused kernels then give way to composed ops).
+fn any_batched(ts: &[&Tensor]) -> bool {
+    ts.iter().any(|t| t.is_batched())
 }
 
 /// Tensors of the given shapes from a kernel's buffers.
@@ -975,6 +995,13 @@ fn lstm_step(gi: &Tensor, gh: Option<&Tensor>, cx: &Tensor) -> Result<(Tensor, T
     let mut inputs = vec![gi];
     inputs.extend(gh);
     inputs.push(cx);
+    if any_batched(&inputs) {
+        let gates = match gh {
+            Some(gh) => gi.add(gh)?,
+            None => gi.clone(),
+        };
+        return lstm_step_composed(&gates, cx);
+    }
     let [act, hy, cy, tc] = by_dtype!(&inputs, |s: T| tensors(
         match s {
             [g, g2, c] => lstm_fwd::<T>(g, Some(g2), c, h)?,
@@ -1000,6 +1027,7 @@ fn lstm_step(gi: &Tensor, gh: Option<&Tensor>, cx: &Tensor) -> Result<(Tensor, T
                 let (cx, tc, act) = (&rest[0], &rest[1], &rest[2]);
                 let [dg, dcx] = if needs_grad(&[dhy, dcy, &parts[0], cx])
                     || parts.get(1).is_some_and(|p| needs_grad(&[p]))
+                    || any_batched(&[dhy, dcy])
                 {
                     let gates = match parts {
                         [a, b] => a.add(b)?,
@@ -1078,18 +1106,25 @@ fn gru_bwd<T: StepFloat>(act: &[T], gh: &[T], hx: &[T], dhy: &[T], h: usize) -> 
 }
 
 /// The same backward with differentiable ops, for `create_graph`.
-fn gru_bwd_graph(gi: &Tensor, gh: &Tensor, hx: &Tensor, dhy: &Tensor) -> Result<[Tensor; 3]> {
+/// The GRU's gates `r, z, n` from the projections in differentiable ops, and the hidden
+/// projection's `n` part (which `r` scales).
+fn gru_gates(gi: &Tensor, gh: &Tensor) -> Result<[Tensor; 4]> {
     let a = gi.chunk(3, 1)?;
     let b = gh.chunk(3, 1)?;
     let r = a[0].add(&b[0])?.sigmoid()?;
     let z = a[1].add(&b[1])?.sigmoid()?;
     let n = a[2].add(&r.mul(&b[2])?)?.tanh()?;
+    Ok([r, z, n, b[2].clone()])
+}
+
+fn gru_bwd_graph(gi: &Tensor, gh: &Tensor, hx: &Tensor, dhy: &Tensor) -> Result<[Tensor; 3]> {
+    let [r, z, n, hn] = gru_gates(gi, gh)?;
     let dsig_t = |s: &Tensor| s.mul(&s.rsub_scalar(1.0)?);
     let dn = dhy
         .mul(&z.rsub_scalar(1.0)?)?
         .mul(&n.mul(&n)?.rsub_scalar(1.0)?)?;
     let dz = dhy.mul(&hx.sub(&n)?)?.mul(&dsig_t(&z)?)?;
-    let dr = dn.mul(&b[2])?.mul(&dsig_t(&r)?)?;
+    let dr = dn.mul(&hn)?.mul(&dsig_t(&r)?)?;
     Ok([
         Tensor::cat(&[dr.clone(), dz.clone(), dn.clone()], 1)?,
         Tensor::cat(&[dr, dz, dn.mul(&r)?], 1)?,
@@ -1112,6 +1147,11 @@ pub fn gru_pointwise(gi: &Tensor, gh: &Tensor, hx: &Tensor) -> Result<Tensor> {
             fmt_shape(hx.shape())
         )));
     }
+    if any_batched(&[gi, gh, hx]) {
+        // In differentiable ops (see `lstm_step_composed`): (1 - z) n + z hx.
+        let [_, z, n, _] = gru_gates(gi, gh)?;
+        return n.add(&z.mul(&hx.sub(&n)?)?);
+    }
     let gs = gi.shape().to_vec();
     let [act, hy] = by_dtype!(&[gi, gh, hx], |s: T| tensors(
         gru_fwd::<T>(s[0], s[1], s[2], h),
@@ -1125,14 +1165,15 @@ pub fn gru_pointwise(gi: &Tensor, gh: &Tensor, hx: &Tensor) -> Result<Tensor> {
             &[gi, gh, hx, &act],
             false,
             move |g, s| {
-                let [dgi, dgh, dhx] = if needs_grad(&[&g[0], &s[0], &s[1], &s[2]]) {
-                    gru_bwd_graph(&s[0], &s[1], &s[2], &g[0])?
-                } else {
-                    by_dtype!(&[&s[3], &s[1], &s[2], &g[0]], |v: T| tensors(
-                        gru_bwd::<T>(v[0], v[1], v[2], v[3], h),
-                        [&gs, &gs, &hs]
-                    ))?
-                };
+                let [dgi, dgh, dhx] =
+                    if needs_grad(&[&g[0], &s[0], &s[1], &s[2]]) || g[0].is_batched() {
+                        gru_bwd_graph(&s[0], &s[1], &s[2], &g[0])?
+                    } else {
+                        by_dtype!(&[&s[3], &s[1], &s[2], &g[0]], |v: T| tensors(
+                            gru_bwd::<T>(v[0], v[1], v[2], v[3], h),
+                            [&gs, &gs, &hs]
+                        ))?
+                    };
                 Ok(vec![Some(dgi), Some(dgh), Some(dhx)])
             },
         )?;
