@@ -207,7 +207,9 @@ pub(crate) fn erfc_pos<const F: bool>(z: f64) -> f64 {
     // Written so that NaN passes through both holds.
     let zc = if z > 10.0 { 10.0 } else { z };
     let t = 1.0 / (1.0 + 0.5 * zc);
-    let s = (2.0 * t - (1.0 + ERFCX_TMIN)) / (1.0 - ERFCX_TMIN);
+    // Times the constant's reciprocal: a second division per lane cost a fifth of erf's time
+    // on Intel cores (their 512-bit f64 division is slow); the fit is good to 3e-10 either way.
+    let s = (2.0 * t - (1.0 + ERFCX_TMIN)) * (1.0 / (1.0 - ERFCX_TMIN));
     let mut p = ERFCX_POLY[0];
     for &c in &ERFCX_POLY[1..] {
         p = fma::<F>(p, s, c);
