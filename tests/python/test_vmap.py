@@ -612,3 +612,57 @@ def test_searches_and_histograms_batch_like_a_loop() -> None:
     for op in ("unique", "unique_consecutive"):
         with pytest.raises(RuntimeError, match=f"Attempted to vmap over aten::_?{op[:6]}"):
             vmap(getattr(fg, op))(x)
+
+
+_F32_OPS: dict = {
+    "gelu": lambda t: fg.nn.functional.gelu(t),
+    "gelu_tanh": lambda t: fg.nn.functional.gelu(t, approximate="tanh"),
+    "silu": lambda t: fg.nn.functional.silu(t),
+    "mish": lambda t: fg.nn.functional.mish(t),
+    "elu": lambda t: fg.nn.functional.elu(t, 0.7),
+    "selu": lambda t: fg.nn.functional.selu(t),
+    "celu": lambda t: fg.nn.functional.celu(t, 1.3),
+    "softplus": lambda t: fg.nn.functional.softplus(t, beta=2.0),
+    "hardswish": lambda t: fg.nn.functional.hardswish(t),
+    "hardsigmoid": lambda t: fg.nn.functional.hardsigmoid(t),
+    "relu6": lambda t: fg.nn.functional.relu6(t * 4),
+    "leaky_relu": lambda t: fg.nn.functional.leaky_relu(t, 0.1),
+    "logsigmoid": lambda t: fg.nn.functional.logsigmoid(t),
+    "hardtanh": lambda t: fg.nn.functional.hardtanh(t, -0.5, 0.5),
+    "softshrink": lambda t: fg.nn.functional.softshrink(t, 0.3),
+    "glu": lambda t: fg.nn.functional.glu(t, -1),
+    "bce_with_logits": lambda t: fg.nn.functional.binary_cross_entropy_with_logits(
+        t, (t.detach() > 0).float()
+    ),
+    "tanh_sigmoid": lambda t: t.tanh() * t.sigmoid(),
+    "softmax": lambda t: fg.nn.functional.softmax(t, -1),
+    "layer_norm": lambda t: fg.nn.functional.layer_norm(t, (6,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_F32_OPS))
+def test_float32_fused_kernels_under_vmap_match_a_loop(name: str) -> None:
+    # The float32 kernels read elements (a batched tensor has none of its own): under vmap
+    # they run on the physical tensor, or compose, and must equal the op sample by sample;
+    # so must per-sample gradients, and jacrev's batched cotangents through the backward.
+    f = _F32_OPS[name]
+    xs = fg.tensor(np.random.default_rng(1).standard_normal((3, 4, 6)).astype(np.float32))
+    w = fg.tensor(np.random.default_rng(2).standard_normal((4, 6)).astype(np.float32))
+
+    def loss(t: Any) -> Any:
+        y = f(t)
+        return (y * w[..., : y.shape[-1]]).sum() if y.dim() else y
+
+    _close(vmap(f)(xs), _loop(f, xs), 1e-6)
+    per_sample = vmap(grad(loss))(xs)
+    leaves = [xs[i].detach().requires_grad_() for i in range(3)]
+    want = fg.stack([fg.autograd.grad(loss(xi), xi)[0] for xi in leaves])
+    _close(per_sample, want, 1e-6)
+    x0 = xs[0].detach().requires_grad_()
+    y0 = f(x0)
+    rows = [
+        fg.autograd.grad(y0.reshape(-1)[k], x0, retain_graph=True, allow_unused=True)[0]
+        for k in range(y0.numel())
+    ]
+    want_jac = fg.stack([r if r is not None else fg.zeros_like(x0) for r in rows])
+    _close(fg.func.jacrev(f)(xs[0]).reshape(want_jac.shape), want_jac, 1e-6)

@@ -781,34 +781,43 @@ fn backward_fused(g: &Tensor, x: &Tensor, act: Act) -> Result<Tensor> {
     monomorphic!(act, k => backward_k(g, x, k))
 }
 
-/// `act` over `x` with its node.
-fn apply(x: &Tensor, act: Act) -> Result<Tensor> {
-    let out = match x.dtype() {
-        DType::Float32 | DType::Float64 => forward(x, act)?,
+/// `act`'s values over `x` (no node).
+fn values(x: &Tensor, act: Act) -> Result<Tensor> {
+    match x.dtype() {
+        DType::Float32 | DType::Float64 => forward(x, act),
         // Half types compute in float32 and round on store; their backward takes the composed
         // rule (`fusable` is false for them).
-        h if h.is_half() => crate::kernels::copy::via_compute(x, |w| forward(w, act))?,
+        h if h.is_half() => crate::kernels::copy::via_compute(x, |w| forward(w, act)),
         DType::Int64 if act.kernel().is_none() => {
             let (lo, hi) = match act {
                 Act::Hardtanh { lo, hi } => (lo, hi),
                 _ => (f64::NEG_INFINITY, f64::INFINITY),
             };
-            return crate::ops::elementwise::map::<i64, i64>(x, move |v| {
-                (v as f64).clamp(lo, hi) as i64
-            });
+            crate::ops::elementwise::map::<i64, i64>(x, move |v| (v as f64).clamp(lo, hi) as i64)
         }
-        d => {
-            return Err(Error::not_implemented(format!(
-                "\"{}\" not implemented for '{}'",
-                act.kernel().unwrap_or("clamp_cpu"),
-                crate::tensor::scalar_type_name(d)
-            )))
-        }
+        d => Err(Error::not_implemented(format!(
+            "\"{}\" not implemented for '{}'",
+            act.kernel().unwrap_or("clamp_cpu"),
+            crate::tensor::scalar_type_name(d)
+        ))),
+    }
+}
+
+/// `act` over `x` with its node.
+fn apply(x: &Tensor, act: Act) -> Result<Tensor> {
+    // Pointwise: under vmap the kernel runs once over the physical tensor (every sample).
+    let out = match crate::tensor::batched::elementwise(&[x], |p| values(&p[0], act)) {
+        Some(r) => r?,
+        None => values(x, act)?,
     };
+    if !x.dtype().is_float() {
+        return Ok(out);
+    }
     if needs_grad(&[x]) {
         record(act.node(), &[x], &[&out], &[x], true, move |g, s| {
             let (g, x) = (&g[0], &s[0]);
-            let d = if fusable(g, x) {
+            // Batched operands (vmap over the backward) take the composed rule's batching rules.
+            let d = if fusable(g, x) && !g.is_batched() && !x.is_batched() {
                 backward_fused(g, x, act)?
             } else {
                 g.mul(&act.df_graph(x)?)?

@@ -1470,7 +1470,8 @@ fn bce_logits<T: LogitsFloat>(x: &Tensor, t: &Tensor, reduction: Reduction) -> R
                     _ => g.clone(),
                 };
                 let want_t = crate::graph::node::wants_grad(1);
-                if needs_grad(&[g, x, t]) {
+                // Composed when differentiated again or when vmap batches the gradient.
+                if needs_grad(&[g, x, t]) || g.is_batched() {
                     let dx = gs.mul(&x.sigmoid()?.sub(t)?)?;
                     let dt = if want_t {
                         Some(gs.mul(&x.neg()?)?)
