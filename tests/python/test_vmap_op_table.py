@@ -61,17 +61,17 @@ def _tensor_positions(args: List[Arg]) -> List[int]:
     return [k for k, a in enumerate(args) if a.kind != "const"]
 
 
-def _sample_tensor(arr: Any, a: Arg) -> Any:
+def _sample_tensor(arr: Any, a: Arg, dtype: Any = fg.float64) -> Any:
     if a.kind == "float":
-        return fg.tensor(np.array(arr), dtype=fg.float64)
+        return fg.tensor(np.array(arr), dtype=dtype)
     return fg.tensor(np.array(arr))
 
 
-def _samples(args: List[Arg], case: int) -> List[List[Any]]:
-    """B draws of the inputs (consts are those of the first draw)."""
+def _samples(args: List[Arg], case: int, dtype: Any = fg.float64) -> List[List[Any]]:
+    """B draws of the inputs (consts are those of the first draw), float ones as `dtype`."""
     draws = [_make_arrays(args, seed=100 * case + b) for b in range(B)]
     return [
-        [arr if a.kind == "const" else _sample_tensor(arr, a) for arr, a in zip(d, args)]
+        [arr if a.kind == "const" else _sample_tensor(arr, a, dtype) for arr, a in zip(d, args)]
         for d in draws
     ]
 
@@ -131,6 +131,12 @@ def _assert_close(got: Any, want: Any, spec: OpSpec) -> None:
     assert g.shape == w.shape
     if spec.exact or g.dtype == bool or np.issubdtype(g.dtype, np.integer):
         np.testing.assert_array_equal(g, w)
+    elif g.dtype == np.float32:
+        # The batch may take other kernels or orders of summation than one sample, and some
+        # entries are ill-conditioned (group_norm over groups of two elements loses three
+        # digits of float32 to cancellation): a mis-batched result is off by O(1) instead.
+        scale = float(np.nanmax(np.abs(w), initial=1.0)) if w.size else 1.0
+        np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-4 * scale)
     else:
         np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
 
@@ -171,19 +177,31 @@ def test_vmap_of_grad_matches_per_sample_gradients(spec: OpSpec, case: int) -> N
     _grad_case(spec, case, spec.name in NO_RULE)
 
 
-def _grad_case(spec: OpSpec, case: int, listed: bool) -> None:
+@pytest.mark.parametrize("spec,case", GRAD_CASES)
+def test_float32_kernels_under_vmap_match_per_sample_gradients(spec: OpSpec, case: int) -> None:
+    # float32 takes the fused kernels (float64 often the element path), which read elements a
+    # batched tensor does not have: each must run on the physical tensor or compose. The
+    # gradient form checks the forward too.
+    if spec.name in NO_RULE or spec.name in RANDOM:
+        pytest.skip("listed: no batching rule, or random")
+    _grad_case(spec, case, False, fg.float32)
+
+
+def _grad_case(spec: OpSpec, case: int, listed: bool, dtype: Any = fg.float64) -> None:
     args = spec.all_arg_sets()[case]
     gpos = [k for k, a in enumerate(args) if a.kind == "float" and a.requires_grad]
     if not gpos:
         pytest.skip("no differentiable input")
-    samples = _samples(args, case)
+    samples = _samples(args, case, dtype)
     inputs, in_dims, loop = _batched_inputs(args, samples, "all0")
     with fg.no_grad():
         outs0 = _float_outputs(spec.fn(fg, *loop[0]))
     if not outs0:
         pytest.skip("no float output to differentiate")
     rng = np.random.default_rng(case + 7)
-    weights = [fg.tensor(rng.uniform(0.5, 1.5, size=tuple(o.shape))) for o in outs0]
+    weights = [
+        fg.tensor(rng.uniform(0.5, 1.5, size=tuple(o.shape)), dtype=o.dtype) for o in outs0
+    ]
 
     def loss(*vals: Any) -> Any:
         outs = _float_outputs(spec.fn(fg, *vals))
