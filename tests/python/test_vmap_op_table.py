@@ -199,9 +199,7 @@ def _grad_case(spec: OpSpec, case: int, listed: bool, dtype: Any = fg.float64) -
     if not outs0:
         pytest.skip("no float output to differentiate")
     rng = np.random.default_rng(case + 7)
-    weights = [
-        fg.tensor(rng.uniform(0.5, 1.5, size=tuple(o.shape)), dtype=o.dtype) for o in outs0
-    ]
+    weights = [fg.tensor(rng.uniform(0.5, 1.5, size=tuple(o.shape)), dtype=o.dtype) for o in outs0]
 
     def loss(*vals: Any) -> Any:
         outs = _float_outputs(spec.fn(fg, *vals))
