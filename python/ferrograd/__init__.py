@@ -131,6 +131,7 @@ from . import (  # noqa: E402,F401
     _ops_sort,
     _ops_unary,
     backends,
+    compiler,
     cpu,
     cuda,
     distributed,
@@ -141,6 +142,7 @@ from . import (  # noqa: E402,F401
     utils,
     viz,
 )
+from ._compile import compile  # noqa: E402
 from ._device import device  # noqa: E402
 from ._dlpack import from_dlpack  # noqa: E402
 from ._generator import Generator, randperm  # noqa: E402
@@ -230,6 +232,8 @@ __all__ = [
     "nn",
     "optim",
     "utils",
+    "compile",
+    "compiler",
     "cuda",
     "cpu",
     "backends",

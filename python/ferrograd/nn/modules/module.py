@@ -467,6 +467,13 @@ class Module:
             p.requires_grad_(requires_grad)
         return self
 
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """``Module.compile``: torch compiles ``forward`` in place; ferrograd runs it eagerly,
+        so this checks ``ferrograd.compile``'s arguments and leaves the module as it is."""
+        from ..._compile import compile as _compile
+
+        _compile(self, *args, **kwargs)
+
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of every parameter (to ``None`` by default, as torch)."""
         for p in self.parameters():
