@@ -122,6 +122,9 @@ __all__ = [
     "_repeat_index",
     "get_default_dtype",
     "_memory_allocated",
+    "_result_type",
+    "can_cast",
+    "promote_types",
     "_max_memory_allocated",
     "_reset_peak_memory_stats",
     "set_default_dtype",
@@ -1540,6 +1543,16 @@ def _max_memory_allocated() -> _int:
     """The most bytes tensors owned at once since start or the last reset."""
 def _reset_peak_memory_stats() -> None:
     """Start a new peak from what tensors own now."""
+
+def promote_types(type1: dtype, type2: dtype) -> dtype:
+    """`torch.promote_types`: the smallest dtype both convert to within the higher category."""
+
+def can_cast(from_: dtype, to: dtype) -> _bool:
+    """`torch.can_cast`: whether torch's casting rules allow `from_` to `to`."""
+
+def _result_type(operands: list[tuple[dtype, _int]]) -> dtype:
+    """The dtype of an op over operands given as `(dtype, priority)`: priority 0 for a Python
+    number, 1 for a 0-d tensor, 2 for a tensor with dimensions (`torch.result_type`'s rule)."""
 
 def get_default_dtype() -> dtype:
     """The default floating type (float32 unless set)."""

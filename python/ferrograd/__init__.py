@@ -43,6 +43,7 @@ from ._creation import (
 from ._dtypes import (  # noqa: A004
     bfloat16,
     bool,
+    can_cast,
     double,
     finfo,
     float,
@@ -57,6 +58,8 @@ from ._dtypes import (  # noqa: A004
     int32,
     int64,
     long,
+    promote_types,
+    result_type,
     short,
     uint8,
 )
@@ -139,6 +142,7 @@ from . import (  # noqa: E402,F401
     linalg,
     nn,
     optim,
+    testing,
     utils,
     viz,
 )
@@ -234,6 +238,7 @@ __all__ = [
     "utils",
     "compile",
     "compiler",
+    "testing",
     "cuda",
     "cpu",
     "backends",
@@ -256,7 +261,7 @@ __all__ = [
     "viz",
 ]
 __all__ += ["bfloat16", "float16", "half", "int", "int8", "int16", "int32", "short", "uint8"]
-__all__ += ["finfo", "iinfo"]
+__all__ += ["finfo", "iinfo", "can_cast", "promote_types", "result_type"]
 __all__ += ["BFloat16Tensor", "ByteTensor", "CharTensor", "HalfTensor", "IntTensor", "ShortTensor"]
 __all__ += _ops_binary.__all__ + _ops_convert.__all__ + _ops_distance.__all__
 __all__ += _ops_indexing.__all__ + _ops_linalg.__all__ + _ops_matmul.__all__

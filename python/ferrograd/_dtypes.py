@@ -136,3 +136,37 @@ class iinfo:
 
     def __repr__(self) -> str:
         return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"
+
+
+promote_types = _C.promote_types
+can_cast = _C.can_cast
+
+
+def _priority_operand(x: Any) -> Any:
+    """`x` as `(dtype, priority)` for the crate's result-type rule."""
+    if isinstance(x, _C.Tensor):
+        return (x.dtype, 2 if x.dim() else 1)
+    if isinstance(x, builtins.bool):
+        return (_C.bool, 0)
+    if isinstance(x, builtins.int):
+        return (_C.int64, 0)
+    if isinstance(x, builtins.float):
+        # A wrapped Python float counts as the default dtype (c10's ResultTypeState).
+        return (_C.get_default_dtype(), 0)
+    raise TypeError(
+        "result_type() received an invalid combination of arguments - expected a Tensor or a "
+        f"Python number, got {type(x).__name__}"
+    )
+
+
+def result_type(tensor: Any, other: Any) -> _C.dtype:
+    """``torch.result_type``: the dtype an arithmetic op of ``tensor`` and ``other`` (tensors
+    or Python numbers, at least one a tensor) gives, by torch's promotion rules."""
+    if not isinstance(tensor, _C.Tensor) and not isinstance(other, _C.Tensor):
+        raise TypeError(
+            "result_type() received an invalid combination of arguments - got "
+            f"({type(tensor).__name__}, {type(other).__name__}), but expected one of: "
+            "(Tensor tensor, Tensor other), (Tensor tensor, Number other), "
+            "(Number scalar, Tensor tensor)"
+        )
+    return _C._result_type([_priority_operand(tensor), _priority_operand(other)])

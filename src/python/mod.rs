@@ -386,6 +386,41 @@ fn quiet_no_rule_panics() {
     }));
 }
 
+/// `torch.promote_types`: the smallest dtype both convert to within the higher category.
+#[pyfunction]
+fn promote_types(
+    py: Python<'_>,
+    type1: PyRef<'_, PyDType>,
+    type2: PyRef<'_, PyDType>,
+) -> PyResult<Py<PyDType>> {
+    dtype_object(py, DType::promote(type1.d, type2.d))
+}
+
+/// `torch.can_cast`: whether torch's casting rules allow `from_` to `to`.
+#[pyfunction]
+fn can_cast(from_: PyRef<'_, PyDType>, to: PyRef<'_, PyDType>) -> bool {
+    DType::can_cast(from_.d, to.d)
+}
+
+/// The dtype of an op over operands given as `(dtype, priority)`: priority 0 for a Python
+/// number, 1 for a 0-d tensor, 2 for a tensor with dimensions (`torch.result_type`'s rule).
+#[pyfunction]
+fn _result_type(py: Python<'_>, operands: Vec<(PyRef<'_, PyDType>, u8)>) -> PyResult<Py<PyDType>> {
+    use crate::tensor::dtype::Priority;
+    let ops = operands
+        .iter()
+        .map(|(d, p)| {
+            let p = match p {
+                0 => Priority::Scalar,
+                1 => Priority::ZeroDim,
+                _ => Priority::Dim,
+            };
+            (d.d, p)
+        })
+        .collect::<Vec<_>>();
+    dtype_object(py, crate::tensor::dtype::result_type(&ops))
+}
+
 /// Bytes of the storages live tensors hold.
 #[pyfunction]
 fn _memory_allocated() -> usize {
@@ -430,6 +465,9 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     viz::register(m)?;
     m.add_function(wrap_pyfunction!(get_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(_memory_allocated, m)?)?;
+    m.add_function(wrap_pyfunction!(promote_types, m)?)?;
+    m.add_function(wrap_pyfunction!(can_cast, m)?)?;
+    m.add_function(wrap_pyfunction!(_result_type, m)?)?;
     m.add_function(wrap_pyfunction!(_max_memory_allocated, m)?)?;
     m.add_function(wrap_pyfunction!(_reset_peak_memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(set_default_dtype, m)?)?;

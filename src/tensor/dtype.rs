@@ -252,6 +252,14 @@ impl DType {
     }
 }
 
+impl DType {
+    /// Whether a value of `from` may be cast to `to` under torch's casting rules
+    /// (`torch.can_cast`): never to a lower category (float to integer, non-bool to bool).
+    pub fn can_cast(from: DType, to: DType) -> bool {
+        from.category() <= to.category()
+    }
+}
+
 impl fmt::Display for DType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
