@@ -534,10 +534,10 @@ class Tensor:
         """Negation elementwise."""
     def sign(self) -> Tensor:
         """Sign (-1, 0, 1) elementwise."""
-    def add(self, other: _Operand) -> Tensor:
-        """`self + other`, broadcasting."""
-    def sub(self, other: _Operand) -> Tensor:
-        """`self - other`, broadcasting."""
+    def add(self, other: _Operand, *, alpha: _float | None = None) -> Tensor:
+        """`self + alpha * other`, broadcasting."""
+    def sub(self, other: _Operand, *, alpha: _float | None = None) -> Tensor:
+        """`self - alpha * other`, broadcasting."""
     def mul(self, other: _Operand) -> Tensor:
         """`self * other`, broadcasting."""
     def pow(self, other: _Operand) -> Tensor:
@@ -554,10 +554,10 @@ class Tensor:
         """`self > other` elementwise (a bool tensor)."""
     def ge(self, other: _Operand) -> Tensor:
         """`self >= other` elementwise (a bool tensor)."""
-    def add_(self, other: _Operand) -> Tensor:
-        """`self += other` in place; returns self."""
-    def sub_(self, other: _Operand) -> Tensor:
-        """`self -= other` in place; returns self."""
+    def add_(self, other: _Operand, *, alpha: _float | None = None) -> Tensor:
+        """`self += alpha * other` in place; returns self."""
+    def sub_(self, other: _Operand, *, alpha: _float | None = None) -> Tensor:
+        """`self -= alpha * other` in place; returns self."""
     def mul_(self, other: _Operand) -> Tensor:
         """`self *= other` in place; returns self."""
     def div_(self, other: _Operand) -> Tensor:

@@ -12,8 +12,21 @@ from ._ops_common import _as_tensor, _binary
 Tensor = _C.Tensor
 
 
-add = _binary("add")
-sub = _binary("sub")
+def _with_alpha(name: str) -> Any:
+    def fn(input: Any, other: Any, *, alpha: Any = 1) -> Any:
+        if not isinstance(input, Tensor):
+            from ._creation import tensor
+
+            input = tensor(input) if not isinstance(other, Tensor) else other.new_tensor(input)
+        return getattr(input, name)(other, alpha=alpha)
+
+    fn.__name__ = name
+    fn.__doc__ = f"``input.{name}(other, alpha=alpha)`` as a function, broadcasting."
+    return fn
+
+
+add = _with_alpha("add")
+sub = _with_alpha("sub")
 subtract = sub
 mul = _binary("mul")
 multiply = mul

@@ -77,11 +77,80 @@ macro_rules! arith_methods {
     };
 }
 
+/// `other * alpha` for torch's `alpha` keyword of `add`/`sub`, or `None` when `alpha` is 1
+/// (the plain op). Checked as torch checks it: an integral result takes an integral alpha, and
+/// only a bool result a bool one.
+pub(crate) fn scaled_by_alpha(
+    name: &str,
+    a: &Tensor,
+    other: &Bound<'_, PyAny>,
+    alpha: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<Tensor>> {
+    let Some(alpha) = alpha else { return Ok(None) };
+    let o = operand(other)?;
+    let integral = !a.dtype().is_float() && !o.dtype().is_float();
+    if alpha.is_instance_of::<PyBool>() {
+        let both_bool = a.dtype() == DType::Bool && o.dtype() == DType::Bool;
+        if !both_bool {
+            return Err(PyRuntimeError::new_err(
+                "Boolean alpha only supported for Boolean results.",
+            ));
+        }
+        return Ok(if alpha.is_truthy()? {
+            None
+        } else {
+            Some(guarded(|| o.logical_and(&o.logical_not()?))?)
+        });
+    }
+    let Some((v, dtype)) = number(alpha) else {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "{name}(): argument 'alpha' must be Number, not {}",
+            alpha.get_type().name()?
+        )));
+    };
+    if integral && dtype.is_float() {
+        return Err(PyRuntimeError::new_err(
+            "For integral input tensors, argument alpha must not be a floating point number.",
+        ));
+    }
+    if v == 1.0 {
+        return Ok(None);
+    }
+    let op = crate::ops::binary::ArithOp::Mul;
+    Ok(Some(guarded(|| o.arith_number(op, v, dtype, false))?))
+}
+
+#[pymethods]
+impl PyTensor {
+    /// `self + alpha * other`, broadcasting.
+    #[pyo3(signature = (other, *, alpha=None))]
+    fn add(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        alpha: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        match scaled_by_alpha("add", &self.inner, other, alpha)? {
+            Some(o) => wrap(py, guarded(|| self.inner.add(&o))?),
+            None => self.__add__(py, other),
+        }
+    }
+    /// `self - alpha * other`, broadcasting.
+    #[pyo3(signature = (other, *, alpha=None))]
+    fn sub(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        alpha: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        match scaled_by_alpha("sub", &self.inner, other, alpha)? {
+            Some(o) => wrap(py, guarded(|| self.inner.sub(&o))?),
+            None => self.__sub__(py, other),
+        }
+    }
+}
+
 arith_methods!(
-    /// `self + other`, broadcasting.
-    add => Add, false, |a, b| a.add(b);
-    /// `self - other`, broadcasting.
-    sub => Sub, false, |a, b| a.sub(b);
     /// `self * other`, broadcasting.
     mul => Mul, false, |a, b| a.mul(b);
     __add__ => Add, false, |a, b| a.add(b);

@@ -32,11 +32,47 @@ macro_rules! inplace_methods {
         }
     };
 }
-inplace_methods!(
-    /// `self += other` in place; returns self.
+/// `name_(other, *, alpha)` returning `self` (`self op= alpha * other`) and the augmented
+/// assignment `__iname__`, both calling `Tensor::call`.
+macro_rules! inplace_alpha_methods {
+    ($($(#[$doc:meta])* $name:ident, $dunder:ident => $call:ident),* $(,)?) => {
+        #[pymethods]
+        impl PyTensor {
+            $(
+                $(#[$doc])*
+                #[pyo3(signature = (other, *, alpha=None))]
+                fn $name(
+                    slf: &Bound<'_, Self>,
+                    other: &Bound<'_, PyAny>,
+                    alpha: Option<&Bound<'_, PyAny>>,
+                ) -> PyResult<Py<PyTensor>> {
+                    let o = match crate::python::ops::binary::scaled_by_alpha(
+                        stringify!($name),
+                        &slf.get().inner,
+                        other,
+                        alpha,
+                    )? {
+                        Some(o) => o,
+                        None => operand(other)?,
+                    };
+                    guarded(|| slf.get().inner.$call(&o))?;
+                    Ok(slf.clone().unbind())
+                }
+                fn $dunder(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+                    let o = operand(other)?;
+                    guarded(|| slf.get().inner.$call(&o))
+                }
+            )*
+        }
+    };
+}
+inplace_alpha_methods!(
+    /// `self += alpha * other` in place; returns self.
     add_, __iadd__ => add_,
-    /// `self -= other` in place; returns self.
+    /// `self -= alpha * other` in place; returns self.
     sub_, __isub__ => sub_,
+);
+inplace_methods!(
     /// `self *= other` in place; returns self.
     mul_, __imul__ => mul_,
     /// `self /= other` in place; returns self.

@@ -2,7 +2,7 @@
 //! `reduce`, `shape`, `indexing`, `matmul`, `pointwise`, `linalg`, `inplace`, `convert`,
 //! `sort`.
 
-mod binary;
+pub(crate) mod binary;
 mod convert;
 mod indexing;
 mod inplace;
