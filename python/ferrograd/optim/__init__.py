@@ -2,6 +2,7 @@
 
 from . import lr_scheduler
 from ._optimizers import SGD, Adagrad, Adam, AdamW, RMSprop
+from .lbfgs import LBFGS
 from .optimizer import Optimizer
 
-__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]
+__all__ = ["LBFGS", "SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]
