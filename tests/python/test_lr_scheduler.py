@@ -35,9 +35,47 @@ SCHEDULERS = {
         ],
         milestones=[5],
     ),
+    "ConstantLR": lambda lib, o: lib.optim.lr_scheduler.ConstantLR(o, factor=0.5, total_iters=4),
+    "PolynomialLR": lambda lib, o: lib.optim.lr_scheduler.PolynomialLR(
+        o, total_iters=12, power=2.0
+    ),
+    "MultiplicativeLR": lambda lib, o: lib.optim.lr_scheduler.MultiplicativeLR(o, lambda e: 0.95),
+    "CosineAnnealingWarmRestarts": lambda lib, o: (
+        lib.optim.lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=4, T_mult=2, eta_min=0.001)
+    ),
+    "ChainedScheduler": lambda lib, o: lib.optim.lr_scheduler.ChainedScheduler(
+        [
+            lib.optim.lr_scheduler.ConstantLR(o, factor=0.1, total_iters=2),
+            lib.optim.lr_scheduler.ExponentialLR(o, gamma=0.9),
+        ]
+    ),
+    # torch's warm-up pattern: a constant phase, then a linear one, then a polynomial decay.
+    "SequentialLR3": lambda lib, o: lib.optim.lr_scheduler.SequentialLR(
+        o,
+        [
+            lib.optim.lr_scheduler.ConstantLR(o, factor=0.2, total_iters=3),
+            lib.optim.lr_scheduler.LinearLR(o, 0.5, total_iters=4),
+            lib.optim.lr_scheduler.PolynomialLR(o, total_iters=10),
+        ],
+        milestones=[3, 7],
+    ),
 }
 
+
+def _sgdr(e: int) -> float:
+    # Periods of 4, 8, 16 epochs starting at 0, 4, 12, 28.
+    start, period = 0, 4
+    while e >= start + period:
+        start, period = start + period, period * 2
+    return 0.001 + (0.1 - 0.001) * (1 + math.cos(math.pi * (e - start) / period)) / 2
+
+
 CLOSED = {
+    "ConstantLR": lambda e: 0.1 * (0.5 if e < 4 else 1.0),
+    "PolynomialLR": lambda e: 0.1 * (1 - min(e, 12) / 12) ** 2,
+    "MultiplicativeLR": lambda e: 0.1 * 0.95**e,
+    "CosineAnnealingWarmRestarts": _sgdr,
+    "ChainedScheduler": lambda e: 0.1 * (0.1 if e < 2 else 1.0) * 0.9**e,
     "StepLR": lambda e: 0.1 * 0.5 ** (e // 7),
     "MultiStepLR": lambda e: 0.1 * 0.3 ** (int(e >= 3) + 2 * int(e >= 8) + int(e >= 20)),
     "ExponentialLR": lambda e: 0.1 * 0.9**e,
@@ -61,7 +99,7 @@ def lrs(lib, name, opt_name="SGD"):
 @pytest.mark.parametrize("name", sorted(CLOSED))
 def test_closed_forms(name):
     got, sched = lrs(fg, name)
-    assert sched.last_epoch == EPOCHS
+    assert getattr(sched, "last_epoch", EPOCHS) == EPOCHS  # a chain has none (as torch's)
     for e, lr in enumerate(got):
         assert lr == pytest.approx(CLOSED[name](e), rel=1e-12, abs=1e-15), e
 
@@ -144,3 +182,23 @@ def test_errors():
         fg.optim.lr_scheduler.OneCycleLR(opt, 1.0)
     with pytest.raises(KeyError, match="initial_lr"):
         fg.optim.lr_scheduler.StepLR(fg.optim.SGD([fg.zeros(1)]), 3, last_epoch=4)
+
+
+def test_warm_restarts_take_fractional_epochs_and_check_arguments():
+    p = fg.zeros(1, requires_grad=True)
+    opt = fg.optim.SGD([p], lr=1.0)
+    sched = fg.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=10, T_mult=2)
+    # Epoch 17.5 lies 7.5 epochs into the second period (of 20 epochs, from 10 to 30).
+    sched.step(17.5)
+    assert sched.get_last_lr()[0] == pytest.approx((1 + math.cos(math.pi * 7.5 / 20)) / 2)
+    assert sched.last_epoch == 17
+    with pytest.raises(ValueError, match="Expected positive integer T_0"):
+        fg.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=0)
+    with pytest.raises(ValueError, match="Expected integer T_mult >= 1"):
+        fg.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=2, T_mult=0)
+    with pytest.raises(ValueError, match="Expected non-negative epoch"):
+        sched.step(-1)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        fg.optim.lr_scheduler.ConstantLR(opt, factor=2.0)
+    with pytest.raises(ValueError, match="at least one scheduler"):
+        fg.optim.lr_scheduler.ChainedScheduler([])

@@ -12,13 +12,18 @@ from typing import Any
 from .optimizer import Optimizer
 
 __all__ = [
+    "ChainedScheduler",
+    "ConstantLR",
     "CosineAnnealingLR",
+    "CosineAnnealingWarmRestarts",
     "ExponentialLR",
     "LRScheduler",
     "LambdaLR",
     "LinearLR",
+    "MultiplicativeLR",
     "MultiStepLR",
     "OneCycleLR",
+    "PolynomialLR",
     "ReduceLROnPlateau",
     "SequentialLR",
     "StepLR",
@@ -575,3 +580,206 @@ class ReduceLROnPlateau(LRScheduler):
         if self.mode == "min":
             return a < best * (1.0 - self.threshold) if rel else a < best - self.threshold
         return a > best * (self.threshold + 1.0) if rel else a > best + self.threshold
+
+
+class ConstantLR(LRScheduler):
+    """Multiply the lr by ``factor`` until epoch ``total_iters``, then restore it."""
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        factor: float = 1.0 / 3,
+        total_iters: int = 5,
+        last_epoch: int = -1,
+    ) -> None:
+        if factor > 1.0 or factor < 0:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor = factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        """Recursive form."""
+        if self.last_epoch == 0:
+            return [lr * self.factor for lr in self._lrs()]
+        if self.last_epoch != self.total_iters:
+            return self._lrs()
+        return [lr * (1.0 / self.factor) for lr in self._lrs()]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        f, done = self.factor, self.last_epoch >= self.total_iters
+        return [b * (f + done * (1 - f)) for b in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """Decay the lr as ``(1 - epoch / total_iters) ** power`` until ``total_iters``."""
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        total_iters: int = 5,
+        power: float = 1.0,
+        last_epoch: int = -1,
+    ) -> None:
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        """Recursive form: each step's ratio of the closed form."""
+        e, n = self.last_epoch, self.total_iters
+        if e == 0 or e > n:
+            return self._lrs()
+        decay = ((1.0 - e / n) / (1.0 - (e - 1) / n)) ** self.power
+        return [lr * decay for lr in self._lrs()]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        e, n = self.last_epoch, self.total_iters
+        return [b * (1.0 - min(n, e) / n) ** self.power for b in self.base_lrs]
+
+
+class MultiplicativeLR(LRScheduler):
+    """Multiply the lr by ``lr_lambda(epoch)`` at every step after the first."""
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        lr_lambda: Callable[[int], float] | Sequence[Callable[[int], float]],
+        last_epoch: int = -1,
+    ) -> None:
+        self.optimizer = optimizer
+        if not isinstance(lr_lambda, (list, tuple)):
+            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+        else:
+            if len(lr_lambda) != len(optimizer.param_groups):
+                raise ValueError(
+                    f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}"
+                )
+            self.lr_lambdas = list(lr_lambda)
+        super().__init__(optimizer, last_epoch)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything but the optimizer and the lambdas (as LambdaLR's)."""
+        return LambdaLR.state_dict(self)  # type: ignore[arg-type]
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore a state from :meth:`state_dict`."""
+        LambdaLR.load_state_dict(self, state_dict)  # type: ignore[arg-type]
+
+    def get_lr(self) -> list[float]:
+        """``lr * lr_lambda(last_epoch)`` after the first epoch."""
+        if self.last_epoch > 0:
+            return [lr * f(self.last_epoch) for f, lr in zip(self.lr_lambdas, self._lrs())]
+        return self._lrs()
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing from the base lr to ``eta_min`` over ``T_i`` epochs, restarting with
+    ``T_i`` multiplied by ``T_mult`` (SGDR). ``step`` takes fractional epochs."""
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        T_0: int,  # noqa: N803 - torch's name
+        T_mult: int = 1,  # noqa: N803
+        eta_min: float = 0.0,
+        last_epoch: int = -1,
+    ) -> None:
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(
+                f"Expected float or int eta_min, but got {eta_min} of type {type(eta_min)}"
+            )
+        self.T_0 = T_0
+        self.T_i = T_0
+        self.T_mult = T_mult
+        self.eta_min = eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        """The cosine at ``T_cur`` of the current period."""
+        return [
+            self.eta_min + (b - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+            for b in self.base_lrs
+        ]
+
+    def step(self, epoch: float | None = None) -> None:  # type: ignore[override]
+        """Advance one epoch, or go to (possibly fractional) ``epoch``."""
+        self._step_count += 1
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur - self.T_i
+                self.T_i = self.T_i * self.T_mult
+        else:
+            if epoch < 0:
+                raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult**n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult**n
+            else:
+                self.T_i = self.T_0
+                self.T_cur = epoch
+        self.last_epoch = math.floor(epoch)
+        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+            group["lr"] = lr
+        self._last_lr = self._lrs()
+
+
+class ChainedScheduler(LRScheduler):
+    """Step several schedulers of one optimizer together, each applying its change in turn."""
+
+    def __init__(self, schedulers: Sequence[LRScheduler], optimizer: Optimizer | None = None):
+        if len(schedulers) < 1:
+            raise ValueError(
+                f"{type(self).__name__} expects at least one scheduler to be chained, "
+                "but got no scheduler."
+            )
+        optimizer = optimizer or schedulers[0].optimizer
+        for i, s in enumerate(schedulers):
+            if isinstance(s, ReduceLROnPlateau):
+                raise ValueError(
+                    f"{type(self).__name__} does not support `ReduceLROnPlateau` scheduler as "
+                    "it requires additional kwargs to be specified when calling `step`, but got "
+                    f"one at index {i} in the given schedulers sequence."
+                )
+            if s.optimizer is not optimizer:
+                raise ValueError(
+                    f"{type(self).__name__} expects all schedulers to belong to the same "
+                    f"optimizer, but got scheduler {type(s).__name__} at index {i} has "
+                    f"{s.optimizer}, which is different from {optimizer}."
+                )
+        self._schedulers = list(schedulers)
+        self.optimizer = optimizer
+        self._last_lr = self._lrs()
+
+    def step(self) -> None:  # type: ignore[override]
+        """Step every scheduler in order."""
+        for s in self._schedulers:
+            s.step()
+        self._last_lr = self._lrs()
+
+    def state_dict(self) -> dict[str, Any]:
+        """The chain's state and each scheduler's."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore a state from :meth:`state_dict`."""
+        state_dict = dict(state_dict)
+        inner = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        for s, st in zip(self._schedulers, inner):
+            s.load_state_dict(st)
