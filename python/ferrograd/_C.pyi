@@ -122,6 +122,7 @@ __all__ = [
     "_repeat_index",
     "get_default_dtype",
     "_memory_allocated",
+    "_empty_meta",
     "_result_type",
     "can_cast",
     "promote_types",
@@ -421,7 +422,10 @@ class Tensor:
         """Element type."""
     @property
     def device(self) -> _Device:
-        """Where the tensor lives: always the CPU."""
+        """Where the tensor lives: the CPU, or `meta` for a tensor without data."""
+    @property
+    def is_meta(self) -> _bool:
+        """Whether this is a meta tensor (a shape and dtype without data)."""
     @property
     def _version(self) -> _int:
         """The version counter shared with aliases (bumped by in-place ops)."""
@@ -1549,6 +1553,9 @@ def promote_types(type1: dtype, type2: dtype) -> dtype:
 
 def can_cast(from_: dtype, to: dtype) -> _bool:
     """`torch.can_cast`: whether torch's casting rules allow `from_` to `to`."""
+
+def _empty_meta(shape: list[_int], dtype: dtype) -> Tensor:
+    """A meta tensor (torch's `device='meta'`): a shape and dtype without data."""
 
 def _result_type(operands: list[tuple[dtype, _int]]) -> dtype:
     """The dtype of an op over operands given as `(dtype, priority)`: priority 0 for a Python

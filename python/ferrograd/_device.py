@@ -63,6 +63,7 @@ class device:  # noqa: N801 - torch's name
 
 
 CPU = device("cpu")
+META = device("meta")
 
 
 def check_device(where: Any, what: str = "tensor") -> None:
@@ -75,3 +76,15 @@ def check_device(where: Any, what: str = "tensor") -> None:
             f"ferrograd computes on the CPU only: cannot place a {what} on device '{d}'. "
             "Use device='cpu' (or leave it out)."
         )
+
+
+def device_target(where: Any) -> Optional[str]:
+    """Where ``Tensor.to`` sends a tensor: ``"cpu"``, ``"meta"`` (shape and dtype without
+    data) or ``None`` when no device is named; other devices raise as in ``check_device``."""
+    if where is None:
+        return None
+    d = where if isinstance(where, device) else device(where)
+    if d.type == "meta":
+        return "meta"
+    check_device(d)
+    return "cpu"

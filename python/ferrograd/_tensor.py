@@ -96,6 +96,16 @@ def _repr(self: Tensor) -> str:
         level, bdim = _C._batch_info(self)
         value = textwrap.indent(_repr(_C.get_unwrapped(self)), "    ")
         return f"BatchedTensor(lvl={level}, bdim={bdim}, value=\n{value}\n)"
+    if self.is_meta:
+        # No data to show (torch's form).
+        cells = ["...", "device='meta'", f"size={tuple(self.shape)}"]
+        if self.dtype != _C.get_default_dtype():
+            cells.append(f"dtype={self.dtype!r}")
+        if self.grad_fn is not None:
+            cells.append(f"grad_fn=<{self.grad_fn.name()}>")
+        elif self.requires_grad:
+            cells.append("requires_grad=True")
+        return "tensor(" + ", ".join(cells) + ")"
     shown = self.detach()
     # NumPy has no bfloat16: its values print exactly as float32.
     arr = (shown.float() if shown.dtype == _C.bfloat16 else shown).numpy()
@@ -330,6 +340,15 @@ def _wrap_node(node: Any) -> Node:
 def _rebuild_tensor(array: np.ndarray, requires_grad: builtins.bool) -> Tensor:
     """Unpickle a tensor: its elements (a NumPy array), and whether the leaf requires grad."""
     t = _C._from_numpy(np.ascontiguousarray(array), False)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def _rebuild_meta(shape: Any, dtype: str, requires_grad: builtins.bool) -> Tensor:
+    """Unpickle (or deep-copy) a meta tensor: its shape, dtype name, and whether it requires
+    grad."""
+    t = _C._empty_meta(list(shape), getattr(_C, dtype))
     if requires_grad:
         t.requires_grad = True
     return t

@@ -334,6 +334,11 @@ impl PyTensor {
         copy: Option<bool>,
     ) -> PyResult<Py<PyAny>> {
         let t = &self.inner;
+        if t.is_meta() {
+            return Err(pyo3::exceptions::PyNotImplementedError::new_err(
+                "Cannot copy out of meta tensor; no data!",
+            ));
+        }
         if t.requires_grad() {
             return Err(PyBufferError::new_err(
                 "Can't export tensors that require gradient, use tensor.detach()",

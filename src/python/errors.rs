@@ -56,6 +56,8 @@ fn panic_error(p: Box<dyn std::any::Any + Send>) -> PyErr {
     let msg = panic_message(p);
     if msg == crate::tensor::batched::NO_RULE_MESSAGE {
         PyRuntimeError::new_err(msg)
+    } else if msg == crate::tensor::storage::META_MESSAGE {
+        pyo3::exceptions::PyNotImplementedError::new_err(msg)
     } else {
         PyRuntimeError::new_err(format!("internal error in ferrograd: {msg}"))
     }

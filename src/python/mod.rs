@@ -380,7 +380,9 @@ fn quiet_no_rule_panics() {
             .downcast_ref::<String>()
             .map(String::as_str)
             .or_else(|| payload.downcast_ref::<&str>().copied());
-        if msg != Some(crate::tensor::batched::NO_RULE_MESSAGE) {
+        if msg != Some(crate::tensor::batched::NO_RULE_MESSAGE)
+            && msg != Some(crate::tensor::storage::META_MESSAGE)
+        {
             default(info);
         }
     }));
@@ -419,6 +421,17 @@ fn _result_type(py: Python<'_>, operands: Vec<(PyRef<'_, PyDType>, u8)>) -> PyRe
         })
         .collect::<Vec<_>>();
     dtype_object(py, crate::tensor::dtype::result_type(&ops))
+}
+
+/// A meta tensor (torch's `device='meta'`): a shape and dtype without data.
+#[pyfunction]
+fn _empty_meta(
+    py: Python<'_>,
+    shape: Vec<usize>,
+    dtype: PyRef<'_, PyDType>,
+) -> PyResult<Py<PyAny>> {
+    let t = Tensor::new_meta(&shape, dtype.d);
+    Ok(crate::python::tensor::wrap(py, t)?.into_any())
 }
 
 /// Bytes of the storages live tensors hold.
@@ -468,6 +481,7 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(promote_types, m)?)?;
     m.add_function(wrap_pyfunction!(can_cast, m)?)?;
     m.add_function(wrap_pyfunction!(_result_type, m)?)?;
+    m.add_function(wrap_pyfunction!(_empty_meta, m)?)?;
     m.add_function(wrap_pyfunction!(_max_memory_allocated, m)?)?;
     m.add_function(wrap_pyfunction!(_reset_peak_memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(set_default_dtype, m)?)?;

@@ -167,8 +167,10 @@ impl PyItem {
 
 static SIZE_TYPE: PyItem = PyItem::new("ferrograd._size", "Size");
 static CPU: PyItem = PyItem::new("ferrograd._device", "CPU");
+static META: PyItem = PyItem::new("ferrograd._device", "META");
 pub(crate) static CHECK_DEVICE: PyItem = PyItem::new("ferrograd._device", "check_device");
 static REBUILD_TENSOR: PyItem = PyItem::new("ferrograd._tensor", "_rebuild_tensor");
+static REBUILD_META: PyItem = PyItem::new("ferrograd._tensor", "_rebuild_meta");
 static BACKWARD: PyItem = PyItem::new("ferrograd.autograd", "backward");
 static NEW_TENSOR: PyItem = PyItem::new("ferrograd._creation", "tensor");
 static NEW_FULL: PyItem = PyItem::new("ferrograd._creation", "full");
@@ -321,6 +323,10 @@ impl PyTensor {
     }
     /// Address of the first element (shared by aliases of one storage).
     fn data_ptr(&self) -> usize {
+        // A meta tensor has no memory (torch says 0 too).
+        if self.inner.is_meta() {
+            return 0;
+        }
         let base = self.inner.storage().read().as_ptr() as usize;
         base + self.inner.layout().offset * self.inner.dtype().size()
     }
@@ -332,10 +338,18 @@ impl PyTensor {
     fn element_size(&self) -> usize {
         self.inner.dtype().size()
     }
-    /// Where the tensor lives: always the CPU.
+    /// Where the tensor lives: the CPU, or `meta` for a tensor without data.
     #[getter]
-    fn device<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyAny>> {
-        CPU.get(py)
+    fn device<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if self.inner.is_meta() {
+            return META.get(py).cloned();
+        }
+        CPU.get(py).cloned()
+    }
+    /// Whether this is a meta tensor (a shape and dtype without data).
+    #[getter]
+    fn is_meta(&self) -> bool {
+        self.inner.is_meta()
     }
 
     // ----- autograd ------------------------------------------------------------------------
@@ -457,6 +471,7 @@ impl PyTensor {
         if self.inner.requires_grad() {
             return Err(PyRuntimeError::new_err("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."));
         }
+        refuse_meta(&self.inner)?;
         super::numpy_interop::to_numpy(py, &self.inner)
     }
 
@@ -516,9 +531,16 @@ impl PyTensor {
     /// pickled; torch does not either).
     fn __reduce_ex__<'py>(&self, py: Python<'py>, _protocol: i64) -> PyResult<Bound<'py, PyTuple>> {
         refuse_batched(&self.inner, VMAP_DATA)?;
+        let requires_grad = self.inner.requires_grad() && self.inner.is_leaf();
+        if self.inner.is_meta() {
+            // No elements to pickle: the shape and dtype rebuild it.
+            let shape = PyTuple::new(py, self.inner.shape())?;
+            let args = (shape, self.inner.dtype().name(), requires_grad);
+            let args = args.into_pyobject(py)?;
+            return PyTuple::new(py, [REBUILD_META.get(py)?.clone(), args.into_any()]);
+        }
         let array =
             super::numpy_interop::to_numpy(py, &self.inner.detach())?.call_method0("copy")?;
-        let requires_grad = self.inner.requires_grad() && self.inner.is_leaf();
         let args = (array, requires_grad).into_pyobject(py)?;
         PyTuple::new(py, [REBUILD_TENSOR.get(py)?.clone(), args.into_any()])
     }
@@ -544,6 +566,7 @@ impl PyTensor {
     /// The elements as (nested) Python lists, or a number for a 0-d tensor.
     fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         refuse_batched(&self.inner, VMAP_DATA)?;
+        refuse_meta(&self.inner)?;
         let t = self.inner.detach();
         // NumPy has no bfloat16: its values are exact in float32.
         let t = if t.dtype() == DType::BFloat16 {
@@ -720,6 +743,16 @@ impl PyTensorIter {
 const VMAP_ITEM: &str = "vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over calling .item() on a Tensor, please try to rewrite what you're doing with other operations. If error is occurring somewhere inside PyTorch internals, please file a bug report.";
 const VMAP_CONTROL_FLOW: &str = "vmap: It looks like you're attempting to use a Tensor in some data-dependent control flow. We don't support that yet, please file an issue at https://github.com/pytorch/pytorch/issues .";
 const VMAP_DATA: &str = "Cannot access data pointer of Tensor that doesn't have storage";
+
+/// torch's error for reading the elements of a meta tensor (which has none).
+fn refuse_meta(t: &Tensor) -> PyResult<()> {
+    if t.is_meta() {
+        return Err(pyo3::exceptions::PyNotImplementedError::new_err(
+            "Cannot copy out of meta tensor; no data!",
+        ));
+    }
+    Ok(())
+}
 
 fn refuse_batched(t: &Tensor, message: &str) -> PyResult<()> {
     if t.is_batched() {

@@ -174,6 +174,18 @@ impl Tensor {
         }))
     }
 
+    /// A meta tensor (torch's `device='meta'`): `shape` and `dtype` without elements. Views
+    /// and shape queries work on it; an op that reads elements fails with
+    /// [`storage::META_MESSAGE`].
+    pub fn new_meta(shape: &[usize], dtype: DType) -> Tensor {
+        Tensor::from_parts(Arc::new(Storage::meta()), Layout::contiguous(shape), dtype)
+    }
+
+    /// Whether this is a meta tensor (no elements; see [`Tensor::new_meta`]).
+    pub fn is_meta(&self) -> bool {
+        self.0.storage.is_meta()
+    }
+
     /// A contiguous tensor owning `buf`, checked against `shape`.
     pub fn from_buffer(buf: Buffer, shape: &[usize]) -> Result<Tensor> {
         // Checked: a shape whose count wraps must not match a short buffer.

@@ -314,6 +314,9 @@ element!(
     |v: i64| v != 0
 );
 
+/// What an op says when it reaches the elements of a meta tensor.
+pub const META_MESSAGE: &str = "Cannot compute on a meta tensor: it has a shape and a dtype but no data (ferrograd runs shape, dtype and view queries on meta tensors, not ops). Give the module real tensors first, e.g. with Module.to_empty(device='cpu') and an initialisation.";
+
 /// What a kernel says when it meets a batched tensor it has no rule for.
 pub const NO_RULE_MESSAGE: &str = "vmap: this operation has no batching rule in ferrograd yet, so it cannot run on a tensor inside vmap (the batched tensor has no elements of its own). Please file an issue naming the operation; until then, compute it outside vmap or loop over the batch.";
 
@@ -344,6 +347,9 @@ pub struct Storage {
     /// The storage of batched tensors' logical handles (see [`crate::tensor::batched`]): it
     /// holds no elements, and reading it means an op ran its kernel without a batching rule.
     placeholder: bool,
+    /// A meta tensor's storage (torch's `device='meta'`): a shape and dtype without elements;
+    /// reading it stops with [`META_MESSAGE`].
+    meta: bool,
     /// Bytes counted in [`crate::memory::allocated`], given back on drop.
     counted: usize,
 }
@@ -363,6 +369,7 @@ impl Storage {
             buf: RwLock::new(buf),
             version: AtomicU64::new(0),
             placeholder: false,
+            meta: false,
             counted,
         }
     }
@@ -375,6 +382,7 @@ impl Storage {
                 buf: RwLock::new(Buffer::F32(Data::Own(Vec::new()))),
                 version: AtomicU64::new(0),
                 placeholder: true,
+                meta: false,
                 counted: 0,
             })
         })
@@ -384,6 +392,31 @@ impl Storage {
     /// Whether this is the batched tensors' placeholder (no elements of its own).
     pub fn is_placeholder(&self) -> bool {
         self.placeholder
+    }
+
+    /// A storage without elements for a meta tensor (one per tensor, so meta tensors never
+    /// look like aliases of each other).
+    pub(crate) fn meta() -> Self {
+        Storage {
+            buf: RwLock::new(Buffer::F32(Data::Own(Vec::new()))),
+            version: AtomicU64::new(0),
+            placeholder: false,
+            meta: true,
+            counted: 0,
+        }
+    }
+
+    /// Whether this is a meta tensor's storage (no elements).
+    pub fn is_meta(&self) -> bool {
+        self.meta
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn no_data() -> ! {
+        // An op reached the elements of a meta tensor: only its shape, dtype and views exist.
+        // Bindings turn this into NotImplementedError.
+        panic!("{}", META_MESSAGE)
     }
 
     #[cold]
@@ -418,6 +451,9 @@ impl Storage {
         if self.placeholder {
             Self::no_batching_rule()
         }
+        if self.meta {
+            Self::no_data()
+        }
         self.buf.read_recursive()
     }
 
@@ -426,6 +462,9 @@ impl Storage {
     pub fn write(&self) -> RwLockWriteGuard<'_, Buffer> {
         if self.placeholder {
             Self::no_batching_rule()
+        }
+        if self.meta {
+            Self::no_data()
         }
         if PRE_WRITE_WATCHERS.load(Ordering::Acquire) > 0 {
             if let Some(hook) = PRE_WRITE.get() {

@@ -173,7 +173,7 @@ def ensembling_tutorial(torch, func, models, data):
 
     params, buffers = func.stack_module_state(models)
     base_model = copy.deepcopy(models[0])
-    # The tutorial moves base_model to the 'meta' device; ferrograd has only the CPU.
+    base_model = base_model.to("meta")
 
     def fmodel(params, buffers, x):
         return func.functional_call(base_model, (params, buffers), (x,))

@@ -1,15 +1,15 @@
 //! Bindings of `crate::ops::convert`: dtype conversion (`to`, `float`, `type_as`, ...),
 //! `clone` and `contiguous`.
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyNotImplementedError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::python::bind::tensor_methods;
 use crate::python::errors::guarded;
-use crate::python::tensor::{wrap, PyTensor, CHECK_DEVICE};
+use crate::python::tensor::{wrap, PyTensor};
 use crate::python::{dtype_object, PyDType};
-use crate::tensor::DType;
+use crate::tensor::{DType, Tensor};
 
 tensor_methods! {
     /// Convert to `dtype` (a copy unless it already has it).
@@ -81,11 +81,13 @@ impl PyTensor {
         let py = slf.py();
         let mut dtype: Option<Bound<'_, PyAny>> = None;
         let mut copy = false;
+        // "cpu" or "meta" when a device is named (others raise).
+        let mut target: Option<String> = None;
         if let Some(kw) = kwargs {
             let kw = kw.copy()?;
             dtype = pop(&kw, "dtype")?.filter(|d| !d.is_none());
             let device = pop(&kw, "device")?;
-            CHECK_DEVICE.get(py)?.call1((device,))?;
+            target = TARGET.get(py)?.call1((device,))?.extract()?;
             pop(&kw, "non_blocking")?;
             copy = match pop(&kw, "copy")? {
                 Some(c) => c.is_truthy()?,
@@ -110,13 +112,33 @@ impl PyTensor {
                         .into_any(),
                 );
             } else if a.is_instance_of::<PyString>() || a.is_instance(DEVICE.get(py)?)? {
-                CHECK_DEVICE.get(py)?.call1((&a,))?;
+                target = TARGET.get(py)?.call1((&a,))?.extract()?;
             } else {
                 return Err(PyTypeError::new_err(format!(
                     "to() received an invalid combination of arguments: {}",
                     a.repr()?
                 )));
             }
+        }
+        let t = &slf.get().inner;
+        // A meta tensor stays meta unless a device is named.
+        if target.is_none() && t.is_meta() {
+            target = Some("meta".into());
+        }
+        match target.as_deref() {
+            Some("meta") => {
+                let d = match &dtype {
+                    Some(d) => d.cast::<PyDType>()?.get().d,
+                    None => t.dtype(),
+                };
+                return wrap(py, Tensor::new_meta(t.shape(), d));
+            }
+            Some(_) if t.is_meta() => {
+                return Err(PyNotImplementedError::new_err(
+                    "Cannot copy out of meta tensor; no data!",
+                ))
+            }
+            _ => {}
         }
         let Some(dtype) = dtype else {
             return to_same(slf, copy);
@@ -143,6 +165,8 @@ impl PyTensor {
 
 static DEVICE: crate::python::tensor::PyItem =
     crate::python::tensor::PyItem::new("ferrograd._device", "device");
+static TARGET: crate::python::tensor::PyItem =
+    crate::python::tensor::PyItem::new("ferrograd._device", "device_target");
 
 /// `self` or, with `copy`, a clone.
 fn to_same(slf: &Bound<'_, PyTensor>, copy: bool) -> PyResult<Py<PyTensor>> {

@@ -3,6 +3,7 @@ on, with torch's attribute rules, traversal orders, state_dict keys, hooks and r
 
 from __future__ import annotations
 
+import itertools
 import weakref
 from collections import OrderedDict, namedtuple
 from typing import (
@@ -534,16 +535,57 @@ class Module:
                 continue
             else:
                 device = a
-        if device is not None and not str(device).startswith("cpu"):
-            raise RuntimeError(f"ferrograd supports only the CPU device, not {device!r}")
-        if dtype is None:
-            return self
-        if not dtype.is_floating_point:
+        from ..._device import device_target
+
+        target = device_target(device)
+        if dtype is not None and not dtype.is_floating_point:
             raise TypeError(
                 "nn.Module.to only accepts floating point or complex dtypes, but got desired "
                 f"dtype={dtype}"
             )
+        if target == "meta":
+            # Shapes and dtypes without data (torch's meta device), e.g. a module whose
+            # parameters functional_call will supply.
+            return self._apply(
+                lambda t: (
+                    t.to("meta", dtype)
+                    if dtype is not None and t.is_floating_point()
+                    else t.to("meta")
+                )
+            )
+        if target == "cpu" and any(
+            t.is_meta for t in itertools.chain(self.parameters(), self.buffers())
+        ):
+            raise NotImplementedError(
+                "Cannot copy out of meta tensor; no data! Please use Module.to_empty() instead "
+                "of Module.to() when moving module from meta to a different device."
+            )
+        if dtype is None:
+            return self
         return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
+
+    def to_empty(self: T, *, device: Any, recurse: bool = True) -> T:
+        """Give every parameter and buffer new, uninitialised storage on ``device`` (the way
+        out of the meta device: initialise the values afterwards)."""
+        from ..._creation import empty
+        from ..._device import device_target
+
+        target = device_target(device)
+
+        def fresh(t: Tensor) -> Tensor:
+            if target == "meta":
+                return t.to("meta")
+            return empty(tuple(t.shape), dtype=t.dtype)
+
+        if recurse:
+            return self._apply(fresh)
+        for key, param in self._parameters.items():
+            if param is not None:
+                self._parameters[key] = Parameter(fresh(param), param.requires_grad)
+        for key, buf in self._buffers.items():
+            if buf is not None:
+                self._buffers[key] = fresh(buf)
+        return self
 
     def cpu(self: T) -> T:
         """Everything is on the CPU already."""
