@@ -99,3 +99,22 @@ fn every_dtype_converts_to_and_from_float64() -> ferrograd::Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn meta_tensors_have_shapes_and_views_but_reading_them_panics_with_the_meta_message() {
+    let m = Tensor::new_meta(&[2, 3, 4], DType::Float64);
+    assert!(m.is_meta());
+    assert_eq!(m.dtype(), DType::Float64);
+    let v = m.transpose(0, 2).unwrap();
+    assert_eq!(v.shape(), &[4, 3, 2]);
+    assert!(v.is_meta());
+    assert_eq!(m.reshape(&[6, 4]).unwrap().shape(), &[6, 4]);
+    let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| m.add(&m)))
+        .expect_err("reading a meta tensor");
+    let msg = err
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    assert_eq!(msg, ferrograd::tensor::storage::META_MESSAGE);
+}

@@ -175,8 +175,8 @@ impl Tensor {
     }
 
     /// A meta tensor (torch's `device='meta'`): `shape` and `dtype` without elements. Views
-    /// and shape queries work on it; an op that reads elements fails with
-    /// [`storage::META_MESSAGE`].
+    /// and shape queries work on it; an op that reads elements panics with
+    /// [`storage::META_MESSAGE`] (the Python bindings raise NotImplementedError).
     pub fn new_meta(shape: &[usize], dtype: DType) -> Tensor {
         Tensor::from_parts(Arc::new(Storage::meta()), Layout::contiguous(shape), dtype)
     }
