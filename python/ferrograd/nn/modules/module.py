@@ -471,9 +471,11 @@ class Module:
     def compile(self, *args: Any, **kwargs: Any) -> None:
         """``Module.compile``: torch compiles ``forward`` in place; ferrograd runs it eagerly,
         so this checks ``ferrograd.compile``'s arguments and leaves the module as it is."""
-        from ..._compile import compile as _compile
+        from ..._compile_args import check_compile_args
 
-        _compile(self, *args, **kwargs)
+        if args:
+            raise TypeError(f"compile() takes 1 positional argument but {len(args) + 1} were given")
+        check_compile_args(self, kwargs.get("backend"), kwargs.get("mode"), kwargs.get("options"))
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of every parameter (to ``None`` by default, as torch)."""
