@@ -102,14 +102,7 @@ class LambdaLR(LRScheduler):
         last_epoch: int = -1,
     ) -> None:
         self.optimizer = optimizer
-        if not isinstance(lr_lambda, (list, tuple)):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
-        else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(
-                    f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}"
-                )
-            self.lr_lambdas = list(lr_lambda)
+        self.lr_lambdas = _lambdas_per_group(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
     def state_dict(self) -> dict[str, Any]:
@@ -133,6 +126,20 @@ class LambdaLR(LRScheduler):
     def get_lr(self) -> list[float]:
         """``base_lr * lr_lambda(last_epoch)``."""
         return [base * f(self.last_epoch) for f, base in zip(self.lr_lambdas, self.base_lrs)]
+
+
+def _lambdas_per_group(
+    optimizer: Optimizer,
+    lr_lambda: Callable[[int], float] | Sequence[Callable[[int], float]],
+) -> list[Callable[[int], float]]:
+    """One lambda per parameter group (LambdaLR's and MultiplicativeLR's argument)."""
+    if not isinstance(lr_lambda, (list, tuple)):
+        return [lr_lambda] * len(optimizer.param_groups)
+    if len(lr_lambda) != len(optimizer.param_groups):
+        raise ValueError(
+            f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}"
+        )
+    return list(lr_lambda)
 
 
 def _is_function(f: Any) -> bool:
@@ -648,14 +655,7 @@ class MultiplicativeLR(LRScheduler):
         last_epoch: int = -1,
     ) -> None:
         self.optimizer = optimizer
-        if not isinstance(lr_lambda, (list, tuple)):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
-        else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(
-                    f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}"
-                )
-            self.lr_lambdas = list(lr_lambda)
+        self.lr_lambdas = _lambdas_per_group(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
     def state_dict(self) -> dict[str, Any]:
