@@ -280,6 +280,22 @@ class LinearLR(LRScheduler):
         return [b * (s + (f - s) * min(n, self.last_epoch) / n) for b in self.base_lrs]
 
 
+def _wrapper_state_dict(self: Any) -> dict[str, Any]:
+    """A scheduler's state with each scheduler it wraps (``_schedulers``) saved inside."""
+    state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+    state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+    return state
+
+
+def _wrapper_load_state_dict(self: Any, state_dict: dict[str, Any]) -> None:
+    """Restore a state from :func:`_wrapper_state_dict`, the wrapped schedulers' too."""
+    state_dict = dict(state_dict)
+    inner = state_dict.pop("_schedulers")
+    self.__dict__.update(state_dict)
+    for s, sd in zip(self._schedulers, inner):
+        s.load_state_dict(sd)
+
+
 class SequentialLR(LRScheduler):
     """Run ``schedulers`` one after another, switching at ``milestones``."""
 
@@ -330,19 +346,8 @@ class SequentialLR(LRScheduler):
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
 
-    def state_dict(self) -> dict[str, Any]:
-        """This scheduler's state with each wrapped scheduler's state."""
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore a state from :meth:`state_dict`."""
-        state_dict = dict(state_dict)
-        inner = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        for s, sd in zip(self._schedulers, inner):
-            s.load_state_dict(sd)
+    state_dict = _wrapper_state_dict
+    load_state_dict = _wrapper_load_state_dict
 
 
 class OneCycleLR(LRScheduler):
@@ -770,16 +775,5 @@ class ChainedScheduler(LRScheduler):
             s.step()
         self._last_lr = self._lrs()
 
-    def state_dict(self) -> dict[str, Any]:
-        """The chain's state and each scheduler's."""
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore a state from :meth:`state_dict`."""
-        state_dict = dict(state_dict)
-        inner = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        for s, st in zip(self._schedulers, inner):
-            s.load_state_dict(st)
+    state_dict = _wrapper_state_dict
+    load_state_dict = _wrapper_load_state_dict
