@@ -7,18 +7,14 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from . import _C
-from ._ops_common import _as_tensor, _binary
+from ._ops_common import _as_tensor, _binary, _self_operand
 
 Tensor = _C.Tensor
 
 
 def _with_alpha(name: str) -> Any:
     def fn(input: Any, other: Any, *, alpha: Any = 1) -> Any:
-        if not isinstance(input, Tensor):
-            from ._creation import tensor
-
-            input = tensor(input) if not isinstance(other, Tensor) else other.new_tensor(input)
-        return getattr(input, name)(other, alpha=alpha)
+        return getattr(_self_operand(input, other), name)(other, alpha=alpha)
 
     fn.__name__ = name
     fn.__doc__ = f"``input.{name}(other, alpha=alpha)`` as a function, broadcasting."

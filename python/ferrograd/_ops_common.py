@@ -20,13 +20,18 @@ def _method(name: str) -> Any:
     return fn
 
 
+def _self_operand(input: Any, other: Any) -> Tensor:
+    """A binary op's first operand as a tensor (a number takes ``other``'s dtype rules)."""
+    if isinstance(input, Tensor):
+        return input
+    from ._creation import tensor
+
+    return tensor(input) if not isinstance(other, Tensor) else other.new_tensor(input)
+
+
 def _binary(name: str) -> Any:
     def fn(input: Any, other: Any) -> Any:
-        if not isinstance(input, Tensor):
-            from ._creation import tensor
-
-            input = tensor(input) if not isinstance(other, Tensor) else other.new_tensor(input)
-        return getattr(input, name)(other)
+        return getattr(_self_operand(input, other), name)(other)
 
     fn.__name__ = name
     fn.__doc__ = f"``input.{name}(other)`` as a function, broadcasting."
