@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import ferrograd as fg
 import pytest
@@ -49,6 +50,25 @@ SCHEDULERS = {
             lib.optim.lr_scheduler.ExponentialLR(o, gamma=0.9),
         ]
     ),
+    "CyclicLR": lambda lib, o: lib.optim.lr_scheduler.CyclicLR(
+        o, 0.01, 0.1, step_size_up=4, step_size_down=6
+    ),
+    "CyclicLR2": lambda lib, o: lib.optim.lr_scheduler.CyclicLR(
+        o, 0.01, 0.1, step_size_up=3, mode="triangular2"
+    ),
+    "CyclicLRexp": lambda lib, o: lib.optim.lr_scheduler.CyclicLR(
+        o, 0.01, 0.1, step_size_up=5, mode="exp_range", gamma=0.95
+    ),
+    "CyclicLRfn": lambda lib, o: lib.optim.lr_scheduler.CyclicLR(
+        o,
+        0.01,
+        0.1,
+        step_size_up=2,
+        step_size_down=5,
+        scale_fn=lambda x: 1 / (1 + x),
+        scale_mode="iterations",
+        cycle_momentum=False,
+    ),
     # torch's warm-up pattern: a constant phase, then a linear one, then a polynomial decay.
     "SequentialLR3": lambda lib, o: lib.optim.lr_scheduler.SequentialLR(
         o,
@@ -70,7 +90,17 @@ def _sgdr(e: int) -> float:
     return 0.001 + (0.1 - 0.001) * (1 + math.cos(math.pi * (e - start) / period)) / 2
 
 
+def _tri(e: int, up: int, down: int) -> float:
+    """The triangle wave of CyclicLR: 0 at each cycle's start, 1 after ``up`` steps."""
+    t = e % (up + down)
+    return t / up if t <= up else (up + down - t) / down
+
+
 CLOSED = {
+    "CyclicLR": lambda e: 0.01 + 0.09 * _tri(e, 4, 6),
+    "CyclicLR2": lambda e: 0.01 + 0.09 * _tri(e, 3, 3) / 2 ** (e // 6),
+    "CyclicLRexp": lambda e: 0.01 + 0.09 * _tri(e, 5, 5) * 0.95**e,
+    "CyclicLRfn": lambda e: 0.01 + 0.09 * _tri(e, 2, 5) / (1 + e),
     "ConstantLR": lambda e: 0.1 * (0.5 if e < 4 else 1.0),
     "PolynomialLR": lambda e: 0.1 * (1 - min(e, 12) / 12) ** 2,
     "MultiplicativeLR": lambda e: 0.1 * 0.95**e,
@@ -202,3 +232,85 @@ def test_warm_restarts_take_fractional_epochs_and_check_arguments():
         fg.optim.lr_scheduler.ConstantLR(opt, factor=2.0)
     with pytest.raises(ValueError, match="at least one scheduler"):
         fg.optim.lr_scheduler.ChainedScheduler([])
+
+
+@pytest.mark.parametrize("opt_name, key", [("SGD", "momentum"), ("Adam", "betas")])
+def test_cyclic_momentum(opt_name, key):
+    p = fg.zeros(1, requires_grad=True)
+    opt = getattr(fg.optim, opt_name)([p], lr=1.0)
+    sched = fg.optim.lr_scheduler.CyclicLR(
+        opt, 0.01, 0.1, step_size_up=4, step_size_down=6, base_momentum=0.7, max_momentum=0.95
+    )
+    group = opt.param_groups[0]
+    assert group["max_momentum"] == 0.95 and group["base_momentum"] == 0.7
+    for e in range(25):
+        m = group[key][0] if key == "betas" else group[key]
+        assert m == pytest.approx(0.95 - 0.25 * _tri(e, 4, 6), rel=1e-12), e
+        if key == "betas":
+            assert group["betas"][1] == 0.999
+        opt.step()
+        sched.step()
+
+
+def test_cyclic_momentum_matches_torch():
+    torch = pytest.importorskip("torch")
+    seqs = []
+    for lib in (fg, torch):
+        p = lib.zeros(1, requires_grad=True)
+        opt = lib.optim.SGD([p], lr=1.0, momentum=0.9)
+        sched = lib.optim.lr_scheduler.CyclicLR(
+            opt, [0.01], 0.2, step_size_up=3, mode="exp_range", gamma=0.9, base_momentum=0.6
+        )
+        seq = []
+        for _ in range(20):
+            seq += [opt.param_groups[0]["lr"], opt.param_groups[0]["momentum"]]
+            opt.step()
+            sched.step()
+        seqs.append(seq)
+    assert seqs[0] == pytest.approx(seqs[1], rel=1e-12)
+
+
+def test_cyclic_errors_and_state():
+    p = fg.zeros(1, requires_grad=True)
+    opt = fg.optim.SGD([p], lr=1.0)
+    CyclicLR = fg.optim.lr_scheduler.CyclicLR
+    with pytest.raises(ValueError, match="mode is invalid and scale_fn is None"):
+        CyclicLR(opt, 0.1, 1.0, mode="sine")
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "max_lr must have the same length as optimizer.param_groups. max_lr has 2 values, "
+            "param_groups has 1."
+        ),
+    ):
+        CyclicLR(opt, 0.1, [1.0, 2.0])
+    with pytest.raises(
+        ValueError,
+        match="optimizer must support momentum or beta1 with `cycle_momentum` option enabled",
+    ):
+        CyclicLR(fg.optim.Adagrad([p]), 0.1, 1.0)
+    with pytest.raises(TypeError, match="int is not an Optimizer"):
+        CyclicLR(3, 0.1, 1.0)
+
+    class Halving:
+        def __init__(self):
+            self.base = 2.0
+
+        def __call__(self, x):
+            return 1 / self.base ** (x - 1)
+
+    fn = Halving()
+    sched = CyclicLR(opt, 0.1, 1.0, step_size_up=2, scale_fn=fn)
+    for _ in range(5):
+        sched.step()
+    sd = sched.state_dict()
+    assert sd["_scale_fn_custom"] == {"base": 2.0} and "_scale_fn_ref" not in sd
+    fn2 = Halving()
+    fn2.base = 3.0
+    opt2 = fg.optim.SGD([fg.zeros(1, requires_grad=True)], lr=1.0)
+    sched2 = CyclicLR(opt2, 0.1, 1.0, step_size_up=2, scale_fn=fn2)
+    sched2.load_state_dict(sd)
+    assert fn2.base == 2.0 and sched2.last_epoch == 5
+    sched.step()
+    sched2.step()
+    assert sched2.get_last_lr() == sched.get_last_lr()

@@ -4,6 +4,7 @@ learning rates match torch's step for step (also when several schedulers are cha
 from __future__ import annotations
 
 import math
+import types
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -16,6 +17,7 @@ __all__ = [
     "ConstantLR",
     "CosineAnnealingLR",
     "CosineAnnealingWarmRestarts",
+    "CyclicLR",
     "ExponentialLR",
     "LRScheduler",
     "LambdaLR",
@@ -449,10 +451,7 @@ class OneCycleLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def _set_momentum(self, group: dict[str, Any], value: float) -> None:
-        if self.use_beta1:
-            group["betas"] = (value, *group["betas"][1:])
-        else:
-            group["momentum"] = value
+        _set_momentum(group, value, self.use_beta1)
 
     def _anneal(self, start: float, end: float, pct: float) -> float:
         if self._anneal_func_type == "cos":
@@ -488,6 +487,14 @@ class OneCycleLR(LRScheduler):
         return lrs
 
 
+def _set_momentum(group: dict[str, Any], value: float, use_beta1: bool) -> None:
+    """The cycled momentum: Adam's beta1, or SGD's (and RMSprop's) momentum."""
+    if use_beta1:
+        group["betas"] = (value, *group["betas"][1:])
+    else:
+        group["momentum"] = value
+
+
 def _phase(end: float, lr0: str, lr1: str, m0: str, m1: str) -> dict[str, Any]:
     return {
         "end_step": end,
@@ -499,9 +506,13 @@ def _phase(end: float, lr0: str, lr1: str, m0: str, m1: str) -> dict[str, Any]:
 
 
 def _per_group(name: str, value: Any, groups: list[dict[str, Any]]) -> list[float]:
+    """One value per parameter group (a list must have one per group), torch's message."""
     if isinstance(value, (list, tuple)):
         if len(value) != len(groups):
-            raise ValueError(f"expected {len(groups)} values for {name}, got {len(value)}")
+            raise ValueError(
+                f"{name} must have the same length as optimizer.param_groups. {name} has "
+                f"{len(value)} values, param_groups has {len(groups)}."
+            )
         return list(value)
     return [value] * len(groups)
 
@@ -777,3 +788,137 @@ class ChainedScheduler(LRScheduler):
 
     state_dict = _wrapper_state_dict
     load_state_dict = _wrapper_load_state_dict
+
+
+class CyclicLR(LRScheduler):
+    """The cyclical learning rate policy: the lr goes from ``base_lr`` up to ``max_lr`` in
+    ``step_size_up`` steps and back in ``step_size_down``, the amplitude scaled per cycle
+    (``triangular``: 1, ``triangular2``: halved each cycle) or per step (``exp_range``:
+    ``gamma**step``), or by ``scale_fn``. With ``cycle_momentum`` the momentum (or Adam's
+    beta1) moves the other way between ``max_momentum`` and ``base_momentum``. Step it after
+    each batch."""
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        base_lr: float | list[float],
+        max_lr: float | list[float],
+        step_size_up: int = 2000,
+        step_size_down: int | None = None,
+        mode: str = "triangular",
+        gamma: float = 1.0,
+        scale_fn: Callable[[float], float] | None = None,
+        scale_mode: str = "cycle",
+        cycle_momentum: bool = True,
+        base_momentum: float | list[float] = 0.8,
+        max_momentum: float | list[float] = 0.9,
+        last_epoch: int = -1,
+    ) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        groups = optimizer.param_groups
+        base_lrs = _per_group("base_lr", base_lr, groups)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, groups):
+                group["lr"] = lr
+        self.max_lrs = _per_group("max_lr", max_lr, groups)
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        if mode not in ["triangular", "triangular2", "exp_range"] and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_ref: Callable[[float], float]
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError(
+                    "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+                )
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = _per_group("base_momentum", base_momentum, groups)
+            self.max_momentums = _per_group("max_momentum", max_momentum, groups)
+            if last_epoch == -1:
+                for m_m, b_m, group in zip(self.max_momentums, self.base_momentums, groups):
+                    self._set_momentum(group, m_m)
+                    group["max_momentum"] = m_m
+                    group["base_momentum"] = b_m
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _set_momentum(self, group: dict[str, Any], value: float) -> None:
+        _set_momentum(group, value, self.use_beta1)
+
+    def _init_scale_fn(self) -> None:
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "triangular":
+            self._scale_fn_ref = _triangular_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "triangular2":
+            self._scale_fn_ref = _triangular2_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "exp_range":
+            gamma = self.gamma
+            self._scale_fn_ref = lambda x: gamma**x
+            self.scale_mode = "iterations"
+
+    def scale_fn(self, x: float) -> float:
+        """The amplitude's scale at cycle (or step) ``x``."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        return self._scale_fn_ref(x)
+
+    def get_lr(self) -> list[float]:
+        """The lr at ``last_epoch`` (and the momentum, set on the groups)."""
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [
+            base_lr + (max_lr - base_lr) * scale_factor * scale
+            for base_lr, max_lr in zip(self.base_lrs, self.max_lrs)
+        ]
+        if self.cycle_momentum:
+            for group, base_m, max_m in zip(
+                self.optimizer.param_groups, self.base_momentums, self.max_momentums
+            ):
+                self._set_momentum(group, max_m - (max_m - base_m) * scale_factor * scale)
+        return lrs
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything but the optimizer and the scale function (a callable object's dict is
+        kept, as torch)."""
+        state = super().state_dict()
+        state.pop("_scale_fn_ref", None)
+        fn = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = None
+        if fn is not None and not isinstance(fn, types.FunctionType):
+            state["_scale_fn_custom"] = fn.__dict__.copy()
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore a state from :meth:`state_dict`."""
+        state_dict = dict(state_dict)
+        fn = state_dict.pop("_scale_fn_custom")
+        super().load_state_dict(state_dict)
+        if fn is not None and self._scale_fn_custom is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()
+
+
+def _triangular_scale_fn(x: float) -> float:
+    return 1.0
+
+
+def _triangular2_scale_fn(x: float) -> float:
+    return 1 / 2.0 ** (x - 1)

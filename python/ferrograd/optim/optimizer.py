@@ -85,6 +85,7 @@ class Optimizer:
                     "optimizer can only optimize Tensors, but one of the params is "
                     + type(param).__name__
                 )
+            _refuse_uninitialized(param)
             if not self.defaults.get("differentiable", None) and not (
                 param.is_leaf or param.retains_grad
             ):
@@ -225,3 +226,15 @@ def _params_with_grad(group: dict[str, Any]) -> tuple[list[Any], list[Any]]:
 
 
 ParamsT = Iterable[Any]
+
+
+def _refuse_uninitialized(param: Any) -> None:
+    """A lazy module's placeholder: torch accepts it (its materialization happens in place);
+    ferrograd's replaces it, so the optimizer would hold a tensor the module no longer uses."""
+    from ..nn.parameter import _uninitialized_use, is_lazy
+
+    if is_lazy(param):
+        raise _uninitialized_use(type(param).__name__, "Optimizer.add_param_group") from ValueError(
+            "ferrograd materializes a lazy module's parameters as new tensors, so create the "
+            "optimizer after the first forward (or load_state_dict)"
+        )

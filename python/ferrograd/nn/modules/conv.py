@@ -7,13 +7,27 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from ... import _C
 from .. import functional as F
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .linear import _empty, reset_weight_and_bias
 from .module import Module
 
 Tensor = _C.Tensor
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
+__all__ = [
+    "Conv1d",
+    "Conv2d",
+    "Conv3d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
+    "ConvTranspose3d",
+    "LazyConv1d",
+    "LazyConv2d",
+    "LazyConv3d",
+    "LazyConvTranspose1d",
+    "LazyConvTranspose2d",
+    "LazyConvTranspose3d",
+]
 
 _Size = Union[int, Tuple[int, ...]]
 
@@ -279,3 +293,142 @@ class ConvTranspose3d(_ConvTransposeNd):
     """3-D transposed convolution; weight ``(in, out/groups, kd, kh, kw)``."""
 
     _nd = 3
+
+
+class _LazyConvXdMixin(LazyModuleMixin):
+    """The lazy convolutions: ``in_channels`` from the first input's channel dimension."""
+
+    _nd: int
+    groups: int
+    transposed: bool
+    in_channels: int
+    out_channels: int
+    kernel_size: Tuple[int, ...]
+    weight: Any
+    bias: Any
+
+    def _lazy_init(self, out_channels: int, bias: bool, device: Any, dtype: Any) -> None:
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()  # type: ignore[misc]
+
+    def initialize_parameters(self, input: Tensor, *args: Any, **kwargs: Any) -> None:
+        """Shapes from the input's channels, then torch's default initialisation."""
+        from ...autograd.grad_mode import no_grad
+
+        if self.has_uninitialized_params():
+            self.in_channels = self._get_in_channels(input)
+            if self.in_channels % self.groups != 0:
+                raise ValueError("in_channels must be divisible by groups")
+            with no_grad():
+                if self.transposed:
+                    shape = (self.in_channels, self.out_channels // self.groups, *self.kernel_size)
+                else:
+                    shape = (self.out_channels, self.in_channels // self.groups, *self.kernel_size)
+                self.weight.materialize(shape)
+                if self.bias is not None:
+                    self.bias.materialize((self.out_channels,))
+                self.reset_parameters()
+
+    def _get_in_channels(self, input: Tensor) -> int:
+        num_dims_no_batch = self._nd + 1
+        num_dims_batch = num_dims_no_batch + 1
+        if input.dim() not in (num_dims_no_batch, num_dims_batch):
+            raise RuntimeError(
+                f"Expected {num_dims_no_batch}D (unbatched) or {num_dims_batch}D (batched) input "
+                f"to {self.__class__.__name__}, but got input of size: {input.shape}"
+            )
+        return int(input.shape[1] if input.dim() == num_dims_batch else input.shape[0])
+
+
+class _LazyConv(_LazyConvXdMixin, _Conv):
+    def __init__(
+        self,
+        out_channels: int,
+        kernel_size: _Size,
+        stride: _Size = 1,
+        padding: Union[str, _Size] = 0,
+        dilation: _Size = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(
+            0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, device, dtype
+        )
+        self._lazy_init(out_channels, bias, device, dtype)
+
+
+class LazyConv1d(_LazyConv, Conv1d):
+    """``Conv1d`` whose ``in_channels`` comes from the first input."""
+
+    cls_to_become = Conv1d
+
+
+class LazyConv2d(_LazyConv, Conv2d):
+    """``Conv2d`` whose ``in_channels`` comes from the first input."""
+
+    cls_to_become = Conv2d
+
+
+class LazyConv3d(_LazyConv, Conv3d):
+    """``Conv3d`` whose ``in_channels`` comes from the first input."""
+
+    cls_to_become = Conv3d
+
+
+class _LazyConvTranspose(_LazyConvXdMixin, _ConvTransposeNd):
+    def __init__(
+        self,
+        out_channels: int,
+        kernel_size: _Size,
+        stride: _Size = 1,
+        padding: _Size = 0,
+        output_padding: _Size = 0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation: _Size = 1,
+        padding_mode: str = "zeros",
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(
+            0,
+            0,
+            kernel_size,
+            stride,
+            padding,
+            output_padding,
+            groups,
+            False,
+            dilation,
+            padding_mode,
+            device,
+            dtype,
+        )
+        self._lazy_init(out_channels, bias, device, dtype)
+
+
+class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
+    """``ConvTranspose1d`` whose ``in_channels`` comes from the first input."""
+
+    cls_to_become = ConvTranspose1d
+
+
+class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
+    """``ConvTranspose2d`` whose ``in_channels`` comes from the first input."""
+
+    cls_to_become = ConvTranspose2d
+
+
+class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
+    """``ConvTranspose3d`` whose ``in_channels`` comes from the first input."""
+
+    cls_to_become = ConvTranspose3d

@@ -3,6 +3,7 @@ on, with torch's attribute rules, traversal orders, state_dict keys, hooks and r
 
 from __future__ import annotations
 
+import functools
 import itertools
 import weakref
 from collections import OrderedDict, namedtuple
@@ -21,7 +22,7 @@ from typing import (
 
 from ... import _C
 from ...autograd.grad_mode import no_grad
-from ..parameter import Parameter
+from ..parameter import Parameter, is_lazy
 
 Tensor = _C.Tensor
 T = TypeVar("T", bound="Module")
@@ -153,6 +154,8 @@ class Module:
         setattr_("_forward_pre_hooks_with_kwargs", {})
         setattr_("_forward_hooks_with_kwargs", {})
         setattr_("_backward_hooks", OrderedDict())
+        setattr_("_state_dict_hooks", OrderedDict())
+        setattr_("_load_state_dict_pre_hooks", OrderedDict())
 
     forward: Callable[..., Any]
 
@@ -353,7 +356,12 @@ class Module:
             return memo[id(self)]  # type: ignore[no-any-return]
         for m in self.modules():
             for buf in m._buffers.values():
-                if buf is not None and id(buf) not in memo and not isinstance(buf, Parameter):
+                if (
+                    buf is not None
+                    and id(buf) not in memo
+                    and not isinstance(buf, Parameter)
+                    and not is_lazy(buf)
+                ):
                     clone = buf.detach().clone()
                     if buf.requires_grad:
                         clone.requires_grad_()
@@ -509,6 +517,11 @@ class Module:
                 applied = fn(param)
             if applied is param:
                 continue
+            if is_lazy(param):
+                # Still without a shape: a placeholder of the converted dtype (torch keeps the
+                # uninitialized class through .data's assignment).
+                self._parameters[key] = type(param)(param.requires_grad, None, applied.dtype)
+                continue
             new = Parameter(applied, param.requires_grad)
             if param.grad is not None:
                 with no_grad():
@@ -516,7 +529,10 @@ class Module:
             self._parameters[key] = new
         for key, buf in self._buffers.items():
             if buf is not None:
-                self._buffers[key] = fn(buf)
+                applied = fn(buf)
+                if is_lazy(buf) and applied is not buf:
+                    applied = type(buf)(buf.requires_grad, None, applied.dtype)
+                self._buffers[key] = applied
         return self
 
     def to(self: T, *args: Any, **kwargs: Any) -> T:
@@ -639,15 +655,45 @@ class Module:
             destination = OrderedDict()
             destination._metadata = OrderedDict()  # type: ignore[attr-defined]
         meta = getattr(destination, "_metadata", None)
+        local_metadata: Dict[str, Any] = {"version": self._version}
         if meta is not None:
-            meta[prefix[:-1]] = {"version": self._version}
+            meta[prefix[:-1]] = local_metadata
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(
                     destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars
                 )
+        for hook in self.__dict__.get("_state_dict_hooks", {}).values():
+            result = hook(self, destination, prefix, local_metadata)
+            if result is not None:
+                destination = result
         return destination  # type: ignore[no-any-return]
+
+    def _register_state_dict_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata)`` after this module's entries are
+        saved (torch's private hook, used by ``spectral_norm``); a non-None result replaces
+        the state_dict."""
+        hooks = self.__dict__.setdefault("_state_dict_hooks", OrderedDict())
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def _register_load_state_dict_pre_hook(
+        self, hook: Callable[..., Any], with_module: bool = False
+    ) -> RemovableHandle:
+        """``hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs)`` (the module first if ``with_module``) before this module's entries are
+        loaded; it may rewrite ``state_dict`` (old checkpoints, lazy modules)."""
+        hooks = self.__dict__.setdefault("_load_state_dict_pre_hooks", OrderedDict())
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = functools.partial(hook, self) if with_module else hook
+        return handle
+
+    def register_load_state_dict_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` before this module's entries are loaded."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
 
     def _local_state(self) -> Dict[str, Tensor]:
         local: Dict[str, Tensor] = {}
@@ -683,6 +729,8 @@ class Module:
 
         def load(module: Module, prefix: str) -> None:
             local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
+            for hook in module.__dict__.get("_load_state_dict_pre_hooks", {}).values():
+                hook(state_dict, prefix, local_metadata, strict, missing, unexpected, errors)
             module._upgrade_state_dict(state_dict, prefix, local_metadata, errors)
             local = module._local_state()
             for name, param in local.items():
@@ -697,7 +745,9 @@ class Module:
                         f"Tensor-like object from checkpoint but received {type(value)}"
                     )
                     continue
-                if tuple(value.shape) != tuple(param.shape):
+                # An uninitialised (lazy) parameter takes any shape; reading the shape of an
+                # uninitialised value raises torch's error.
+                if not is_lazy(param) and tuple(value.shape) != tuple(param.shape):
                     errors.append(
                         f"size mismatch for {key}: copying a param with shape "
                         f"{_size_str(tuple(value.shape))} from checkpoint, the shape in current "
@@ -739,6 +789,8 @@ class Module:
             )
         with no_grad():
             for module, name, param, value in copies:
+                if is_lazy(param):
+                    continue
                 if assign:
                     if name in module._parameters:
                         module._parameters[name] = (
