@@ -1,6 +1,7 @@
-//! Optimizer updates: torch's `SGD`, `Adam`/`AdamW`, `RMSprop` and `Adagrad` steps over a whole
-//! parameter group in one call (torch's multi-tensor "foreach" path), with the arithmetic of
-//! torch's single-tensor implementations (the formulas of the `torch.optim` docs).
+//! Optimizer updates: torch's `SGD`, `Adam`/`AdamW`, `RMSprop`, `Adagrad`, `NAdam`, `RAdam`,
+//! `Adamax`, `Rprop`, `ASGD` and `Adafactor` steps over a whole parameter group in one call
+//! (torch's multi-tensor "foreach" path), with the arithmetic of torch's single-tensor
+//! implementations (the formulas of the `torch.optim` docs).
 //!
 //! Parameters and state tensors are updated in place, outside autograd: nothing is recorded, and
 //! each written tensor's version counter is bumped, so a graph that saved a parameter before the
@@ -31,6 +32,7 @@ trait Float:
     + std::ops::Neg<Output = Self>
 {
     fn of(x: f64) -> Self;
+    fn f64(self) -> f64;
     fn sqrt(self) -> Self;
     fn abs(self) -> Self;
 }
@@ -38,6 +40,9 @@ trait Float:
 impl Float for f32 {
     fn of(x: f64) -> Self {
         x as f32
+    }
+    fn f64(self) -> f64 {
+        self as f64
     }
     fn sqrt(self) -> Self {
         f32::sqrt(self)
@@ -50,6 +55,9 @@ impl Float for f32 {
 impl Float for f64 {
     fn of(x: f64) -> Self {
         x
+    }
+    fn f64(self) -> f64 {
+        self
     }
     fn sqrt(self) -> Self {
         f64::sqrt(self)
@@ -820,4 +828,899 @@ pub fn adagrad_step(
         }
     }
     Ok(())
+}
+
+/// Options of [`nadam_step`] (torch.optim.NAdam).
+#[derive(Clone, Debug)]
+pub struct NadamOptions {
+    /// The step number after this step (1 on the first step), as torch's `state['step']`.
+    pub step: f64,
+    /// Learning rate.
+    pub lr: f64,
+    /// Decay of the first moment.
+    pub beta1: f64,
+    /// Decay of the second moment.
+    pub beta2: f64,
+    /// Added to the denominator.
+    pub eps: f64,
+    /// Weight decay (L2 penalty, or decoupled decay with `decoupled_weight_decay`).
+    pub weight_decay: f64,
+    /// Momentum decay (psi): the momentum of step t is `beta1 * (1 - 0.5 * 0.96^(t * psi))`.
+    pub momentum_decay: f64,
+    /// Decay the parameter by `1 - lr * weight_decay` instead of adding to the gradient.
+    pub decoupled_weight_decay: bool,
+    /// Maximize the objective instead of minimizing it.
+    pub maximize: bool,
+}
+
+/// Options of [`radam_step`] (torch.optim.RAdam).
+#[derive(Clone, Debug)]
+pub struct RadamOptions {
+    /// The step number after this step (1 on the first step), as torch's `state['step']`.
+    pub step: f64,
+    /// Learning rate.
+    pub lr: f64,
+    /// Decay of the first moment.
+    pub beta1: f64,
+    /// Decay of the second moment.
+    pub beta2: f64,
+    /// Added to the denominator.
+    pub eps: f64,
+    /// Weight decay (L2 penalty, or decoupled decay with `decoupled_weight_decay`).
+    pub weight_decay: f64,
+    /// Decay the parameter by `1 - lr * weight_decay` instead of adding to the gradient.
+    pub decoupled_weight_decay: bool,
+    /// Maximize the objective instead of minimizing it.
+    pub maximize: bool,
+}
+
+/// Options of [`adamax_step`] (torch.optim.Adamax).
+#[derive(Clone, Debug)]
+pub struct AdamaxOptions {
+    /// The step number after this step (1 on the first step), as torch's `state['step']`.
+    pub step: f64,
+    /// Learning rate.
+    pub lr: f64,
+    /// Decay of the first moment.
+    pub beta1: f64,
+    /// Decay of the infinity norm.
+    pub beta2: f64,
+    /// Added to the infinity norm's new term.
+    pub eps: f64,
+    /// L2 penalty.
+    pub weight_decay: f64,
+    /// Maximize the objective instead of minimizing it.
+    pub maximize: bool,
+}
+
+/// Options of [`rprop_step`] (torch.optim.Rprop's `etas` and `step_sizes`).
+#[derive(Clone, Debug)]
+pub struct RpropOptions {
+    /// Step size factor when the gradient changed sign (`etas[0]`).
+    pub etaminus: f64,
+    /// Step size factor when the gradient kept its sign (`etas[1]`).
+    pub etaplus: f64,
+    /// Smallest step size (`step_sizes[0]`).
+    pub step_size_min: f64,
+    /// Largest step size (`step_sizes[1]`).
+    pub step_size_max: f64,
+    /// Maximize the objective instead of minimizing it.
+    pub maximize: bool,
+}
+
+/// Options of [`asgd_step`] (torch.optim.ASGD).
+#[derive(Clone, Debug)]
+pub struct AsgdOptions {
+    /// The step number after this step (1 on the first step), as torch's `state['step']`.
+    pub step: f64,
+    /// Learning rate (the next `eta` is computed from it).
+    pub lr: f64,
+    /// Decay term.
+    pub lambd: f64,
+    /// Power of the `eta` update.
+    pub alpha: f64,
+    /// The step after which averaging starts.
+    pub t0: f64,
+    /// L2 penalty.
+    pub weight_decay: f64,
+    /// Maximize the objective instead of minimizing it.
+    pub maximize: bool,
+}
+
+/// Options of [`adafactor_step`] (torch.optim.Adafactor).
+#[derive(Clone, Debug)]
+pub struct AdafactorOptions {
+    /// The step number after this step (1 on the first step), as torch's `state['step']`.
+    pub step: f64,
+    /// Learning rate: the largest relative step size, and the weight decay's factor.
+    pub lr: f64,
+    /// Decay rate of beta2 (`1 - beta2_t = step^beta2_decay`), <= 0.
+    pub beta2_decay: f64,
+    /// Floor of the variance estimate's square root (`None`: the machine epsilon of the first
+    /// parameter's dtype, which torch then keeps for the whole group).
+    pub eps1: Option<f64>,
+    /// Floor of the parameter's root mean square in the step size.
+    pub eps2: f64,
+    /// Clipping threshold of the update's root mean square.
+    pub d: f64,
+    /// Decoupled weight decay: the parameter is scaled by `1 - lr * weight_decay`.
+    pub weight_decay: f64,
+    /// Maximize the objective instead of minimizing it.
+    pub maximize: bool,
+}
+
+/// A one-element floating state tensor of parameter `i` (NAdam's `mu_product`, ASGD's `eta`
+/// and `mu`), as torch's `.item()`.
+fn scalar_state(i: usize, name: &str, t: &Tensor) -> Result<f64> {
+    if t.numel() != 1 || !t.dtype().is_float() {
+        return Err(Error::runtime(format!(
+            "the {name} of parameter {i} must be a one-element floating point tensor, got shape \
+             {} and dtype {}",
+            fmt_shape(t.shape()),
+            scalar_type_name(t.dtype())
+        )));
+    }
+    t.item_f64()
+}
+
+/// Write `value` into a one-element state tensor (rounded to its dtype), outside autograd.
+fn set_scalar_state(t: &Tensor, value: f64) -> Result<()> {
+    let _no_grad = crate::tensor::grad_mode::GradModeGuard::new(false);
+    t.fill_(value)
+}
+
+/// `kernel` over one parameter in its float type (float32 for float16/bfloat16, see
+/// [`update_half`]).
+fn update_any(
+    p: &Tensor,
+    g: &Tensor,
+    states: &[&Tensor],
+    k32: &Kernel<'_, f32>,
+    k64: &Kernel<'_, f64>,
+) -> Result<()> {
+    match p.dtype() {
+        h if h.is_half() => update_half(p, g, states, k32),
+        DType::Float32 => update_one::<f32>(p, g, states, k32),
+        _ => update_one::<f64>(p, g, states, k64),
+    }
+}
+
+/// One NAdam step over a parameter group (torch.optim.NAdam):
+///
+/// ```text
+/// g = -grad if maximize else grad
+/// if weight_decay != 0: p *= 1 - lr * weight_decay (decoupled)  or  g += weight_decay * p
+/// mu = beta1 * (1 - 0.5 * 0.96^(step * momentum_decay)), mu_next likewise at step + 1
+/// mu_product *= mu  (in the state tensor's dtype)
+/// m = lerp(m, g, 1 - beta1);  v = beta2 * v + (1 - beta2) * g * g
+/// denom = sqrt(v / (1 - beta2^step)) + eps
+/// p += -lr * (1 - mu) / (1 - mu_product) * g / denom
+/// p += -lr * mu_next / (1 - mu_product * mu_next) * m / denom
+/// ```
+///
+/// `mu_products` holds each parameter's one-element `mu_product` state, updated in place.
+pub fn nadam_step(
+    params: &[Tensor],
+    grads: &[Tensor],
+    exp_avgs: &[Tensor],
+    exp_avg_sqs: &[Tensor],
+    mu_products: &[Tensor],
+    opts: &NadamOptions,
+) -> Result<()> {
+    let n = params.len();
+    check_len("params and grads", n, grads.len())?;
+    check_len("params and exp_avgs", n, exp_avgs.len())?;
+    check_len("params and exp_avg_sqs", n, exp_avg_sqs.len())?;
+    check_len("params and mu_products", n, mu_products.len())?;
+    for (i, (p, g)) in params.iter().zip(grads).enumerate() {
+        check_param(
+            i,
+            p,
+            g,
+            &[("exp_avg", &exp_avgs[i]), ("exp_avg_sq", &exp_avg_sqs[i])],
+        )?;
+        scalar_state(i, "mu_product", &mu_products[i])?;
+    }
+    let o = opts;
+    let mu = o.beta1 * (1.0 - 0.5 * 0.96f64.powf(o.step * o.momentum_decay));
+    let mu_next = o.beta1 * (1.0 - 0.5 * 0.96f64.powf((o.step + 1.0) * o.momentum_decay));
+    let bc2 = 1.0 - o.beta2.powf(o.step);
+    fn kernel<T: Float>(
+        o: &NadamOptions,
+        c: [f64; 3],
+    ) -> impl Fn(&mut [T], &[T], [&mut [T]; 3]) + Sync + '_ {
+        move |p, g, [m, v, _]| nadam_chunk(o, c, p, g, m, v)
+    }
+    for (i, (p, g)) in params.iter().zip(grads).enumerate() {
+        // torch multiplies the (float32) state tensor in place, then reads it back.
+        let mp_t = &mu_products[i];
+        let old = scalar_state(i, "mu_product", mp_t)?;
+        let mp = match mp_t.dtype() {
+            DType::Float64 => old * mu,
+            _ => ((old as f32) * (mu as f32)) as f64,
+        };
+        set_scalar_state(mp_t, mp)?;
+        let mp = scalar_state(i, "mu_product", mp_t)?;
+        let c = [
+            -o.lr * (1.0 - mu) / (1.0 - mp),
+            (-o.lr * mu_next) / (1.0 - mp * mu_next),
+            bc2,
+        ];
+        let states = [&exp_avgs[i], &exp_avg_sqs[i]];
+        update_any(p, g, &states, &kernel::<f32>(o, c), &kernel::<f64>(o, c))?;
+    }
+    Ok(())
+}
+
+/// One chunk of [`nadam_step`]; `c` is (gradient coefficient, momentum coefficient, 1 -
+/// beta2^step).
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn nadam_chunk<T: Float>(
+    o: &NadamOptions,
+    c: [f64; 3],
+    p: &mut [T],
+    g: &[T],
+    m: &mut [T],
+    v: &mut [T],
+) {
+    let decay = T::of(1.0 - o.lr * o.weight_decay);
+    let (wd, w1, b2, c2) = (
+        T::of(o.weight_decay),
+        T::of(1.0 - o.beta1),
+        T::of(o.beta2),
+        T::of(1.0 - o.beta2),
+    );
+    let (cg, cm, bc2, eps) = (T::of(c[0]), T::of(c[1]), T::of(c[2]), T::of(o.eps));
+    let decoupled = o.weight_decay != 0.0 && o.decoupled_weight_decay;
+    let l2 = o.weight_decay != 0.0 && !o.decoupled_weight_decay;
+    let n = p.len();
+    let (g, m, v) = (&g[..n], &mut m[..n], &mut v[..n]);
+    for k in 0..n {
+        let mut d = if o.maximize { -g[k] } else { g[k] };
+        if decoupled {
+            p[k] = p[k] * decay;
+        }
+        if l2 {
+            d = d + wd * p[k];
+        }
+        m[k] = lerp(m[k], d, w1);
+        v[k] = v[k] * b2 + c2 * d * d;
+        let denom = (v[k] / bc2).sqrt() + eps;
+        p[k] = p[k] + cg * d / denom;
+        p[k] = p[k] + cm * m[k] / denom;
+    }
+}
+
+/// One RAdam step over a parameter group (torch.optim.RAdam):
+///
+/// ```text
+/// g = -grad if maximize else grad
+/// if weight_decay != 0: p *= 1 - lr * weight_decay (decoupled)  or  g += weight_decay * p
+/// m = lerp(m, g, 1 - beta1);  v = beta2 * v + (1 - beta2) * g * g
+/// rho_inf = 2 / (1 - beta2) - 1;  rho = rho_inf - 2 * step * beta2^step / (1 - beta2^step)
+/// rho > 5: rect = sqrt((rho - 4)(rho - 2) rho_inf / ((rho_inf - 4)(rho_inf - 2) rho))
+///          p -= m / (1 - beta1^step) * lr * (1 / (sqrt(v) + eps) * sqrt(1 - beta2^step)) * rect
+/// else:    p -= m / (1 - beta1^step) * lr
+/// ```
+pub fn radam_step(
+    params: &[Tensor],
+    grads: &[Tensor],
+    exp_avgs: &[Tensor],
+    exp_avg_sqs: &[Tensor],
+    opts: &RadamOptions,
+) -> Result<()> {
+    let n = params.len();
+    check_len("params and grads", n, grads.len())?;
+    check_len("params and exp_avgs", n, exp_avgs.len())?;
+    check_len("params and exp_avg_sqs", n, exp_avg_sqs.len())?;
+    for (i, (p, g)) in params.iter().zip(grads).enumerate() {
+        check_param(
+            i,
+            p,
+            g,
+            &[("exp_avg", &exp_avgs[i]), ("exp_avg_sq", &exp_avg_sqs[i])],
+        )?;
+    }
+    let o = opts;
+    let bc1 = 1.0 - o.beta1.powf(o.step);
+    let bc2 = 1.0 - o.beta2.powf(o.step);
+    let rho_inf = 2.0 / (1.0 - o.beta2) - 1.0;
+    let rho = rho_inf - 2.0 * o.step * o.beta2.powf(o.step) / bc2;
+    // Without rectification the update is plain momentum SGD (torch's `rho_t > 5` test).
+    let rect = (rho > 5.0).then(|| {
+        ((rho - 4.0) * (rho - 2.0) * rho_inf / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho)).powf(0.5)
+    });
+    let c = RadamConsts {
+        bc1,
+        bc2_sqrt: bc2.powf(0.5),
+        rect,
+    };
+    fn kernel<'a, T: Float>(
+        o: &'a RadamOptions,
+        c: &'a RadamConsts,
+    ) -> impl Fn(&mut [T], &[T], [&mut [T]; 3]) + Sync + 'a {
+        move |p, g, [m, v, _]| radam_chunk(o, c, p, g, m, v)
+    }
+    for (i, (p, g)) in params.iter().zip(grads).enumerate() {
+        let states = [&exp_avgs[i], &exp_avg_sqs[i]];
+        update_any(p, g, &states, &kernel::<f32>(o, &c), &kernel::<f64>(o, &c))?;
+    }
+    Ok(())
+}
+
+/// RAdam's per-step scalars.
+struct RadamConsts {
+    bc1: f64,
+    bc2_sqrt: f64,
+    /// The variance rectification term, `None` while `rho_t <= 5`.
+    rect: Option<f64>,
+}
+
+/// One chunk of [`radam_step`].
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn radam_chunk<T: Float>(
+    o: &RadamOptions,
+    c: &RadamConsts,
+    p: &mut [T],
+    g: &[T],
+    m: &mut [T],
+    v: &mut [T],
+) {
+    let decay = T::of(1.0 - o.lr * o.weight_decay);
+    let (wd, w1, b2, c2) = (
+        T::of(o.weight_decay),
+        T::of(1.0 - o.beta1),
+        T::of(o.beta2),
+        T::of(1.0 - o.beta2),
+    );
+    let (bc1, bc2s, lr, eps) = (T::of(c.bc1), T::of(c.bc2_sqrt), T::of(o.lr), T::of(o.eps));
+    let rect = c.rect.map(T::of);
+    let decoupled = o.weight_decay != 0.0 && o.decoupled_weight_decay;
+    let l2 = o.weight_decay != 0.0 && !o.decoupled_weight_decay;
+    let n = p.len();
+    let (g, m, v) = (&g[..n], &mut m[..n], &mut v[..n]);
+    for k in 0..n {
+        let mut d = if o.maximize { -g[k] } else { g[k] };
+        if decoupled {
+            p[k] = p[k] * decay;
+        }
+        if l2 {
+            d = d + wd * p[k];
+        }
+        m[k] = lerp(m[k], d, w1);
+        v[k] = v[k] * b2 + c2 * d * d;
+        let corrected = m[k] / bc1 * lr;
+        // torch: `scalar / tensor` is `tensor.reciprocal() * scalar`.
+        let delta = match rect {
+            Some(r) => corrected * (T::of(1.0) / (v[k].sqrt() + eps) * bc2s) * r,
+            None => corrected,
+        };
+        p[k] = p[k] - delta;
+    }
+}
+
+/// One Adamax step over a parameter group (torch.optim.Adamax):
+///
+/// ```text
+/// g = -grad if maximize else grad;  g += weight_decay * p
+/// m = lerp(m, g, 1 - beta1);  u = max(beta2 * u, |g| + eps)
+/// p -= lr / (1 - beta1^step) * m / u
+/// ```
+pub fn adamax_step(
+    params: &[Tensor],
+    grads: &[Tensor],
+    exp_avgs: &[Tensor],
+    exp_infs: &[Tensor],
+    opts: &AdamaxOptions,
+) -> Result<()> {
+    let n = params.len();
+    check_len("params and grads", n, grads.len())?;
+    check_len("params and exp_avgs", n, exp_avgs.len())?;
+    check_len("params and exp_infs", n, exp_infs.len())?;
+    for (i, (p, g)) in params.iter().zip(grads).enumerate() {
+        check_param(
+            i,
+            p,
+            g,
+            &[("exp_avg", &exp_avgs[i]), ("exp_inf", &exp_infs[i])],
+        )?;
+    }
+    let clr = opts.lr / (1.0 - opts.beta1.powf(opts.step));
+    fn kernel<T: Float>(
+        o: &AdamaxOptions,
+        clr: f64,
+    ) -> impl Fn(&mut [T], &[T], [&mut [T]; 3]) + Sync + '_ {
+        move |p, g, [m, u, _]| adamax_chunk(o, clr, p, g, m, u)
+    }
+    for (i, (p, g)) in params.iter().zip(grads).enumerate() {
+        let states = [&exp_avgs[i], &exp_infs[i]];
+        update_any(
+            p,
+            g,
+            &states,
+            &kernel::<f32>(opts, clr),
+            &kernel::<f64>(opts, clr),
+        )?;
+    }
+    Ok(())
+}
+
+/// One chunk of [`adamax_step`].
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn adamax_chunk<T: Float>(
+    o: &AdamaxOptions,
+    clr: f64,
+    p: &mut [T],
+    g: &[T],
+    m: &mut [T],
+    u: &mut [T],
+) {
+    let (wd, w1, b2, eps, neg) = (
+        T::of(o.weight_decay),
+        T::of(1.0 - o.beta1),
+        T::of(o.beta2),
+        T::of(o.eps),
+        T::of(-clr),
+    );
+    let n = p.len();
+    let (g, m, u) = (&g[..n], &mut m[..n], &mut u[..n]);
+    for k in 0..n {
+        let mut d = if o.maximize { -g[k] } else { g[k] };
+        if o.weight_decay != 0.0 {
+            d = d + wd * p[k];
+        }
+        m[k] = lerp(m[k], d, w1);
+        u[k] = maximum(u[k] * b2, d.abs() + eps);
+        p[k] = p[k] + neg * m[k] / u[k];
+    }
+}
+
+/// torch's `sign` (0 for zero and NaN).
+#[inline]
+fn sign<T: Float>(x: T) -> T {
+    let zero = T::of(0.0);
+    if x > zero {
+        T::of(1.0)
+    } else if x < zero {
+        T::of(-1.0)
+    } else {
+        zero
+    }
+}
+
+/// One Rprop step over a parameter group (torch.optim.Rprop):
+///
+/// ```text
+/// g = -grad if maximize else grad
+/// s = sign(g * prev);  f = etaplus if s > 0, etaminus if s < 0, else 1
+/// step_size = clamp(step_size * f, step_size_min, step_size_max)
+/// if s < 0: g = 0
+/// p -= sign(g) * step_size;  prev = g
+/// ```
+pub fn rprop_step(
+    params: &[Tensor],
+    grads: &[Tensor],
+    prevs: &[Tensor],
+    step_sizes: &[Tensor],
+    opts: &RpropOptions,
+) -> Result<()> {
+    let n = params.len();
+    check_len("params and grads", n, grads.len())?;
+    check_len("params and prevs", n, prevs.len())?;
+    check_len("params and step_sizes", n, step_sizes.len())?;
+    for (i, (p, g)) in params.iter().zip(grads).enumerate() {
+        check_param(
+            i,
+            p,
+            g,
+            &[("prev", &prevs[i]), ("step_size", &step_sizes[i])],
+        )?;
+    }
+    fn kernel<T: Float>(o: &RpropOptions) -> impl Fn(&mut [T], &[T], [&mut [T]; 3]) + Sync + '_ {
+        move |p, g, [prev, ss, _]| rprop_chunk(o, p, g, prev, ss)
+    }
+    for (i, (p, g)) in params.iter().zip(grads).enumerate() {
+        let states = [&prevs[i], &step_sizes[i]];
+        update_any(p, g, &states, &kernel::<f32>(opts), &kernel::<f64>(opts))?;
+    }
+    Ok(())
+}
+
+/// One chunk of [`rprop_step`].
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn rprop_chunk<T: Float>(o: &RpropOptions, p: &mut [T], g: &[T], prev: &mut [T], ss: &mut [T]) {
+    let (minus, plus) = (T::of(o.etaminus), T::of(o.etaplus));
+    let (lo, hi) = (T::of(o.step_size_min), T::of(o.step_size_max));
+    let zero = T::of(0.0);
+    let n = p.len();
+    let (g, prev, ss) = (&g[..n], &mut prev[..n], &mut ss[..n]);
+    for k in 0..n {
+        let mut d = if o.maximize { -g[k] } else { g[k] };
+        let s = sign(d * prev[k]);
+        let f = if s > zero {
+            plus
+        } else if s < zero {
+            minus
+        } else {
+            T::of(1.0)
+        };
+        // torch's clamp: NaN stays NaN.
+        let x = ss[k] * f;
+        ss[k] = if x < lo {
+            lo
+        } else if x > hi {
+            hi
+        } else {
+            x
+        };
+        if s < zero {
+            d = zero;
+        }
+        p[k] = p[k] + T::of(-1.0) * sign(d) * ss[k];
+        prev[k] = d;
+    }
+}
+
+/// One ASGD step over a parameter group (torch.optim.ASGD):
+///
+/// ```text
+/// g = -grad if maximize else grad;  g += weight_decay * p
+/// p *= 1 - lambd * eta;  p -= eta * g
+/// ax = p if mu == 1 else ax + (p - ax) * mu
+/// eta = lr / (1 + lambd * lr * step)^alpha;  mu = 1 / max(1, step - t0)
+/// ```
+///
+/// `etas` and `mus` hold each parameter's one-element `eta` and `mu` states: the update reads
+/// them, then stores the values of the next step in them.
+pub fn asgd_step(
+    params: &[Tensor],
+    grads: &[Tensor],
+    axs: &[Tensor],
+    etas: &[Tensor],
+    mus: &[Tensor],
+    opts: &AsgdOptions,
+) -> Result<()> {
+    let n = params.len();
+    check_len("params and grads", n, grads.len())?;
+    check_len("params and axs", n, axs.len())?;
+    check_len("params and etas", n, etas.len())?;
+    check_len("params and mus", n, mus.len())?;
+    for (i, (p, g)) in params.iter().zip(grads).enumerate() {
+        check_param(i, p, g, &[("ax", &axs[i])])?;
+        scalar_state(i, "eta", &etas[i])?;
+        scalar_state(i, "mu", &mus[i])?;
+    }
+    let o = opts;
+    fn kernel<T: Float>(
+        o: &AsgdOptions,
+        eta: f64,
+        mu: f64,
+    ) -> impl Fn(&mut [T], &[T], [&mut [T]; 3]) + Sync + '_ {
+        move |p, g, [ax, _, _]| asgd_chunk(o, eta, mu, p, g, ax)
+    }
+    let next_eta = o.lr / (1.0 + o.lambd * o.lr * o.step).powf(o.alpha);
+    let next_mu = 1.0 / f64::max(1.0, o.step - o.t0);
+    for (i, (p, g)) in params.iter().zip(grads).enumerate() {
+        let eta = scalar_state(i, "eta", &etas[i])?;
+        let mu = scalar_state(i, "mu", &mus[i])?;
+        let states = [&axs[i]];
+        update_any(
+            p,
+            g,
+            &states,
+            &kernel::<f32>(o, eta, mu),
+            &kernel::<f64>(o, eta, mu),
+        )?;
+        set_scalar_state(&etas[i], next_eta)?;
+        set_scalar_state(&mus[i], next_mu)?;
+    }
+    Ok(())
+}
+
+/// One chunk of [`asgd_step`] with this parameter's `eta` and `mu`.
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn asgd_chunk<T: Float>(o: &AsgdOptions, eta: f64, mu: f64, p: &mut [T], g: &[T], ax: &mut [T]) {
+    let (wd, decay, neg_eta, mu_t) = (
+        T::of(o.weight_decay),
+        T::of(1.0 - o.lambd * eta),
+        T::of(-eta),
+        T::of(mu),
+    );
+    let n = p.len();
+    let (g, ax) = (&g[..n], &mut ax[..n]);
+    for k in 0..n {
+        let mut d = if o.maximize { -g[k] } else { g[k] };
+        if o.weight_decay != 0.0 {
+            d = d + wd * p[k];
+        }
+        p[k] = p[k] * decay;
+        p[k] = p[k] + neg_eta * d;
+        // torch copies the parameter while mu is 1 (before t0), instead of averaging.
+        ax[k] = if mu != 1.0 {
+            ax[k] + (p[k] - ax[k]) * mu_t
+        } else {
+            p[k]
+        };
+    }
+}
+
+/// torch.finfo(dtype).eps, Adafactor's default `eps1`.
+fn machine_eps(d: DType) -> f64 {
+    match d {
+        DType::Float16 => 2f64.powi(-10),
+        DType::BFloat16 => 2f64.powi(-7),
+        DType::Float32 => f32::EPSILON as f64,
+        _ => f64::EPSILON,
+    }
+}
+
+/// Elements per block of [`block_sum`]: fixed, so the sums do not depend on the thread count.
+const SUM_BLOCK: usize = 1 << 14;
+
+/// The sum of `f(k)` over `0..n` in float64: fixed blocks summed on the pool, then added in order.
+fn block_sum(n: usize, f: impl Fn(usize) -> f64 + Sync) -> f64 {
+    let blocks = n.div_ceil(SUM_BLOCK);
+    let block = |b: usize| -> f64 { (b * SUM_BLOCK..n.min((b + 1) * SUM_BLOCK)).map(&f).sum() };
+    let mut sums = vec![0.0f64; blocks];
+    let helpers = if n >= PAR_MIN_ELEMENTS {
+        parallel::helpers()
+    } else {
+        0
+    };
+    let ptr = SendPtr(sums.as_mut_ptr());
+    parallel::share_work(helpers, blocks, &|b| {
+        // SAFETY: each block index runs once and writes only its own element of `sums`, which
+        // outlives `share_work`.
+        unsafe { *ptr.get().add(b) = block(b) };
+    });
+    sums.iter().sum()
+}
+
+/// Check one of Adafactor's factored statistics of parameter `i` against the shape it needs.
+fn check_factor(i: usize, name: &str, s: &Tensor, p: &Tensor, shape: &[usize]) -> Result<()> {
+    if s.shape() != shape || s.dtype() != p.dtype() || !s.is_contiguous() {
+        return Err(Error::runtime(format!(
+            "the {name} of parameter {i} must be a contiguous tensor of shape {} and dtype {}, \
+             got shape {} and dtype {}",
+            fmt_shape(shape),
+            scalar_type_name(p.dtype()),
+            fmt_shape(s.shape()),
+            scalar_type_name(s.dtype())
+        )));
+    }
+    if std::sync::Arc::ptr_eq(s.storage(), p.storage()) {
+        return Err(Error::runtime(format!(
+            "the {name} of parameter {i} shares memory with the parameter"
+        )));
+    }
+    Ok(())
+}
+
+/// One Adafactor step over a parameter group (torch.optim.Adafactor):
+///
+/// ```text
+/// g = -grad if maximize else grad
+/// w = step^beta2_decay;  rho = min(lr, 1 / sqrt(step))
+/// alpha = max(eps2, ||p|| / sqrt(numel)) * rho;  p *= 1 - lr * weight_decay
+/// dim >= 2 (over the last two dims, batched over the others):
+///     row_var = lerp(row_var, mean(g * g, dim=-1), w);  col_var = lerp(col_var, mean(g * g, dim=-2), w)
+///     v = row_var @ col_var / max(mean(row_var, dim=-2), eps1)
+/// else: v = variance = lerp(variance, g * g, w)
+/// u = g / sqrt(max(v, eps1^2));  p -= alpha / max(1, ||u|| / (sqrt(numel) * d)) * u
+/// ```
+///
+/// The k-th parameter of two or more dimensions takes `row_vars[k]` (shape of the parameter with
+/// the last dimension 1) and `col_vars[k]` (second-to-last dimension 1); the k-th other parameter
+/// takes `variances[k]`. Norms and means are accumulated in float64.
+pub fn adafactor_step(
+    params: &[Tensor],
+    grads: &[Tensor],
+    row_vars: &[Tensor],
+    col_vars: &[Tensor],
+    variances: &[Tensor],
+    opts: &AdafactorOptions,
+) -> Result<()> {
+    let n = params.len();
+    check_len("params and grads", n, grads.len())?;
+    let factored = params.iter().filter(|p| p.dim() > 1).count();
+    check_len("matrix params and row_vars", factored, row_vars.len())?;
+    check_len("matrix params and col_vars", factored, col_vars.len())?;
+    check_len("vector params and variances", n - factored, variances.len())?;
+    let mut stats: Vec<Vec<&Tensor>> = Vec::with_capacity(n);
+    let (mut f, mut v) = (0, 0);
+    for (i, (p, g)) in params.iter().zip(grads).enumerate() {
+        if p.dim() > 1 {
+            check_param(i, p, g, &[])?;
+            let (r, c) = (&row_vars[f], &col_vars[f]);
+            f += 1;
+            let nd = p.dim();
+            let (mut rs, mut cs) = (p.shape().to_vec(), p.shape().to_vec());
+            rs[nd - 1] = 1;
+            cs[nd - 2] = 1;
+            check_factor(i, "row_var", r, p, &rs)?;
+            check_factor(i, "col_var", c, p, &cs)?;
+            if std::sync::Arc::ptr_eq(r.storage(), c.storage()) {
+                return Err(Error::runtime(format!(
+                    "the row_var and col_var of parameter {i} share memory"
+                )));
+            }
+            stats.push(vec![r, c]);
+        } else {
+            check_param(i, p, g, &[("variance", &variances[v])])?;
+            stats.push(vec![&variances[v]]);
+            v += 1;
+        }
+    }
+    // torch resolves a missing eps1 at the first parameter and keeps it for the rest.
+    let mut eps1 = opts.eps1;
+    for ((p, g), st) in params.iter().zip(grads).zip(&stats) {
+        let e = *eps1.get_or_insert_with(|| machine_eps(p.dtype()));
+        match p.dtype() {
+            h if h.is_half() => {
+                use crate::kernels::copy::cast;
+                let (p32, g32) = (cast(p, DType::Float32)?, cast(g, DType::Float32)?);
+                let s32 = st
+                    .iter()
+                    .map(|s| cast(s, DType::Float32))
+                    .collect::<Result<Vec<_>>>()?;
+                adafactor_one::<f32>(&p32, &g32, &s32.iter().collect::<Vec<_>>(), opts, e)?;
+                let _no_grad = crate::tensor::grad_mode::GradModeGuard::new(false);
+                p.copy_(&p32)?;
+                for (s, w) in st.iter().zip(&s32) {
+                    s.copy_(w)?;
+                }
+            }
+            DType::Float32 => adafactor_one::<f32>(p, g, st, opts, e)?,
+            _ => adafactor_one::<f64>(p, g, st, opts, e)?,
+        }
+    }
+    Ok(())
+}
+
+/// [`adafactor_step`] for one checked parameter; `stats` is `[row_var, col_var]` or
+/// `[variance]`.
+fn adafactor_one<T: Float>(
+    p: &Tensor,
+    g: &Tensor,
+    stats: &[&Tensor],
+    o: &AdafactorOptions,
+    eps1: f64,
+) -> Result<()> {
+    let n = p.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    // An owned copy: the gradient is read three times, and may alias what is written.
+    let mut grad: Vec<T> = g.to_vec::<T>()?;
+    if o.maximize {
+        grad.iter_mut().for_each(|x| *x = -*x);
+    }
+    let shape = p.shape().to_vec();
+    let mut all = vec![p];
+    all.extend_from_slice(stats);
+    let mut guards: Vec<_> = all.iter().map(|t| t.storage().write()).collect();
+    let mut slices: Vec<&mut [T]> = Vec::with_capacity(all.len());
+    for (guard, t) in guards.iter_mut().zip(&all) {
+        let data =
+            T::data_mut(guard).ok_or_else(|| Error::runtime("internal error: state dtype"))?;
+        let off = t.layout().offset;
+        slices.push(
+            data.as_mut_slice()
+                .get_mut(off..off + t.numel())
+                .ok_or_else(|| Error::runtime("internal error: state out of its storage"))?,
+        );
+    }
+    let w = T::of(o.step.powf(o.beta2_decay));
+    let rho = o.lr.min(1.0 / o.step.powf(0.5));
+    let eps1sq = T::of(eps1 * eps1);
+    let one = T::of(1.0);
+    let sq = |x: T| x.f64() * x.f64();
+    let grad = &grad[..];
+    match slices.as_mut_slice() {
+        [ps, rv, cv] => {
+            let cols = shape[shape.len() - 1];
+            let rows = shape[shape.len() - 2];
+            let batches = n / (rows * cols);
+            for (q, r) in rv.iter_mut().enumerate() {
+                let s: f64 = grad[q * cols..(q + 1) * cols].iter().map(|&x| sq(x)).sum();
+                *r = lerp(*r, T::of(s / cols as f64), w);
+            }
+            let mut col_sums = vec![0.0f64; batches * cols];
+            for (q, row) in grad.chunks_exact(cols).enumerate() {
+                let acc = &mut col_sums[(q / rows) * cols..][..cols];
+                for (a, &x) in acc.iter_mut().zip(row) {
+                    *a += sq(x);
+                }
+            }
+            for (c, s) in cv.iter_mut().zip(&col_sums) {
+                *c = lerp(*c, T::of(s / rows as f64), w);
+            }
+            let (rv, cv): (&[T], &[T]) = (rv, cv);
+            let den: Vec<T> = rv
+                .chunks_exact(rows)
+                .map(|r| {
+                    let s: f64 = r.iter().map(|x| x.f64()).sum();
+                    maximum(T::of(s / rows as f64), T::of(eps1))
+                })
+                .collect();
+            let update = |k: usize| -> T {
+                let q = k / cols;
+                let b = q / rows;
+                let v = rv[q] * cv[b * cols + k % cols] / den[b];
+                one / maximum(v, eps1sq).sqrt() * grad[k]
+            };
+            adafactor_apply(ps, o, rho, update);
+        }
+        [ps, var] => {
+            for (v, &x) in var.iter_mut().zip(grad) {
+                *v = lerp(*v, x * x, w);
+            }
+            let var: &[T] = var;
+            let update = |k: usize| -> T { one / maximum(var[k], eps1sq).sqrt() * grad[k] };
+            adafactor_apply(ps, o, rho, update);
+        }
+        _ => return Err(Error::runtime("internal error: adafactor statistics")),
+    }
+    drop(slices);
+    drop(guards);
+    for t in all {
+        t.storage().bump_version();
+    }
+    Ok(())
+}
+
+/// Adafactor's parameter update from the unscaled update `u(k)` of each element: the step size
+/// from the parameter's norm (before weight decay), the clipping from the update's norm.
+fn adafactor_apply<T: Float>(
+    ps: &mut [T],
+    o: &AdafactorOptions,
+    rho: f64,
+    u: impl Fn(usize) -> T + Sync,
+) {
+    let n = ps.len();
+    let root_n = (n as f64).powf(0.5);
+    // torch reads both norms with `.item()`: rounded to the parameter's dtype.
+    let p_norm = {
+        let pr: &[T] = ps;
+        T::of(block_sum(n, |k| pr[k].f64() * pr[k].f64()).sqrt()).f64()
+    };
+    let rms = p_norm / root_n;
+    let alpha = if rms > o.eps2 { rms } else { o.eps2 } * rho;
+    let u_norm = T::of(block_sum(n, |k| u(k).f64() * u(k).f64()).sqrt()).f64();
+    let ratio = u_norm / (root_n * o.d);
+    let denom = if ratio > 1.0 { ratio } else { 1.0 };
+    let (decay, coef) = (T::of(1.0 - o.lr * o.weight_decay), T::of(-alpha / denom));
+    let ptr = SendPtr(ps.as_mut_ptr());
+    for_chunks(n, &|start, len| {
+        // SAFETY: the chunks are disjoint ranges of `ps`, which is borrowed mutably (and so
+        // alive and unaliased) until `for_chunks` returns.
+        let pc = unsafe { std::slice::from_raw_parts_mut(ptr.get().add(start), len) };
+        for (j, x) in pc.iter_mut().enumerate() {
+            let mut v = *x;
+            if o.weight_decay != 0.0 {
+                v = v * decay;
+            }
+            *x = v + coef * u(start + j);
+        }
+    });
 }

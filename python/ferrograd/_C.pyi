@@ -183,6 +183,12 @@ __all__ = [
     "_adam_step",
     "_rmsprop_step",
     "_adagrad_step",
+    "_nadam_step",
+    "_radam_step",
+    "_adamax_step",
+    "_rprop_step",
+    "_asgd_step",
+    "_adafactor_step",
     # ----- safetensors -----
     "_safetensors_save",
     "_safetensors_save_file",
@@ -1925,6 +1931,104 @@ def _adagrad_step(
     maximize: _bool,
 ) -> None:
     """One Adagrad step over lists of parameters, gradients and squared-gradient sums."""
+
+def _nadam_step(
+    params: Iterable[Tensor],
+    grads: Iterable[Tensor],
+    exp_avgs: Iterable[Tensor],
+    exp_avg_sqs: Iterable[Tensor],
+    mu_products: Iterable[Tensor],
+    step: _float,
+    lr: _float,
+    beta1: _float,
+    beta2: _float,
+    eps: _float,
+    weight_decay: _float,
+    momentum_decay: _float,
+    decoupled_weight_decay: _bool,
+    maximize: _bool,
+) -> None:
+    """One NAdam step over lists of parameters, gradients, moment estimates and mu products
+    (one-element tensors, updated in place)."""
+
+def _radam_step(
+    params: Iterable[Tensor],
+    grads: Iterable[Tensor],
+    exp_avgs: Iterable[Tensor],
+    exp_avg_sqs: Iterable[Tensor],
+    step: _float,
+    lr: _float,
+    beta1: _float,
+    beta2: _float,
+    eps: _float,
+    weight_decay: _float,
+    decoupled_weight_decay: _bool,
+    maximize: _bool,
+) -> None:
+    """One RAdam step over lists of parameters, gradients and moment estimates."""
+
+def _adamax_step(
+    params: Iterable[Tensor],
+    grads: Iterable[Tensor],
+    exp_avgs: Iterable[Tensor],
+    exp_infs: Iterable[Tensor],
+    step: _float,
+    lr: _float,
+    beta1: _float,
+    beta2: _float,
+    eps: _float,
+    weight_decay: _float,
+    maximize: _bool,
+) -> None:
+    """One Adamax step over lists of parameters, gradients, first moments and infinity norms."""
+
+def _rprop_step(
+    params: Iterable[Tensor],
+    grads: Iterable[Tensor],
+    prevs: Iterable[Tensor],
+    step_sizes: Iterable[Tensor],
+    etaminus: _float,
+    etaplus: _float,
+    step_size_min: _float,
+    step_size_max: _float,
+    maximize: _bool,
+) -> None:
+    """One Rprop step over lists of parameters, gradients, previous gradients and step sizes."""
+
+def _asgd_step(
+    params: Iterable[Tensor],
+    grads: Iterable[Tensor],
+    axs: Iterable[Tensor],
+    etas: Iterable[Tensor],
+    mus: Iterable[Tensor],
+    step: _float,
+    lr: _float,
+    lambd: _float,
+    alpha: _float,
+    t0: _float,
+    weight_decay: _float,
+    maximize: _bool,
+) -> None:
+    """One ASGD step over lists of parameters, gradients, averages and the one-element eta and
+    mu states (updated in place for the next step)."""
+
+def _adafactor_step(
+    params: Iterable[Tensor],
+    grads: Iterable[Tensor],
+    row_vars: Iterable[Tensor],
+    col_vars: Iterable[Tensor],
+    variances: Iterable[Tensor],
+    step: _float,
+    lr: _float,
+    beta2_decay: _float,
+    eps1: _float | None,
+    eps2: _float,
+    d: _float,
+    weight_decay: _float,
+    maximize: _bool,
+) -> None:
+    """One Adafactor step over lists of parameters and gradients; row/column variances belong to
+    the parameters of two or more dimensions in order, variances to the others."""
 
 # ----- safetensors --------------------------------------------------------------------------------
 

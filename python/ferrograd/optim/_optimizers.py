@@ -1,4 +1,4 @@
-"""SGD, Adam, AdamW, RMSprop and Adagrad with torch's signatures, defaults and checks."""
+"""torch.optim's optimizers with torch's signatures, defaults, checks and state layout."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _C
-from .._creation import full_like, zeros_like
+from .._creation import full_like, zeros, zeros_like
 from .optimizer import Optimizer, _params_with_grad
 
 
@@ -25,6 +25,28 @@ def _check_non_negative(name: str, value: float) -> None:
     """torch's ``Invalid <name> value: <value>`` for a hyperparameter below zero (or NaN)."""
     if not 0.0 <= value:
         raise ValueError(f"Invalid {name} value: {value}")
+
+
+def _check_betas(betas: tuple[float, float]) -> None:
+    for i in (0, 1):
+        if not 0.0 <= betas[i] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
+
+
+def _group_by_step(
+    optimizer: Optimizer, group: dict[str, Any], init: Callable[[Any, dict[str, Any]], None]
+) -> dict[float, list[tuple[Any, Any]]]:
+    """The group's parameters with a gradient, by their step number after this step (equal
+    unless some had no grad on a step); ``init`` fills the state of a parameter seen first."""
+    params, grads = _params_with_grad(group)
+    by_step: dict[float, list[tuple[Any, Any]]] = {}
+    for p, g in zip(params, grads):
+        state = optimizer.state[p]
+        if len(state) == 0:
+            state["step"] = Optimizer._step_tensor(0.0)
+            init(p, state)
+        by_step.setdefault(_next_step(state), []).append((p, g))
+    return by_step
 
 
 class SGD(Optimizer):
@@ -343,6 +365,398 @@ class Adagrad(Optimizer):
                     group["lr_decay"],
                     group["weight_decay"],
                     group["eps"],
+                    group["maximize"],
+                )
+        return loss
+
+
+def _init_moments(p: Any, state: dict[str, Any]) -> None:
+    state["exp_avg"] = zeros_like(p)
+    state["exp_avg_sq"] = zeros_like(p)
+
+
+class NAdam(Optimizer):
+    """NAdam (torch.optim.NAdam), with NAdamW's ``decoupled_weight_decay``."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 2e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        momentum_decay: float = 4e-3,
+        decoupled_weight_decay: bool = False,
+        *,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+    ) -> None:
+        _check_lr(lr)
+        _check_non_negative("epsilon", eps)
+        _check_betas(betas)
+        _check_non_negative("weight_decay", weight_decay)
+        _check_non_negative("momentum_decay", momentum_decay)
+        defaults = dict(
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+            momentum_decay=momentum_decay,
+            decoupled_weight_decay=decoupled_weight_decay,
+            maximize=maximize,
+            foreach=foreach,
+            capturable=capturable,
+            differentiable=differentiable,
+        )
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+
+        def init(p: Any, state: dict[str, Any]) -> None:
+            state["mu_product"] = Optimizer._step_tensor(1.0)
+            _init_moments(p, state)
+
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for step, pairs in _group_by_step(self, group, init).items():
+                ps = [p for p, _ in pairs]
+                states = [self.state[p] for p in ps]
+                _C._nadam_step(
+                    ps,
+                    [g for _, g in pairs],
+                    [s["exp_avg"] for s in states],
+                    [s["exp_avg_sq"] for s in states],
+                    [s["mu_product"] for s in states],
+                    step,
+                    group["lr"],
+                    beta1,
+                    beta2,
+                    group["eps"],
+                    group["weight_decay"],
+                    group["momentum_decay"],
+                    group["decoupled_weight_decay"],
+                    group["maximize"],
+                )
+        return loss
+
+
+class RAdam(Optimizer):
+    """RAdam (torch.optim.RAdam), with RAdamW's ``decoupled_weight_decay``."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        decoupled_weight_decay: bool = False,
+        *,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+    ) -> None:
+        _check_lr(lr)
+        _check_non_negative("epsilon", eps)
+        _check_betas(betas)
+        _check_non_negative("weight_decay", weight_decay)
+        defaults = dict(
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+            maximize=maximize,
+            foreach=foreach,
+            capturable=capturable,
+            decoupled_weight_decay=decoupled_weight_decay,
+            differentiable=differentiable,
+        )
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for step, pairs in _group_by_step(self, group, _init_moments).items():
+                ps = [p for p, _ in pairs]
+                states = [self.state[p] for p in ps]
+                _C._radam_step(
+                    ps,
+                    [g for _, g in pairs],
+                    [s["exp_avg"] for s in states],
+                    [s["exp_avg_sq"] for s in states],
+                    step,
+                    group["lr"],
+                    beta1,
+                    beta2,
+                    group["eps"],
+                    group["weight_decay"],
+                    group["decoupled_weight_decay"],
+                    group["maximize"],
+                )
+        return loss
+
+
+class Adamax(Optimizer):
+    """Adamax, Adam with the infinity norm (torch.optim.Adamax)."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 2e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        foreach: bool | None = None,
+        *,
+        maximize: bool = False,
+        differentiable: bool = False,
+        capturable: bool = False,
+    ) -> None:
+        _check_lr(lr)
+        _check_non_negative("epsilon", eps)
+        _check_betas(betas)
+        _check_non_negative("weight_decay", weight_decay)
+        defaults = dict(
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+            foreach=foreach,
+            maximize=maximize,
+            differentiable=differentiable,
+            capturable=capturable,
+        )
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+
+        def init(p: Any, state: dict[str, Any]) -> None:
+            state["exp_avg"] = zeros_like(p)
+            state["exp_inf"] = zeros_like(p)
+
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for step, pairs in _group_by_step(self, group, init).items():
+                ps = [p for p, _ in pairs]
+                states = [self.state[p] for p in ps]
+                _C._adamax_step(
+                    ps,
+                    [g for _, g in pairs],
+                    [s["exp_avg"] for s in states],
+                    [s["exp_inf"] for s in states],
+                    step,
+                    group["lr"],
+                    beta1,
+                    beta2,
+                    group["eps"],
+                    group["weight_decay"],
+                    group["maximize"],
+                )
+        return loss
+
+
+class Rprop(Optimizer):
+    """Resilient backpropagation (torch.optim.Rprop)."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-2,
+        etas: tuple[float, float] = (0.5, 1.2),
+        step_sizes: tuple[float, float] = (1e-6, 50),
+        *,
+        capturable: bool = False,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        differentiable: bool = False,
+    ) -> None:
+        _check_lr(lr)
+        if not 0.0 < etas[0] < 1.0 < etas[1]:
+            raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+        defaults = dict(
+            lr=lr,
+            etas=etas,
+            step_sizes=step_sizes,
+            foreach=foreach,
+            maximize=maximize,
+            differentiable=differentiable,
+            capturable=capturable,
+        )
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            params, grads = _params_with_grad(group)
+            if not params:
+                continue
+            states = []
+            for p in params:
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = Optimizer._step_tensor(0.0)
+                    state["prev"] = zeros_like(p)
+                    state["step_size"] = full_like(p, group["lr"])
+                _next_step(state)
+                states.append(state)
+            etaminus, etaplus = group["etas"]
+            step_size_min, step_size_max = group["step_sizes"]
+            _C._rprop_step(
+                params,
+                grads,
+                [s["prev"] for s in states],
+                [s["step_size"] for s in states],
+                etaminus,
+                etaplus,
+                step_size_min,
+                step_size_max,
+                group["maximize"],
+            )
+        return loss
+
+
+class ASGD(Optimizer):
+    """Averaged stochastic gradient descent (torch.optim.ASGD); the average is ``state['ax']``."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-2,
+        lambd: float = 1e-4,
+        alpha: float = 0.75,
+        t0: float = 1e6,
+        weight_decay: float = 0,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        differentiable: bool = False,
+        capturable: bool = False,
+    ) -> None:
+        _check_lr(lr)
+        _check_non_negative("lambd", lambd)
+        _check_non_negative("alpha", alpha)
+        _check_non_negative("weight_decay", weight_decay)
+        defaults = dict(
+            lr=lr,
+            lambd=lambd,
+            alpha=alpha,
+            t0=t0,
+            weight_decay=weight_decay,
+            foreach=foreach,
+            maximize=maximize,
+            differentiable=differentiable,
+            capturable=capturable,
+        )
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+
+            def init(p: Any, state: dict[str, Any], lr: float = group["lr"]) -> None:
+                state["eta"] = Optimizer._step_tensor(lr)
+                state["mu"] = Optimizer._step_tensor(1.0)
+                state["ax"] = zeros_like(p)
+
+            for step, pairs in _group_by_step(self, group, init).items():
+                ps = [p for p, _ in pairs]
+                states = [self.state[p] for p in ps]
+                _C._asgd_step(
+                    ps,
+                    [g for _, g in pairs],
+                    [s["ax"] for s in states],
+                    [s["eta"] for s in states],
+                    [s["mu"] for s in states],
+                    step,
+                    group["lr"],
+                    group["lambd"],
+                    group["alpha"],
+                    group["t0"],
+                    group["weight_decay"],
+                    group["maximize"],
+                )
+        return loss
+
+
+class Adafactor(Optimizer):
+    """Adafactor (torch.optim.Adafactor): factored second moments for parameters of two or more
+    dimensions (``state['row_var']``, ``state['col_var']``), ``state['variance']`` otherwise."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-2,
+        beta2_decay: float = -0.8,
+        eps: tuple[float | None, float] = (None, 1e-3),
+        d: float = 1.0,
+        weight_decay: float = 0.0,
+        *,
+        foreach: bool | None = None,
+        maximize: bool = False,
+    ) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Learning rate should be >= 0 but is: {lr}")
+        if not 0.0 >= beta2_decay:
+            raise ValueError(f"beta2_decay should be <= 0 but is: {beta2_decay}")
+        if eps[0] is not None and not 0.0 <= eps[0]:
+            raise ValueError(f"epsilon1 should be >= 0 but is: {eps[0]}")
+        if not 0.0 <= eps[1]:
+            raise ValueError(f"epsilon2 should be >= 0 but is: {eps[1]}")
+        if not 1.0 <= d:
+            raise ValueError(f"Clipping threshold d should be >= 1 but is: {d}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"weight_decay should be >= 0 but is: {weight_decay}")
+        defaults = dict(
+            lr=lr,
+            beta2_decay=beta2_decay,
+            eps=eps,
+            d=d,
+            weight_decay=weight_decay,
+            foreach=foreach,
+            maximize=maximize,
+        )
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+
+        def init(p: Any, state: dict[str, Any]) -> None:
+            if p.dim() > 1:
+                shape = list(p.shape)
+                state["row_var"] = zeros(*shape[:-1], 1, dtype=p.dtype)
+                state["col_var"] = zeros(*shape[:-2], 1, shape[-1], dtype=p.dtype)
+            else:
+                state["variance"] = zeros_like(p)
+
+        for group in self.param_groups:
+            eps1, eps2 = group["eps"]
+            for step, pairs in _group_by_step(self, group, init).items():
+                ps = [p for p, _ in pairs]
+                states = [self.state[p] for p in ps]
+                _C._adafactor_step(
+                    ps,
+                    [g for _, g in pairs],
+                    [s["row_var"] for s in states if "row_var" in s],
+                    [s["col_var"] for s in states if "col_var" in s],
+                    [s["variance"] for s in states if "variance" in s],
+                    step,
+                    group["lr"],
+                    group["beta2_decay"],
+                    eps1,
+                    eps2,
+                    group["d"],
+                    group["weight_decay"],
                     group["maximize"],
                 )
         return loss
