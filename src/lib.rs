@@ -13,6 +13,7 @@
 //! # let _ = autograd::is_grad_enabled();
 //! ```
 
+pub mod autocast;
 pub mod autograd;
 pub mod distributed;
 pub mod error;

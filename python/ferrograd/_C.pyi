@@ -124,6 +124,16 @@ __all__ = [
     "_memory_allocated",
     "_empty_meta",
     "_result_type",
+    "_is_autocast_enabled",
+    "_set_autocast_enabled",
+    "_get_autocast_dtype",
+    "_set_autocast_dtype",
+    "_is_autocast_cache_enabled",
+    "_set_autocast_cache_enabled",
+    "_autocast_increment_nesting",
+    "_autocast_decrement_nesting",
+    "_clear_autocast_cache",
+    "_autocast_cast",
     "can_cast",
     "promote_types",
     "_max_memory_allocated",
@@ -1566,6 +1576,37 @@ def _empty_meta(shape: list[_int], dtype: dtype) -> Tensor:
 def _result_type(operands: list[tuple[dtype, _int]]) -> dtype:
     """The dtype of an op over operands given as `(dtype, priority)`: priority 0 for a Python
     number, 1 for a 0-d tensor, 2 for a tensor with dimensions (`torch.result_type`'s rule)."""
+
+def _is_autocast_enabled() -> _bool:
+    """Whether CPU autocast is on in this thread."""
+
+def _set_autocast_enabled(enabled: _bool) -> None:
+    """Turn CPU autocast on or off in this thread."""
+
+def _get_autocast_dtype() -> dtype:
+    """The dtype lower-precision ops run in under CPU autocast."""
+
+def _set_autocast_dtype(d: dtype) -> None:
+    """Set the dtype of CPU autocast (bfloat16 or float16)."""
+
+def _is_autocast_cache_enabled() -> _bool:
+    """Whether weights' casts are cached within an autocast region."""
+
+def _set_autocast_cache_enabled(enabled: _bool) -> None:
+    """Turn the autocast cast cache on or off."""
+
+def _autocast_increment_nesting() -> _int:
+    """Enter one autocast level; returns the depth."""
+
+def _autocast_decrement_nesting() -> _int:
+    """Leave one autocast level; returns the depth left."""
+
+def _clear_autocast_cache() -> None:
+    """Drop the cached casts of weights."""
+
+def _autocast_cast(operands: list[Any], to_float32: _bool) -> list[Any]:
+    """The operands of an op under autocast: each tensor cast to the autocast dtype
+    (`to_float32` false) or to float32; anything else (None, numbers) passed through."""
 
 def get_default_dtype() -> dtype:
     """The default floating type (float32 unless set)."""

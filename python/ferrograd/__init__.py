@@ -133,6 +133,7 @@ from . import (  # noqa: E402,F401
     _ops_softmax,
     _ops_sort,
     _ops_unary,
+    amp,
     backends,
     compiler,
     cpu,
@@ -175,6 +176,23 @@ from ._ops_shape import *  # noqa: E402,F401,F403
 from ._ops_softmax import *  # noqa: E402,F401,F403
 from ._ops_sort import *  # noqa: E402,F401,F403
 from ._ops_unary import *  # noqa: E402,F401,F403
+from .amp.autocast_mode import (  # noqa: E402
+    autocast,
+    autocast_decrement_nesting,
+    autocast_increment_nesting,
+    clear_autocast_cache,
+    get_autocast_cpu_dtype,
+    get_autocast_dtype,
+    get_autocast_gpu_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_cpu_enabled,
+    is_autocast_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_cpu_dtype,
+    set_autocast_cpu_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+)
 from .func import vmap  # noqa: E402
 from .serialization import load, save  # noqa: E402
 
@@ -241,6 +259,22 @@ __all__ = [
     "testing",
     "cuda",
     "cpu",
+    "amp",
+    "autocast",
+    "autocast_decrement_nesting",
+    "autocast_increment_nesting",
+    "clear_autocast_cache",
+    "get_autocast_cpu_dtype",
+    "get_autocast_dtype",
+    "get_autocast_gpu_dtype",
+    "is_autocast_cache_enabled",
+    "is_autocast_cpu_enabled",
+    "is_autocast_enabled",
+    "set_autocast_cache_enabled",
+    "set_autocast_cpu_dtype",
+    "set_autocast_cpu_enabled",
+    "set_autocast_dtype",
+    "set_autocast_enabled",
     "backends",
     "device",
     "Generator",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Optional
 
 from . import _C
+from ._autocast_policy import float32 as _autocast_float32
 
 Tensor = _C.Tensor
 
@@ -18,6 +19,7 @@ _MODES = (
 )
 
 
+@_autocast_float32
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: Optional[str] = None) -> Tensor:
     """The ``p``-norm distance between each row of ``x1`` ``(..., P, M)`` and each row of
     ``x2`` ``(..., R, M)``: shape ``(..., P, R)``. For p = 2, ``compute_mode`` picks the

@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 from . import _C
 from . import linalg as _linalg
+from ._autocast_policy import float32 as _autocast_float32
 
 Tensor = _C.Tensor
 
@@ -114,6 +115,7 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     return _C._einsum(equation, list(operands))
 
 
+@_autocast_float32
 def trace(input: Tensor) -> Tensor:
     """Sum of the main diagonal of a matrix."""
     return input.trace()

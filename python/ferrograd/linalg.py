@@ -10,6 +10,7 @@ from collections import namedtuple
 from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import _C
+from ._autocast_policy import float32 as _autocast_float32
 
 Tensor = _C.Tensor
 _Dim = Union[int, Sequence[int], None]
@@ -103,6 +104,7 @@ def _out(result: Any, out: Any) -> Any:
 
 
 @_linalg_errors
+@_autocast_float32
 def inv(A: Tensor, *, out: Any = None) -> Tensor:
     """The inverse of a square matrix (or of each in a batch); ``LinAlgError`` when singular.
     Gradient ``-A⁻ᵀ g A⁻ᵀ``."""
@@ -110,6 +112,7 @@ def inv(A: Tensor, *, out: Any = None) -> Tensor:
     return _out(_C._linalg_inv(A), out)
 
 
+@_autocast_float32
 def inv_ex(A: Tensor, *, check_errors: bool = False, out: Any = None) -> Any:
     """``(inverse, info)``: ``info`` (int64, per matrix) is 0, or the index of the zero pivot
     of a singular matrix (whose inverse then holds non-finite values)."""
@@ -120,6 +123,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False, out: Any = None) -> Any:
 
 
 @_linalg_errors
+@_autocast_float32
 def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor:
     """The solution ``X`` of ``A X = B`` (``X A = B`` when not ``left``), batched with
     broadcasting; ``B`` may be a (batch of) vector(s). ``LinAlgError`` when ``A`` is singular."""
@@ -141,6 +145,7 @@ def slogdet(A: Tensor, *, out: Any = None) -> Any:
 
 
 @_linalg_errors
+@_autocast_float32
 def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
     """The lower Cholesky factor ``L`` (``A = L Lᵀ``, from the lower triangle), or ``Lᵀ`` when
     ``upper``; ``LinAlgError`` when ``A`` is not positive-definite."""
@@ -148,6 +153,7 @@ def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
     return _out(_C._linalg_cholesky(A, upper), out)
 
 
+@_autocast_float32
 def cholesky_ex(
     A: Tensor, *, upper: bool = False, check_errors: bool = False, out: Any = None
 ) -> Any:
@@ -159,6 +165,7 @@ def cholesky_ex(
     return _out(_CholeskyEx(*_C._linalg_cholesky_ex(A, upper)), out)
 
 
+@_autocast_float32
 def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> Any:
     """``(Q, R)`` with ``A = Q R``: ``mode`` ``'reduced'`` (``Q`` ``m×k``), ``'complete'``
     (``Q`` ``m×m``) or ``'r'`` (``Q`` empty, not differentiable)."""
@@ -173,6 +180,7 @@ def _uplo(UPLO: str) -> bool:
 
 
 @_linalg_errors
+@_autocast_float32
 def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Any:
     """``(eigenvalues, eigenvectors)`` of a symmetric matrix from its ``UPLO`` triangle:
     eigenvalues ascending. The eigenvectors' gradient is finite only for distinct
@@ -182,6 +190,7 @@ def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Any:
 
 
 @_linalg_errors
+@_autocast_float32
 def eigvalsh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Tensor:
     """The eigenvalues of a symmetric matrix, ascending."""
     _tensors("linalg_eigvalsh", ("input", A))
@@ -189,6 +198,7 @@ def eigvalsh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Tensor:
 
 
 @_linalg_errors
+@_autocast_float32
 def svd(
     A: Tensor, full_matrices: bool = True, *, driver: Optional[str] = None, out: Any = None
 ) -> Any:
@@ -200,6 +210,7 @@ def svd(
 
 
 @_linalg_errors
+@_autocast_float32
 def svdvals(A: Tensor, *, driver: Optional[str] = None, out: Any = None) -> Tensor:
     """The singular values, descending."""
     _tensors("linalg_svdvals", ("A", A))
@@ -219,6 +230,7 @@ def _number(x: Any, what: str) -> Optional[float]:
 
 
 @_linalg_errors
+@_autocast_float32
 def pinv(
     A: Tensor,
     *,
@@ -234,6 +246,7 @@ def pinv(
 
 
 @_linalg_errors
+@_autocast_float32
 def lstsq(
     A: Tensor, B: Tensor, rcond: Optional[float] = None, *, driver: Optional[str] = None
 ) -> Any:

@@ -9,6 +9,7 @@
 //! comment is its Python `__doc__` and, through `tools/stub_docs.py`, its docstring in `_C.pyi`.
 
 mod args;
+mod autocast;
 mod bind;
 mod creation;
 mod distributed;
@@ -470,6 +471,7 @@ fn c_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     for d in DType::ALL {
         m.add(d.name(), dtype_object(py, d)?)?;
     }
+    autocast::register(m)?;
     creation::register(m)?;
     dlpack::register(m)?;
     graph::register(m)?;

@@ -23,6 +23,8 @@ import warnings
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from .. import _C
+from .._autocast_policy import float32 as _autocast_float32
+from .._autocast_policy import lower_precision
 
 Tensor = _C.Tensor
 _int_or_tuple = Union[int, Sequence[int]]
@@ -275,6 +277,7 @@ def bilinear(
     return out + bias if bias is not None else out
 
 
+@lower_precision
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """``input @ weight.T + bias``."""
     return _C._nn_linear(input, weight, bias)
@@ -432,6 +435,7 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
     return _inplace(input, _where(input > threshold, input, float(value)), inplace)
 
 
+@lower_precision
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """``x`` where ``x > 0``, else ``weight * x``; ``weight`` holds one slope or one per channel
     (dim 1). One native node (``src/ops/nn/prelu.rs``)."""
@@ -600,6 +604,7 @@ def _warn_target_size(input: Tensor, target: Tensor) -> None:
         )
 
 
+@_autocast_float32
 def mse_loss(
     input: Tensor,
     target: Tensor,
@@ -630,6 +635,7 @@ def l1_loss(
     return _C._nn_pointwise_loss("l1", input, target, weight, reduction)
 
 
+@_autocast_float32
 def smooth_l1_loss(
     input: Tensor,
     target: Tensor,
@@ -645,6 +651,7 @@ def smooth_l1_loss(
     return _C._nn_pointwise_loss("smooth_l1", input, target, None, reduction, float(beta))
 
 
+@_autocast_float32
 def huber_loss(
     input: Tensor,
     target: Tensor,
@@ -658,6 +665,7 @@ def huber_loss(
     return _C._nn_pointwise_loss("huber", input, target, weight, reduction, float(delta))
 
 
+@_autocast_float32
 def nll_loss(
     input: Tensor,
     target: Tensor,
@@ -675,6 +683,7 @@ def nll_loss(
     return _C._nn_nll_loss(input, target, weight, int(ignore_index), reduction)
 
 
+@_autocast_float32
 def cross_entropy(
     input: Tensor,
     target: Tensor,
@@ -695,6 +704,7 @@ def cross_entropy(
     )
 
 
+@_autocast_float32
 def binary_cross_entropy(
     input: Tensor,
     target: Tensor,
@@ -709,6 +719,7 @@ def binary_cross_entropy(
     return _C._nn_pointwise_loss("bce", input, target, weight, reduction)
 
 
+@_autocast_float32
 def binary_cross_entropy_with_logits(
     input: Tensor,
     target: Tensor,
@@ -725,6 +736,7 @@ def binary_cross_entropy_with_logits(
     return _C._nn_pointwise_loss("bce_logits", input, target, weight, reduction, 0.0, pos_weight)
 
 
+@_autocast_float32
 def kl_div(
     input: Tensor,
     target: Tensor,
@@ -762,6 +774,7 @@ def _reduction_arg(size_average: Optional[bool], reduce: Optional[bool], reducti
     return reduction
 
 
+@_autocast_float32
 def cosine_embedding_loss(
     input1: Tensor,
     input2: Tensor,
@@ -776,6 +789,7 @@ def cosine_embedding_loss(
     return _C._nn_cosine_embedding_loss(input1, input2, target, float(margin), reduction)
 
 
+@_autocast_float32
 def margin_ranking_loss(
     input1: Tensor,
     input2: Tensor,
@@ -795,6 +809,7 @@ def margin_ranking_loss(
     return _C._nn_margin_ranking_loss(input1, input2, target, float(margin), reduction)
 
 
+@_autocast_float32
 def triplet_margin_loss(
     anchor: Tensor,
     positive: Tensor,
@@ -816,6 +831,7 @@ def triplet_margin_loss(
     )
 
 
+@_autocast_float32
 def hinge_embedding_loss(
     input: Tensor,
     target: Tensor,
@@ -829,6 +845,7 @@ def hinge_embedding_loss(
     return _C._nn_hinge_embedding_loss(input, target, float(margin), reduction)
 
 
+@_autocast_float32
 def soft_margin_loss(
     input: Tensor,
     target: Tensor,
@@ -857,6 +874,7 @@ def multilabel_soft_margin_loss(
     return _C._nn_multilabel_soft_margin_loss(input, target, weight, reduction)
 
 
+@_autocast_float32
 def poisson_nll_loss(
     input: Tensor,
     target: Tensor,
@@ -1525,6 +1543,7 @@ def _conv(
     )
 
 
+@lower_precision
 def conv1d(
     input: Tensor,
     weight: Tensor,
@@ -1538,6 +1557,7 @@ def conv1d(
     return _conv(1, input, weight, bias, stride, padding, dilation, groups)
 
 
+@lower_precision
 def conv2d(
     input: Tensor,
     weight: Tensor,
@@ -1551,6 +1571,7 @@ def conv2d(
     return _conv(2, input, weight, bias, stride, padding, dilation, groups)
 
 
+@lower_precision
 def conv3d(
     input: Tensor,
     weight: Tensor,
@@ -1590,6 +1611,7 @@ def _conv_transpose(
     )
 
 
+@lower_precision
 def conv_transpose1d(
     input: Tensor,
     weight: Tensor,
@@ -1606,6 +1628,7 @@ def conv_transpose1d(
     )
 
 
+@lower_precision
 def conv_transpose2d(
     input: Tensor,
     weight: Tensor,
@@ -1622,6 +1645,7 @@ def conv_transpose2d(
     )
 
 
+@lower_precision
 def conv_transpose3d(
     input: Tensor,
     weight: Tensor,
@@ -2019,6 +2043,7 @@ def lp_pool3d(
 # ----- attention ----------------------------------------------------------------------------------
 
 
+@lower_precision
 def scaled_dot_product_attention(
     query: Tensor,
     key: Tensor,

@@ -6,16 +6,38 @@ use pyo3::prelude::*;
 use crate::python::bind::tensor_methods;
 use crate::python::errors::detached;
 use crate::python::tensor::{operand, wrap, PyTensor};
+use crate::tensor::Tensor;
+
+/// The operands of a product torch's CPU autocast runs in lower precision: cast to the autocast
+/// dtype inside an enabled region, unchanged otherwise.
+fn lowered<const N: usize>(ts: [&Tensor; N]) -> crate::error::Result<[Tensor; N]> {
+    let mut out = ts.map(Tensor::clone);
+    if crate::autocast::is_enabled() {
+        for t in &mut out {
+            *t = crate::autocast::lower(t)?;
+        }
+    }
+    Ok(out)
+}
 
 tensor_methods! {
     /// Matrix product with torch's broadcasting rules.
-    fn matmul(x, other: &Bound<'_, PyAny>) detached => x.matmul(&other);
+    fn matmul(x, other: &Bound<'_, PyAny>) detached => {
+        let [a, b] = lowered([x, &other])?;
+        a.matmul(&b)
+    };
 
     /// Strict 2-D matrix product.
-    fn mm(x, mat2: &Bound<'_, PyAny>) => x.mm(&mat2);
+    fn mm(x, mat2: &Bound<'_, PyAny>) => {
+        let [a, b] = lowered([x, &mat2])?;
+        a.mm(&b)
+    };
 
     /// Strict 3-D batched matrix product.
-    fn bmm(x, mat2: &Bound<'_, PyAny>) => x.bmm(&mat2);
+    fn bmm(x, mat2: &Bound<'_, PyAny>) => {
+        let [a, b] = lowered([x, &mat2])?;
+        a.bmm(&b)
+    };
 
     /// Inner product of two 1-D tensors.
     fn dot(x, other: &Bound<'_, PyAny>) => x.dot(&other);
@@ -28,8 +50,10 @@ tensor_methods! {
 
     /// `beta * self + alpha * (mat1 @ mat2)`.
     #[pyo3(signature = (mat1, mat2, *, beta=1.0, alpha=1.0))]
-    fn addmm(x, mat1: &Bound<'_, PyAny>, mat2: &Bound<'_, PyAny>, beta: f64, alpha: f64) detached =>
-        x.addmm(&mat1, &mat2, beta, alpha);
+    fn addmm(x, mat1: &Bound<'_, PyAny>, mat2: &Bound<'_, PyAny>, beta: f64, alpha: f64) detached => {
+        let [c, a, b] = lowered([x, &mat1, &mat2])?;
+        c.addmm(&a, &b, beta, alpha)
+    };
 
     /// `beta * self + alpha * (mat @ vec)`.
     #[pyo3(signature = (mat, vec, *, beta=1.0, alpha=1.0))]
@@ -38,13 +62,17 @@ tensor_methods! {
 
     /// `beta * self + alpha * (batch1 @ batch2)` per batch.
     #[pyo3(signature = (batch1, batch2, *, beta=1.0, alpha=1.0))]
-    fn baddbmm(x, batch1: &Bound<'_, PyAny>, batch2: &Bound<'_, PyAny>, beta: f64, alpha: f64) detached =>
-        x.baddbmm(&batch1, &batch2, beta, alpha);
+    fn baddbmm(x, batch1: &Bound<'_, PyAny>, batch2: &Bound<'_, PyAny>, beta: f64, alpha: f64) detached => {
+        let [c, a, b] = lowered([x, &batch1, &batch2])?;
+        c.baddbmm(&a, &b, beta, alpha)
+    };
 
     /// `beta * self + alpha * sum_b(batch1[b] @ batch2[b])`.
     #[pyo3(signature = (batch1, batch2, *, beta=1.0, alpha=1.0))]
-    fn addbmm(x, batch1: &Bound<'_, PyAny>, batch2: &Bound<'_, PyAny>, beta: f64, alpha: f64) detached =>
-        x.addbmm(&batch1, &batch2, beta, alpha);
+    fn addbmm(x, batch1: &Bound<'_, PyAny>, batch2: &Bound<'_, PyAny>, beta: f64, alpha: f64) detached => {
+        let [c, a, b] = lowered([x, &batch1, &batch2])?;
+        c.addbmm(&a, &b, beta, alpha)
+    };
 
     /// The Kronecker product.
     fn kron(x, other: &Bound<'_, PyAny>) => x.kron(&other);
@@ -58,7 +86,10 @@ impl PyTensor {
     fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let o = operand(other)?;
         let a = self.inner.clone();
-        let t = detached(py, move || o.matmul(&a))?;
+        let t = detached(py, move || {
+            let [o, a] = lowered([&o, &a])?;
+            o.matmul(&a)
+        })?;
         wrap(py, t)
     }
 }

@@ -28,3 +28,6 @@ def current_device() -> Any:
 
 def synchronize(device: Any = None) -> None:
     raise RuntimeError("ferrograd has no CUDA backend; torch.cuda.is_available() is False")
+
+
+from . import amp  # noqa: E402,F401

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from . import _C
+from .. import _C
 
 
 def is_available() -> bool:
@@ -63,3 +63,6 @@ __all__ = [
     "set_device",
     "synchronize",
 ]
+
+
+from . import amp  # noqa: E402,F401
