@@ -49,7 +49,7 @@ const EXPM1_TAYLOR: &[f64] = INV_FACTORIALS.split_at(13).0;
 impl<const F: bool> Math for Fast<F> {
     #[inline(always)]
     fn exp(x: f64) -> f64 {
-        exp_f64::<F>(x.clamp(-700.0, 700.0))
+        exp_f64::<F, false>(x.clamp(-700.0, 700.0))
     }
     #[inline(always)]
     fn expm1(x: f64) -> f64 {
