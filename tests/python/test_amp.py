@@ -170,6 +170,8 @@ def test_bad_arguments_and_unavailable_devices():
         ac = fg.cpu.amp.autocast()
     with ac:
         assert fg.is_autocast_enabled("cpu")
+    with pytest.warns(FutureWarning, match="torch.cpu.amp.GradScaler"):
+        assert fg.cpu.amp.GradScaler().is_enabled()
 
 
 def test_custom_fwd_casts_inputs_and_custom_bwd_runs_in_the_forward_state():

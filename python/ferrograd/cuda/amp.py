@@ -7,51 +7,23 @@ import functools
 import warnings
 from typing import Any, Callable, Optional
 
-from .. import _C
 from ..amp import autocast_mode as _autocast_mode
-from ..amp.grad_scaler import GradScaler as _GradScaler
+from ..amp._deprecated import DeprecatedAutocast, DeprecatedGradScaler
 
 __all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd"]
 
 
-class autocast(_autocast_mode.autocast):
+class autocast(DeprecatedAutocast):
     """``torch.cuda.amp.autocast``: ``autocast("cuda", ...)``, disabled without CUDA."""
 
-    def __init__(self, enabled: bool = True, dtype: Any = None, cache_enabled: bool = True) -> None:
-        warnings.warn(
-            "`torch.cuda.amp.autocast(args...)` is deprecated. Please use "
-            "`torch.amp.autocast('cuda', args...)` instead.",
-            FutureWarning,
-            stacklevel=2,
-        )
-        super().__init__(
-            "cuda",
-            enabled=enabled,
-            dtype=_C.float16 if dtype is None else dtype,
-            cache_enabled=cache_enabled,
-        )
+    _device = "cuda"
+    _default_dtype = "float16"
 
 
-class GradScaler(_GradScaler):
+class GradScaler(DeprecatedGradScaler):
     """``torch.cuda.amp.GradScaler``: ``GradScaler("cuda", ...)``, disabled without CUDA."""
 
-    def __init__(
-        self,
-        init_scale: float = 2.0**16,
-        growth_factor: float = 2.0,
-        backoff_factor: float = 0.5,
-        growth_interval: int = 2000,
-        enabled: bool = True,
-    ) -> None:
-        warnings.warn(
-            "`torch.cuda.amp.GradScaler(args...)` is deprecated. Please use "
-            "`torch.amp.GradScaler('cuda', args...)` instead.",
-            FutureWarning,
-            stacklevel=2,
-        )
-        super().__init__(
-            "cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled
-        )
+    _device = "cuda"
 
 
 def custom_fwd(fwd: Optional[Callable[..., Any]] = None, *, cast_inputs: Any = None) -> Any:
