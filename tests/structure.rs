@@ -18,7 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["graph"],
     &["ops"],
     &["autograd"],
-    &["optim", "safetensors", "distributed"],
+    &["optim", "safetensors", "distributed", "autocast"],
     &["python"],
 ];
 
