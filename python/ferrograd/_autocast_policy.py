@@ -1,10 +1,10 @@
-"""Which functions torch's CPU autocast runs in lower precision and which in float32.
+"""The functions torch's CPU autocast runs in float32.
 
-The wrappers of the ops on torch's CPU lists (``linear``, convolutions, attention, ``prelu``;
-losses, ``cdist``, ``trace``, the ``linalg`` factorisations) are decorated here: inside an
-enabled ``autocast`` region their tensor arguments are cast (by the crate, which caches the
-casts of weights) before the op runs. The matrix products bound in Rust (``matmul``, ``mm``,
-``bmm``, ``addmm``, ``baddbmm``, ``addbmm``, ``@``) cast in their bindings.
+The wrappers of the ops on torch's CPU float32 list (losses, ``cdist``, ``trace``, the
+``linalg`` factorisations) are decorated here: inside an enabled ``autocast`` region their
+tensor arguments are cast to float32 (by the crate) before the op runs. The lower-precision
+ops (the matrix products, ``linear``, convolutions, attention, ``prelu``) cast in their Rust
+bindings instead (``src/python/autocast.rs``), which keeps a Python frame off those hot paths.
 """
 
 from __future__ import annotations
@@ -17,23 +17,15 @@ from . import _C
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def _casting(fn: _F, to_float32: bool) -> _F:
+def float32(fn: _F) -> _F:
+    """``fn`` runs on float32 tensors inside an autocast region."""
+
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if _C._is_autocast_enabled():
-            args = tuple(_C._autocast_cast(list(args), to_float32))
+            args = tuple(_C._autocast_cast(list(args), True))
             if kwargs:
-                kwargs = dict(zip(kwargs, _C._autocast_cast(list(kwargs.values()), to_float32)))
+                kwargs = dict(zip(kwargs, _C._autocast_cast(list(kwargs.values()), True)))
         return fn(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
-
-
-def lower_precision(fn: _F) -> _F:
-    """``fn`` runs on tensors in the autocast dtype inside an autocast region."""
-    return _casting(fn, False)
-
-
-def float32(fn: _F) -> _F:
-    """``fn`` runs on float32 tensors inside an autocast region."""
-    return _casting(fn, True)

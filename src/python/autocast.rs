@@ -7,6 +7,26 @@ use super::errors::{guarded, IntoPyResult};
 use super::tensor::{wrap, PyTensor};
 use super::{dtype_object, PyDType};
 use crate::autocast;
+use crate::error::Result;
+use crate::tensor::Tensor;
+
+/// The operands of an op torch's CPU autocast runs in lower precision (the products, linear,
+/// convolutions, attention, prelu): cast to the autocast dtype inside an enabled region,
+/// unchanged otherwise. Done here, in the bindings, so the check costs these hot ops no Python.
+pub(crate) fn lowered<const N: usize>(ts: [&Tensor; N]) -> Result<[Tensor; N]> {
+    let mut out = ts.map(Tensor::clone);
+    if autocast::is_enabled() {
+        for t in &mut out {
+            *t = autocast::lower(t)?;
+        }
+    }
+    Ok(out)
+}
+
+/// [`lowered`] for an optional operand (a bias, a mask).
+pub(crate) fn lowered_opt(t: Option<&Tensor>) -> Result<Option<Tensor>> {
+    t.map(|t| lowered([t]).map(|[t]| t)).transpose()
+}
 
 /// Whether CPU autocast is on in this thread.
 #[pyfunction]

@@ -9,7 +9,7 @@
 //! comment is its Python `__doc__` and, through `tools/stub_docs.py`, its docstring in `_C.pyi`.
 
 mod args;
-mod autocast;
+pub(crate) mod autocast;
 mod bind;
 mod creation;
 mod distributed;

@@ -49,6 +49,14 @@ def lower_cases(lib=fg):
         ("baddbmm", lambda z, a, b: lib.baddbmm(z, a, b), (z, a3, b3)),
         ("conv2d", lambda i, k: G.conv2d(i, k, padding=1), (img, k)),
         ("sdpa", lambda q: G.scaled_dot_product_attention(q, q, q), (q,)),
+        ("sdpa_mask", lambda q, m: G.scaled_dot_product_attention(q, q, q, m), (q, t(6, 6))),
+        ("conv1d", lambda i, k: G.conv1d(i, k, bias=None), (t(2, 3, 9), t(4, 3, 3))),
+        (
+            "conv_transpose2d",
+            lambda i, k, b: G.conv_transpose2d(i, k, b),
+            (img, t(3, 2, 3, 3), t(2)),
+        ),
+        ("prelu", lambda i, a: G.prelu(i, a), (img, t(3))),
     ]
 
 

@@ -24,7 +24,6 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from .. import _C
 from .._autocast_policy import float32 as _autocast_float32
-from .._autocast_policy import lower_precision
 
 Tensor = _C.Tensor
 _int_or_tuple = Union[int, Sequence[int]]
@@ -277,7 +276,6 @@ def bilinear(
     return out + bias if bias is not None else out
 
 
-@lower_precision
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """``input @ weight.T + bias``."""
     return _C._nn_linear(input, weight, bias)
@@ -435,7 +433,6 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
     return _inplace(input, _where(input > threshold, input, float(value)), inplace)
 
 
-@lower_precision
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """``x`` where ``x > 0``, else ``weight * x``; ``weight`` holds one slope or one per channel
     (dim 1). One native node (``src/ops/nn/prelu.rs``)."""
@@ -1543,7 +1540,6 @@ def _conv(
     )
 
 
-@lower_precision
 def conv1d(
     input: Tensor,
     weight: Tensor,
@@ -1557,7 +1553,6 @@ def conv1d(
     return _conv(1, input, weight, bias, stride, padding, dilation, groups)
 
 
-@lower_precision
 def conv2d(
     input: Tensor,
     weight: Tensor,
@@ -1571,7 +1566,6 @@ def conv2d(
     return _conv(2, input, weight, bias, stride, padding, dilation, groups)
 
 
-@lower_precision
 def conv3d(
     input: Tensor,
     weight: Tensor,
@@ -1611,7 +1605,6 @@ def _conv_transpose(
     )
 
 
-@lower_precision
 def conv_transpose1d(
     input: Tensor,
     weight: Tensor,
@@ -1628,7 +1621,6 @@ def conv_transpose1d(
     )
 
 
-@lower_precision
 def conv_transpose2d(
     input: Tensor,
     weight: Tensor,
@@ -1645,7 +1637,6 @@ def conv_transpose2d(
     )
 
 
-@lower_precision
 def conv_transpose3d(
     input: Tensor,
     weight: Tensor,
@@ -2043,7 +2034,6 @@ def lp_pool3d(
 # ----- attention ----------------------------------------------------------------------------------
 
 
-@lower_precision
 def scaled_dot_product_attention(
     query: Tensor,
     key: Tensor,

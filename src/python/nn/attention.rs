@@ -3,6 +3,7 @@
 use pyo3::prelude::*;
 
 use crate::ops::nn::attention::{scaled_dot_product_attention, SdpaOptions};
+use crate::python::autocast::{lowered, lowered_opt};
 use crate::python::bind::tensor_functions;
 
 tensor_functions! {
@@ -21,6 +22,8 @@ tensor_functions! {
         scale: Option<f64>,
         enable_gqa: bool,
     ) => {
+        let [query, key, value] = lowered([&query, &key, &value])?;
+        let attn_mask = lowered_opt(attn_mask.as_ref())?;
         let opts = SdpaOptions {
             attn_mask: attn_mask.as_ref(),
             dropout_p,

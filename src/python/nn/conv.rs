@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 
 use crate::ops::nn::conv::{col2im_shape_check, im2col_args_check, ConvPadding};
 use crate::python::args::Ints;
+use crate::python::autocast::{lowered, lowered_opt};
 use crate::python::bind::{tensor_functions, Arg};
 use crate::python::errors::detached;
 use crate::python::tensor::{tensor_of, wrap, PyTensor};
@@ -34,6 +35,8 @@ fn _nn_conv(
         padding.extract::<Ints>()?.0
     };
     let out = detached(py, move || {
+        let [x, w] = lowered([&x, &w])?;
+        let b = lowered_opt(b.as_ref())?;
         let p = match pad_str.as_deref() {
             Some("same") => ConvPadding::Same,
             Some("valid") => ConvPadding::Valid,
@@ -69,9 +72,13 @@ tensor_functions! {
         output_padding: Ints,
         groups: i64,
         dilation: Ints,
-    ) => input.conv_transpose_nd(
-        nd, &weight, bias.as_ref(), &stride, &padding, &output_padding, groups, &dilation,
-    );
+    ) => {
+        let [x, w] = lowered([&input, &weight])?;
+        x.conv_transpose_nd(
+            nd, &w, lowered_opt(bias.as_ref())?.as_ref(), &stride, &padding, &output_padding,
+            groups, &dilation,
+        )
+    };
 
     /// `unfold` (im2col): `(N, C, *spatial)` to `(N, C*prod(kernel_size), L)`. The integer
     /// arguments are checked (torch's messages) before they become sizes.

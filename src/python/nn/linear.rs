@@ -3,6 +3,7 @@
 use pyo3::prelude::*;
 
 use crate::ops::nn::linear;
+use crate::python::autocast::{lowered, lowered_opt};
 use crate::python::bind::tensor_functions;
 
 tensor_functions! {
@@ -14,5 +15,8 @@ tensor_functions! {
         input: &Bound<'_, PyAny>,
         weight: &Bound<'_, PyAny>,
         bias: Option<&Bound<'_, PyAny>>,
-    ) => linear::linear(&input, &weight, bias.as_ref());
+    ) => {
+        let [x, w] = lowered([&input, &weight])?;
+        linear::linear(&x, &w, lowered_opt(bias.as_ref())?.as_ref())
+    };
 }

@@ -3,23 +3,10 @@
 
 use pyo3::prelude::*;
 
+use crate::python::autocast::lowered;
 use crate::python::bind::tensor_methods;
 use crate::python::errors::detached;
 use crate::python::tensor::{operand, wrap, PyTensor};
-use crate::tensor::Tensor;
-
-/// The operands of a product torch's CPU autocast runs in lower precision: cast to the autocast
-/// dtype inside an enabled region, unchanged otherwise.
-fn lowered<const N: usize>(ts: [&Tensor; N]) -> crate::error::Result<[Tensor; N]> {
-    let mut out = ts.map(Tensor::clone);
-    if crate::autocast::is_enabled() {
-        for t in &mut out {
-            *t = crate::autocast::lower(t)?;
-        }
-    }
-    Ok(out)
-}
-
 tensor_methods! {
     /// Matrix product with torch's broadcasting rules.
     fn matmul(x, other: &Bound<'_, PyAny>) detached => {
