@@ -176,6 +176,42 @@ fn check_len(what: &str, n: usize, got: usize) -> Result<()> {
     Ok(())
 }
 
+/// Checks a parameter group: as many gradients, and states of each kind, as parameters
+/// (`states`: each list's name in messages, the name of one of its states, the list), then each
+/// parameter with its gradient and states.
+fn check_group<const K: usize>(
+    params: &[Tensor],
+    grads: &[Tensor],
+    states: [(&str, &str, &[Tensor]); K],
+) -> Result<()> {
+    let n = params.len();
+    check_len("params and grads", n, grads.len())?;
+    for (list, _, ts) in &states {
+        check_len(&format!("params and {list}"), n, ts.len())?;
+    }
+    for (i, (p, g)) in params.iter().zip(grads).enumerate() {
+        check_param(i, p, g, &states.map(|(_, name, ts)| (name, &ts[i])))?;
+    }
+    Ok(())
+}
+
+/// Checks one-element state lists (`mu_product`, `eta`...): one per parameter, each a
+/// one-element floating point tensor.
+fn check_scalar_states<const K: usize>(
+    n: usize,
+    states: [(&str, &str, &[Tensor]); K],
+) -> Result<()> {
+    for (list, _, ts) in &states {
+        check_len(&format!("params and {list}"), n, ts.len())?;
+    }
+    for i in 0..n {
+        for (_, name, ts) in &states {
+            scalar_state(i, name, &ts[i])?;
+        }
+    }
+    Ok(())
+}
+
 /// Torch's and ferrograd's requirements on one parameter, its gradient and its state tensors.
 fn check_param(i: usize, p: &Tensor, g: &Tensor, states: &[(&str, &Tensor)]) -> Result<()> {
     if !p.is_leaf() {
@@ -806,12 +842,7 @@ pub fn adagrad_step(
     state_sums: &[Tensor],
     opts: &AdagradOptions,
 ) -> Result<()> {
-    let n = params.len();
-    check_len("params and grads", n, grads.len())?;
-    check_len("params and state_sums", n, state_sums.len())?;
-    for (i, (p, g)) in params.iter().zip(grads).enumerate() {
-        check_param(i, p, g, &[("sum", &state_sums[i])])?;
-    }
+    check_group(params, grads, [("state_sums", "sum", state_sums)])?;
     let clr = opts.lr / (1.0 + (opts.step - 1.0) * opts.lr_decay);
     fn kernel<T: Float>(
         o: &AdagradOptions,
@@ -1008,19 +1039,15 @@ pub fn nadam_step(
     opts: &NadamOptions,
 ) -> Result<()> {
     let n = params.len();
-    check_len("params and grads", n, grads.len())?;
-    check_len("params and exp_avgs", n, exp_avgs.len())?;
-    check_len("params and exp_avg_sqs", n, exp_avg_sqs.len())?;
-    check_len("params and mu_products", n, mu_products.len())?;
-    for (i, (p, g)) in params.iter().zip(grads).enumerate() {
-        check_param(
-            i,
-            p,
-            g,
-            &[("exp_avg", &exp_avgs[i]), ("exp_avg_sq", &exp_avg_sqs[i])],
-        )?;
-        scalar_state(i, "mu_product", &mu_products[i])?;
-    }
+    check_group(
+        params,
+        grads,
+        [
+            ("exp_avgs", "exp_avg", exp_avgs),
+            ("exp_avg_sqs", "exp_avg_sq", exp_avg_sqs),
+        ],
+    )?;
+    check_scalar_states(n, [("mu_products", "mu_product", mu_products)])?;
     let o = opts;
     let mu = o.beta1 * (1.0 - 0.5 * 0.96f64.powf(o.step * o.momentum_decay));
     let mu_next = o.beta1 * (1.0 - 0.5 * 0.96f64.powf((o.step + 1.0) * o.momentum_decay));
@@ -1113,18 +1140,14 @@ pub fn radam_step(
     exp_avg_sqs: &[Tensor],
     opts: &RadamOptions,
 ) -> Result<()> {
-    let n = params.len();
-    check_len("params and grads", n, grads.len())?;
-    check_len("params and exp_avgs", n, exp_avgs.len())?;
-    check_len("params and exp_avg_sqs", n, exp_avg_sqs.len())?;
-    for (i, (p, g)) in params.iter().zip(grads).enumerate() {
-        check_param(
-            i,
-            p,
-            g,
-            &[("exp_avg", &exp_avgs[i]), ("exp_avg_sq", &exp_avg_sqs[i])],
-        )?;
-    }
+    check_group(
+        params,
+        grads,
+        [
+            ("exp_avgs", "exp_avg", exp_avgs),
+            ("exp_avg_sqs", "exp_avg_sq", exp_avg_sqs),
+        ],
+    )?;
     let o = opts;
     let bc1 = 1.0 - o.beta1.powf(o.step);
     let bc2 = 1.0 - o.beta2.powf(o.step);
@@ -1221,18 +1244,14 @@ pub fn adamax_step(
     exp_infs: &[Tensor],
     opts: &AdamaxOptions,
 ) -> Result<()> {
-    let n = params.len();
-    check_len("params and grads", n, grads.len())?;
-    check_len("params and exp_avgs", n, exp_avgs.len())?;
-    check_len("params and exp_infs", n, exp_infs.len())?;
-    for (i, (p, g)) in params.iter().zip(grads).enumerate() {
-        check_param(
-            i,
-            p,
-            g,
-            &[("exp_avg", &exp_avgs[i]), ("exp_inf", &exp_infs[i])],
-        )?;
-    }
+    check_group(
+        params,
+        grads,
+        [
+            ("exp_avgs", "exp_avg", exp_avgs),
+            ("exp_infs", "exp_inf", exp_infs),
+        ],
+    )?;
     let clr = opts.lr / (1.0 - opts.beta1.powf(opts.step));
     fn kernel<T: Float>(
         o: &AdamaxOptions,
@@ -1316,18 +1335,14 @@ pub fn rprop_step(
     step_sizes: &[Tensor],
     opts: &RpropOptions,
 ) -> Result<()> {
-    let n = params.len();
-    check_len("params and grads", n, grads.len())?;
-    check_len("params and prevs", n, prevs.len())?;
-    check_len("params and step_sizes", n, step_sizes.len())?;
-    for (i, (p, g)) in params.iter().zip(grads).enumerate() {
-        check_param(
-            i,
-            p,
-            g,
-            &[("prev", &prevs[i]), ("step_size", &step_sizes[i])],
-        )?;
-    }
+    check_group(
+        params,
+        grads,
+        [
+            ("prevs", "prev", prevs),
+            ("step_sizes", "step_size", step_sizes),
+        ],
+    )?;
     fn kernel<T: Float>(o: &RpropOptions) -> impl Fn(&mut [T], &[T], [&mut [T]; 3]) + Sync + '_ {
         move |p, g, [prev, ss, _]| rprop_chunk(o, p, g, prev, ss)
     }
@@ -1397,15 +1412,8 @@ pub fn asgd_step(
     opts: &AsgdOptions,
 ) -> Result<()> {
     let n = params.len();
-    check_len("params and grads", n, grads.len())?;
-    check_len("params and axs", n, axs.len())?;
-    check_len("params and etas", n, etas.len())?;
-    check_len("params and mus", n, mus.len())?;
-    for (i, (p, g)) in params.iter().zip(grads).enumerate() {
-        check_param(i, p, g, &[("ax", &axs[i])])?;
-        scalar_state(i, "eta", &etas[i])?;
-        scalar_state(i, "mu", &mus[i])?;
-    }
+    check_group(params, grads, [("axs", "ax", axs)])?;
+    check_scalar_states(n, [("etas", "eta", etas), ("mus", "mu", mus)])?;
     let o = opts;
     fn kernel<T: Float>(
         o: &AsgdOptions,
