@@ -1079,6 +1079,57 @@ pub fn nadam_step(
     Ok(())
 }
 
+/// The first half of a NAdam or RAdam element update: the sign for `maximize`, torch's weight
+/// decay (the parameter decayed when decoupled, the gradient given an L2 term otherwise) and the
+/// two moments `m = lerp(m, g, 1 - beta1)`, `v = beta2 v + (1 - beta2) g²`.
+struct Moments<T> {
+    decay: T,
+    wd: T,
+    w1: T,
+    b2: T,
+    c2: T,
+    decoupled: bool,
+    l2: bool,
+    maximize: bool,
+}
+
+impl<T: Float> Moments<T> {
+    fn new(
+        lr: f64,
+        weight_decay: f64,
+        decoupled: bool,
+        [beta1, beta2]: [f64; 2],
+        maximize: bool,
+    ) -> Self {
+        Moments {
+            decay: T::of(1.0 - lr * weight_decay),
+            wd: T::of(weight_decay),
+            w1: T::of(1.0 - beta1),
+            b2: T::of(beta2),
+            c2: T::of(1.0 - beta2),
+            decoupled: weight_decay != 0.0 && decoupled,
+            l2: weight_decay != 0.0 && !decoupled,
+            maximize,
+        }
+    }
+
+    /// Update `p` (decoupled decay), `m` and `v` from the gradient `g`; returns the gradient
+    /// the moments saw.
+    #[inline(always)]
+    fn update(&self, p: &mut T, g: T, m: &mut T, v: &mut T) -> T {
+        let mut d = if self.maximize { -g } else { g };
+        if self.decoupled {
+            *p = *p * self.decay;
+        }
+        if self.l2 {
+            d = d + self.wd * *p;
+        }
+        *m = lerp(*m, d, self.w1);
+        *v = *v * self.b2 + self.c2 * d * d;
+        d
+    }
+}
+
 /// One chunk of [`nadam_step`]; `c` is (gradient coefficient, momentum coefficient, 1 -
 /// beta2^step).
 #[multiversion::multiversion(targets(
@@ -1094,28 +1145,18 @@ fn nadam_chunk<T: Float>(
     m: &mut [T],
     v: &mut [T],
 ) {
-    let decay = T::of(1.0 - o.lr * o.weight_decay);
-    let (wd, w1, b2, c2) = (
-        T::of(o.weight_decay),
-        T::of(1.0 - o.beta1),
-        T::of(o.beta2),
-        T::of(1.0 - o.beta2),
+    let moments = Moments::new(
+        o.lr,
+        o.weight_decay,
+        o.decoupled_weight_decay,
+        [o.beta1, o.beta2],
+        o.maximize,
     );
     let (cg, cm, bc2, eps) = (T::of(c[0]), T::of(c[1]), T::of(c[2]), T::of(o.eps));
-    let decoupled = o.weight_decay != 0.0 && o.decoupled_weight_decay;
-    let l2 = o.weight_decay != 0.0 && !o.decoupled_weight_decay;
     let n = p.len();
     let (g, m, v) = (&g[..n], &mut m[..n], &mut v[..n]);
     for k in 0..n {
-        let mut d = if o.maximize { -g[k] } else { g[k] };
-        if decoupled {
-            p[k] = p[k] * decay;
-        }
-        if l2 {
-            d = d + wd * p[k];
-        }
-        m[k] = lerp(m[k], d, w1);
-        v[k] = v[k] * b2 + c2 * d * d;
+        let d = moments.update(&mut p[k], g[k], &mut m[k], &mut v[k]);
         let denom = (v[k] / bc2).sqrt() + eps;
         p[k] = p[k] + cg * d / denom;
         p[k] = p[k] + cm * m[k] / denom;
@@ -1197,29 +1238,19 @@ fn radam_chunk<T: Float>(
     m: &mut [T],
     v: &mut [T],
 ) {
-    let decay = T::of(1.0 - o.lr * o.weight_decay);
-    let (wd, w1, b2, c2) = (
-        T::of(o.weight_decay),
-        T::of(1.0 - o.beta1),
-        T::of(o.beta2),
-        T::of(1.0 - o.beta2),
+    let moments = Moments::new(
+        o.lr,
+        o.weight_decay,
+        o.decoupled_weight_decay,
+        [o.beta1, o.beta2],
+        o.maximize,
     );
     let (bc1, bc2s, lr, eps) = (T::of(c.bc1), T::of(c.bc2_sqrt), T::of(o.lr), T::of(o.eps));
     let rect = c.rect.map(T::of);
-    let decoupled = o.weight_decay != 0.0 && o.decoupled_weight_decay;
-    let l2 = o.weight_decay != 0.0 && !o.decoupled_weight_decay;
     let n = p.len();
     let (g, m, v) = (&g[..n], &mut m[..n], &mut v[..n]);
     for k in 0..n {
-        let mut d = if o.maximize { -g[k] } else { g[k] };
-        if decoupled {
-            p[k] = p[k] * decay;
-        }
-        if l2 {
-            d = d + wd * p[k];
-        }
-        m[k] = lerp(m[k], d, w1);
-        v[k] = v[k] * b2 + c2 * d * d;
+        moments.update(&mut p[k], g[k], &mut m[k], &mut v[k]);
         let corrected = m[k] / bc1 * lr;
         // torch: `scalar / tensor` is `tensor.reciprocal() * scalar`.
         let delta = match rect {
