@@ -67,16 +67,8 @@ class LazyModuleMixin:
     def _save_to_state_dict(
         self, destination: Dict[str, Any], prefix: str, keep_vars: bool
     ) -> None:
-        # Placeholders go in as they are (detaching one would use its data).
         self._take_materialized()
-        for name, param in self._parameters.items():
-            if param is not None:
-                destination[prefix + name] = (
-                    param if is_lazy(param) or keep_vars else param.detach()
-                )
-        for name, buf in self._buffers.items():
-            if buf is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = buf if is_lazy(buf) or keep_vars else buf.detach()
+        super()._save_to_state_dict(destination, prefix, keep_vars)  # type: ignore[misc]
 
     def _lazy_load_hook(
         self,

@@ -634,12 +634,14 @@ class Module:
     def _save_to_state_dict(
         self, destination: Dict[str, Any], prefix: str, keep_vars: bool
     ) -> None:
+        # Lazy placeholders go in as they are (detaching one would read its data).
         for name, param in self._parameters.items():
             if param is not None:
-                destination[prefix + name] = param if keep_vars else param.detach()
+                keep = keep_vars or is_lazy(param)
+                destination[prefix + name] = param if keep else param.detach()
         for name, buf in self._buffers.items():
             if buf is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = buf if keep_vars else buf.detach()
+                destination[prefix + name] = buf if keep_vars or is_lazy(buf) else buf.detach()
 
     def state_dict(
         self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False
