@@ -135,10 +135,12 @@ fn with_src<T: Element, R>(t: &Tensor, c: Cover, f: impl FnOnce(Src<'_, T>) -> R
 
 /// `out[i] = f(a[i], b[i])` for one chunk starting at element `start`.
 ///
-/// Compiled for AVX-512 and AVX2 besides the baseline (SSE2) and picked at run time: these
-/// loops are bound by memory, and wider loads keep more of it in flight (4M-element float32
-/// multiply on one thread: 1.25 ms with SSE2, 1.01 ms with AVX2; NumPy 1.07 ms). Only IEEE
-/// operations the closure spells out run, so every target gives the same bits.
+/// Compiled for AVX2 besides the baseline (SSE2) and picked at run time: these loops are bound
+/// by memory, and wider loads keep more of it in flight (4M-element float32 multiply on one
+/// thread: 1.25 ms with SSE2, 1.01 ms with AVX2; NumPy 1.07 ms). An AVX-512 build of them was
+/// no faster (deep_mlp, lstm_train and wide_graph within noise on an AVX-512 Xeon), so it is
+/// left out. Only IEEE operations the closure spells out run, so every target gives the same
+/// bits.
 #[multiversion(targets("x86_64+avx2+avx+fma"))]
 fn zip_chunk<T: Copy, U: Copy, F: Fn(T, T) -> U>(
     a: Src<'_, T>,
