@@ -5,3 +5,5 @@
 pub(crate) mod copy;
 pub mod gemm;
 pub mod vmath;
+#[cfg(target_arch = "x86_64")]
+mod vmath_avx512;
