@@ -1,10 +1,10 @@
 //! Vectorised float32 math: exp, log, sin, cos, tanh, sigmoid and erf over slices.
 //!
 //! tanh on AVX-512 CPUs reads a polynomial per interval from register tables
-//! ([`super::vmath_avx512`]).
+//! (`vmath_avx512.rs` beside this file).
 //!
-//! log, sin, cos, tanh (elsewhere), sigmoid and erf widen each lane to f64 and evaluate it branch-free
-//! (polynomials, bit tricks, selects), so the loops autovectorise and the f64 headroom keeps
+//! log, sin, cos, tanh (on other CPUs), sigmoid and erf widen each lane to f64 and evaluate it
+//! branch-free (polynomials, bit tricks, selects), so the loops autovectorise and the f64 headroom keeps
 //! every result within about one ulp of the correctly rounded float32 value without float32
 //! error analysis. Lanes the fast path cannot reduce (sin/cos beyond 2^28·π/2, inf, NaN; log of non-positive, inf,
 //! NaN) are recomputed with std's scalar functions, chunk by chunk, so the common case pays only
