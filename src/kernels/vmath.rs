@@ -4,9 +4,9 @@
 //! (`vmath_avx512.rs` beside this file).
 //!
 //! log, sin, cos, tanh (on other CPUs), sigmoid and erf widen each lane to f64 and evaluate it
-//! branch-free (polynomials, bit tricks, selects), so the loops autovectorise and the f64 headroom keeps
-//! every result within about one ulp of the correctly rounded float32 value without float32
-//! error analysis. Lanes the fast path cannot reduce (sin/cos beyond 2^28·π/2, inf, NaN; log of non-positive, inf,
+//! branch-free (polynomials, bit tricks, selects), so the loops autovectorise and the f64
+//! headroom keeps every result within about one ulp of the correctly rounded float32 value
+//! without float32 error analysis. Lanes the fast path cannot reduce (sin/cos beyond 2^28·π/2, inf, NaN; log of non-positive, inf,
 //! NaN) are recomputed with std's scalar functions, chunk by chunk, so the common case pays only
 //! a vectorised range check.
 //!
