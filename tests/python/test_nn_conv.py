@@ -247,8 +247,13 @@ def test_conv_without_input_channels_gives_the_bias() -> None:
 
 @pytest.mark.parametrize(
     "xshape,wshape",
-    # 8 channels: im2col; 32: Winograd forward and input gradient, transposed weight gradient.
-    [((16, 8, 12, 12), (16, 8, 3, 3)), ((6, 32, 13, 10), (40, 32, 3, 3))],
+    # 8 channels: im2col; 32: Winograd forward and input gradient, transposed weight gradient;
+    # 128 on one small image: im2col in bands of output channels.
+    [
+        ((16, 8, 12, 12), (16, 8, 3, 3)),
+        ((6, 32, 13, 10), (40, 32, 3, 3)),
+        ((1, 128, 6, 6), (144, 128, 3, 3)),
+    ],
 )
 def test_conv_backward_is_the_same_at_any_thread_count(xshape: tuple, wshape: tuple) -> None:
     rng = np.random.default_rng(3)
@@ -286,14 +291,19 @@ def _conv2d_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray, pad: tuple, g
 @pytest.mark.parametrize(
     "xshape,wshape,pad,groups",
     [
+        # Batches large enough for Winograd's tile minimum (200 tiles of 2x2 outputs, each
+        # tile row one longer), except where the output is too thin for it.
         ((3, 32, 16, 16), (48, 32, 3, 3), (1, 1), 1),
-        ((2, 32, 9, 7), (40, 32, 3, 3), (0, 0), 1),
-        ((2, 32, 8, 5), (32, 32, 3, 3), (2, 1), 1),
+        ((13, 32, 9, 7), (40, 32, 3, 3), (0, 0), 1),
+        ((10, 32, 8, 5), (32, 32, 3, 3), (2, 1), 1),
         ((1, 32, 2, 3), (32, 32, 3, 3), (2, 0), 1),
-        ((2, 64, 11, 6), (64, 32, 3, 3), (1, 0), 2),
-        ((1, 32, 70, 3), (33, 32, 3, 3), (1, 2), 1),
-        ((5, 32, 4, 3), (32, 32, 3, 3), (1, 1), 1),
+        ((12, 64, 11, 6), (64, 32, 3, 3), (1, 0), 2),
+        ((2, 32, 70, 3), (33, 32, 3, 3), (1, 2), 1),
+        ((34, 32, 4, 3), (32, 32, 3, 3), (1, 1), 1),
         ((3, 32, 90, 10), (32, 32, 3, 3), (1, 1), 1),
+        # Few tiles: im2col, one unit shared among the threads by bands of output channels.
+        ((1, 256, 7, 7), (256, 256, 3, 3), (1, 1), 1),
+        ((2, 160, 5, 6), (200, 160, 3, 3), (1, 1), 1),
     ],
     ids=str,
 )

@@ -2,8 +2,8 @@
 //! Neural Networks", 2016) for float32 3x3 convolutions with stride 1 and no dilation: each 2x2
 //! output tile is `Aᵀ [(G g Gᵀ) ⊙ (Bᵀ d B)] A` of the 4x4 input tile `d`, so the channel
 //! reduction becomes 16 products of `out x in` by `in x tiles` (2.25x fewer multiplies than
-//! im2col's one product). The data transforms' constants are 0 and ±1 and the filter's are
-//! applied in float64, so the result stays within a few ulp of the direct sum.
+//! im2col's one product). The transforms' constants are 0, ±1 and ±1/2, so the result stays
+//! within a few ulp of the direct sum.
 //!
 //! F(4x4, 3x3) (36 products per 16 outputs, 4x fewer multiplies) was measured here and is not
 //! used: on 64-channel 32x32 layers its transforms cost more than its products save (forward
@@ -22,12 +22,19 @@ use crate::kernels::gemm::gemm_block;
 use crate::parallel::SendPtr;
 
 /// Whether the geometry is one F(2x2, 3x3) computes and where it pays: a 2-d 3x3 kernel,
-/// stride and dilation 1, padding below the kernel, and enough channels per group that the
+/// stride and dilation 1, padding below the kernel, enough channels per group that the
 /// transforms (linear in channels) are small beside the products (quadratic): measured on
 /// 28x28 and 32x32 images, 32 in and out channels break even with im2col, 64 run 1.5x faster,
-/// 16 run 1.2x slower.
+/// 16 run 1.2x slower; and enough tiles in the batch that the products pay for transforming
+/// the weight (16 floats per filter, read once per tile): on 512 channels of 7x7, one image
+/// (20 tiles) took 6.1 ms against im2col's 1.2 and eight (160) 12.3 against 9.2, while one
+/// 128-channel 28x28 image (210) took 0.83 against 1.11.
 pub(super) fn applies(geo: &ConvGeometry) -> bool {
     let Dims3 { cg, og, .. } = dims(geo);
+    let tiles = |geo: &ConvGeometry| {
+        let grid = Grid::of(geo, M);
+        geo.batch * grid.th * grid.pitch()
+    };
     geo.kernel == [3, 3]
         && geo.stride == [1, 1]
         && geo.dilation == [1, 1]
@@ -35,7 +42,11 @@ pub(super) fn applies(geo: &ConvGeometry) -> bool {
         && geo.output.iter().all(|&o| o >= 2)
         && cg >= 32
         && og >= 32
+        && tiles(geo) >= MIN_TILES
 }
+
+/// The fewest tiles (in the whole batch) [`applies`] takes.
+const MIN_TILES: usize = 200;
 
 /// Outputs per tile side.
 const M: usize = 2;
@@ -81,41 +92,75 @@ fn work_len(tiles: usize) -> usize {
     (A * (M * tiles + M)).max((A + M) * M * tiles)
 }
 
-/// `G g Gᵀ` of each 3x3 filter (in float64, rounded once), laid out per group as
+/// `G g Gᵀ` of each 3x3 filter, laid out per group as
 /// `[point][out][in]`: the right-hand operand of the per-point products, read column-major
 /// (`in` contiguous).
 fn transform_weights(geo: &ConvGeometry, w: &[f32]) -> Result<Vec<f32>> {
     let Dims3 { cg, og, .. } = dims(geo);
     let per_group = POINTS * og * cg;
-    let filters = geo.out_channels * cg;
     let total = geo.groups * per_group;
     let mut v = crate::tensor::creation::try_vec::<f32>(total)?;
     // SAFETY: every element is written below (each filter its 16 points) before `v` is read.
     unsafe { v.set_len(total) };
     let vp = SendPtr(v.as_mut_ptr());
-    // Shared among the threads by blocks of filters: on one thread it held the other idle for
-    // a twentieth of a 64-channel forward.
-    const BLOCK: usize = 512;
-    crate::parallel::share_work(crate::parallel::helpers(), filters.div_ceil(BLOCK), &|b| {
-        for filter in b * BLOCK..((b + 1) * BLOCK).min(filters) {
-            let f = &w[filter * 9..][..9];
-            let (gi, o, c) = (filter / (og * cg), filter / cg % og, filter % cg);
-            let f: [f64; 9] = std::array::from_fn(|i| f64::from(f[i]));
-            // k = G f (4 x 3), then (G f) Gᵀ.
-            let k: [[f64; 3]; A] = std::array::from_fn(|p| {
-                std::array::from_fn(|j| G[p][0] * f[j] + G[p][1] * f[3 + j] + G[p][2] * f[6 + j])
-            });
-            let base = gi * per_group + o * cg + c;
-            for (p, kp) in k.iter().enumerate() {
-                for (q, gq) in G.iter().enumerate() {
-                    let val = kp[0] * gq[0] + kp[1] * gq[1] + kp[2] * gq[2];
-                    // SAFETY: filter `filter` alone writes its points, all below `total`.
-                    unsafe { *vp.get().add(base + (p * A + q) * og * cg) = val as f32 };
-                }
-            }
+    // Blocks of filters of one group, shared among the threads. A filter's points lie
+    // `og * cg` apart and a block's filters are adjacent, so each block is computed across its
+    // filters and written as 16 contiguous runs: one filter at a time, with its points
+    // scattered, it took 40 ns, longer than a 7x7 layer's product.
+    let per = og * cg;
+    let blocks = per.div_ceil(FILTERS);
+    crate::parallel::share_work(crate::parallel::helpers(), geo.groups * blocks, &|u| {
+        let (gi, b) = (u / blocks, u % blocks);
+        let first = b * FILTERS;
+        let n = FILTERS.min(per - first);
+        let mut out = [[0.0f32; FILTERS]; POINTS];
+        filter_block(&w[(gi * per + first) * 9..][..n * 9], &mut out);
+        for (pq, run) in out.iter().enumerate() {
+            let at = gi * per_group + pq * per + first;
+            // SAFETY: this block alone writes filters first..first + n of group gi at
+            // point pq, a run inside `v`.
+            unsafe { std::ptr::copy_nonoverlapping(run.as_ptr(), vp.get().add(at), n) };
         }
     });
     Ok(v)
+}
+
+/// Filters per block of [`transform_weights`].
+const FILTERS: usize = 64;
+
+/// `G f Gᵀ` of up to [`FILTERS`] filters (9 values each in `src`), point `pq` of filter t at
+/// `out[pq][t]`: the loops run across the filters, so they vectorise. G's entries are 0, ±1/2
+/// and 1, so float32 loses at most an ulp or so to the sums' rounding.
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
+    "x86_64+avx2+avx+fma",
+    "aarch64+neon"
+))]
+fn filter_block(src: &[f32], out: &mut [[f32; FILTERS]; POINTS]) {
+    let mut f = [[0.0f32; FILTERS]; 9];
+    for (t, filter) in src.chunks_exact(9).enumerate().take(FILTERS) {
+        for (i, &x) in filter.iter().enumerate() {
+            f[i][t] = x;
+        }
+    }
+    // k = G f per filter (4 x 3), then the points (G f) Gᵀ.
+    let mut k = [[[0.0f32; FILTERS]; 3]; A];
+    for (kp, gp) in k.iter_mut().zip(&G) {
+        let gp = gp.map(|g| g as f32);
+        for (j, kpj) in kp.iter_mut().enumerate() {
+            for t in 0..FILTERS {
+                kpj[t] = gp[0] * f[j][t] + gp[1] * f[3 + j][t] + gp[2] * f[6 + j][t];
+            }
+        }
+    }
+    for (p, kp) in k.iter().enumerate() {
+        for (q, gq) in G.iter().enumerate() {
+            let gq = gq.map(|g| g as f32);
+            for (t, o) in out[p * A + q].iter_mut().enumerate() {
+                *o = kp[0][t] * gq[0] + kp[1][t] * gq[1] + kp[2][t] * gq[2];
+            }
+        }
+    }
 }
 
 /// `gw = Gᵀ Z G` of every filter from the per-point sums `z` (`[group][point][in][out]`, the
