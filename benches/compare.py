@@ -821,6 +821,47 @@ def resnet_block() -> Dict[str, Any]:
     return {"make": make, "unit": "ms/step", "scale": 1e3}
 
 
+def resnet_infer_7x7() -> Dict[str, Any]:
+    """The last stage of a ResNet-18 at inference: torchvision's BasicBlock with 512 channels
+    on one 7x7 image, eval mode under ``no_grad`` (two 3x3 convolutions of 2.4M weights each
+    on 49 positions: few positions, many channels)."""
+    x0 = _rand(1, 512, 7, 7)
+    w0 = [_rand(512, 512, 3, 3, scale=0.015), _rand(512, 512, 3, 3, scale=0.015)]
+
+    def make(lib: Any) -> Callable[[], None]:
+        nn = lib.nn
+
+        class BasicBlock(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.conv1 = nn.Conv2d(512, 512, 3, padding=1, bias=False)
+                self.bn1 = nn.BatchNorm2d(512)
+                self.relu = nn.ReLU(inplace=True)
+                self.conv2 = nn.Conv2d(512, 512, 3, padding=1, bias=False)
+                self.bn2 = nn.BatchNorm2d(512)
+
+            def forward(self, x: Any) -> Any:
+                identity = x
+                out = self.relu(self.bn1(self.conv1(x)))
+                out = self.bn2(self.conv2(out))
+                out += identity
+                return self.relu(out)
+
+        block = BasicBlock().eval()
+        with lib.no_grad():
+            block.conv1.weight.copy_(lib.tensor(w0[0]))
+            block.conv2.weight.copy_(lib.tensor(w0[1]))
+        x = lib.tensor(x0)
+
+        def step() -> None:
+            with lib.no_grad():
+                block(x)
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
 def cosine_similarity() -> Dict[str, Any]:
     """4096 pairs of 256-vectors, forward and backward to both sides."""
     a0, b0, g0 = _rand(4096, 256), _rand(4096, 256), _rand(4096)
@@ -1112,6 +1153,7 @@ WORKLOADS = {
     "max_pool2d": (max_pool2d, 1.00),
     "cnn_train": (cnn_train, 0.90),
     "resnet_block": (resnet_block, 0.90),
+    "resnet_infer_7x7": (resnet_infer_7x7, 1.00),
     "interpolate_bilinear": (interpolate_bilinear, 1.00),
     "pixel_shuffle": (pixel_shuffle, 1.00),
     "transpose_copy": (transpose_copy, 1.00),
