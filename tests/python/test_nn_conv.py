@@ -338,6 +338,8 @@ def test_conv2d_float32_3x3_layers_match_float64(
         ((10, 4, 12, 20), (16, 4, 3, 3), dict(padding=(2, 1), dilation=(2, 1))),
         ((2, 6, 17, 15), (32, 3, 4, 2), dict(padding="same", groups=2)),
         ((2, 5, 22, 21), (20, 5, 5, 5), dict(padding=0)),
+        # One small image, many output channels: bands of output channels.
+        ((1, 128, 6, 5), (160, 128, 3, 3), dict(padding=1)),
     ],
     ids=str,
 )
