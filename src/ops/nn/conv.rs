@@ -1156,6 +1156,44 @@ fn conv_forward<T: ConvScalar>(
     Ok(y)
 }
 
+/// The column matrix (`cg * K` x `(n1 - n0) * L`) of images `n0..n1`, group `gi`, at the
+/// start of `cols`, built by ranges of input channels shared among the threads.
+fn im2col_shared<T: ConvScalar>(
+    geo: &ConvGeometry,
+    x: &[T],
+    win: &Option<Windows>,
+    (n0, n1, gi): (usize, usize, usize),
+    cols: &mut [T],
+) {
+    let Dims3 {
+        cg, kn, ln, plane, ..
+    } = dims(geo);
+    let cols_n = (n1 - n0) * ln;
+    let image = |n: usize| &x[(n * geo.in_channels + gi * cg) * plane..][..cg * plane];
+    // A few ranges per thread, whole rows of `kn` each.
+    let ranges = cg.min(16);
+    let cp = SendPtr(cols[..cg * kn * cols_n].as_mut_ptr());
+    crate::parallel::share_work(crate::parallel::helpers(), ranges, &|r| {
+        let (c0, c1) = (r * cg / ranges, (r + 1) * cg / ranges);
+        // SAFETY: range r alone writes rows c0*kn..c1*kn of the column matrix, inside `cols`.
+        let dst = unsafe {
+            std::slice::from_raw_parts_mut(cp.get().add(c0 * kn * cols_n), (c1 - c0) * kn * cols_n)
+        };
+        for n in n0..n1 {
+            let src = &image(n)[c0 * plane..c1 * plane];
+            let at = &mut dst[(n - n0) * ln..];
+            match win {
+                Some(win) => im2col_into(src, win, plane, at, cols_n),
+                None => {
+                    for (c, row) in src.chunks_exact(plane).enumerate() {
+                        at[c * cols_n..][..plane].copy_from_slice(row);
+                    }
+                }
+            }
+        }
+    });
+}
+
 /// Below this many (block of images, group) units the im2col forward shares each unit among
 /// the threads instead ([`conv_forward_banded`]). A fixed count, not the thread count, so the
 /// path and the result do not depend on the threads.
@@ -1176,13 +1214,7 @@ fn conv_forward_banded<T: ConvScalar>(
     nb: usize,
     win: &Option<Windows>,
 ) -> Result<Vec<T>> {
-    let Dims3 {
-        cg,
-        og,
-        kn,
-        ln,
-        plane,
-    } = dims(geo);
+    let Dims3 { cg, og, kn, ln, .. } = dims(geo);
     let ck = cg * kn;
     let total = geo.batch * geo.out_channels * ln;
     let mut y = crate::tensor::creation::try_vec::<T>(total)?;
@@ -1200,36 +1232,11 @@ fn conv_forward_banded<T: ConvScalar>(
     // bands 8.7 ms, 128-channel ones 7.4).
     let band = og.div_ceil(BANDED_UNITS).next_multiple_of(16).max(OUT_BAND);
     let bands = og.div_ceil(band);
-    // Channel ranges of the column matrix: a few per thread, whole rows of `kn` each.
-    let ranges = cg.min(16);
     for blk in 0..geo.batch.div_ceil(nb) {
         let (n0, n1) = (blk * nb, ((blk + 1) * nb).min(geo.batch));
         let cols_n = (n1 - n0) * ln;
         for gi in 0..geo.groups {
-            let image = |n: usize| &x[(n * geo.in_channels + gi * cg) * plane..][..cg * plane];
-            let cp = SendPtr(cols.as_mut_ptr());
-            crate::parallel::share_work(helpers, ranges, &|r| {
-                let (c0, c1) = (r * cg / ranges, (r + 1) * cg / ranges);
-                // SAFETY: range r alone writes rows c0*kn..c1*kn of the column matrix.
-                let dst = unsafe {
-                    std::slice::from_raw_parts_mut(
-                        cp.get().add(c0 * kn * cols_n),
-                        (c1 - c0) * kn * cols_n,
-                    )
-                };
-                for n in n0..n1 {
-                    let src = &image(n)[c0 * plane..c1 * plane];
-                    let at = &mut dst[(n - n0) * ln..];
-                    match win {
-                        Some(win) => im2col_into(src, win, plane, at, cols_n),
-                        None => {
-                            for (c, row) in src.chunks_exact(plane).enumerate() {
-                                at[c * cols_n..][..plane].copy_from_slice(row);
-                            }
-                        }
-                    }
-                }
-            });
+            im2col_shared(geo, x, win, (n0, n1, gi), &mut cols);
             let cols = &cols[..ck * cols_n];
             crate::parallel::share_work(helpers, bands, &|b| {
                 let (o0, o1) = (b * band, ((b + 1) * band).min(og));
@@ -1760,13 +1767,7 @@ fn conv_grad_weight_banded<T: ConvScalar>(
     nb: usize,
     win: &Option<Windows>,
 ) -> Result<Vec<T>> {
-    let Dims3 {
-        cg,
-        og,
-        kn,
-        ln,
-        plane,
-    } = dims(geo);
+    let Dims3 { cg, og, kn, ln, .. } = dims(geo);
     let ck = cg * kn;
     let wn = geo.out_channels * ck;
     // The gradient column-major per group (og x ck, element (o, c) at c·og + o), the product's
@@ -1783,37 +1784,13 @@ fn conv_grad_weight_banded<T: ConvScalar>(
     let helpers = crate::parallel::helpers();
     let band = og.div_ceil(BANDED_UNITS).next_multiple_of(16).max(OUT_BAND);
     let bands = og.div_ceil(band);
-    let ranges = cg.min(16);
     let ap = SendPtr(acc.as_mut_ptr());
     for blk in 0..geo.batch.div_ceil(nb) {
         let (n0, n1) = (blk * nb, ((blk + 1) * nb).min(geo.batch));
         let cols_n = (n1 - n0) * ln;
         for gi in 0..geo.groups {
             gather_grad_block_t(geo, gy, (n0, n1, gi), &mut gb);
-            let image = |n: usize| &x[(n * geo.in_channels + gi * cg) * plane..][..cg * plane];
-            let cp = SendPtr(cols.as_mut_ptr());
-            crate::parallel::share_work(helpers, ranges, &|r| {
-                let (c0, c1) = (r * cg / ranges, (r + 1) * cg / ranges);
-                // SAFETY: range r alone writes rows c0*kn..c1*kn of the column matrix.
-                let dst = unsafe {
-                    std::slice::from_raw_parts_mut(
-                        cp.get().add(c0 * kn * cols_n),
-                        (c1 - c0) * kn * cols_n,
-                    )
-                };
-                for n in n0..n1 {
-                    let src = &image(n)[c0 * plane..c1 * plane];
-                    let at = &mut dst[(n - n0) * ln..];
-                    match win {
-                        Some(win) => im2col_into(src, win, plane, at, cols_n),
-                        None => {
-                            for (c, row) in src.chunks_exact(plane).enumerate() {
-                                at[c * cols_n..][..plane].copy_from_slice(row);
-                            }
-                        }
-                    }
-                }
-            });
+            im2col_shared(geo, x, win, (n0, n1, gi), &mut cols);
             let (gb, cols) = (&gb[..og * cols_n], &cols[..ck * cols_n]);
             crate::parallel::share_work(helpers, bands, &|b| {
                 let o0 = b * band;
