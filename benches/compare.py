@@ -777,6 +777,34 @@ def cnn_train() -> Dict[str, Any]:
     return {"make": make, "unit": "ms/step", "scale": 1e3}
 
 
+def _basic_block(lib: Any, channels: int, weights: List[np.ndarray]) -> Any:
+    """torchvision's BasicBlock as written there (conv3x3 + BatchNorm2d + ReLU(inplace=True)
+    twice, ``out += identity``), its two convolutions' weights set to ``weights``."""
+    nn = lib.nn
+
+    class BasicBlock(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(channels)
+            self.relu = nn.ReLU(inplace=True)
+            self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(channels)
+
+        def forward(self, x: Any) -> Any:
+            identity = x
+            out = self.relu(self.bn1(self.conv1(x)))
+            out = self.bn2(self.conv2(out))
+            out += identity
+            return self.relu(out)
+
+    block = BasicBlock()
+    with lib.no_grad():
+        block.conv1.weight.copy_(lib.tensor(weights[0]))
+        block.conv2.weight.copy_(lib.tensor(weights[1]))
+    return block
+
+
 def resnet_block() -> Dict[str, Any]:
     """torchvision's BasicBlock as written there (conv3x3 + BatchNorm2d + ReLU(inplace=True)
     twice, ``out += identity``), batch 16, 64 channels, 32x32, in training mode: forward,
@@ -785,28 +813,7 @@ def resnet_block() -> Dict[str, Any]:
     w0 = [_rand(64, 64, 3, 3, scale=0.04), _rand(64, 64, 3, 3, scale=0.04)]
 
     def make(lib: Any) -> Callable[[], None]:
-        nn = lib.nn
-
-        class BasicBlock(nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.conv1 = nn.Conv2d(64, 64, 3, padding=1, bias=False)
-                self.bn1 = nn.BatchNorm2d(64)
-                self.relu = nn.ReLU(inplace=True)
-                self.conv2 = nn.Conv2d(64, 64, 3, padding=1, bias=False)
-                self.bn2 = nn.BatchNorm2d(64)
-
-            def forward(self, x: Any) -> Any:
-                identity = x
-                out = self.relu(self.bn1(self.conv1(x)))
-                out = self.bn2(self.conv2(out))
-                out += identity
-                return self.relu(out)
-
-        block = BasicBlock()
-        with lib.no_grad():
-            block.conv1.weight.copy_(lib.tensor(w0[0]))
-            block.conv2.weight.copy_(lib.tensor(w0[1]))
+        block = _basic_block(lib, 64, w0)
         x = lib.tensor(x0)
         opt = lib.optim.SGD(block.parameters(), lr=0.01, momentum=0.9)
 
@@ -829,28 +836,7 @@ def resnet_infer_7x7() -> Dict[str, Any]:
     w0 = [_rand(512, 512, 3, 3, scale=0.015), _rand(512, 512, 3, 3, scale=0.015)]
 
     def make(lib: Any) -> Callable[[], None]:
-        nn = lib.nn
-
-        class BasicBlock(nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.conv1 = nn.Conv2d(512, 512, 3, padding=1, bias=False)
-                self.bn1 = nn.BatchNorm2d(512)
-                self.relu = nn.ReLU(inplace=True)
-                self.conv2 = nn.Conv2d(512, 512, 3, padding=1, bias=False)
-                self.bn2 = nn.BatchNorm2d(512)
-
-            def forward(self, x: Any) -> Any:
-                identity = x
-                out = self.relu(self.bn1(self.conv1(x)))
-                out = self.bn2(self.conv2(out))
-                out += identity
-                return self.relu(out)
-
-        block = BasicBlock().eval()
-        with lib.no_grad():
-            block.conv1.weight.copy_(lib.tensor(w0[0]))
-            block.conv2.weight.copy_(lib.tensor(w0[1]))
+        block = _basic_block(lib, 512, w0).eval()
         x = lib.tensor(x0)
 
         def step() -> None:

@@ -488,37 +488,43 @@ fn transform_input(
     );
     let src = &work[..A * (M * len + M)];
     // One call per column combination b, a constant: each computes only its own.
-    input_points::<0>(src, dst, stride, len);
-    input_points::<1>(src, dst, stride, len);
-    input_points::<2>(src, dst, stride, len);
-    input_points::<3>(src, dst, stride, len);
+    points::<A, 0>(bt, src, dst, stride, len);
+    points::<A, 1>(bt, src, dst, stride, len);
+    points::<A, 2>(bt, src, dst, stride, len);
+    points::<A, 3>(bt, src, dst, stride, len);
 }
 
-/// Points `(a, B)` of [`transform_input`] for every `a`: the column combination `B` of each input
-/// row, then the row combinations across them. Column c of input row r at tile j is
-/// `src[r (M len + M) + M j + c]` ([`pad_rows`]' layout); the band's last entry only feeds a
-/// junk column.
+/// Points `(a, B)` of a tile transform for every `a`: `f` (Bᵀ for the input, A for the output
+/// gradient) applied to each of the tile's `R` rows, keeping combination `B`, then across
+/// those. Column c of row r at tile j is `src[r (M len + M) + M j + c]` ([`pad_rows`]'
+/// layout); the band's last entry only feeds a junk column.
 ///
 /// The operands are indexed unchecked from one base each: bounds checks, or slices held in
 /// arrays (which the stores might alias), keep the loop over j from vectorising.
 #[inline(always)]
 #[allow(clippy::needless_range_loop)]
-fn input_points<const B: usize>(src: &[f32], dst: &mut [f32], stride: usize, len: usize) {
+fn points<const R: usize, const B: usize>(
+    f: impl Fn([f32; R]) -> [f32; A],
+    src: &[f32],
+    dst: &mut [f32],
+    stride: usize,
+    len: usize,
+) {
     let run = M * len + M;
-    // The largest index read is (A - 1) run + M (len - 1) + A - 1 < A run, and written
-    // (A² - 1) stride + len - 1.
-    assert!(src.len() >= A * run && dst.len() >= (A * A - 1) * stride + len);
+    // The largest index read is (R - 1) run + M (len - 1) + R - 1 < R run (R <= M + 2), and
+    // written (A² - 1) stride + len - 1.
+    assert!(src.len() >= R * run && dst.len() >= (A * A - 1) * stride + len);
     for j in 0..len {
-        let mut h = [0.0f32; A];
-        for r in 0..A {
-            let mut v = [0.0f32; A];
-            for c in 0..A {
-                // SAFETY: r run + M j + c < A run (asserted).
+        let mut h = [0.0f32; R];
+        for r in 0..R {
+            let mut v = [0.0f32; R];
+            for c in 0..R {
+                // SAFETY: r run + M j + c < R run (asserted).
                 v[c] = unsafe { *src.get_unchecked(r * run + M * j + c) };
             }
-            h[r] = bt(v)[B];
+            h[r] = f(v)[B];
         }
-        let p = bt(h);
+        let p = f(h);
         for a in 0..A {
             // SAFETY: (a A + B) stride + j < (A² - 1) stride + len (asserted).
             unsafe { *dst.get_unchecked_mut((a * A + B) * stride + j) = p[a] };
@@ -527,7 +533,7 @@ fn input_points<const B: usize>(src: &[f32], dst: &mut [f32], stride: usize, len
 }
 
 /// `Aᵀ m A` of one output channel's products plus `shift`, into tile rows `rows` of the
-/// output plane. Indexed unchecked as [`input_points`] is.
+/// output plane. Indexed unchecked as [`points`] is.
 #[multiversion::multiversion(targets(
     "x86_64+avx512f+avx512vl+avx512dq+avx2+avx+fma",
     "x86_64+avx2+avx+fma",
@@ -621,34 +627,8 @@ fn transform_grad(
     // Rows past the output, columns past it and the junk column are zero.
     pad_rows::<M>(plane, (grid.oh, grid.ow), (0, 0), rows, pitch, work);
     let src = &work[..M * (M * len + M)];
-    grad_points::<0>(src, dst, stride, len);
-    grad_points::<1>(src, dst, stride, len);
-    grad_points::<2>(src, dst, stride, len);
-    grad_points::<3>(src, dst, stride, len);
-}
-
-/// Points `(a, B)` of [`transform_grad`] for every `a`: the combination `B` of each tile row's
-/// columns (column k of row i of tile j at `src[i (M len + M) + M j + k]`), then the
-/// combinations across the rows. Indexed unchecked as [`input_points`] is.
-#[inline(always)]
-#[allow(clippy::needless_range_loop)]
-fn grad_points<const B: usize>(src: &[f32], dst: &mut [f32], stride: usize, len: usize) {
-    let run = M * len + M;
-    assert!(src.len() >= M * run && dst.len() >= (A * A - 1) * stride + len);
-    for j in 0..len {
-        let mut h = [0.0f32; M];
-        for i in 0..M {
-            let mut v = [0.0f32; M];
-            for k in 0..M {
-                // SAFETY: i run + M j + k < M run (asserted).
-                v[k] = unsafe { *src.get_unchecked(i * run + M * j + k) };
-            }
-            h[i] = a_of(v)[B];
-        }
-        let p = a_of(h);
-        for a in 0..A {
-            // SAFETY: (a A + B) stride + j < (A² - 1) stride + len (asserted).
-            unsafe { *dst.get_unchecked_mut((a * A + B) * stride + j) = p[a] };
-        }
-    }
+    points::<M, 0>(a_of, src, dst, stride, len);
+    points::<M, 1>(a_of, src, dst, stride, len);
+    points::<M, 2>(a_of, src, dst, stride, len);
+    points::<M, 3>(a_of, src, dst, stride, len);
 }
