@@ -1064,7 +1064,7 @@ fn conv_forward<T: ConvScalar>(
     }
     let (cg, og, kn, ln, plane, g, win) = setup(geo)?;
     let nb = images_per_block(geo.batch, ln);
-    if geo.batch.div_ceil(nb) * g < BANDED_UNITS && og >= 2 * OUT_BAND {
+    if takes_bands(geo.batch.div_ceil(nb) * g, og) {
         return conv_forward_banded(geo, x, w, bias, nb, &win);
     }
     let total = geo.batch * geo.out_channels * ln;
@@ -1202,6 +1202,20 @@ const BANDED_UNITS: usize = 4;
 /// The fewest output channels per band of [`conv_forward_banded`].
 const OUT_BAND: usize = 64;
 
+/// Whether an im2col layer of `units` (block of images, group) units and `og` output channels
+/// per group takes the banded forward and weight gradient.
+fn takes_bands(units: usize, og: usize) -> bool {
+    units < BANDED_UNITS && og >= 2 * OUT_BAND
+}
+
+/// The banded paths' bands of output channels, `(band, bands)`: at least OUT_BAND channels,
+/// at most BANDED_UNITS bands. Every band packs the column matrix again, which costs about
+/// 32 / band of its product (8x512x7x7: 64-channel bands 8.7 ms, 128-channel ones 7.4).
+fn out_bands(og: usize) -> (usize, usize) {
+    let band = og.div_ceil(BANDED_UNITS).next_multiple_of(16).max(OUT_BAND);
+    (band, og.div_ceil(band))
+}
+
 /// The im2col forward for layers with few units (small images, few images, many channels: a
 /// 512-channel 7x7 layer on one image is one unit, which ran on one thread): each unit's
 /// column matrix is built by channel ranges in parallel, then its product is cut into bands
@@ -1227,11 +1241,7 @@ fn conv_forward_banded<T: ConvScalar>(
     // product reads it. `T` is a plain float.
     unsafe { cols.set_len(ck * nb * ln) };
     let helpers = crate::parallel::helpers();
-    // Bands of at least OUT_BAND channels, at most BANDED_UNITS of them: every band packs the
-    // column matrix again, which costs about 32 / band of its product (8x512x7x7: 64-channel
-    // bands 8.7 ms, 128-channel ones 7.4).
-    let band = og.div_ceil(BANDED_UNITS).next_multiple_of(16).max(OUT_BAND);
-    let bands = og.div_ceil(band);
+    let (band, bands) = out_bands(og);
     for blk in 0..geo.batch.div_ceil(nb) {
         let (n0, n1) = (blk * nb, ((blk + 1) * nb).min(geo.batch));
         let cols_n = (n1 - n0) * ln;
@@ -1756,29 +1766,22 @@ fn conv_grad_weight_implicit<T: ConvScalar>(
     Ok(out)
 }
 
-/// The weight gradient `(groups, og, ck)` from its column-major sums (`(groups, ck, og)`),
-/// transposed in 64 x 64 tiles: element by element, the strided writes of a 512 x 4608
-/// gradient took a tenth of its product.
+/// The weight gradient `(groups, og, ck)` from its column-major sums (`(groups, ck, og)`).
 fn per_group_transposed<T: ConvScalar>(
     sums: &[T],
     groups: usize,
     og: usize,
     ck: usize,
 ) -> Result<Vec<T>> {
-    const TILE: usize = 64;
     let mut out = crate::tensor::creation::try_filled_vec(groups * og * ck, T::ZERO)?;
     for gi in 0..groups {
         let (src, dst) = (
             &sums[gi * og * ck..][..og * ck],
             &mut out[gi * og * ck..][..og * ck],
         );
-        for c0 in (0..ck).step_by(TILE) {
-            for o0 in (0..og).step_by(TILE) {
-                for c in c0..(c0 + TILE).min(ck) {
-                    for o in o0..(o0 + TILE).min(og) {
-                        dst[o * ck + c] = src[c * og + o];
-                    }
-                }
+        for (c, col) in src.chunks_exact(og.max(1)).enumerate() {
+            for (o, &v) in col.iter().enumerate() {
+                dst[o * ck + c] = v;
             }
         }
     }
@@ -1811,8 +1814,7 @@ fn conv_grad_weight_banded<T: ConvScalar>(
         cols.set_len(ck * nb * ln);
     }
     let helpers = crate::parallel::helpers();
-    let band = og.div_ceil(BANDED_UNITS).next_multiple_of(16).max(OUT_BAND);
-    let bands = og.div_ceil(band);
+    let (band, bands) = out_bands(og);
     let ap = SendPtr(acc.as_mut_ptr());
     for blk in 0..geo.batch.div_ceil(nb) {
         let (n0, n1) = (blk * nb, ((blk + 1) * nb).min(geo.batch));
@@ -1869,7 +1871,7 @@ fn conv_grad_weight<T: ConvScalar>(geo: &ConvGeometry, gy: &[T], x: &[T]) -> Res
     let wn = geo.out_channels * ck;
     let nb = images_per_block(geo.batch, ln);
     let blocks = geo.batch.div_ceil(nb);
-    if blocks * g < BANDED_UNITS && og >= 2 * OUT_BAND {
+    if takes_bands(blocks * g, og) {
         return conv_grad_weight_banded(geo, gy, x, nb, &win);
     }
     let chunks = blocks.clamp(1, WEIGHT_CHUNKS);
