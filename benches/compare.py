@@ -403,6 +403,29 @@ def transformer_block() -> Dict[str, Any]:
     return {"make": make, "unit": "ms/step", "scale": 1e3}
 
 
+def mlp_infer() -> Dict[str, Any]:
+    """Serving-style inference: two transformer MLP blocks (nn.Linear 1024 -> 4096, GELU,
+    4096 -> 1024) on 8 tokens in eval mode under no_grad, where every product is `x @ W.T`
+    with few rows."""
+    x0 = _rand(8, 1024)
+
+    def make(lib: Any) -> Callable[[], None]:
+        lib.manual_seed(0)
+        nn = lib.nn
+        layers = [nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 1024)]
+        layers += [nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 1024)]
+        model = nn.Sequential(*layers).eval()
+        x = lib.tensor(x0)
+
+        def step() -> None:
+            with lib.no_grad():
+                model(x)
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
 def _deep_mlp(checkpointed: bool) -> Dict[str, Any]:
     # 16 tanh layers of width 256 on a batch of 4096 (activations dominate memory), forward +
     # backward; with checkpointed, in 4 non-reentrant checkpoint segments (activations
@@ -1129,6 +1152,7 @@ WORKLOADS = {
     "batch_norm2d": (batch_norm2d, 1.00),
     "attention_1024": (attention_1024, 1.00),
     "transformer_block": (transformer_block, 0.90),
+    "mlp_infer": (mlp_infer, 1.00),
     "gelu": (gelu, 1.00),
     "silu": (silu, 1.00),
     "softmax": (softmax, 1.00),

@@ -39,6 +39,9 @@ const FORWARD: &[(usize, usize, usize, Layout)] = &[
     (784, 128, 512, Layout::TN),
     (192, 192, 192, Layout::NN),
     (192, 192, 192, Layout::NT),
+    // linear's forward at small batches (faer's kernel below 513 rows)
+    (8, 1024, 4096, Layout::NT),
+    (32, 512, 128, Layout::NT),
     (256, 256, 256, Layout::NN),
     (64, 64, 64, Layout::NN),
     (16, 16, 16, Layout::NN),

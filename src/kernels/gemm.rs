@@ -33,6 +33,19 @@ pub const PARALLEL_MIN_K: usize = 16;
 /// 64x256x256 in 4: 100.9 against 101.1); narrower ones start to (192^3 in 8: 86 against 108).
 const BALANCE_BAND: usize = 64;
 
+/// Products of at most this many rows that read `a` along its rows and `b` down its columns
+/// (`x @ W.T`, every `linear`'s forward) run on faer's kernel in [`DOT_BAND`]-column bands:
+/// `gemm` 0.19 packs such a `b` element by element and lost up to 3x there, faer's does not.
+/// One thread, float32, `gemm` against faer in bands, µs: 8x512 @ 512x2048 1015 / 346,
+/// 32x512 @ 512x128 72 / 34, 128x512 @ 512x2048 2462 / 1766, 512x512 @ 512x2048 7303 / 6907;
+/// with 1024 rows and more `gemm` wins (1024x512 @ 512x2048 14398 / 15529, 4096x256 @ 256x256
+/// 3253 / 4193).
+const DOT_LAYOUT_MAX_ROWS: usize = 512;
+
+/// Columns per band on faer's path, whatever the thread count, so every output element comes
+/// from the same kernel call at any thread count.
+const DOT_BAND: usize = 64;
+
 /// Most multiply-adds computed between two checks for Ctrl-C in a huge product (~5 ms of one
 /// thread). Products below it run as before; above it, bands are cut into slices this size,
 /// which costs one more packing of the other operand per slice (under 2% at 64 rows).
@@ -50,17 +63,62 @@ pub trait GemmScalar: sealed::Sealed + Copy + Send + Sync + 'static {
     const ZERO: Self;
     /// Multiplicative identity.
     const ONE: Self;
+
+    /// `dst` (row-major, `dst_rs` between rows, not read) = `a` @ `b` for one `n` x `k` @
+    /// `k` x `m` block through faer's kernel ([`DOT_LAYOUT_MAX_ROWS`] says when).
+    ///
+    /// # Safety
+    /// As [`kernel`]'s.
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn faer_block(
+        n: usize,
+        m: usize,
+        k: usize,
+        dst: *mut Self,
+        dst_rs: isize,
+        a: (*const Self, isize, isize),
+        b: (*const Self, isize, isize),
+    );
 }
 
-impl GemmScalar for f32 {
-    const ZERO: Self = 0.0;
-    const ONE: Self = 1.0;
+macro_rules! gemm_scalar {
+    ($t:ty) => {
+        impl GemmScalar for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+
+            unsafe fn faer_block(
+                n: usize,
+                m: usize,
+                k: usize,
+                dst: *mut Self,
+                dst_rs: isize,
+                (a, a_rs, a_cs): (*const Self, isize, isize),
+                (b, b_rs, b_cs): (*const Self, isize, isize),
+            ) {
+                // SAFETY: the caller vouches for every element addressed; `Replace` writes
+                // `dst` without reading it.
+                unsafe {
+                    let a = faer::MatRef::<$t>::from_raw_parts(a, n, k, a_rs, a_cs);
+                    let b = faer::MatRef::<$t>::from_raw_parts(b, k, m, b_rs, b_cs);
+                    let dst = faer::MatMut::<$t>::from_raw_parts_mut(dst, n, m, dst_rs, 1);
+                    faer::linalg::matmul::matmul(
+                        dst,
+                        faer::Accum::Replace,
+                        a,
+                        b,
+                        1.0,
+                        faer::Par::Seq,
+                    );
+                }
+            }
+        }
+    };
 }
 
-impl GemmScalar for f64 {
-    const ZERO: Self = 0.0;
-    const ONE: Self = 1.0;
-}
+gemm_scalar!(f32);
+gemm_scalar!(f64);
 
 /// One operand of [`matmul_strided`]: a (batch of) matrices inside a flat buffer.
 #[derive(Clone, Copy, Debug)]
@@ -231,13 +289,30 @@ fn plan(
     }
 }
 
-/// `dst` (row-major, `rs` between rows) = `a` @ `b` for one `n` x `k` @ `k` x `m` block.
+/// [`plan`] for faer's path ([`DOT_LAYOUT_MAX_ROWS`]): [`DOT_BAND`]-column bands at any
+/// thread count, each its own block when shared.
+fn dot_plan(threads: usize, (nb, n, m, k): (usize, usize, usize, usize)) -> Plan {
+    let pieces = m.div_ceil(DOT_BAND);
+    let work = nb.saturating_mul(n).saturating_mul(m).saturating_mul(k);
+    let serial = threads <= 1 || work < PARALLEL_MIN_WORK || k < PARALLEL_MIN_K;
+    Plan {
+        pieces,
+        by_rows: false,
+        band: DOT_BAND,
+        blocks: if serial { 1 } else { nb * pieces },
+    }
+}
+
+/// `dst` (row-major, `rs` between rows) = `a` @ `b` for one `n` x `k` @ `k` x `m` block, on
+/// faer's kernel when `faer_path` and `gemm`'s otherwise.
 ///
 /// # Safety
 /// Every element of `a`, `b` and `dst` addressed through the strides must be valid; `dst` must
 /// not overlap the inputs.
 #[inline]
+#[allow(clippy::too_many_arguments)]
 unsafe fn kernel<T: GemmScalar>(
+    faer_path: bool,
     n: usize,
     m: usize,
     k: usize,
@@ -246,6 +321,21 @@ unsafe fn kernel<T: GemmScalar>(
     a: Operand<T>,
     b: Operand<T>,
 ) {
+    if faer_path {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            T::faer_block(
+                n,
+                m,
+                k,
+                dst,
+                dst_rs as isize,
+                (a.ptr, a.rs, a.cs),
+                (b.ptr, b.rs, b.cs),
+            )
+        };
+        return;
+    }
     // gemm computes dst = alpha*dst + beta*a@b; read_dst=false means dst is only written.
     unsafe {
         gemm::gemm(
@@ -362,10 +452,15 @@ pub fn matmul_strided<T: GemmScalar>(
     let ob = operand(&b, batch, k, m)?;
     let dst = SendPtr(out.as_mut_ptr());
     let (pa, pb) = (SendPtr(oa), SendPtr(ob));
-    let p = plan(threads, (nb, n, m, k), oa.cs == 1, ob.cs == 1);
     // A huge product is computed in slices of at most SLICE_WORK multiply-adds, and the thread
     // that asked for it checks for Ctrl-C between them (other threads' checks do nothing).
     let huge = nb.saturating_mul(n).saturating_mul(m).saturating_mul(k) > SLICE_WORK;
+    let faer_path = !huge && n <= DOT_LAYOUT_MAX_ROWS && oa.cs == 1 && ob.rs == 1 && ob.cs != 1;
+    let p = if faer_path {
+        dot_plan(threads, (nb, n, m, k))
+    } else {
+        plan(threads, (nb, n, m, k), oa.cs == 1, ob.cs == 1)
+    };
     let _interruptible = huge.then(crate::interrupt::Started::new);
     let stop: OnceLock<Error> = OnceLock::new();
     // `rows` x `cols` of the output at `dst` from `a` (rows) and `b` (cols), slice by slice.
@@ -398,13 +493,13 @@ pub fn matmul_strided<T: GemmScalar>(
                         ptr: a.ptr.offset(lo as isize * a.rs),
                         ..a
                     };
-                    kernel(hi - lo, cols, k, dst.add(lo * m), m, a1, b);
+                    kernel(faer_path, hi - lo, cols, k, dst.add(lo * m), m, a1, b);
                 } else {
                     let b1 = Operand {
                         ptr: b.ptr.offset(lo as isize * b.cs),
                         ..b
                     };
-                    kernel(rows, hi - lo, k, dst.add(lo), m, a, b1);
+                    kernel(faer_path, rows, hi - lo, k, dst.add(lo), m, a, b1);
                 }
             }
             lo = hi;

@@ -125,6 +125,39 @@ def test_results_do_not_depend_on_thread_count(rng):
     assert np.array_equal(one, two)
 
 
+# `x @ W.T` (every linear's forward) with at most 512 rows runs on faer's kernel in 64-column
+# bands (src/kernels/gemm.rs, DOT_LAYOUT_MAX_ROWS); 513 rows and a contiguous `b` take gemm's.
+ROW_TIMES_TRANSPOSED = [
+    ((), 1, 33, 70),
+    ((), 8, 512, 130),
+    ((), 32, 128, 512),
+    ((2,), 37, 65, 200),
+    ((3, 1), 2, 3, 129),
+    ((), 512, 70, 64),
+    ((), 513, 40, 70),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("batch,n,k,m", ROW_TIMES_TRANSPOSED)
+def test_rows_times_transposed_match_float64_at_any_thread_count(batch, n, k, m, dtype, rng):
+    a = _rand(rng, *batch, n, k).astype(dtype)
+    w = _rand(rng, *batch, m, k).astype(dtype)
+    want = np.matmul(a.astype(np.float64), np.swapaxes(w.astype(np.float64), -1, -2))
+    ta, tw = fg.tensor(a), fg.tensor(w)
+    before = fg.get_num_threads()
+    got = []
+    try:
+        for threads in (1, 2, 3):
+            fg.set_num_threads(threads)
+            got.append((ta @ tw.transpose(-1, -2)).numpy())
+    finally:
+        fg.set_num_threads(before)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    npt.assert_allclose(got[0], want, rtol=tol, atol=tol * np.sqrt(k))
+    assert np.array_equal(got[0], got[1]) and np.array_equal(got[0], got[2])
+
+
 def test_huge_output_raises_instead_of_aborting():
     with pytest.raises(RuntimeError, match="can't allocate memory"):
         fg.ones(10**7, 1) @ fg.ones(1, 10**7)
