@@ -158,6 +158,26 @@ def test_rows_times_transposed_match_float64_at_any_thread_count(batch, n, k, m,
     assert np.array_equal(got[0], got[1]) and np.array_equal(got[0], got[2])
 
 
+@pytest.mark.parametrize("k", [1, 2, 8, 15])
+def test_short_reduction_into_big_output_at_any_thread_count(k, rng):
+    # Below 16 products stay on one thread unless the output has 2^17 elements or more (a
+    # weight gradient at a small batch: g.T @ x).
+    g = _rand(rng, k, 600).astype(np.float32)
+    x = _rand(rng, k, 300).astype(np.float32)
+    want = g.astype(np.float64).T @ x.astype(np.float64)
+    tg, tx = fg.tensor(g), fg.tensor(x)
+    before = fg.get_num_threads()
+    got = []
+    try:
+        for threads in (1, 2, 3):
+            fg.set_num_threads(threads)
+            got.append((tg.t() @ tx).numpy())
+    finally:
+        fg.set_num_threads(before)
+    npt.assert_allclose(got[0], want, rtol=1e-5, atol=1e-5 * np.sqrt(k))
+    assert np.array_equal(got[0], got[1]) and np.array_equal(got[0], got[2])
+
+
 def test_huge_output_raises_instead_of_aborting():
     with pytest.raises(RuntimeError, match="can't allocate memory"):
         fg.ones(10**7, 1) @ fg.ones(1, 10**7)
