@@ -25,7 +25,7 @@ use crate::parallel::SendPtr;
 pub const PARALLEL_MIN_WORK: usize = 1 << 18;
 
 /// Products with a shorter reduction than this run on one thread unless their output has at
-/// least [`SHORT_K_MIN_OUTPUT`] elements: they are bound by writing the output, which a second
+/// least `SHORT_K_MIN_OUTPUT` elements: they are bound by writing the output, which a second
 /// core does not speed up while it fits in cache (measured on 128x10 @ 10x512).
 pub const PARALLEL_MIN_K: usize = 16;
 
