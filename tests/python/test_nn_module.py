@@ -223,6 +223,30 @@ def test_hooks_order_and_removal() -> None:
     assert calls == ["first"]
 
 
+def test_hooks_registered_after_hookless_calls_fire() -> None:
+    # A module without hooks skips the hook bookkeeping; registering one later must still
+    # take effect on the next call, and removing them all must restore the plain output.
+    m = Lin(2, 2)
+    x = torch.ones(1, 2, requires_grad=True)
+    plain = m(x).detach().numpy()
+    want = x.detach().numpy() @ m.weight.detach().numpy().T + m.bias.detach().numpy()
+    np.testing.assert_allclose(plain, want, rtol=1e-6)
+    seen: List[str] = []
+    handles = [
+        m.register_forward_pre_hook(lambda mod, a: (a[0] * 2,)),
+        m.register_forward_hook(lambda mod, a, o: o - 1),
+        m.register_full_backward_hook(lambda mod, gi, go: seen.append("backward")),
+    ]
+    out = m(x)
+    want2 = 2 * x.detach().numpy() @ m.weight.detach().numpy().T + m.bias.detach().numpy() - 1
+    np.testing.assert_allclose(out.detach().numpy(), want2, rtol=1e-6)
+    out.sum().backward()
+    assert seen == ["backward"]
+    for h in handles:
+        h.remove()
+    np.testing.assert_allclose(m(x).detach().numpy(), plain, rtol=1e-6)
+
+
 def test_full_backward_hook() -> None:
     m = Lin(2, 3)
     got: List[Any] = []
