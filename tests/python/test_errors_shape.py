@@ -116,6 +116,8 @@ def test_copies_do_not_share_storage(fn):
             "shape mismatch: indexing tensors could not be broadcast together with shapes [2], [3]",
         ),
         (lambda x: x[0, 0, 0, 0], IndexError, "too many indices for tensor of dimension 3"),
+        (lambda x: x[3], IndexError, "index 3 is out of bounds for dimension 0 with size 3"),
+        (lambda x: x[-4], IndexError, "index -4 is out of bounds for dimension 0 with size 3"),
         (
             lambda x: x[fg.ones(2, 2, dtype=fg.bool)],
             IndexError,

@@ -344,3 +344,21 @@ def test_seed_and_initial_seed() -> None:
     a = fg.rand(3)
     fg.manual_seed(s)
     npt.assert_array_equal(fg.rand(3).numpy(), a.numpy())
+
+
+def test_int_index_is_a_row_view_with_its_gradient() -> None:
+    # `x[i]` takes a one-select path (a dataset's per-sample read): values, view semantics and
+    # the gradient against NumPy's row and a one-hot closed form.
+    a = np.arange(24.0).reshape(4, 6)
+    for i in range(-4, 4):
+        x = fg.tensor(a, requires_grad=True)
+        row = x[i]
+        npt.assert_array_equal(row.detach().numpy(), a[i])
+        assert row.shape == (6,)
+        (row * fg.arange(6.0)).sum().backward()
+        want = np.zeros_like(a)
+        want[i] = np.arange(6.0)
+        npt.assert_array_equal(x.grad.numpy(), want)
+    base = fg.tensor(a)
+    base[2].fill_(-1.0)
+    npt.assert_array_equal(base.numpy()[2], -np.ones(6))
