@@ -426,6 +426,27 @@ def mlp_infer() -> Dict[str, Any]:
     return {"make": make, "unit": "ms/step", "scale": 1e3}
 
 
+def dataloader_epoch() -> Dict[str, Any]:
+    """One shuffled pass of a DataLoader over a 20,000-sample TensorDataset (784 features and a
+    label), batches of 64, as training scripts feed MNIST-sized data: per-sample indexing and
+    default_collate."""
+    x0, y0 = _rand(20000, 784), RNG.integers(0, 10, 20000)
+
+    def make(lib: Any) -> Callable[[], None]:
+        data = lib.utils.data
+        loader = data.DataLoader(
+            data.TensorDataset(lib.tensor(x0), lib.tensor(y0)), batch_size=64, shuffle=True
+        )
+
+        def step() -> None:
+            for _xb, _yb in loader:
+                pass
+
+        return step
+
+    return {"make": make, "unit": "ms/step", "scale": 1e3}
+
+
 def _deep_mlp(checkpointed: bool) -> Dict[str, Any]:
     # 16 tanh layers of width 256 on a batch of 4096 (activations dominate memory), forward +
     # backward; with checkpointed, in 4 non-reentrant checkpoint segments (activations
@@ -1153,6 +1174,7 @@ WORKLOADS = {
     "attention_1024": (attention_1024, 1.00),
     "transformer_block": (transformer_block, 0.90),
     "mlp_infer": (mlp_infer, 1.00),
+    "dataloader_epoch": (dataloader_epoch, 1.00),
     "gelu": (gelu, 1.00),
     "silu": (silu, 1.00),
     "softmax": (softmax, 1.00),
