@@ -165,7 +165,8 @@ impl PyItem {
     }
 }
 
-static SIZE_TYPE: PyItem = PyItem::new("ferrograd._size", "Size");
+/// `Size` from a tuple of ints, skipping `Size(...)`'s per-element validation.
+static SIZE_FROM_INTS: PyItem = PyItem::new("ferrograd._size", "_from_ints");
 static CPU: PyItem = PyItem::new("ferrograd._device", "CPU");
 static META: PyItem = PyItem::new("ferrograd._device", "META");
 pub(crate) static CHECK_DEVICE: PyItem = PyItem::new("ferrograd._device", "check_device");
@@ -180,7 +181,7 @@ const NONLEAF_GRAD_WARNING: &std::ffi::CStr = c"The .grad attribute of a Tensor 
 
 /// `dims` as a `ferrograd.Size` (torch's tuple subclass for shapes).
 fn size_object<'py>(py: Python<'py>, dims: &[usize]) -> PyResult<Bound<'py, PyAny>> {
-    SIZE_TYPE.get(py)?.call1((PyTuple::new(py, dims)?,))
+    SIZE_FROM_INTS.get(py)?.call1((PyTuple::new(py, dims)?,))
 }
 
 #[pymethods]

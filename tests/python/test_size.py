@@ -3,6 +3,7 @@
 import pickle
 
 import ferrograd as fg
+import numpy as np
 import pytest
 
 
@@ -14,6 +15,11 @@ def test_shape_is_a_size_tuple():
         repr(s) == "ferrograd.Size([2, 3, 4])" and repr(fg.ones(()).shape) == "ferrograd.Size([])"
     )
     assert isinstance(s[1:], fg.Size) and s[1:] == (3, 4) and s[-1] == 4
+    # Built without Size()'s validation: the dims must still be plain ints.
+    assert all(type(d) is int for d in s) and type(s[0]) is int and type(s[::2]) is fg.Size
+    assert s[::2] == (2, 4) and s[np.int64(1)] == 3
+    with pytest.raises(TypeError, match="tuple indices must be integers or slices"):
+        s["a"]
     assert isinstance(s + (5,), fg.Size) and isinstance((1,) + s, fg.Size)
     assert pickle.loads(pickle.dumps(s)) == s
     assert fg.zeros(s).shape == s and fg.ones(2, 3).reshape(s[:1] + (3,)).shape == (2, 3)
