@@ -77,8 +77,13 @@ def tensor(
         # NumPy has no bfloat16: float64 values rounded once, in the crate.
         t = _C._from_numpy(np.array(arr, dtype=np.float64, order="C", copy=True), True)
         return _finish(t.to(bfloat16), requires_grad)
+    np_dtype = to_numpy_dtype(target)
+    if arr.dtype == np_dtype:
+        # No conversion, so nothing to overflow: a plain copy (the errstate below costs more
+        # than copying a batch: tensor(64x10 float32 array) 5.7 -> 2.9 µs).
+        return _finish(_C._from_numpy(np.array(arr, order="C", copy=True), True), requires_grad)
     with np.errstate(over="ignore", invalid="ignore"):  # checked above; -1 into uint8 wraps
-        arr = np.array(arr, dtype=to_numpy_dtype(target), order="C", copy=True)
+        arr = np.array(arr, dtype=np_dtype, order="C", copy=True)
     return _finish(_C._from_numpy(arr, True), requires_grad)
 
 

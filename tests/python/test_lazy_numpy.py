@@ -44,3 +44,15 @@ def test_tensor_from_list_loads_numpy_in_a_fresh_process():
         "print('numpy' in sys.modules, t.dtype, t.sum().item())\n"
     )
     assert out == "True ferrograd.int64 10"
+
+
+def test_lazy_module_reads_stay_numpys_objects_on_every_read():
+    # The proxy keeps each attribute on its class after the first read: later reads must give
+    # NumPy's own object, with Python functions unbound (no proxy passed as first argument).
+    from ferrograd._lazy import np as lazy
+
+    for _ in range(2):
+        assert lazy.float32 is np.float32 and lazy.dtype is np.dtype and lazy.pi == np.pi
+        assert lazy.newaxis is None and lazy.moveaxis is np.moveaxis
+        assert lazy.moveaxis(np.zeros((2, 3)), 0, 1).shape == (3, 2)
+        assert lazy.asarray([1, 2]).tolist() == [1, 2]
