@@ -63,3 +63,36 @@ def test_bias_gradient_of_linear_uses_the_column_sum() -> None:
     g = RNG.standard_normal((1600, 512)).astype(np.float32)
     fg.nn.functional.linear(x, w, b).backward(fg.tensor(g))
     np.testing.assert_allclose(b.grad.numpy(), g.astype(np.float64).sum(0), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "shape,dims,keepdim",
+    [
+        ((2000, 1), (0,), False),  # Linear(n, 1)'s bias gradient
+        ((2000, 1), (0,), True),
+        ((1, 5, 1, 3), (0, 2), False),
+        ((1, 5, 1, 3), (1,), True),
+        ((3, 1, 4), (1,), False),  # only size-1 dims reduced: the values themselves
+        ((1, 1), (0, 1), False),
+        ((64, 1, 33), (0, 2), False),
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_sums_with_size_one_dims_match_numpy(shape, dims, keepdim, dtype) -> None:
+    # Size-1 dims are dropped before summing; values against NumPy's float64 (exact for int64).
+    a = (RNG.standard_normal(shape) * 100).astype(dtype)
+    got = fg.tensor(a).sum(dims, keepdim=keepdim).numpy()
+    want = a.astype(np.float64).sum(axis=dims, keepdims=keepdim)
+    assert got.shape == want.shape
+    if dtype == "int64":
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == "float32" else 1e-12)
+
+
+def test_sum_of_an_expanded_column_with_size_one_dims() -> None:
+    # A stride-0 dim (scaled once) together with a size-1 dim.
+    t = fg.tensor([[2.5], [1.0]]).expand(2, 7)[:, None, :]
+    assert t.shape == (2, 1, 7)
+    np.testing.assert_allclose(t.sum((1, 2)).numpy(), [17.5, 7.0])
+    np.testing.assert_allclose(t.sum(0).numpy(), np.full((1, 7), 3.5))
