@@ -183,7 +183,7 @@ fn sum_trailing_runs<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(
 /// each column is summed down the rows in row order, as ndarray's `sum_axis` does, with bands
 /// of columns shared among threads, so every column's sum is the same at any thread count.
 /// ndarray's per-axis sum makes one pass per row over a fresh array, on one thread. `None`
-/// when the tensor is not of that form or its rows are too short to share.
+/// when the tensor is not of that form.
 fn sum_leading_rows<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(
     t: &Tensor,
     dims: &[usize],
@@ -194,14 +194,13 @@ fn sum_leading_rows<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(
         return Ok(None);
     }
     let cols: usize = t.shape()[k..].iter().product();
-    if cols < 64 {
-        return Ok(None);
-    }
     let mut out = crate::tensor::creation::try_vec::<T>(cols)?;
     out.resize(cols, T::zero());
-    // Bands of whole cache lines (16 floats), at least 64 columns each.
+    // Bands of whole cache lines (16 floats), at least 64 columns each. Narrower tensors take
+    // one band: ndarray's per-axis sum, which they went through before, spent ~100 ns a row
+    // ((2000, 10) over 0: 206 µs, torch 4).
     let bands = if t.numel() >= 1 << 16 {
-        (crate::parallel::helpers() + 1).min(cols / 64)
+        (crate::parallel::helpers() + 1).min(cols / 64).max(1)
     } else {
         1
     };

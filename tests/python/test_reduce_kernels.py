@@ -96,3 +96,17 @@ def test_sum_of_an_expanded_column_with_size_one_dims() -> None:
     assert t.shape == (2, 1, 7)
     np.testing.assert_allclose(t.sum((1, 2)).numpy(), [17.5, 7.0])
     np.testing.assert_allclose(t.sum(0).numpy(), np.full((1, 7), 3.5))
+
+
+@pytest.mark.parametrize("shape", [(2000, 3), (2000, 10), (64, 10), (4096, 63), (3, 70, 5)])
+def test_narrow_column_sums_follow_row_order(shape) -> None:
+    # Fewer than 64 columns: one band, each column summed down the rows in row order (the bits
+    # of the sequential float32 sum), at 1 and 2 threads.
+    a = RNG.standard_normal(shape).astype(np.float32)
+    rows = a.reshape(shape[0], -1)
+    want = np.zeros(rows.shape[1], np.float32)
+    for r in rows:
+        want = want + r
+    for threads in (1, 2):
+        got = _at(threads, lambda: fg.tensor(a).sum(0).numpy())
+        np.testing.assert_array_equal(got.reshape(-1), want)
