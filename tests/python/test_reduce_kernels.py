@@ -110,3 +110,24 @@ def test_narrow_column_sums_follow_row_order(shape) -> None:
     for threads in (1, 2):
         got = _at(threads, lambda: fg.tensor(a).sum(0).numpy())
         np.testing.assert_array_equal(got.reshape(-1), want)
+
+
+@pytest.mark.parametrize(
+    "shape,dims",
+    [((64, 100, 3), (1,)), ((8, 512, 64), (1,)), ((3, 4, 5, 6), (1, 2)), ((5, 70, 130), (1,))],
+)
+def test_middle_dim_sums_follow_row_order(shape, dims) -> None:
+    # Consecutive middle dims: per outer block, each column summed down its rows in row order
+    # (the sequential float32 bits), the same at 1 and 2 threads.
+    a = RNG.standard_normal(shape).astype(np.float32)
+    first, end = dims[0], dims[-1] + 1
+    outer = int(np.prod(shape[:first]))
+    rows = int(np.prod(shape[first:end]))
+    blocks = a.reshape(outer, rows, -1)
+    want = np.zeros((outer, blocks.shape[2]), np.float32)
+    for r in range(rows):
+        want = want + blocks[:, r, :]
+    for threads in (1, 2):
+        got = _at(threads, lambda: fg.tensor(a).sum(dims).numpy())
+        assert got.shape == shape[:first] + shape[end:]
+        np.testing.assert_array_equal(got.reshape(outer, -1), want)
