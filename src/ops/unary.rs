@@ -670,7 +670,9 @@ impl Tensor {
                 "torch.clamp: At least one of 'min' or 'max' must not be None",
             ));
         }
-        let out = {
+        let out = if let Some(out) = self.clamp_by_numbers(min, max)? {
+            out
+        } else {
             let _ng = crate::tensor::grad_mode::GradModeGuard::new(false);
             let mut r = self.clone();
             let mut rt = self.dtype();
@@ -744,6 +746,55 @@ impl Tensor {
             })?;
         }
         Ok(out)
+    }
+
+    /// [`Tensor::clamp`]'s values in one pass for a float32/float64 tensor and number bounds:
+    /// `min(max(x, lo), hi)`, NaN in `x` kept, and every element NaN when a bound is NaN (as
+    /// torch gives). The general path compares and selects once per bound (`clamp(0, 1)` on
+    /// 64x100: 19 µs, torch 2.4). `None` otherwise.
+    fn clamp_by_numbers(
+        &self,
+        min: Option<&Tensor>,
+        max: Option<&Tensor>,
+    ) -> Result<Option<Tensor>> {
+        if !matches!(self.dtype(), DType::Float32 | DType::Float64) || self.is_batched() {
+            return Ok(None);
+        }
+        let mut bounds = [f64::NEG_INFINITY, f64::INFINITY];
+        for (slot, b) in bounds.iter_mut().zip([min, max]) {
+            if let Some(b) = b {
+                if !b.is_wrapped_number() {
+                    return Ok(None);
+                }
+                *slot = b.item_f64()?;
+            }
+        }
+        let [lo, hi] = bounds;
+        if lo.is_nan() || hi.is_nan() {
+            return crate::ops::elementwise::map_float_fn(self, |_| f32::NAN, |_| f64::NAN)
+                .map(Some);
+        }
+        let (lo32, hi32) = (lo as f32, hi as f32);
+        let out = crate::ops::elementwise::map_float_fn(
+            self,
+            move |x| {
+                let y = if x < lo32 { lo32 } else { x };
+                if y > hi32 {
+                    hi32
+                } else {
+                    y
+                }
+            },
+            move |x| {
+                let y = if x < lo { lo } else { x };
+                if y > hi {
+                    hi
+                } else {
+                    y
+                }
+            },
+        )?;
+        Ok(Some(out))
     }
 
     /// NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (the infinities default to

@@ -254,6 +254,34 @@ def test_clamp_gradient_is_inclusive_at_the_bounds() -> None:
     assert x.grad.tolist() == [0.0, 1.0, 1.0, 1.0, 0.0]
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(
+    "lo,hi",
+    [(0.0, 1.0), (None, 1.0), (0.0, None), (1.0, 0.0), (-0.0, None), (math.nan, 1.0),
+     (None, math.nan), (-math.inf, 2.5)],
+)  # fmt: skip
+def test_clamp_by_numbers_against_numpy(lo, hi, dtype) -> None:
+    # Number bounds take one pass: min(max(x, lo), hi) with NumPy's NaN-propagating fmin/fmax
+    # semantics for x, NaN everywhere for a NaN bound (torch's result), and on a strided view.
+    x = np.array([math.nan, -0.0, 0.0, -2.0, 0.5, 1.0, 3.0, math.inf, -math.inf], dtype=dtype)
+    want = x.copy()
+    if lo is not None:
+        want = np.maximum(want, np.array(lo, dtype=dtype))
+    if hi is not None:
+        want = np.minimum(want, np.array(hi, dtype=dtype))
+    got = fg.tensor(x).clamp(lo, hi).numpy()
+    assert got.dtype == x.dtype
+    np.testing.assert_array_equal(got, want)
+    wide = np.stack([x, x[::-1]], 1)
+    got_t = fg.tensor(wide).t().clamp(lo, hi).numpy()
+    want_t = wide.T.copy()
+    if lo is not None:
+        want_t = np.maximum(want_t, np.array(lo, dtype=dtype))
+    if hi is not None:
+        want_t = np.minimum(want_t, np.array(hi, dtype=dtype))
+    np.testing.assert_array_equal(got_t, want_t)
+
+
 def test_nan_to_num_defaults() -> None:
     x = fg.tensor([math.nan, math.inf, -math.inf, 1.5])
     y = x.nan_to_num()
