@@ -111,17 +111,23 @@ def test_empty_dims(dtype):
     assert (fg.zeros(0) @ fg.zeros(0)).item() == 0.0
 
 
+def _at_thread_counts(counts, f):
+    """`f()` at each thread count, the configured count restored afterwards."""
+    before = fg.get_num_threads()
+    try:
+        out = []
+        for threads in counts:
+            fg.set_num_threads(threads)
+            out.append(f())
+        return out
+    finally:
+        fg.set_num_threads(before)
+
+
 def test_results_do_not_depend_on_thread_count(rng):
     a = fg.tensor(_rand(rng, 300, 257).astype(np.float32))
     b = fg.tensor(_rand(rng, 190, 257).astype(np.float32)).t()
-    before = fg.get_num_threads()
-    try:
-        fg.set_num_threads(1)
-        one = (a @ b).numpy()
-        fg.set_num_threads(2)
-        two = (a @ b).numpy()
-    finally:
-        fg.set_num_threads(before)
+    one, two = _at_thread_counts((1, 2), lambda: (a @ b).numpy())
     assert np.array_equal(one, two)
 
 
@@ -145,14 +151,7 @@ def test_rows_times_transposed_match_float64_at_any_thread_count(batch, n, k, m,
     w = _rand(rng, *batch, m, k).astype(dtype)
     want = np.matmul(a.astype(np.float64), np.swapaxes(w.astype(np.float64), -1, -2))
     ta, tw = fg.tensor(a), fg.tensor(w)
-    before = fg.get_num_threads()
-    got = []
-    try:
-        for threads in (1, 2, 3):
-            fg.set_num_threads(threads)
-            got.append((ta @ tw.transpose(-1, -2)).numpy())
-    finally:
-        fg.set_num_threads(before)
+    got = _at_thread_counts((1, 2, 3), lambda: (ta @ tw.transpose(-1, -2)).numpy())
     tol = 1e-5 if dtype == "float32" else 1e-12
     npt.assert_allclose(got[0], want, rtol=tol, atol=tol * np.sqrt(k))
     assert np.array_equal(got[0], got[1]) and np.array_equal(got[0], got[2])
@@ -166,14 +165,7 @@ def test_short_reduction_into_big_output_at_any_thread_count(k, rng):
     x = _rand(rng, k, 300).astype(np.float32)
     want = g.astype(np.float64).T @ x.astype(np.float64)
     tg, tx = fg.tensor(g), fg.tensor(x)
-    before = fg.get_num_threads()
-    got = []
-    try:
-        for threads in (1, 2, 3):
-            fg.set_num_threads(threads)
-            got.append((tg.t() @ tx).numpy())
-    finally:
-        fg.set_num_threads(before)
+    got = _at_thread_counts((1, 2, 3), lambda: (tg.t() @ tx).numpy())
     npt.assert_allclose(got[0], want, rtol=1e-5, atol=1e-5 * np.sqrt(k))
     assert np.array_equal(got[0], got[1]) and np.array_equal(got[0], got[2])
 
