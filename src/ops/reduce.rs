@@ -71,6 +71,13 @@ fn sum_kernel<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(
         }
     }
     let t = &t.alias_with_layout(layout);
+    // The sums, scaled once for the repeats, as the output tensor.
+    let finish = |mut v: Vec<T>| {
+        if repeats > 1 {
+            v.iter_mut().for_each(|x| *x = scale(*x, repeats));
+        }
+        Tensor::from_vec(v, &out_shape)
+    };
     // Size-1 dims change neither the elements nor their order. Without them a `(2000, 1)`
     // column summed over 0 (the bias gradient of `Linear(n, 1)`) is one contiguous run, where
     // ndarray's per-axis sum added 2000 one-element rows, allocating for each (140 µs; 2 in
@@ -87,21 +94,14 @@ fn sum_kernel<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(
             .filter(|&i| dims.contains(&keep[i]))
             .collect();
         let sum = sum_kernel(&t.alias_with_layout(squeezed), &rd, false, scale)?;
-        let mut v = sum.to_vec::<T>()?;
-        if repeats > 1 {
-            v.iter_mut().for_each(|x| *x = scale(*x, repeats));
-        }
-        return Tensor::from_vec(v, &out_shape);
+        return finish(sum.to_vec::<T>()?);
     }
     let runs = match sum_trailing_runs(t, dims, scale)? {
         Some(v) => Some(v),
         None => sum_row_blocks(t, dims)?,
     };
-    if let Some(mut v) = runs {
-        if repeats > 1 {
-            v.iter_mut().for_each(|x| *x = scale(*x, repeats));
-        }
-        return Tensor::from_vec(v, &out_shape);
+    if let Some(v) = runs {
+        return finish(v);
     }
     let arr: ArrayD<T> = if dims.len() == t.dim() && t.is_contiguous() {
         let s = t.with_contiguous_slice::<T, _>(|s| sum_slice(s))?;
@@ -119,15 +119,11 @@ fn sum_kernel<T: Element + num_traits::Zero + std::ops::Add<Output = T>>(
         })?
     };
     // sum_axis returns row-major arrays, so the raw vector is already in order.
-    let mut v = if arr.is_standard_layout() {
+    finish(if arr.is_standard_layout() {
         arr.into_raw_vec_and_offset().0
     } else {
         arr.iter().copied().collect()
-    };
-    if repeats > 1 {
-        v.iter_mut().for_each(|x| *x = scale(*x, repeats));
-    }
-    Tensor::from_vec(v, &out_shape)
+    })
 }
 
 /// A contiguous tensor whose reduced dims include its last ones (a bias gradient `(N, C, H, W)`

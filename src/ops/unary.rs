@@ -774,27 +774,22 @@ impl Tensor {
             return crate::ops::elementwise::map_float_fn(self, |_| f32::NAN, |_| f64::NAN)
                 .map(Some);
         }
+        // min(max(x, lo), hi) by comparisons, so a NaN `x` falls through both and stays NaN.
+        fn clamp_one<T: PartialOrd>(x: T, lo: T, hi: T) -> T {
+            let y = if x < lo { lo } else { x };
+            if y > hi {
+                hi
+            } else {
+                y
+            }
+        }
         let (lo32, hi32) = (lo as f32, hi as f32);
-        let out = crate::ops::elementwise::map_float_fn(
+        crate::ops::elementwise::map_float_fn(
             self,
-            move |x| {
-                let y = if x < lo32 { lo32 } else { x };
-                if y > hi32 {
-                    hi32
-                } else {
-                    y
-                }
-            },
-            move |x| {
-                let y = if x < lo { lo } else { x };
-                if y > hi {
-                    hi
-                } else {
-                    y
-                }
-            },
-        )?;
-        Ok(Some(out))
+            move |x| clamp_one(x, lo32, hi32),
+            move |x| clamp_one(x, lo, hi),
+        )
+        .map(Some)
     }
 
     /// NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (the infinities default to
