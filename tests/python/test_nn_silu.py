@@ -48,6 +48,12 @@ def _silu(x):
     return x * s, s + t, np.abs(s) + np.abs(t)
 
 
+def _sigmoid(x):
+    # s' = s - s²: its terms are of the size of s
+    s = _sigmoid64(x)
+    return s, s * (1 - s), s
+
+
 def _softplus(x):
     # torch's default threshold: x itself above 20
     v = np.where(x > 20, x, np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x))))
@@ -79,6 +85,7 @@ CASES = {
     "elu_alpha": (lambda t: F.elu(t, alpha=0.37), _elu_family(0.37, 1.0)),
     "selu": (F.selu, _elu_family(_SELU_ALPHA, _SELU_SCALE)),
     "celu": (F.celu, _elu_family(1.0, 1.0)),
+    "sigmoid": (F.sigmoid, _sigmoid),
     "silu": (F.silu, _silu),
     "softplus": (F.softplus, _softplus),
     "logsigmoid": (F.logsigmoid, _logsigmoid),
@@ -124,6 +131,16 @@ def test_float32_silu_special_values():
     g = t.grad.numpy()
     assert np.isnan(g[:3]).all()  # inf · 0 in s (1 + x (1 - s))
     assert g[3] == 0.5 and g[4] == 0.5 and g[5] == 0
+
+
+def test_float32_sigmoid_special_values():
+    x = np.array([-np.inf, np.inf, np.nan, -0.0, 0.0, -200.0, 200.0, -100.0, -88.0, 17.0])
+    x = x.astype(np.float32)
+    y = F.sigmoid(fg.tensor(x)).numpy()
+    np.testing.assert_array_equal(y[:7], [0, 1, np.nan, 0.5, 0.5, 0, 1])
+    # e^-100 and e^-88 are denormal floats; 1 - e^-17 is a float below 1
+    assert _ulps(y[7:], _sigmoid64(x[7:].astype(np.float64))).max() <= 1.0
+    assert y[9] < 1
 
 
 def test_float32_softplus_logsigmoid_special_values():
