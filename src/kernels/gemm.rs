@@ -256,38 +256,47 @@ fn plan(
     // output is much taller than wide: with a row-major output they share no packed panel, while
     // row bands each re-pack all of `b` (one thread, 1024^3 in 8 bands: columns 98 GFLOP/s,
     // rows 91, unsplit 97).
-    let by_rows = match (a_rows_contiguous, b_rows_contiguous) {
+    let preferred = match (a_rows_contiguous, b_rows_contiguous) {
         (false, true) => true,
         (true, false) => false,
         _ => n > 2 * m,
     };
-    let balance = !by_rows && a_rows_contiguous;
-    let (d, other) = if by_rows { (n, m) } else { (m, n) };
     let want = threads.div_ceil(nb);
-    let mut min_band = 16usize.max(257usize.div_ceil(other.max(1)));
-    if k > 512 && other <= 64 && d > 64 {
-        min_band = min_band.max(65);
-    }
-    // Up to eight bands per thread when they stay at least BALANCE_BAND wide, so a thread that
-    // is slowed (a core shared with another process, a helper woken late) takes fewer of them.
-    let most = if balance {
-        want.max((8 * want).min(d / BALANCE_BAND))
-    } else {
-        want
+    // The most bands along rows or columns (up to `most`) whose last, shorter band still meets
+    // the minimum, preferring a multiple of the threads wanted: 3 bands on 2 threads leave one
+    // thread two of them, 1.5x at best (192^3 in 2 bands: 128 us on 1 thread, 66 us on 2).
+    let cut = |by_rows: bool| {
+        let balance = !by_rows && a_rows_contiguous;
+        let (d, other) = if by_rows { (n, m) } else { (m, n) };
+        let mut min_band = 16usize.max(257usize.div_ceil(other.max(1)));
+        if k > 512 && other <= 64 && d > 64 {
+            min_band = min_band.max(65);
+        }
+        // Up to eight bands per thread when they stay at least BALANCE_BAND wide, so a thread
+        // that is slowed (a core shared with another process, a helper woken late) takes fewer.
+        let most = if balance {
+            want.max((8 * want).min(d / BALANCE_BAND))
+        } else {
+            want
+        };
+        let fits = |pieces: usize| {
+            let band = d.div_ceil(pieces).next_multiple_of(16);
+            let last = d.checked_sub((pieces - 1) * band)?;
+            (band >= min_band && last >= min_band).then_some((pieces, band))
+        };
+        (2..=most)
+            .rev()
+            .filter(|p| p % want == 0)
+            .find_map(fits)
+            .or_else(|| (2..=most).rev().find_map(fits))
     };
-    // The most bands (up to `most`) whose last, shorter band still meets the minimum, preferring
-    // a multiple of the threads wanted: 3 bands on 2 threads leave one thread two of them, 1.5x
-    // at best (192^3 in 2 bands: 128 us on 1 thread, 66 us on 2).
-    let fits = |pieces: usize| {
-        let band = d.div_ceil(pieces).next_multiple_of(16);
-        let last = d.checked_sub((pieces - 1) * band)?;
-        (band >= min_band && last >= min_band).then_some((pieces, band))
+    // When the preferred direction has no legal cut, the other one (which re-packs the operand
+    // it does not split, per band) still beats one thread: 64x1000 @ 1000x100, whose column
+    // bands would drop below gemm's "large" size, runs in two row bands (111 -> 64 us).
+    let (by_rows, cut) = match cut(preferred) {
+        Some(c) => (preferred, Some(c)),
+        None => (!preferred, cut(!preferred)),
     };
-    let cut = (2..=most)
-        .rev()
-        .filter(|p| p % want == 0)
-        .find_map(fits)
-        .or_else(|| (2..=most).rev().find_map(fits));
     let (pieces, band) = match cut {
         Some(c) => c,
         None if nb >= 2 => (1, 0),
@@ -607,8 +616,14 @@ mod tests {
         assert_eq!((p.by_rows, p.pieces), (false, 16));
         let p = plan(2, (1, 1024, 1024, 1024), false, false);
         assert_eq!(p.pieces, 2);
-        // Other side <= 64 and k > 512: every band, the last included, must stay above 64.
-        assert_eq!(plan(2, (1, 96, 32, 1000), true, true).blocks, 1);
+        // Other side <= 64 and k > 512: every band, the last included, must stay above 64; when
+        // the preferred direction cannot, the other one is cut (its bands stay large: the
+        // other side is above 64).
+        let p = plan(2, (1, 96, 32, 1000), true, true);
+        assert_eq!((p.by_rows, p.pieces, p.band), (false, 2, 16));
+        let p = plan(2, (1, 64, 100, 1000), true, true);
+        assert_eq!((p.by_rows, p.pieces, p.band), (true, 2, 32));
+        assert_eq!(plan(2, (1, 96, 40, 1000), true, true).blocks, 1);
         let p = plan(2, (1, 200, 32, 1000), true, true);
         assert_eq!((p.pieces, p.band), (2, 112));
         // Bands above 256 elements.

@@ -170,6 +170,20 @@ def test_short_reduction_into_big_output_at_any_thread_count(k, rng):
     assert np.array_equal(got[0], got[1]) and np.array_equal(got[0], got[2])
 
 
+@pytest.mark.parametrize("n,k,m", [(64, 1000, 100), (96, 1000, 32), (96, 1000, 40)])
+def test_cut_the_other_way_at_any_thread_count(n, k, m, rng):
+    # Column bands of these would drop below gemm's "large" size (its k-blocking would change),
+    # so they are cut into row bands, or the reverse (the tutorial's 64x1000 @ 1000x100); the
+    # last shape cannot be cut either way and stays on one thread.
+    a = _rand(rng, n, k).astype(np.float32)
+    b = _rand(rng, k, m).astype(np.float32)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    ta, tb = fg.tensor(a), fg.tensor(b)
+    got = _at_thread_counts((1, 2, 3), lambda: (ta @ tb).numpy())
+    npt.assert_allclose(got[0], want, rtol=1e-5, atol=1e-5 * np.sqrt(k))
+    assert np.array_equal(got[0], got[1]) and np.array_equal(got[0], got[2])
+
+
 def test_huge_output_raises_instead_of_aborting():
     with pytest.raises(RuntimeError, match="can't allocate memory"):
         fg.ones(10**7, 1) @ fg.ones(1, 10**7)
