@@ -128,6 +128,43 @@ def test_gradcheck_and_gradgradcheck_through_the_fused_steps(mode: str) -> None:
     assert fg.autograd.gradgradcheck(g, (x,))
 
 
+def test_lstm_layer_node_gradcheck_every_input_and_output() -> None:
+    # An LSTM layer runs as one node (MkldnnRnnLayerBackward0): its backward gives the input
+    # projection's, h0's, c0's and weight_hh's gradients from those of the outputs, h_n and
+    # c_n, in both directions; under create_graph it recomputes the layer step by step.
+    m = nn.LSTM(2, 3, num_layers=2, bidirectional=True).double()
+    x = fg.tensor(RNG.standard_normal((4, 2, 2)), requires_grad=True)
+    h0 = fg.tensor(RNG.standard_normal((4, 2, 3)), requires_grad=True)
+    c0 = fg.tensor(RNG.standard_normal((4, 2, 3)), requires_grad=True)
+
+    def g(inp: Any, h: Any, c: Any) -> Any:
+        out, (hn, cn) = m(inp, (h, c))
+        return out, hn, cn
+
+    assert fg.autograd.gradcheck(g, (x, h0, c0))
+    assert fg.autograd.gradgradcheck(g, (x, h0, c0))
+    # A loss on h_n alone: the outputs' gradient is absent (zeros) and the states carry it.
+    assert fg.autograd.gradcheck(lambda *a: g(*a)[1].sum(), (x, h0, c0))
+
+
+def test_lstm_layer_output_modified_in_place_is_an_error() -> None:
+    # The node keeps its output for the recurrent weight's gradient, version-checked (torch
+    # raises here too).
+    m = nn.LSTM(2, 3)
+    out, _ = m(fg.tensor(RNG.standard_normal((4, 2, 2)).astype(np.float32)))
+    out.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
+def test_lstm_layer_node_named_as_torch() -> None:
+    torch = _torch()
+    x = RNG.standard_normal((4, 2, 2)).astype(np.float32)
+    ours = nn.LSTM(2, 3)(fg.tensor(x))[0].grad_fn.name()
+    theirs = torch.nn.LSTM(2, 3)(torch.tensor(x))[0].grad_fn.name()
+    assert ours == theirs
+
+
 @pytest.mark.parametrize("mode", ["RNN_TANH", "LSTM", "GRU"])
 def test_gradcheck_and_gradgradcheck_of_the_weights_and_biases(mode: str) -> None:
     # The recurrent bias is folded into the input projection (except in a GRU): both biases

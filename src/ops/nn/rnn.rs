@@ -14,12 +14,15 @@ use std::sync::{Arc, OnceLock};
 use multiversion::multiversion;
 use num_traits::Float;
 
+use crate::autograd::GradOptions;
 use crate::error::{Error, Result};
-use crate::graph::node::{grad_if_wanted, needs_grad, record, record_with_jvp};
+use crate::graph::forward_ad;
+use crate::graph::node::{grad_if_wanted, needs_grad, record, record_with_jvp, wants_grad};
 use crate::kernels::copy::cast;
+use crate::kernels::gemm::{matmul_strided, GemmScalar, MatRef};
 use crate::kernels::vmath::{sigmoid_scalar, UnaryF32};
 use crate::ops::nn::linear::{linear, linear_with};
-use crate::parallel::{helpers, share_work, SendPtr};
+use crate::parallel::{get_num_threads, helpers, share_work, SendPtr};
 use crate::tensor::creation::try_vec;
 use crate::tensor::grad_mode::{self, GradModeGuard};
 use crate::tensor::shape::fmt_shape;
@@ -335,6 +338,13 @@ fn run_direction(
         (a, b) => (a.clone(), b.as_ref()),
     };
     let xp = linear(x, &w.w_ih, b_in.as_ref())?;
+    if let Some(c0) = c
+        .as_ref()
+        .filter(|c0| runs_as_one_node(pass, &xp, &h, c0, w))
+    {
+        let (out, h_n, c_n) = lstm_layer(&xp, &h, c0, &w.w_hh, pass.reverse)?;
+        return Ok((out, h_n, Some(c_n)));
+    }
     let (xp, mut deferred) = if defers_recurrent_weight_grad(pass.mode, x, &h, w, seq) {
         let (xp, slot) = defer_recurrent_weight_grad(&xp, &w.w_hh)?;
         let hidden = HiddenInputs {
@@ -604,6 +614,15 @@ trait StepFloat: Float + Element {
     }
 }
 
+/// Slots every one of which has been written, seen as values.
+///
+/// # Safety
+/// Every element of `s` must have been written.
+unsafe fn assume_init<T>(s: &[MaybeUninit<T>]) -> &[T] {
+    // SAFETY: `MaybeUninit<T>` has `T`'s layout, and the caller vouches every slot holds a `T`.
+    unsafe { &*(s as *const [MaybeUninit<T>] as *const [T]) }
+}
+
 /// An initialised slice seen as slots to write (always sound: they are only ever written).
 fn as_uninit<T>(s: &mut [T]) -> &mut [MaybeUninit<T>] {
     // SAFETY: `MaybeUninit<T>` has `T`'s layout, and writing a valid `T` keeps the slice valid.
@@ -730,18 +749,49 @@ fn rows_of<T>(src: &[T], r0: usize, n: usize, width: usize) -> &[T] {
 /// activated gates `[i, f, g, o]` per row (the workspace), `hy`, `cy` and `tanh(cy)` (kept for
 /// the backward, which would otherwise compute it again). Blocks of rows run in parallel.
 fn lstm_fwd<T: StepFloat>(g: &[T], g2: Option<&[T]>, cx: &[T], h: usize) -> Result<[Vec<T>; 4]> {
-    // The workspace is written once, by the activations (zeroing it first was a tenth of the
-    // step).
+    // Every output is written once, by the kernels, without zeroing first (zeroing the
+    // workspace was a tenth of the step; the states' zeroing, 2% of a training forward).
     let mut act: Vec<T> = try_vec(g.len())?;
-    let mut cy = vec![T::zero(); cx.len()];
-    let mut hy = vec![T::zero(); cx.len()];
-    let mut tc = vec![T::zero(); cx.len()];
+    let mut cy: Vec<T> = try_vec(cx.len())?;
+    let mut hy: Vec<T> = try_vec(cx.len())?;
+    let mut tc: Vec<T> = try_vec(cx.len())?;
+    lstm_fwd_into(
+        g,
+        g2,
+        cx,
+        h,
+        (
+            &mut act.spare_capacity_mut()[..g.len()],
+            &mut cy.spare_capacity_mut()[..cx.len()],
+            &mut hy.spare_capacity_mut()[..cx.len()],
+            &mut tc.spare_capacity_mut()[..cx.len()],
+        ),
+    );
+    // SAFETY: `lstm_fwd_into` wrote every slot of each (the lengths it was given).
+    unsafe {
+        act.set_len(g.len());
+        for v in [&mut cy, &mut hy, &mut tc] {
+            v.set_len(cx.len());
+        }
+    }
+    Ok([act, hy, cy, tc])
+}
+
+/// [`lstm_fwd`] into the caller's slots (workspace `4h` per row, the states `h` per row), every
+/// one of which it writes.
+fn lstm_fwd_into<T: StepFloat>(
+    g: &[T],
+    g2: Option<&[T]>,
+    cx: &[T],
+    h: usize,
+    (act, cy, hy, tc): StepOut<'_, T>,
+) {
     if h == 0 {
-        return Ok([act, hy, cy, tc]);
+        return;
     }
     let rows = cx.len() / h;
     let ptrs = SendPtr((
-        act.as_mut_ptr() as *mut MaybeUninit<T>,
+        act.as_mut_ptr(),
         cy.as_mut_ptr(),
         hy.as_mut_ptr(),
         tc.as_mut_ptr(),
@@ -749,7 +799,7 @@ fn lstm_fwd<T: StepFloat>(g: &[T], g2: Option<&[T]>, cx: &[T], h: usize) -> Resu
     share_row_blocks(rows, 4 * h, &|r0, n| {
         let (pa, pc, ph, pt) = ptrs.get();
         // SAFETY: this block owns rows r0..r0 + n of each output, disjoint from every other
-        // block's, and the buffers outlive `share_row_blocks`.
+        // block's, and the slices outlive `share_row_blocks`.
         let (a, c, hh, t) = unsafe {
             (
                 rows_mut(pa, r0, n, 4 * h),
@@ -767,19 +817,15 @@ fn lstm_fwd<T: StepFloat>(g: &[T], g2: Option<&[T]>, cx: &[T], h: usize) -> Resu
             (a, c, hh, t),
         );
     });
-    // SAFETY: the blocks cover rows 0..rows, and `lstm_fwd_rows` writes every element of its
-    // rows of the workspace (`rows * 4h == g.len()` slots, the capacity reserved).
-    unsafe { act.set_len(g.len()) };
-    Ok([act, hy, cy, tc])
 }
 
 /// One block's rows of an LSTM step's outputs: the workspace (written first), `cy`, `hy`,
 /// `tanh(cy)`.
 type StepOut<'a, T> = (
     &'a mut [MaybeUninit<T>],
-    &'a mut [T],
-    &'a mut [T],
-    &'a mut [T],
+    &'a mut [MaybeUninit<T>],
+    &'a mut [MaybeUninit<T>],
+    &'a mut [MaybeUninit<T>],
 );
 
 /// [`lstm_fwd`] on one block of rows.
@@ -806,9 +852,13 @@ fn lstm_fwd_rows<T: StepFloat>(
         T::sigmoid_uninit(&row[3 * h..], &mut a[3 * h..]);
     }
     // SAFETY: the three calls above wrote every element of every row.
-    let act = unsafe { &*(act as *const [MaybeUninit<T>] as *const [T]) };
+    let act = unsafe { assume_init(act) };
     lstm_cell_rows(act, cx, h, cy);
-    T::tanh_into(cy, tc);
+    // SAFETY: `lstm_cell_rows` wrote every element.
+    let cy = unsafe { assume_init(cy) };
+    T::tanh_uninit(cy, tc);
+    // SAFETY: `tanh_uninit` wrote every element.
+    let tc = unsafe { assume_init(tc) };
     lstm_out_rows(act, tc, h, hy);
 }
 
@@ -823,7 +873,7 @@ fn add_rows<T: Float>(a: &[T], b: &[T], out: &mut [T]) {
 /// `cy = f ∘ cx + i ∘ g` row by row. Named and multiversioned so the lanes are the machine's
 /// (a closure or a generic helper without it compiles for the baseline target).
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+avx+fma", "x86_64+avx2+avx+fma"))]
-fn lstm_cell_rows<T: Float>(act: &[T], cx: &[T], h: usize, cy: &mut [T]) {
+fn lstm_cell_rows<T: Float>(act: &[T], cx: &[T], h: usize, cy: &mut [MaybeUninit<T>]) {
     for ((a, c), out) in act
         .chunks_exact(4 * h)
         .zip(cx.chunks_exact(h))
@@ -831,21 +881,21 @@ fn lstm_cell_rows<T: Float>(act: &[T], cx: &[T], h: usize, cy: &mut [T]) {
     {
         let (i, f, g) = (&a[..h], &a[h..2 * h], &a[2 * h..3 * h]);
         for ((((o, &c), &i), &f), &g) in out.iter_mut().zip(c).zip(i).zip(f).zip(g) {
-            *o = f * c + i * g;
+            o.write(f * c + i * g);
         }
     }
 }
 
 /// `hy = o ∘ tanh(cy)` row by row (targets as [`lstm_cell_rows`]).
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+avx+fma", "x86_64+avx2+avx+fma"))]
-fn lstm_out_rows<T: Float>(act: &[T], tc: &[T], h: usize, hy: &mut [T]) {
+fn lstm_out_rows<T: Float>(act: &[T], tc: &[T], h: usize, hy: &mut [MaybeUninit<T>]) {
     for ((hr, t), a) in hy
         .chunks_exact_mut(h)
         .zip(tc.chunks_exact(h))
         .zip(act.chunks_exact(4 * h))
     {
         for ((v, &t), &o) in hr.iter_mut().zip(t).zip(&a[3 * h..]) {
-            *v = o * t;
+            v.write(o * t);
         }
     }
 }
@@ -861,16 +911,40 @@ fn lstm_bwd<T: StepFloat>(
     h: usize,
 ) -> Result<[Vec<T>; 2]> {
     let mut dg: Vec<T> = try_vec(act.len())?;
-    let mut dcx = vec![T::zero(); cx.len()];
+    let mut dcx: Vec<T> = try_vec(cx.len())?;
+    lstm_bwd_into(
+        act,
+        (cx, tc, dhy, dcy),
+        h,
+        &mut dg.spare_capacity_mut()[..act.len()],
+        &mut dcx.spare_capacity_mut()[..cx.len()],
+    );
+    // SAFETY: `lstm_bwd_into` wrote every slot of both (the lengths it was given).
+    unsafe {
+        dg.set_len(act.len());
+        dcx.set_len(cx.len());
+    }
+    Ok([dg, dcx])
+}
+
+/// [`lstm_bwd`] into the caller's slots (`4h` gate gradients and `h` cell gradients per row),
+/// every one of which it writes.
+fn lstm_bwd_into<T: StepFloat>(
+    act: &[T],
+    (cx, tc, dhy, dcy): (&[T], &[T], &[T], &[T]),
+    h: usize,
+    dg: &mut [MaybeUninit<T>],
+    dcx: &mut [MaybeUninit<T>],
+) {
     if h == 0 {
-        return Ok([dg, dcx]);
+        return;
     }
     let rows = cx.len() / h;
-    let ptrs = SendPtr((dg.as_mut_ptr() as *mut MaybeUninit<T>, dcx.as_mut_ptr()));
+    let ptrs = SendPtr((dg.as_mut_ptr(), dcx.as_mut_ptr()));
     share_row_blocks(rows, 4 * h, &|r0, n| {
         let (pg, pc) = ptrs.get();
         // SAFETY: this block owns rows r0..r0 + n of both outputs, disjoint from every other
-        // block's, and the buffers outlive `share_row_blocks`.
+        // block's, and the slices outlive `share_row_blocks`.
         let (dg, dcx) = unsafe { (rows_mut(pg, r0, n, 4 * h), rows_mut(pc, r0, n, h)) };
         let state = |src| rows_of(src, r0, n, h);
         let a = rows_of(act, r0, n, 4 * h);
@@ -882,10 +956,6 @@ fn lstm_bwd<T: StepFloat>(
             dcx,
         );
     });
-    // SAFETY: the blocks cover every row, and `lstm_bwd_rows` writes all 4h gate gradients of
-    // each (`act.len()` slots, the capacity reserved).
-    unsafe { dg.set_len(act.len()) };
-    Ok([dg, dcx])
 }
 
 /// The gate and cell gradients of [`lstm_bwd`] row by row (targets as [`lstm_cell_rows`]).
@@ -895,7 +965,7 @@ fn lstm_bwd_rows<T: Float>(
     (cx, tc, dhy, dcy): (&[T], &[T], &[T], &[T]),
     h: usize,
     dg: &mut [MaybeUninit<T>],
-    dcx: &mut [T],
+    dcx: &mut [MaybeUninit<T>],
 ) {
     let one = T::one();
     let rows = act
@@ -916,9 +986,332 @@ fn lstm_bwd_rows<T: Float>(
             df[j].write(dc * cx[j] * dsig(f));
             dgg[j].write(dc * i * (one - gg * gg));
             d_o[j].write(dhy[j] * tc[j] * dsig(o));
-            dcx[j] = dc * f;
+            dcx[j].write(dc * f);
         }
     }
+}
+
+// ----- an LSTM layer as one node ------------------------------------------------------------------
+
+/// Whether a layer runs as one node ([`lstm_layer`]): an LSTM without projections over whole
+/// (unpacked) sequences, its operands non-empty and of one float32/float64 dtype, none batched
+/// by vmap or carrying a forward-mode tangent. The rest takes the per-step nodes.
+fn runs_as_one_node(
+    pass: &Pass<'_>,
+    xp: &Tensor,
+    h0: &Tensor,
+    c0: &Tensor,
+    w: &CellWeights,
+) -> bool {
+    let ops = [xp, h0, c0, &w.w_hh];
+    let dt = xp.dtype();
+    pass.mode == RnnMode::Lstm
+        && pass.lengths.is_none()
+        && w.w_hr.is_none()
+        && matches!(dt, DType::Float32 | DType::Float64)
+        && ops
+            .iter()
+            .all(|t| t.dtype() == dt && !t.is_batched() && t.numel() > 0)
+        && !forward_ad::any_tangent(&ops)
+}
+
+/// The extent of one layer run by [`lstm_layer`], and its direction.
+struct LayerDims {
+    seq: usize,
+    batch: usize,
+    hidden: usize,
+    reverse: bool,
+}
+
+impl LayerDims {
+    /// The time index of the step that runs before the one at `t` (None for the first step).
+    fn prev(&self, t: usize) -> Option<usize> {
+        if self.reverse {
+            (t + 1 < self.seq).then_some(t + 1)
+        } else {
+            t.checked_sub(1)
+        }
+    }
+
+    /// The time index of the last step (whose states are the layer's final ones).
+    fn last(&self) -> usize {
+        if self.reverse {
+            0
+        } else {
+            self.seq - 1
+        }
+    }
+}
+
+/// An LSTM layer over a whole sequence as one node, as torch's CPU LSTM runs
+/// (`mkldnn_rnn_layer`): `xp` `(seq, batch, 4 hidden)` holds every step's input projection,
+/// biases included; returns the `(seq, batch, hidden)` outputs and the final `h` and `c`.
+///
+/// The forward runs each step's product and fused cell straight into the layer's buffers,
+/// keeping the gate activations, cell states and their tanh; the backward runs the steps in
+/// reverse into one gate-gradient buffer, which is `xp`'s gradient as it stands and gives the
+/// recurrent weight's as one product. Per-step nodes cost a node and its saved tensors per step,
+/// then stacking the steps' outputs and their gradients, and the engine's sum of the two
+/// gradients reaching every hidden state. Under `create_graph` the backward recomputes the layer
+/// with per-step recorded ops and differentiates that, so higher derivatives are exact.
+fn lstm_layer(
+    xp: &Tensor,
+    h0: &Tensor,
+    c0: &Tensor,
+    w_hh: &Tensor,
+    reverse: bool,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let (seq, batch, gates) = (xp.shape()[0], xp.shape()[1], xp.shape()[2]);
+    let hidden = gates / 4;
+    let dims = LayerDims {
+        seq,
+        batch,
+        hidden,
+        reverse,
+    };
+    // Transposed once for every step's product, which then reads it row by row (see
+    // `linear_with`).
+    let w_t = {
+        let _g = GradModeGuard::new(false);
+        w_hh.t()?.contiguous()?
+    };
+    let (seq_h, seq_g, state) = ([seq, batch, hidden], [seq, batch, gates], [batch, hidden]);
+    let [out, act, cs, tc, h_n, c_n] = by_dtype!(&[xp, h0, c0, &w_t], |s: T| tensors(
+        layer_fwd::<T>(s, &dims)?,
+        [&seq_h, &seq_g, &seq_h, &seq_h, &state, &state]
+    ))?;
+    let inputs = [xp, h0, c0, w_hh];
+    if needs_grad(&inputs) {
+        record(
+            "MkldnnRnnLayerBackward0",
+            &inputs,
+            &[&out, &h_n, &c_n],
+            &[xp, h0, c0, w_hh, &out, &act, &cs, &tc],
+            false,
+            move |g, s| {
+                if grad_mode::is_grad_enabled() {
+                    return layer_bwd_graph(&s[..4], g, reverse);
+                }
+                let want_w = wants_grad(3);
+                let w_shape: &[usize] = if want_w { &[gates, hidden] } else { &[0] };
+                let ops = [
+                    &s[1], &s[2], &s[3], &s[4], &s[5], &s[6], &s[7], &g[0], &g[1], &g[2],
+                ];
+                let [dxp, dh0, dc0, dw] = by_dtype!(&ops, |v: T| tensors(
+                    layer_bwd::<T>(v, &dims, want_w)?,
+                    [&seq_g, &state, &state, w_shape]
+                ))?;
+                Ok(vec![
+                    grad_if_wanted(0, || Ok(dxp))?,
+                    grad_if_wanted(1, || Ok(dh0))?,
+                    grad_if_wanted(2, || Ok(dc0))?,
+                    want_w.then_some(dw),
+                ])
+            },
+        )?;
+    }
+    Ok((out, h_n, c_n))
+}
+
+/// `h @ w_t` for one step: `(batch, hidden)` by `(hidden, 4 hidden)`, on the pool's threads.
+fn step_product<T: GemmScalar>(
+    a: &[T],
+    b: &[T],
+    (n, k, m): (usize, usize, usize),
+) -> Result<Vec<T>> {
+    let rows = |data, cols| MatRef {
+        data,
+        offset: 0,
+        batch_strides: &[],
+        row_stride: cols,
+        col_stride: 1,
+    };
+    matmul_strided(&[], n, k, m, rows(a, k), rows(b, m), get_num_threads())
+}
+
+/// [`lstm_layer`]'s forward from `xp`, `h0`, `c0` and the transposed recurrent weight `(h, 4h)`:
+/// the outputs, gate activations, cell states and their tanh (by time index), then the final
+/// `h` and `c`.
+fn layer_fwd<T: StepFloat + GemmScalar>(s: &[&[T]], d: &LayerDims) -> Result<[Vec<T>; 6]> {
+    let (xp, h0, c0, w_t) = (s[0], s[1], s[2], s[3]);
+    let (b, h) = (d.batch, d.hidden);
+    let (bh, bg) = (b * h, b * 4 * h);
+    let (n, ng) = (d.seq * bh, d.seq * bg);
+    let mut out: Vec<T> = try_vec(n)?;
+    let mut act: Vec<T> = try_vec(ng)?;
+    let mut cs: Vec<T> = try_vec(n)?;
+    let mut tc: Vec<T> = try_vec(n)?;
+    {
+        let mut steps: Vec<_> = out.spare_capacity_mut()[..n]
+            .chunks_exact_mut(bh)
+            .zip(act.spare_capacity_mut()[..ng].chunks_exact_mut(bg))
+            .zip(cs.spare_capacity_mut()[..n].chunks_exact_mut(bh))
+            .zip(tc.spare_capacity_mut()[..n].chunks_exact_mut(bh))
+            .zip(xp.chunks_exact(bg))
+            .collect();
+        if d.reverse {
+            steps.reverse();
+        }
+        let (mut h_prev, mut c_prev) = (h0, c0);
+        for ((((o, a), c), t), x) in steps {
+            let gh = step_product(h_prev, w_t, (b, h, 4 * h))?;
+            lstm_fwd_into(x, Some(&gh), c_prev, h, (a, &mut *c, &mut *o, t));
+            // SAFETY: `lstm_fwd_into` wrote every slot of `o` and `c`.
+            (h_prev, c_prev) = unsafe { (assume_init(o), assume_init(c)) };
+        }
+    }
+    // SAFETY: the steps covered every time index, and `lstm_fwd_into` wrote all their slots.
+    unsafe {
+        out.set_len(n);
+        act.set_len(ng);
+        cs.set_len(n);
+        tc.set_len(n);
+    }
+    let last = d.last() * bh..(d.last() + 1) * bh;
+    let (h_n, c_n) = (out[last.clone()].to_vec(), cs[last].to_vec());
+    Ok([out, act, cs, tc, h_n, c_n])
+}
+
+/// [`lstm_layer`]'s backward: from `h0, c0, w_hh`, the forward's `out, act, cs, tc` and the
+/// gradients of `out, h_n, c_n`, the gradients of `xp, h0, c0` and (when `want_w`, else an
+/// empty buffer) `w_hh`.
+fn layer_bwd<T: StepFloat + GemmScalar>(
+    v: &[&[T]],
+    d: &LayerDims,
+    want_w: bool,
+) -> Result<[Vec<T>; 4]> {
+    let (h0, c0, w_hh, out, act, cs, tc) = (v[0], v[1], v[2], v[3], v[4], v[5], v[6]);
+    let (dout, dh_n, dc_n) = (v[7], v[8], v[9]);
+    let (b, h) = (d.batch, d.hidden);
+    let (bh, bg) = (b * h, b * 4 * h);
+    let ng = d.seq * bg;
+    let mut dg: Vec<T> = try_vec(ng)?;
+    let (mut dh, mut dc) = (dh_n.to_vec(), dc_n.to_vec());
+    let mut dhy = vec![T::zero(); bh];
+    let mut dcx = vec![T::zero(); bh];
+    {
+        let mut steps: Vec<_> = dg.spare_capacity_mut()[..ng]
+            .chunks_exact_mut(bg)
+            .enumerate()
+            .collect();
+        // The reverse of the forward's order.
+        if !d.reverse {
+            steps.reverse();
+        }
+        for (t, dgt) in steps {
+            let at = |buf| rows_of(buf, t, 1, bh);
+            // h_t's gradient: the later step's, plus the output's.
+            for ((o, &a), &c) in dhy.iter_mut().zip(&dh).zip(at(dout)) {
+                *o = a + c;
+            }
+            let cx = d.prev(t).map_or(c0, |p| &cs[p * bh..(p + 1) * bh]);
+            let a = &act[t * bg..(t + 1) * bg];
+            lstm_bwd_into(a, (cx, at(tc), &dhy, &dc), h, dgt, as_uninit(&mut dcx));
+            std::mem::swap(&mut dc, &mut dcx);
+            // SAFETY: `lstm_bwd_into` wrote every slot of `dgt`.
+            let dgt = unsafe { assume_init(dgt) };
+            dh = step_product(dgt, w_hh, (b, 4 * h, h))?;
+        }
+    }
+    // SAFETY: the steps covered every time index, and `lstm_bwd_into` wrote all their slots.
+    unsafe { dg.set_len(ng) };
+    let dw = if want_w {
+        recurrent_weight_grad(&dg, out, h0, d)?
+    } else {
+        Vec::new()
+    };
+    Ok([dg, dh, dc, dw])
+}
+
+/// `Σ_t dg_tᵀ h_in(t)`, `h_in(t)` the hidden state step `t` read: the previous step's output,
+/// or `h0` for the first step. As two products: the steps that read an output (one contiguous
+/// run of `out` against one of `dg`), plus the first step's.
+fn recurrent_weight_grad<T: StepFloat + GemmScalar>(
+    dg: &[T],
+    out: &[T],
+    h0: &[T],
+    d: &LayerDims,
+) -> Result<Vec<T>> {
+    let (b, h, g) = (d.batch, d.hidden, 4 * d.hidden);
+    let rows = (d.seq - 1) * b;
+    let (dg_first, dg_rest, out_rest) = if d.reverse {
+        (&dg[rows * g..], &dg[..rows * g], &out[b * h..])
+    } else {
+        (&dg[..b * g], &dg[b * g..], &out[..rows * h])
+    };
+    // `rows x g` gradients read as their `g x rows` transpose.
+    let transposed = |data| MatRef {
+        data,
+        offset: 0,
+        batch_strides: &[],
+        row_stride: 1,
+        col_stride: g,
+    };
+    let states = |data| MatRef {
+        data,
+        offset: 0,
+        batch_strides: &[],
+        row_stride: h,
+        col_stride: 1,
+    };
+    let threads = get_num_threads();
+    let mut w = matmul_strided(&[], g, b, h, transposed(dg_first), states(h0), threads)?;
+    if rows > 0 {
+        let rest = matmul_strided(
+            &[],
+            g,
+            rows,
+            h,
+            transposed(dg_rest),
+            states(out_rest),
+            threads,
+        )?;
+        for (a, r) in w.iter_mut().zip(rest) {
+            *a = *a + r;
+        }
+    }
+    Ok(w)
+}
+
+/// [`lstm_layer`]'s backward under `create_graph`: the layer recomputed from the saved `xp, h0,
+/// c0, w_hh` with recorded per-step ops, then differentiated with a graph.
+fn layer_bwd_graph(saved: &[Tensor], g: &[Tensor], reverse: bool) -> Result<Vec<Option<Tensor>>> {
+    let (xp, h0, c0, w_hh) = (&saved[0], &saved[1], &saved[2], &saved[3]);
+    let xs = xp.unbind(0)?;
+    let mut outs: Vec<Option<Tensor>> = vec![None; xs.len()];
+    let (mut h, mut c) = (h0.clone(), c0.clone());
+    for i in 0..xs.len() {
+        let t = if reverse { xs.len() - 1 - i } else { i };
+        let gh = linear(&h, w_hh, None)?;
+        let (hy, cy) = lstm_step(&xs[t], Some(&gh), &c)?;
+        outs[t] = Some(hy.clone());
+        (h, c) = (hy, cy);
+    }
+    let outs: Vec<Tensor> = outs.into_iter().flatten().collect();
+    let out = Tensor::stack(&outs, 0)?;
+    let wanted: Vec<usize> = (0..4)
+        .filter(|&k| saved[k].requires_grad() && wants_grad(k))
+        .collect();
+    let mut res = vec![None; 4];
+    if wanted.is_empty() {
+        return Ok(res);
+    }
+    let inputs: Vec<Tensor> = wanted.iter().map(|&k| saved[k].clone()).collect();
+    let got = crate::autograd::grad(
+        &[out, h, c],
+        &inputs,
+        GradOptions {
+            grad_outputs: g.iter().cloned().map(Some).collect(),
+            retain_graph: None,
+            create_graph: true,
+            allow_unused: Some(true),
+            materialize_grads: false,
+        },
+    )?;
+    for (k, gk) in wanted.into_iter().zip(got) {
+        res[k] = gk;
+    }
+    Ok(res)
 }
 
 /// The LSTM's gate activations `i, f, g, o` from the raw gates, in differentiable ops.
