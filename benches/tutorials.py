@@ -1,10 +1,10 @@
 """The tutorial scripts of tests/python/tutorials/, timed as their authors wrote them: each runs
 on ferrograd and, with the import changed back, on torch, in fresh processes, 2 threads each.
 
-The clock covers the script's body only (the library is imported before it starts), so a
-script's figure is what its user waits for after `import`: model building, data loading,
-training loops with their `.item()` calls, saving. Each script runs `--reps` times per library,
-alternating, and the table shows the medians and their ratio.
+The clock covers the script's body only (the library and NumPy are imported before it
+starts), so a script's figure is what its user waits for after `import`: model building, data
+loading, training loops with their `.item()` calls, saving. Each script runs `--reps` times per
+library, alternating, and the table shows the medians and their ratio.
 
     python benches/tutorials.py               # every script, 3 runs each
     python benches/tutorials.py --reps 5 gan_1d.py schedulers.py
@@ -26,9 +26,12 @@ HERE = pathlib.Path(__file__).resolve().parent
 TUTORIALS = HERE.parent / "tests" / "python" / "tutorials"
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
 
-# Run in a fresh interpreter: import the library, then time the script's body.
+# Run in a fresh interpreter: import the library, then time the script's body. NumPy is
+# imported first too: torch imports it at its own import, ferrograd on first use, so a script
+# starting `import numpy` would otherwise pay NumPy's import (~60 ms) on ferrograd's clock only.
 HARNESS = """
 import contextlib, io, sys, time
+import numpy
 import {lib} as _lib
 _lib.set_num_threads({threads})
 src = open({path!r}).read(){swap}
