@@ -2,11 +2,13 @@
 //! (multi-layer, bidirectional, inter-layer dropout, LSTM projections) and their single-step
 //! cells.
 //!
-//! A step is one gemm for the hidden state plus one fused pointwise node (the gate
-//! nonlinearities and the state update, forward and backward each in one sweep, as torch's
-//! `_thnn_fused_lstm_cell`); the input projections of every step of a layer are one gemm up
-//! front. The pointwise backward is written with differentiable ops when a graph of the backward
-//! is being built, so second derivatives work.
+//! The input projections of every step of a layer are one gemm up front. An LSTM layer (no
+//! projections, unpacked) then runs as one node over the whole sequence (`lstm_layer`, as
+//! torch's CPU `mkldnn_rnn_layer`); other layers run a node per step: one gemm for the hidden
+//! state plus one fused pointwise node (the gate nonlinearities and the state update, forward
+//! and backward each in one sweep, as torch's `_thnn_fused_lstm_cell`). The pointwise backward
+//! is written with differentiable ops when a graph of the backward is being built, and the
+//! layer node then recomputes its steps that way, so second derivatives work.
 
 use std::mem::MaybeUninit;
 use std::sync::{Arc, OnceLock};
