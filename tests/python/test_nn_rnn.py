@@ -145,6 +145,15 @@ def test_lstm_layer_node_gradcheck_every_input_and_output() -> None:
     assert fg.autograd.gradgradcheck(g, (x, h0, c0))
     # A loss on h_n alone: the outputs' gradient is absent (zeros) and the states carry it.
     assert fg.autograd.gradcheck(lambda *a: g(*a)[1].sum(), (x, h0, c0))
+    # gradgradcheck differentiates the create_graph gradient, so it would pass a consistently
+    # wrong one: it must equal the fast backward's, for every input and weight.
+    out, hn, cn = g(x, h0, c0)
+    loss = (out * out.detach().cos()).sum() + (hn * hn).sum() + cn.sum()
+    wrt = [x, h0, c0, *m.parameters()]
+    fast = fg.autograd.grad(loss, wrt, retain_graph=True)
+    graph = fg.autograd.grad(loss, wrt, create_graph=True)
+    for a, b in zip(fast, graph):
+        np.testing.assert_allclose(b.detach().numpy(), a.numpy(), rtol=1e-12, atol=1e-13)
 
 
 def test_lstm_layer_output_modified_in_place_is_an_error() -> None:

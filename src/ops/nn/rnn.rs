@@ -16,7 +16,6 @@ use std::sync::{Arc, OnceLock};
 use multiversion::multiversion;
 use num_traits::Float;
 
-use crate::autograd::GradOptions;
 use crate::error::{Error, Result};
 use crate::graph::forward_ad;
 use crate::graph::node::{grad_if_wanted, needs_grad, record, record_with_jvp, wants_grad};
@@ -1275,43 +1274,50 @@ fn recurrent_weight_grad<T: StepFloat + GemmScalar>(
     Ok(w)
 }
 
-/// [`lstm_layer`]'s backward under `create_graph`: the layer recomputed from the saved `xp, h0,
-/// c0, w_hh` with recorded per-step ops, then differentiated with a graph.
+/// [`lstm_layer`]'s backward under `create_graph`, in recorded ops so it can be differentiated
+/// again: the steps recomputed from the saved `xp, h0, c0, w_hh` (so the states each step read
+/// are functions of the inputs), then the same recurrence as [`layer_bwd`] on them.
 fn layer_bwd_graph(saved: &[Tensor], g: &[Tensor], reverse: bool) -> Result<Vec<Option<Tensor>>> {
     let (xp, h0, c0, w_hh) = (&saved[0], &saved[1], &saved[2], &saved[3]);
     let xs = xp.unbind(0)?;
-    let mut outs: Vec<Option<Tensor>> = vec![None; xs.len()];
+    let seq = xs.len();
+    let order: Vec<usize> = if reverse {
+        (0..seq).rev().collect()
+    } else {
+        (0..seq).collect()
+    };
+    // Per time index: the raw gates, and the states the step read.
+    let mut steps: Vec<Option<[Tensor; 3]>> = vec![None; seq];
     let (mut h, mut c) = (h0.clone(), c0.clone());
-    for i in 0..xs.len() {
-        let t = if reverse { xs.len() - 1 - i } else { i };
-        let gh = linear(&h, w_hh, None)?;
-        let (hy, cy) = lstm_step(&xs[t], Some(&gh), &c)?;
-        outs[t] = Some(hy.clone());
+    for &t in &order {
+        let gates = xs[t].add(&linear(&h, w_hh, None)?)?;
+        let (hy, cy) = lstm_step_composed(&gates, &c)?;
+        steps[t] = Some([gates, h, c]);
         (h, c) = (hy, cy);
     }
-    let outs: Vec<Tensor> = outs.into_iter().flatten().collect();
-    let out = Tensor::stack(&outs, 0)?;
-    let wanted: Vec<usize> = (0..4)
-        .filter(|&k| saved[k].requires_grad() && wants_grad(k))
-        .collect();
-    let mut res = vec![None; 4];
-    if wanted.is_empty() {
-        return Ok(res);
+    let dout = g[0].unbind(0)?;
+    let (mut dh, mut dc) = (g[1].clone(), g[2].clone());
+    let mut dgates: Vec<Option<Tensor>> = vec![None; seq];
+    let mut dw: Option<Tensor> = None;
+    for &t in order.iter().rev() {
+        let [gates, h_in, c_in] = steps[t]
+            .take()
+            .ok_or_else(|| Error::runtime("lstm layer: a step was not recomputed"))?;
+        let [dg, dcx] = lstm_bwd_graph(&gates, &c_in, &dh.add(&dout[t])?, &dc)?;
+        dh = dg.matmul(w_hh)?;
+        let part = dg.t()?.matmul(&h_in)?;
+        dw = Some(match dw {
+            Some(acc) => acc.add(&part)?,
+            None => part,
+        });
+        dc = dcx;
+        dgates[t] = Some(dg);
     }
-    let inputs: Vec<Tensor> = wanted.iter().map(|&k| saved[k].clone()).collect();
-    let got = crate::autograd::grad(
-        &[out, h, c],
-        &inputs,
-        GradOptions {
-            grad_outputs: g.iter().cloned().map(Some).collect(),
-            retain_graph: None,
-            create_graph: true,
-            allow_unused: Some(true),
-            materialize_grads: false,
-        },
-    )?;
-    for (k, gk) in wanted.into_iter().zip(got) {
-        res[k] = gk;
+    let dgates: Vec<Tensor> = dgates.into_iter().flatten().collect();
+    let dxp = Tensor::stack(&dgates, 0)?;
+    let mut res = Vec::with_capacity(4);
+    for (k, d) in [Some(dxp), Some(dh), Some(dc), dw].into_iter().enumerate() {
+        res.push(d.filter(|_| wants_grad(k)));
     }
     Ok(res)
 }
