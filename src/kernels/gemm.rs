@@ -149,6 +149,19 @@ pub struct MatRef<'a, T> {
     pub col_stride: usize,
 }
 
+impl<'a, T> MatRef<'a, T> {
+    /// One matrix (no batch dimensions) starting at `data[0]`, with the given strides.
+    pub fn matrix(data: &'a [T], row_stride: usize, col_stride: usize) -> Self {
+        MatRef {
+            data,
+            offset: 0,
+            batch_strides: &[],
+            row_stride,
+            col_stride,
+        }
+    }
+}
+
 /// Validated operand: strides of size-1 dimensions normalised, every address checked.
 #[derive(Clone, Copy)]
 struct Operand<T> {

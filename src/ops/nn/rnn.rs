@@ -1120,14 +1120,8 @@ fn step_product<T: GemmScalar>(
     b: &[T],
     (n, k, m): (usize, usize, usize),
 ) -> Result<Vec<T>> {
-    let rows = |data, cols| MatRef {
-        data,
-        offset: 0,
-        batch_strides: &[],
-        row_stride: cols,
-        col_stride: 1,
-    };
-    matmul_strided(&[], n, k, m, rows(a, k), rows(b, m), get_num_threads())
+    let (a, b) = (MatRef::matrix(a, k, 1), MatRef::matrix(b, m, 1));
+    matmul_strided(&[], n, k, m, a, b, get_num_threads())
 }
 
 /// [`lstm_layer`]'s forward from `xp`, `h0`, `c0` and the transposed recurrent weight `(h, 4h)`:
@@ -1240,34 +1234,14 @@ fn recurrent_weight_grad<T: StepFloat + GemmScalar>(
     } else {
         (&dg[..b * g], &dg[b * g..], &out[..rows * h])
     };
-    // `rows x g` gradients read as their `g x rows` transpose.
-    let transposed = |data| MatRef {
-        data,
-        offset: 0,
-        batch_strides: &[],
-        row_stride: 1,
-        col_stride: g,
+    // `rows x g` gradients read as their `g x rows` transpose, times `rows x h` states.
+    let product = |dg, states, rows| {
+        let (a, b) = (MatRef::matrix(dg, 1, g), MatRef::matrix(states, h, 1));
+        matmul_strided(&[], g, rows, h, a, b, get_num_threads())
     };
-    let states = |data| MatRef {
-        data,
-        offset: 0,
-        batch_strides: &[],
-        row_stride: h,
-        col_stride: 1,
-    };
-    let threads = get_num_threads();
-    let mut w = matmul_strided(&[], g, b, h, transposed(dg_first), states(h0), threads)?;
+    let mut w = product(dg_first, h0, b)?;
     if rows > 0 {
-        let rest = matmul_strided(
-            &[],
-            g,
-            rows,
-            h,
-            transposed(dg_rest),
-            states(out_rest),
-            threads,
-        )?;
-        for (a, r) in w.iter_mut().zip(rest) {
+        for (a, r) in w.iter_mut().zip(product(dg_rest, out_rest, rows)?) {
             *a = *a + r;
         }
     }
