@@ -1051,10 +1051,11 @@ impl LayerDims {
 /// The forward runs each step's product and fused cell straight into the layer's buffers,
 /// keeping the gate activations, cell states and their tanh; the backward runs the steps in
 /// reverse into one gate-gradient buffer, which is `xp`'s gradient as it stands and gives the
-/// recurrent weight's as one product. Per-step nodes cost a node and its saved tensors per step,
-/// then stacking the steps' outputs and their gradients, and the engine's sum of the two
-/// gradients reaching every hidden state. Under `create_graph` the backward recomputes the layer
-/// with per-step recorded ops and differentiates that, so higher derivatives are exact.
+/// recurrent weight's in two products ([`recurrent_weight_grad`]). Per-step nodes cost a node
+/// and its saved tensors per step, then stacking the steps' outputs and their gradients, and the
+/// engine's sum of the two gradients reaching every hidden state. Under `create_graph` the
+/// backward recomputes the steps in recorded ops and runs the same recurrence on them
+/// ([`layer_bwd_graph`]), so higher derivatives are exact.
 fn lstm_layer(
     xp: &Tensor,
     h0: &Tensor,
