@@ -19,6 +19,7 @@ use crate::graph::{creation_hooks, forward_ad};
 use crate::parallel::{get_num_threads, pool};
 use crate::tensor::grad_mode::{self, GradModeGuard};
 use crate::tensor::shape::{fmt_shape, is_expandable_to};
+use crate::tensor::spin::SpinLock;
 use crate::tensor::Tensor;
 
 /// Gradients smaller than this run inline on the current worker: a task hand-off costs more
@@ -46,7 +47,9 @@ struct NodeState {
     /// Index into `states` of each next edge's node (None when the edge is absent or unused).
     children: Children,
     deps: AtomicUsize,
-    buffer: Mutex<SmallVec<[Slot; 1]>>,
+    /// Spun on, not parked: held only for a push or a take, and a parking mutex makes its
+    /// release a second locked instruction on every node of every pass.
+    buffer: SpinLock<SmallVec<[Slot; 1]>>,
     execute: bool,
     /// (slot, result index) pairs captured for `grad()`.
     captures: SmallVec<[(usize, usize); 1]>,
@@ -338,12 +341,14 @@ fn build(
             useful[i] = execute[i] || !captures[i].is_empty();
         }
     }
-    let deps: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+    // Counted in plain integers: nothing else sees them yet, and an atomic add per edge was a
+    // locked instruction each.
+    let mut deps = vec![0usize; n];
     for i in 0..n {
         if execute[i] {
             for &c in children[i].iter().flatten() {
                 if useful[c] {
-                    deps[c].fetch_add(1, Ordering::Relaxed);
+                    deps[c] += 1;
                 }
             }
         }
@@ -363,8 +368,8 @@ fn build(
             NodeState {
                 node,
                 children: ch,
-                deps,
-                buffer: Mutex::new(smallvec::smallvec![SmallVec::new(); slots]),
+                deps: AtomicUsize::new(deps),
+                buffer: SpinLock::new(smallvec::smallvec![SmallVec::new(); slots]),
                 execute: execute[i],
                 captures: std::mem::take(&mut captures[i]),
             }
@@ -593,7 +598,10 @@ fn evaluate(task: &GraphTask, i: usize) -> Result<Ready> {
         }
     }
     let given = (!post.is_empty()).then(|| grads.to_vec());
-    let outputs = match apply_node(task, node, &st.children, grads) {
+    // Post hooks run before the saved tensors are freed (as torch's do), so only a node
+    // without them has its saved tensors freed as its rule runs.
+    let lend = !task.keep_graph && post.is_empty();
+    let (outputs, freed) = match apply_node(task, node, &st.children, grads, lend) {
         Ok(o) => o,
         Err(e) => {
             if grad_mode::is_anomaly_enabled() {
@@ -606,7 +614,7 @@ fn evaluate(task: &GraphTask, i: usize) -> Result<Ready> {
         Some(given) => run_post_hooks(node, &post, outputs, &given)?,
         None => outputs,
     };
-    if !task.keep_graph {
+    if !task.keep_graph && !freed {
         node.release_saved();
     }
     if grad_mode::is_anomaly_enabled() && grad_mode::is_anomaly_check_nan_enabled() {
@@ -708,12 +716,15 @@ fn run_tensor_pre_hooks(node: &Arc<Node>, grads: &mut [Option<Tensor>]) -> Resul
     Ok(())
 }
 
+/// Run a node's backward, its outputs checked; with `lend`, an op's saved tensors are freed
+/// as its rule runs (given back if it fails), and the flag returned says whether that happened.
 fn apply_node(
     task: &GraphTask,
     node: &Arc<Node>,
     children: &[Option<usize>],
     grads: Grads,
-) -> Result<Vec<Option<Tensor>>> {
+    lend: bool,
+) -> Result<(Vec<Option<Tensor>>, bool)> {
     let raw = match &node.kind {
         NodeKind::Accumulate { .. } => {
             if task.accumulate {
@@ -723,14 +734,13 @@ fn apply_node(
                     task.create_graph,
                 )?;
             }
-            return Ok(Vec::new());
+            return Ok((Vec::new(), false));
         }
         NodeKind::Op { backward, .. } => {
             if grads.iter().all(Option::is_none) {
-                return Ok(vec![None; node.next_edges.len()]);
+                return Ok((vec![None; node.next_edges.len()], false));
             }
             let grads = materialize(node, grads);
-            let saved = node.unpack_saved()?;
             // Inputs whose gradient nothing in this pass receives need not be computed.
             let wanted = children.iter().enumerate().fold(0u64, |m, (k, c)| {
                 if c.is_some() && k < 64 {
@@ -740,6 +750,17 @@ fn apply_node(
                 }
             });
             let _wanted = crate::graph::node::WantedGuard::new(wanted);
+            if let Some(mut lent) = if lend { node.lend_saved()? } else { None } {
+                let raw = lent.unpack().and_then(|saved| backward(&grads, saved));
+                return match raw.and_then(|raw| validate_outputs(node, raw)) {
+                    Ok(out) => Ok((out, true)),
+                    Err(e) => {
+                        lent.give_back();
+                        Err(e)
+                    }
+                };
+            }
+            let saved = node.unpack_saved()?;
             backward(&grads, &saved)?
         }
         NodeKind::Custom(c) => {
@@ -751,7 +772,7 @@ fn apply_node(
             c.apply(node, grads)?
         }
     };
-    validate_outputs(node, raw)
+    Ok((validate_outputs(node, raw)?, false))
 }
 
 fn materialize(node: &Node, grads: Grads) -> SmallVec<[Tensor; 2]> {

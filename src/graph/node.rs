@@ -21,6 +21,28 @@ pub const ERR_TWICE: &str = "Trying to backward through the graph a second time 
 
 static NEXT_SEQ: AtomicU64 = AtomicU64::new(0);
 
+/// Sequence numbers a thread takes from [`NEXT_SEQ`] at a time: one locked add per block
+/// instead of one per recorded op. Numbers stay unique and increase along each thread, as
+/// torch's (which are per thread) do.
+const SEQ_BLOCK: u64 = 1024;
+
+thread_local! {
+    /// This thread's next sequence number and the end of its block.
+    static SEQ: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+fn next_seq() -> u64 {
+    SEQ.with(|c| {
+        let (mut next, mut end) = c.get();
+        if next == end {
+            next = NEXT_SEQ.fetch_add(SEQ_BLOCK, Ordering::Relaxed);
+            end = next + SEQ_BLOCK;
+        }
+        c.set((next + 1, end));
+        next
+    })
+}
+
 /// Where a gradient goes: input slot `input_nr` of `node`.
 #[derive(Clone)]
 pub struct Edge {
@@ -91,6 +113,8 @@ enum SavedData {
     Leaf(Box<SavedLeaf>),
     /// What a saved-tensor `pack` hook made of it; `unpack` gives the tensor back.
     Packed(Box<PackedTensor>),
+    /// Moved out to a running backward ([`LentSaved`]); never in a node's state.
+    Lent,
 }
 
 struct PackedTensor {
@@ -135,6 +159,7 @@ impl SavedData {
                 None => Tensor::from_parts(l.storage.clone(), l.layout.clone(), l.dtype),
             },
             SavedData::Packed(p) => (p.hooks.unpack)(&p.payload)?,
+            SavedData::Lent => return Err(Error::runtime(ERR_TWICE)),
         })
     }
 
@@ -219,13 +244,59 @@ impl SavedTensor {
     /// in-place error); `rebuild` gives a saved output its grad_fn back.
     pub(crate) fn unpack(&self, owner: Option<&Arc<Node>>, rebuild: bool) -> Result<Tensor> {
         let data = self.data.tensor()?;
+        self.check(&data, owner)?;
+        let attach = |node: &Arc<Node>, nr: usize| {
+            let t = forward_ad::detach_keeping_tangent(&data);
+            {
+                let mut m = t.meta();
+                m.grad_fn = Some(node.clone());
+                m.output_nr = nr;
+            }
+            t
+        };
+        Ok(match (&self.origin, owner, &self.data) {
+            (&Origin::OwnOutput(nr), Some(node), _) if rebuild => attach(node, nr as usize),
+            // What `unpack` returned stands for the saved tensor in the graph: the producer's
+            // (or the leaf's) history goes on it, as torch rebuilds a hooked saved variable.
+            (Origin::Produced(node, nr), _, SavedData::Packed(_)) if rebuild => {
+                attach(node, *nr as usize)
+            }
+            (Origin::Leaf, _, SavedData::Packed(p)) if rebuild => match &p.leaf_edge {
+                Some(e) => attach(&e.node, e.input_nr),
+                None => data,
+            },
+            _ => data,
+        })
+    }
+
+    /// Like [`SavedTensor::unpack`] without `rebuild`, moving a plainly held tensor out
+    /// (leaving [`SavedData::Lent`]) instead of cloning it.
+    fn unpack_moving(&mut self, owner: &Arc<Node>) -> Result<Tensor> {
+        match std::mem::replace(&mut self.data, SavedData::Lent) {
+            SavedData::Tensor(t) => match self.check(&t, Some(owner)) {
+                Ok(()) => Ok(t),
+                Err(e) => {
+                    self.data = SavedData::Tensor(t);
+                    Err(e)
+                }
+            },
+            other => {
+                self.data = other;
+                self.unpack(Some(owner), false)
+            }
+        }
+    }
+
+    /// Errors if `data` (what this saved tensor holds) was detached or modified in place
+    /// since it was saved.
+    fn check(&self, data: &Tensor, owner: Option<&Arc<Node>>) -> Result<()> {
         let packed = matches!(self.data, SavedData::Packed(_));
         if !packed && data.meta().detached_in_place {
             return Err(Error::runtime("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not supported, please use out-of-place `.detach()` instead"));
         }
         let now = match &self.data {
             SavedData::Packed(p) if !p.hooks.check_version => self.version,
-            _ => self.data.version_now(&data).unwrap_or(self.version),
+            _ => self.data.version_now(data).unwrap_or(self.version),
         };
         if now != self.version {
             let desc = match (&self.origin, owner) {
@@ -249,28 +320,41 @@ impl SavedTensor {
                 self.version
             )));
         }
-        let attach = |node: &Arc<Node>, nr: usize| {
-            let t = forward_ad::detach_keeping_tangent(&data);
-            {
-                let mut m = t.meta();
-                m.grad_fn = Some(node.clone());
-                m.output_nr = nr;
+        Ok(())
+    }
+}
+
+/// A node's saved tensors lent to one backward that frees them ([`Node::lend_saved`]).
+pub(crate) struct LentSaved<'a> {
+    node: &'a Arc<Node>,
+    shells: SmallVec<[SavedTensor; 2]>,
+    /// The unpacked tensors, one per shell unpacked so far.
+    tensors: SmallVec<[Tensor; 2]>,
+}
+
+impl LentSaved<'_> {
+    /// The saved tensors, version-checked, for a rule that only reads their values.
+    pub(crate) fn unpack(&mut self) -> Result<&[Tensor]> {
+        for s in self.shells.iter_mut().skip(self.tensors.len()) {
+            let t = s.unpack_moving(self.node)?;
+            self.tensors.push(t);
+        }
+        Ok(&self.tensors)
+    }
+
+    /// Put everything back in the node, as it was before [`Node::lend_saved`] (the backward
+    /// failed, and the graph must be left as the caller had it).
+    pub(crate) fn give_back(mut self) {
+        for (s, t) in self.shells.iter_mut().zip(self.tensors.drain(..)) {
+            if matches!(s.data, SavedData::Lent) {
+                s.data = SavedData::Tensor(t);
             }
-            t
-        };
-        Ok(match (&self.origin, owner, &self.data) {
-            (&Origin::OwnOutput(nr), Some(node), _) if rebuild => attach(node, nr as usize),
-            // What `unpack` returned stands for the saved tensor in the graph: the producer's
-            // (or the leaf's) history goes on it, as torch rebuilds a hooked saved variable.
-            (Origin::Produced(node, nr), _, SavedData::Packed(_)) if rebuild => {
-                attach(node, *nr as usize)
-            }
-            (Origin::Leaf, _, SavedData::Packed(p)) if rebuild => match &p.leaf_edge {
-                Some(e) => attach(&e.node, e.input_nr),
-                None => data,
-            },
-            _ => data,
-        })
+        }
+        if let NodeKind::Op { saved, .. } = &self.node.kind {
+            let mut st = saved.lock();
+            st.tensors = std::mem::take(&mut self.shells);
+            st.released = false;
+        }
     }
 }
 
@@ -349,7 +433,7 @@ impl Node {
         output_meta: OutputMetaList,
         kind: NodeKind,
     ) -> Arc<Node> {
-        let seq = NEXT_SEQ.fetch_add(1, Ordering::Relaxed);
+        let seq = next_seq();
         let trace = grad_mode::forward_trace().map(Box::new);
         Arc::new(Node {
             seq,
@@ -507,6 +591,28 @@ impl Node {
             }
             _ => Ok(SmallVec::new()),
         }
+    }
+
+    /// The saved tensors for one backward that frees them (no `retain_graph`), taken out of
+    /// the node: one lock where reading them and then freeing them took two, and plainly held
+    /// tensors moved rather than cloned. None for nodes without saved-tensor state. The node
+    /// reads as freed from here on; [`LentSaved::give_back`] undoes that if the backward fails.
+    pub(crate) fn lend_saved(self: &Arc<Self>) -> Result<Option<LentSaved<'_>>> {
+        let NodeKind::Op { saved, .. } = &self.kind else {
+            return Ok(None);
+        };
+        let mut st = saved.lock();
+        if st.released && st.has_saved {
+            return Err(Error::runtime(ERR_TWICE));
+        }
+        st.released = true;
+        let shells = std::mem::take(&mut st.tensors);
+        drop(st);
+        Ok(Some(LentSaved {
+            node: self,
+            shells,
+            tensors: SmallVec::new(),
+        }))
     }
 
     /// Free saved tensors (after backward without `retain_graph`).

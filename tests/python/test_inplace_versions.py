@@ -84,6 +84,22 @@ def test_modifying_saved_tensor_also_breaks_autograd_grad():
         fg.autograd.grad(y.sum(), x)
 
 
+@pytest.mark.parametrize("modified", [0, 1])
+def test_failed_backward_leaves_saved_tensors_for_the_next_attempt(modified):
+    # A backward without retain_graph takes each node's saved tensors out as its rule runs.
+    # When one of a node's two saved tensors fails its version check, the other may already
+    # be out: both must be back, so a second attempt fails the same way (torch frees a node's
+    # saved tensors only after its rule succeeds), not with "backward a second time".
+    x = fg.ones(3, requires_grad=True)
+    a, b = x * 2, x * 3
+    c = a * b  # MulBackward0 saves both operands
+    (a, b)[modified].add_(1)
+    op = "Mul"
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match=modified_output_of(op, 1)):
+            c.sum().backward()
+
+
 def test_modifying_input_of_op_that_saves_only_its_result_is_fine():
     a = np.array([0.5, 1.0, -1.0])
     x = fg.tensor(a, requires_grad=True, dtype=fg.float64)
