@@ -442,7 +442,7 @@ fn scalar_fast_path(a: &Tensor, b: &Tensor, op: ScalarOp, rop: ScalarOp) -> Opti
 }
 
 fn scalar_op(t: &Tensor, v: f64, op: ScalarOp, pos: usize, vdtype: DType) -> Result<Tensor> {
-    use crate::ops::elementwise::{keep_uniform, map};
+    use crate::ops::elementwise::{keep_uniform, map, map_float_over_grad};
     macro_rules! apply {
         ($t:expr, $T:ty) => {{
             let w = v as $T;
@@ -493,11 +493,20 @@ fn scalar_op(t: &Tensor, v: f64, op: ScalarOp, pos: usize, vdtype: DType) -> Res
         ScalarOp::RSub => rec("SubBackward0", ctx, &[], false, |g, _, _| {
             keep_uniform(g, Tensor::neg)
         }),
+        // The same bits as mul_scalar / div_scalar, over the gradient when it can be reused.
         ScalarOp::Mul => rec("MulBackward0", ctx, &[], true, |g, v, _| {
-            keep_uniform(g, |g| g.mul_scalar(v))
+            let w = v as f32;
+            match map_float_over_grad(g, move |x| x * w, move |x| x * v)? {
+                Some(t) => Ok(t),
+                None => keep_uniform(g, |g| g.mul_scalar(v)),
+            }
         }),
         ScalarOp::Div => rec("DivBackward0", ctx, &[], true, |g, v, _| {
-            keep_uniform(g, |g| g.div_scalar(v))
+            let w = v as f32;
+            match map_float_over_grad(g, move |x| x / w, move |x| x / v)? {
+                Some(t) => Ok(t),
+                None => keep_uniform(g, |g| g.div_scalar(v)),
+            }
         }),
         // d/dt v/t = -v / t²
         ScalarOp::RDiv => rec("DivBackward0", ctx, &[t], true, |g, v, s| {

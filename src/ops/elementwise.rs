@@ -620,7 +620,7 @@ pub(crate) use map_float;
 
 /// `f` over broadcast pairs of two float tensors of one dtype, written once for f32 and f64
 /// (fused backward rules, whose operands already share the gradient's dtype).
-pub(crate) fn zip_float_fn(
+fn zip_float_fn(
     a: &Tensor,
     b: &Tensor,
     f32f: impl Fn(f32, f32) -> f32 + Sync + Send,
@@ -638,19 +638,6 @@ pub(crate) fn zip_float_fn(
         ))),
     }
 }
-
-/// The same two-operand float function written once for f32 and f64.
-macro_rules! zip_float {
-    ($a:expr, $b:expr, |$x:ident, $y:ident| $body:expr) => {
-        $crate::ops::elementwise::zip_float_fn(
-            $a,
-            $b,
-            |$x: f32, $y: f32| $body,
-            |$x: f64, $y: f64| $body,
-        )
-    };
-}
-pub(crate) use zip_float;
 
 /// `f` of a float tensor through the vectorised float32 kernel (float64 uses std's scalar
 /// function, integers and bools are converted to float32 first, as torch does).
@@ -741,6 +728,186 @@ fn zip_vmath_dense(
         })
     })??;
     Tensor::from_vec(out, x.shape())
+}
+
+/// Whether a backward rule may write its result over `g`, the gradient the engine handed it
+/// (its last use in the rule): [`is_exclusive`], with no weak reference watching its elements,
+/// contiguous, outside any graph, and no graph being recorded. A hook, a retained `.grad` or
+/// a captured result holds another handle, so what a user can reach is never overwritten.
+fn reusable_grad(g: &Tensor) -> bool {
+    !crate::tensor::grad_mode::is_recording()
+        && !g.is_batched()
+        && g.is_contiguous()
+        && is_exclusive(g)
+        && Arc::weak_count(g.storage()) == 0
+        && !g.requires_grad()
+}
+
+/// `f(g[i], b[i])` written over `g` (see [`over_grad`]), for `b` contiguous in g's shape.
+fn zip_over_grad<T: Element>(
+    g: &Tensor,
+    b: &Tensor,
+    f: &(impl Fn(T, T) -> T + Sync + Send),
+) -> Result<Option<Tensor>> {
+    if b.dtype() != T::DTYPE || cover(b, g.shape()) != Some(Cover::Slice) {
+        return Ok(None);
+    }
+    over_grad::<T>(g, b, |gs| {
+        b.with_contiguous_slice::<T, _>(|bs| {
+            for_chunks_mut(gs, PAR_MIN_ELEMENTS, |start, out| {
+                zip_over_chunk(out, &bs[start..start + out.len()], f)
+            })
+        })
+    })
+}
+
+/// `f(g[i])` written over `g`, a backward rule's gradient at its last use, when it can be
+/// reused (see [`over_grad`]); `f` written for f32 and f64. None, nothing written, otherwise.
+pub(crate) fn map_float_over_grad(
+    g: &Tensor,
+    f32f: impl Fn(f32) -> f32 + Sync + Send,
+    f64f: impl Fn(f64) -> f64 + Sync + Send,
+) -> Result<Option<Tensor>> {
+    match g.dtype() {
+        DType::Float32 => map_over_grad::<f32>(g, f32f),
+        DType::Float64 => map_over_grad::<f64>(g, f64f),
+        _ => Ok(None),
+    }
+}
+
+/// `f(g[i])` written over `g` (see [`over_grad`]).
+fn map_over_grad<T: Element>(
+    g: &Tensor,
+    f: impl Fn(T) -> T + Sync + Send,
+) -> Result<Option<Tensor>> {
+    over_grad::<T>(g, g, |gs| {
+        for_chunks_mut(gs, PAR_MIN_ELEMENTS, |_, out| map_over_chunk(out, &f));
+        Ok(())
+    })
+}
+
+/// `out[i] = f(out[i])` (targets as [`zip_chunk`]).
+#[multiversion(targets("x86_64+avx2+avx+fma"))]
+fn map_over_chunk<T: Copy, F: Fn(T) -> T>(out: &mut [T], f: &F) {
+    for o in out.iter_mut() {
+        *o = f(*o);
+    }
+}
+
+/// `out[i] = f(out[i], b[i])` (targets as [`zip_chunk`]).
+#[multiversion(targets("x86_64+avx2+avx+fma"))]
+fn zip_over_chunk<T: Copy, F: Fn(T, T) -> T>(out: &mut [T], b: &[T], f: &F) {
+    for (o, &q) in out.iter_mut().zip(b) {
+        *o = f(*o, q);
+    }
+}
+
+/// [`zip_float_fn`] for a backward rule's gradient `g` (its last use): written over `g` when
+/// [`reusable_grad`], else into a new tensor. The same bits either way.
+pub(crate) fn zip_float_grad_fn(
+    g: &Tensor,
+    b: &Tensor,
+    f32f: impl Fn(f32, f32) -> f32 + Sync + Send,
+    f64f: impl Fn(f64, f64) -> f64 + Sync + Send,
+) -> Result<Tensor> {
+    let reused = match (g.dtype(), b.dtype()) {
+        (DType::Float32, DType::Float32) => zip_over_grad::<f32>(g, b, &f32f)?,
+        (DType::Float64, DType::Float64) => zip_over_grad::<f64>(g, b, &f64f)?,
+        _ => None,
+    };
+    match reused {
+        Some(t) => Ok(t),
+        None => zip_float_fn(g, b, f32f, f64f),
+    }
+}
+
+/// [`zip_float_grad_fn`] with the function written once for f32 and f64.
+macro_rules! zip_float_grad {
+    ($g:expr, $b:expr, |$x:ident, $y:ident| $body:expr) => {
+        $crate::ops::elementwise::zip_float_grad_fn(
+            $g,
+            $b,
+            |$x: f32, $y: f32| $body,
+            |$x: f64, $y: f64| $body,
+        )
+    };
+}
+pub(crate) use zip_float_grad;
+
+/// [`zip_vmath`] for a backward rule's gradient `g` (its last use): written over `g` when
+/// [`reusable_grad`], else into a new tensor. The same bits either way.
+pub(crate) fn zip_vmath_grad(
+    g: &Tensor,
+    x: &Tensor,
+    f: UnaryF32,
+    combine: impl Fn(f64, f64) -> f64 + Sync + Send,
+) -> Result<Tensor> {
+    let reused = match (g.dtype(), x.dtype()) {
+        (DType::Float64, DType::Float64) => {
+            zip_over_grad::<f64>(g, x, &|g, x| combine(g, f.f64(x)))?
+        }
+        (DType::Float32, DType::Float32) => zip_vmath_over_grad(g, x, f, &combine)?,
+        _ => None,
+    };
+    match reused {
+        Some(t) => Ok(t),
+        None => zip_vmath(g, x, f, combine),
+    }
+}
+
+/// [`zip_vmath_dense`]'s float32 pass written over `g` (see [`over_grad`]).
+fn zip_vmath_over_grad(
+    g: &Tensor,
+    x: &Tensor,
+    f: UnaryF32,
+    combine: &(impl Fn(f64, f64) -> f64 + Sync + Send),
+) -> Result<Option<Tensor>> {
+    if cover(x, g.shape()) != Some(Cover::Slice) {
+        return Ok(None);
+    }
+    over_grad::<f32>(g, x, |gs| {
+        x.with_contiguous_slice::<f32, _>(|xs| {
+            for_chunks_mut(gs, PAR_MIN_VMATH, |start, out| {
+                // f(x) a block at a time into a stack buffer, then combined into g, as
+                // zip_vmath_dense does.
+                const B: usize = 256;
+                let mut buf = [MaybeUninit::<f32>::uninit(); B];
+                let xs = &xs[start..start + out.len()];
+                for (xc, gc) in xs.chunks(B).zip(out.chunks_mut(B)) {
+                    let fx = &mut buf[..xc.len()];
+                    f.apply_uninit(xc, fx);
+                    // SAFETY: apply_uninit wrote every element of `fx`.
+                    let fx = unsafe { &*(fx as *const [MaybeUninit<f32>] as *const [f32]) };
+                    zip_over_chunk(gc, fx, &|g: f32, y: f32| combine_f32(combine, g, y));
+                }
+            })
+        })
+    })
+}
+
+/// `write(g's elements)` when [`reusable_grad`] and `read`, what `write` reads besides, is `g`
+/// itself or in another storage: a backward rule's result without a new buffer (and the page
+/// faults of one), returned as `g`. None, nothing written, otherwise.
+fn over_grad<T: Element>(
+    g: &Tensor,
+    read: &Tensor,
+    write: impl FnOnce(&mut [T]) -> Result<()>,
+) -> Result<Option<Tensor>> {
+    let elsewhere = std::ptr::eq(g, read) || !Arc::ptr_eq(g.storage(), read.storage());
+    if g.dtype() != T::DTYPE || !elsewhere || !reusable_grad(g) {
+        return Ok(None);
+    }
+    let n = g.numel();
+    {
+        let mut guard = g.storage().write();
+        let gs = T::data_mut(&mut guard)
+            .ok_or_else(|| crate::tensor::dtype_mismatch(T::DTYPE, g.dtype()))?
+            .as_mut_slice()
+            .get_mut(..n)
+            .ok_or_else(|| Error::runtime("internal error: tensor outside its storage"))?;
+        write(gs)?;
+    }
+    Ok(Some(g.clone()))
 }
 
 /// `combine` in float32: the closures are written once over f64, and f32 → f64 → f32 of a

@@ -5,7 +5,7 @@
 use crate::error::Result;
 use crate::graph::node::{needs_grad, record, record_elementwise};
 use crate::kernels::vmath::UnaryF32;
-use crate::ops::elementwise::{map, map_float, map_vmath, zip_float, zip_vmath};
+use crate::ops::elementwise::{map, map_float, map_vmath, zip_float_grad, zip_vmath_grad};
 use crate::tensor::{DType, Tensor};
 
 /// Whether a backward rule may run its fused kernel on the incoming gradient `g` and the saved
@@ -59,7 +59,7 @@ impl Tensor {
             record_elementwise("ExpBackward0", &[self], &[&out], &[&out], false, |g, s| {
                 let (g, y) = (&g[0], &s[0]);
                 let d = if fusable(g, y) {
-                    zip_float!(g, y, |g, y| g * y)?
+                    zip_float_grad!(g, y, |g, y| g * y)?
                 } else {
                     g.mul(y)?
                 };
@@ -76,7 +76,7 @@ impl Tensor {
             record_elementwise("LogBackward0", &[self], &[&out], &[self], false, |g, s| {
                 let (g, x) = (&g[0], &s[0]);
                 let d = if fusable(g, x) {
-                    zip_float!(g, x, |g, x| g / x)?
+                    zip_float_grad!(g, x, |g, x| g / x)?
                 } else {
                     g.div(x)?
                 };
@@ -93,7 +93,7 @@ impl Tensor {
             record_elementwise("SinBackward0", &[self], &[&out], &[self], false, |g, s| {
                 let (g, x) = (&g[0], &s[0]);
                 let d = if fusable(g, x) {
-                    zip_vmath(g, x, UnaryF32::Cos, |g, c| g * c)?
+                    zip_vmath_grad(g, x, UnaryF32::Cos, |g, c| g * c)?
                 } else {
                     g.mul(&x.cos()?)?
                 };
@@ -110,7 +110,7 @@ impl Tensor {
             record_elementwise("CosBackward0", &[self], &[&out], &[self], false, |g, s| {
                 let (g, x) = (&g[0], &s[0]);
                 let d = if fusable(g, x) {
-                    zip_vmath(g, x, UnaryF32::Sin, |g, s| g * -s)?
+                    zip_vmath_grad(g, x, UnaryF32::Sin, |g, s| g * -s)?
                 } else {
                     g.mul(&x.sin()?.neg()?)?
                 };
@@ -127,7 +127,7 @@ impl Tensor {
             record_elementwise("TanhBackward0", &[self], &[&out], &[&out], false, |g, s| {
                 let (g, y) = (&g[0], &s[0]);
                 let d = if fusable(g, y) {
-                    zip_float!(g, y, |g, y| g * (1.0 - y * y))?
+                    zip_float_grad!(g, y, |g, y| g * (1.0 - y * y))?
                 } else {
                     g.mul(&y.mul(y)?.rsub_scalar(1.0)?)?
                 };
@@ -150,7 +150,7 @@ impl Tensor {
                 |g, s| {
                     let (g, y) = (&g[0], &s[0]);
                     let d = if fusable(g, y) {
-                        zip_float!(g, y, |g, y| g * (y * (1.0 - y)))?
+                        zip_float_grad!(g, y, |g, y| g * (y * (1.0 - y)))?
                     } else {
                         g.mul(&y.mul(&y.rsub_scalar(1.0)?)?)?
                     };
@@ -174,7 +174,7 @@ impl Tensor {
             record_elementwise("ReluBackward0", &[self], &[&out], &[&out], false, |g, s| {
                 let (g, y) = (&g[0], &s[0]);
                 let d = if fusable(g, y) {
-                    zip_float!(g, y, |g, y| if y <= 0.0 { 0.0 } else { g })?
+                    zip_float_grad!(g, y, |g, y| if y <= 0.0 { 0.0 } else { g })?
                 } else {
                     Tensor::where_cond(
                         &y.le_scalar(0.0)?,
