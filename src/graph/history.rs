@@ -39,6 +39,12 @@ impl Tensor {
     pub fn grad_fn(&self) -> Option<Arc<Node>> {
         self.meta().grad_fn.as_ref().map(node_of)
     }
+
+    /// The node that produced this tensor and which of its outputs this is, if any.
+    pub(crate) fn producer(&self) -> Option<(Arc<Node>, usize)> {
+        let m = self.meta();
+        m.grad_fn.as_ref().map(|f| (node_of(f), m.output_nr))
+    }
     /// Keep `.grad` on a non-leaf after backward; a no-op on leaves.
     pub fn retain_grad(&self) -> Result<()> {
         let mut m = self.meta();

@@ -14,6 +14,7 @@ use super::saved_hooks::{self, Payload, SavedTensorHooks};
 use crate::error::{Error, Result};
 use crate::tensor::grad_mode;
 use crate::tensor::shape::fmt_shape;
+use crate::tensor::spin::SpinLock;
 use crate::tensor::{DType, Tensor, TensorHook, TensorImpl};
 
 /// The message torch gives when a freed graph is run again (or its saved tensors read).
@@ -221,13 +222,17 @@ impl SavedTensor {
             return Err(Error::runtime("Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`."));
         }
         let version = t.version();
-        let (data, origin) = match (output_nr, t.grad_fn()) {
-            (Some(nr), _) => (
+        let (data, origin) = match output_nr {
+            Some(nr) => (
                 forward_ad::detach_keeping_tangent(t),
                 Origin::OwnOutput(nr as u32),
             ),
-            (None, Some(f)) => (t.clone(), Origin::Produced(f, t.output_nr() as u32)),
-            (None, None) => (t.clone(), Origin::Leaf),
+            // The producer and output number read under one lock (an output's own producer
+            // is not attached yet, so it is not looked up).
+            None => match t.producer() {
+                Some((f, nr)) => (t.clone(), Origin::Produced(f, nr as u32)),
+                None => (t.clone(), Origin::Leaf),
+            },
         };
         let data = match saved_hooks::current() {
             Some(hooks) => SavedData::pack(t, hooks)?,
@@ -368,7 +373,8 @@ pub(crate) struct SavedState {
 pub(crate) enum NodeKind {
     Op {
         backward: Box<BackwardFn>,
-        saved: Mutex<SavedState>,
+        /// Spun on, not parked (see [`SpinLock`]): taken once per node per backward.
+        saved: SpinLock<SavedState>,
     },
     Accumulate {
         /// Held weakly: the leaf's `.grad` can hold a graph that reaches this node (backward
@@ -1075,7 +1081,7 @@ fn record_parts(
     }
     let kind = NodeKind::Op {
         backward,
-        saved: Mutex::new(SavedState {
+        saved: SpinLock::new(SavedState {
             tensors,
             has_saved,
             released: false,

@@ -731,14 +731,21 @@ fn zip_vmath_dense(
 }
 
 /// Whether a backward rule may write its result over `g`, the gradient the engine handed it
-/// (its last use in the rule): [`is_exclusive`], with no weak reference watching its elements,
-/// contiguous, outside any graph, and no graph being recorded. A hook, a retained `.grad` or
-/// a captured result holds another handle, so what a user can reach is never overwritten.
+/// (its last use in the rule): no other handle or weak reference reaches it or its storage,
+/// it is contiguous from the storage's start, outside any graph, and no graph is recorded. A
+/// hook, a retained `.grad` or a captured result holds another handle, so what a user can
+/// reach is never overwritten.
+///
+/// That the buffer is owned and exactly `g`'s elements is checked by [`over_grad`] under the
+/// write lock it takes anyway.
 fn reusable_grad(g: &Tensor) -> bool {
     !crate::tensor::grad_mode::is_recording()
         && !g.is_batched()
         && g.is_contiguous()
-        && is_exclusive(g)
+        && g.layout().offset == 0
+        && Arc::strong_count(&g.0) == 1
+        && Arc::weak_count(&g.0) == 0
+        && Arc::strong_count(g.storage()) == 1
         && Arc::weak_count(g.storage()) == 0
         && !g.requires_grad()
 }
@@ -900,6 +907,9 @@ fn over_grad<T: Element>(
     let n = g.numel();
     {
         let mut guard = g.storage().write();
+        if guard.len() != n || !guard.is_owned() {
+            return Ok(None);
+        }
         let gs = T::data_mut(&mut guard)
             .ok_or_else(|| crate::tensor::dtype_mismatch(T::DTYPE, g.dtype()))?
             .as_mut_slice()
