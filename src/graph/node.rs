@@ -274,9 +274,12 @@ impl SavedTensor {
         })
     }
 
-    /// Like [`SavedTensor::unpack`] without `rebuild`, moving a plainly held tensor out
-    /// (leaving [`SavedData::Lent`]) instead of cloning it.
-    fn unpack_moving(&mut self, owner: &Arc<Node>) -> Result<Tensor> {
+    /// Like [`SavedTensor::unpack`], moving a plainly held tensor out (leaving
+    /// [`SavedData::Lent`]) instead of cloning it when nothing is rebuilt.
+    fn unpack_moving(&mut self, owner: &Arc<Node>, rebuild: bool) -> Result<Tensor> {
+        if rebuild {
+            return self.unpack(Some(owner), true);
+        }
         match std::mem::replace(&mut self.data, SavedData::Lent) {
             SavedData::Tensor(t) => match self.check(&t, Some(owner)) {
                 Ok(()) => Ok(t),
@@ -338,10 +341,12 @@ pub(crate) struct LentSaved<'a> {
 }
 
 impl LentSaved<'_> {
-    /// The saved tensors, version-checked, for a rule that only reads their values.
+    /// The saved tensors, version-checked; under grad mode (`create_graph`) a saved output
+    /// gets its grad_fn back, as [`Node::unpack_saved`] gives it.
     pub(crate) fn unpack(&mut self) -> Result<&[Tensor]> {
+        let rebuild = grad_mode::is_grad_enabled();
         for s in self.shells.iter_mut().skip(self.tensors.len()) {
-            let t = s.unpack_moving(self.node)?;
+            let t = s.unpack_moving(self.node, rebuild)?;
             self.tensors.push(t);
         }
         Ok(&self.tensors)

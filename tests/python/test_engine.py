@@ -593,3 +593,32 @@ def test_gradients_written_over_match_fresh_ones_bitwise(n):
         return npv(x.grad)
 
     assert grad(False).tobytes() == grad(True).tobytes()
+
+
+CG_X = np.array([0.3, -0.8, 1.1])
+CG_TANH = np.tanh(CG_X)
+
+
+@pytest.mark.parametrize(
+    "f, second, through_first_graph",
+    [
+        (lambda x: x.sin(), -np.sin(CG_X), False),  # saves the leaf: the new graph starts at x
+        (lambda x: x * x, np.full(3, 2.0), False),
+        (lambda x: x.tanh(), -2 * CG_TANH * (1 - CG_TANH**2), True),  # saves its output
+    ],
+)
+@pytest.mark.parametrize("retain", [None, True, False])
+def test_create_graph_without_retain_graph_matches_torch(f, second, through_first_graph, retain):
+    # retain_graph=False frees the first graph's saved tensors as each rule runs, while the
+    # gradient's own graph is built: a saved output must come back with its grad_fn, so a
+    # second backward through it raises torch's error (checked against torch 2.15) instead of
+    # silently dropping that path; one that does not pass through it gives the derivative.
+    x = fg.tensor(CG_X, dtype=fg.float64, requires_grad=True)
+    (g,) = fg.autograd.grad(f(x).sum(), x, create_graph=True, retain_graph=retain)
+    assert g.requires_grad
+    if retain is False and through_first_graph:
+        with pytest.raises(RuntimeError, match=re.escape(ERR_TWICE[:60])):
+            g.sum().backward()
+        return
+    g.sum().backward()
+    npt.assert_allclose(npv(x.grad), second, rtol=1e-12)
