@@ -6,7 +6,7 @@ use crate::graph::node::{
     ScalarOperand,
 };
 use crate::kernels::copy::{as_dtype, cast};
-use crate::ops::elementwise::zip;
+use crate::ops::elementwise::{zip, zip_float_grad};
 use crate::tensor::dtype::result_type;
 use crate::tensor::{DType, Tensor};
 
@@ -147,7 +147,14 @@ impl Tensor {
                 false,
                 |g, s| {
                     let ga = grad_if_wanted(0, || g[0].mul(&s[1]))?;
-                    let gb = grad_if_wanted(1, || g[0].mul(&s[0]))?;
+                    // g's last use: written over when nothing else holds it (the same bits).
+                    let gb = grad_if_wanted(1, || {
+                        if crate::ops::unary::fusable(&g[0], &s[0]) {
+                            zip_float_grad!(&g[0], &s[0], |g, a| g * a)
+                        } else {
+                            g[0].mul(&s[0])
+                        }
+                    })?;
                     Ok(vec![ga, gb])
                 },
                 &|t| {

@@ -892,6 +892,37 @@ fn zip_vmath_over_grad(
     })
 }
 
+/// `kernel(g_block, x_block, out_block)` written over `g` (see [`over_grad`]), for a float32
+/// backward kernel that reads `g` and writes a separate output: each block of `g` is copied to
+/// the stack before the kernel overwrites it. `x` must be contiguous in g's shape.
+pub(crate) fn kernel_over_grad(
+    g: &Tensor,
+    x: &Tensor,
+    par_min: usize,
+    kernel: &(impl Fn(&[f32], &[f32], &mut [MaybeUninit<f32>]) + Sync),
+) -> Result<Option<Tensor>> {
+    if cover(x, g.shape()) != Some(Cover::Slice) || x.dtype() != DType::Float32 {
+        return Ok(None);
+    }
+    over_grad::<f32>(g, x, |gs| {
+        x.with_contiguous_slice::<f32, _>(|xs| {
+            for_chunks_mut(gs, par_min, |start, out| {
+                const B: usize = 256;
+                let mut held = [0f32; B];
+                let xs = &xs[start..start + out.len()];
+                for (xc, oc) in xs.chunks(B).zip(out.chunks_mut(B)) {
+                    let gc = &mut held[..oc.len()];
+                    gc.copy_from_slice(oc);
+                    // SAFETY: f32 and MaybeUninit<f32> have one layout, and the kernel writes
+                    // only initialised values (every element).
+                    let oc = unsafe { &mut *(oc as *mut [f32] as *mut [MaybeUninit<f32>]) };
+                    kernel(gc, xc, oc);
+                }
+            })
+        })
+    })
+}
+
 /// `write(g's elements)` when [`reusable_grad`] and `read`, what `write` reads besides, is `g`
 /// itself or in another storage: a backward rule's result without a new buffer (and the page
 /// faults of one), returned as `g`. None, nothing written, otherwise.

@@ -20,7 +20,9 @@ use crate::kernels::vmath::{
     glu_slice, logsigmoid_grad_slice, logsigmoid_slice, silu_grad_slice, silu_slice,
     softplus_grad_slice, softplus_slice, EluF32, INV_FACTORIALS,
 };
-use crate::ops::elementwise::{collect_chunks, map_with, zip_with, PAR_MIN_VMATH};
+use crate::ops::elementwise::{
+    collect_chunks, kernel_over_grad, map_with, zip_with, PAR_MIN_VMATH,
+};
 use crate::ops::nn::softmax::{fill_blocks, RowFloat};
 use crate::ops::unary::fusable;
 use crate::tensor::{DType, Tensor};
@@ -687,6 +689,12 @@ fn backward_k<const V: u8>(g: &Tensor, x: &Tensor, k: Monomorphic<V>) -> Result<
     }
     let x = dense(x)?;
     let n = x.numel();
+    // Over the gradient when nothing else holds it (the same bits: each block of it is read
+    // before it is written).
+    let over = |gb: &[f32], xb: &[f32], out: &mut [MaybeUninit<f32>]| bwd_chunk(k, Ok(gb), xb, out);
+    if let Some(t) = kernel_over_grad(g, &x, PAR_MIN_VMATH, &over)? {
+        return Ok(t);
+    }
     // The expanded gradient of a sum is one value: read it once instead of copying it out.
     let l = g.layout();
     let uniform = n > 0 && l.strides.iter().all(|&s| s == 0);
