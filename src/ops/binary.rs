@@ -149,7 +149,7 @@ impl Tensor {
                     let ga = grad_if_wanted(0, || g[0].mul(&s[1]))?;
                     // g's last use: written over when nothing else holds it (the same bits).
                     let gb = grad_if_wanted(1, || {
-                        if crate::ops::unary::fusable(&g[0], &s[0]) {
+                        if crate::ops::elementwise::fusable(&g[0], &s[0]) {
                             zip_float_grad!(&g[0], &s[0], |g, a| g * a)
                         } else {
                             g[0].mul(&s[0])

@@ -730,6 +730,18 @@ fn zip_vmath_dense(
     Tensor::from_vec(out, x.shape())
 }
 
+/// Whether a backward rule may run its fused kernel on the incoming gradient `g` and the saved
+/// tensor `s`: only when the composite rule would record nothing (grad mode off, or nothing
+/// requiring grad), so `create_graph` still gets a differentiable graph; and only on float
+/// tensors of one dtype and shape (anything else takes the composite rule's promotions).
+pub(crate) fn fusable(g: &Tensor, s: &Tensor) -> bool {
+    // Half types take the composed rule, whose ops each compute in float32.
+    !crate::graph::node::needs_grad(&[g, s])
+        && g.dtype() == s.dtype()
+        && matches!(g.dtype(), DType::Float32 | DType::Float64)
+        && g.shape() == s.shape()
+}
+
 /// Whether a backward rule may write its result over `g`, the gradient the engine handed it
 /// (its last use in the rule): no other handle or weak reference reaches it or its storage,
 /// it is contiguous from the storage's start, outside any graph, and no graph is recorded. A

@@ -5,20 +5,8 @@
 use crate::error::Result;
 use crate::graph::node::{needs_grad, record, record_elementwise};
 use crate::kernels::vmath::UnaryF32;
-use crate::ops::elementwise::{map, map_float, map_vmath, zip_float_grad, zip_vmath_grad};
+use crate::ops::elementwise::{fusable, map, map_float, map_vmath, zip_float_grad, zip_vmath_grad};
 use crate::tensor::{DType, Tensor};
-
-/// Whether a backward rule may run its fused kernel on the incoming gradient `g` and the saved
-/// tensor `s`: only when the composite rule would record nothing (grad mode off, or nothing
-/// requiring grad), so `create_graph` still gets a differentiable graph; and only on float
-/// tensors of one dtype and shape (anything else takes the composite rule's promotions).
-pub(crate) fn fusable(g: &Tensor, s: &Tensor) -> bool {
-    // Half types take the composed rule, whose ops each compute in float32.
-    !needs_grad(&[g, s])
-        && g.dtype() == s.dtype()
-        && matches!(g.dtype(), DType::Float32 | DType::Float64)
-        && g.shape() == s.shape()
-}
 
 impl Tensor {
     /// Elementwise logical not (bool result).

@@ -21,10 +21,9 @@ use crate::kernels::vmath::{
     softplus_grad_slice, softplus_slice, EluF32, INV_FACTORIALS,
 };
 use crate::ops::elementwise::{
-    collect_chunks, kernel_over_grad, map_with, zip_with, PAR_MIN_VMATH,
+    collect_chunks, fusable, kernel_over_grad, map_with, zip_with, PAR_MIN_VMATH,
 };
 use crate::ops::nn::softmax::{fill_blocks, RowFloat};
-use crate::ops::unary::fusable;
 use crate::tensor::{DType, Tensor};
 
 /// The scalar functions the activation formulas need.

@@ -267,7 +267,10 @@ pub fn p_norm(x: &Tensor, p: f64, dim: i64, keepdim: bool) -> Result<Tensor> {
             true,
             move |g, s| {
                 let (x, n) = (&s[0], &s[1]);
-                if crate::ops::unary::fusable(&g[0], n) && !x.is_batched() && !g[0].is_batched() {
+                if crate::ops::elementwise::fusable(&g[0], n)
+                    && !x.is_batched()
+                    && !g[0].is_batched()
+                {
                     let gi = match x.dtype() {
                         DType::Float32 => norm_backward_fused::<f32>(&g[0], x, n, d, p)?,
                         _ => norm_backward_fused::<f64>(&g[0], x, n, d, p)?,
@@ -393,7 +396,10 @@ pub fn normalize(x: &Tensor, p: f64, dim: i64, eps: f64) -> Result<Tensor> {
             true,
             move |g, s| {
                 let (x, n) = (&s[0], &s[1]);
-                if crate::ops::unary::fusable(&g[0], x) && !x.is_batched() && !g[0].is_batched() {
+                if crate::ops::elementwise::fusable(&g[0], x)
+                    && !x.is_batched()
+                    && !g[0].is_batched()
+                {
                     let gi = match x.dtype() {
                         DType::Float32 => normalize_backward_fused::<f32>(&g[0], x, n, d, p, eps)?,
                         _ => normalize_backward_fused::<f64>(&g[0], x, n, d, p, eps)?,
@@ -569,7 +575,7 @@ pub fn cosine_similarity(x1: &Tensor, x2: &Tensor, dim: i64, eps: f64) -> Result
             true,
             move |g, s| {
                 let shape = broadcast_shapes(s[0].shape(), s[1].shape())?;
-                if crate::ops::unary::fusable(&g[0], &s[3])
+                if crate::ops::elementwise::fusable(&g[0], &s[3])
                     && !g[0].is_batched()
                     && !s[3].is_batched()
                 {
@@ -851,7 +857,7 @@ pub fn cdist(x1: &Tensor, x2: &Tensor, p: f64, mode: CdistMode) -> Result<Tensor
             true,
             move |g, s| {
                 let (a, b, d) = (&s[0], &s[1], &s[2]);
-                if crate::ops::unary::fusable(&g[0], d) {
+                if crate::ops::elementwise::fusable(&g[0], d) {
                     let (ga, gb) = match a.dtype() {
                         DType::Float32 => cdist_backward_fused::<f32>(&g[0], a, b, d, p)?,
                         _ => cdist_backward_fused::<f64>(&g[0], a, b, d, p)?,

@@ -87,7 +87,7 @@ pub fn prelu(x: &Tensor, weight: &Tensor) -> Result<Tensor> {
             move |g, s| {
                 let (x, w) = (&s[0], &s[1]);
                 let batched = [&g[0], x, w].iter().any(|t| t.is_batched());
-                if crate::ops::unary::fusable(&g[0], x) && !needs_grad(&[w]) && !batched {
+                if crate::ops::elementwise::fusable(&g[0], x) && !needs_grad(&[w]) && !batched {
                     let (gx, gw) = match x.dtype() {
                         DType::Float32 => backward::<f32>(&g[0], x, w)?,
                         _ => backward::<f64>(&g[0], x, w)?,

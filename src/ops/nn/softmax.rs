@@ -790,7 +790,7 @@ fn softmax_rows(x: &Tensor, dim: i64, log: bool) -> Result<Tensor> {
     if needs_grad(&[x]) {
         record(node, &[x], &[&out], &[&out], false, move |g, s| {
             let y = &s[0];
-            if crate::ops::unary::fusable(&g[0], y) {
+            if crate::ops::elementwise::fusable(&g[0], y) {
                 return Ok(vec![Some(rows_backward(&g[0], y, d, log)?)]);
             }
             let d = d as i64;
