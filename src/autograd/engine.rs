@@ -750,7 +750,8 @@ fn apply_node(
                 }
             });
             let _wanted = crate::graph::node::WantedGuard::new(wanted);
-            if let Some(mut lent) = if lend { node.lend_saved()? } else { None } {
+            let lent = if lend { node.lend_saved()? } else { None };
+            if let Some(mut lent) = lent {
                 let raw = lent.unpack().and_then(|saved| backward(&grads, saved));
                 return match raw.and_then(|raw| validate_outputs(node, raw)) {
                     Ok(out) => Ok((out, true)),
