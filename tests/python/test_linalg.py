@@ -161,6 +161,52 @@ def test_solve_lstsq_pinv_agree_with_numpy():
     close(fg.pinverse(t(low)), np.linalg.pinv(low), 1e-10)
 
 
+@pytest.mark.parametrize("n,k", [(96, 200), (256, 256), (130, 1)])
+def test_solve_inv_det_at_sizes_that_split_into_bands_match_numpy_on_any_thread_count(n, k):
+    # Solves of n^2 k >= 2^18 multiply-adds run in bands of 64 right-hand sides shared among
+    # threads (200 = three whole bands and a short one); each band is one fixed sequential
+    # call, so the bits must not depend on the thread count.
+    a = RNG.normal(size=(n, n)) + np.sqrt(n) * np.eye(n)
+    b = RNG.normal(size=(n, k))
+    prev = fg.get_num_threads()
+    got = {}
+    try:
+        for threads in (1, 2, 3):
+            fg.set_num_threads(threads)
+            got[threads] = (
+                fg.linalg.solve(t(a), t(b)).numpy(),
+                fg.linalg.inv(t(a)).numpy(),
+                float(fg.linalg.det(t(a / 2))),
+                fg.linalg.slogdet(t(a)),
+            )
+    finally:
+        fg.set_num_threads(prev)
+    x, inv, det, (sign, logabs) = got[1]
+    np.testing.assert_allclose(x, np.linalg.solve(a, b), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(inv, np.linalg.inv(a), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(det, np.linalg.det(a / 2), rtol=1e-10)
+    ref_sign, ref_log = np.linalg.slogdet(a)
+    assert float(sign) == ref_sign and abs(float(logabs) - ref_log) < 1e-9 * abs(ref_log)
+    for threads in (2, 3):
+        assert np.array_equal(got[threads][0], x) and np.array_equal(got[threads][1], inv)
+        assert got[threads][2] == det
+
+
+def test_det_sign_follows_row_swaps():
+    # A permutation matrix's determinant is the sign of its permutation: the LU's count of
+    # row exchanges must carry it.
+    for perm, sign in [
+        ([1, 0, 2], -1.0),
+        ([1, 2, 0], 1.0),
+        ([3, 2, 1, 0], 1.0),
+        ([0, 2, 1, 3], -1.0),
+    ]:
+        p = np.eye(len(perm))[perm]
+        assert float(fg.linalg.det(t(p))) == sign
+        s, logabs = fg.linalg.slogdet(t(3.0 * p))
+        assert float(s) == sign and abs(float(logabs) - len(perm) * math.log(3.0)) < 1e-12
+
+
 def test_products():
     x, y = RNG.normal(size=(4, 3)), RNG.normal(size=(4, 3))
     close(fg.linalg.cross(t(x), t(y)), np.cross(x, y), 1e-14)

@@ -3,8 +3,8 @@
 //! nothing. The differentiable ops in `solve.rs` and `factor.rs` call these and write their
 //! backward rules with tensor ops.
 
-use faer::linalg::solvers::{DenseSolveCore, Solve};
-use faer::{Mat, MatRef, Side};
+use faer::linalg::solvers::Solve;
+use faer::{Mat, MatRef, Par, Side};
 
 use parking_lot::Mutex;
 
@@ -120,6 +120,23 @@ impl Batch {
         MatRef::from_row_major_slice(&self.data[k * size..(k + 1) * size], self.rows, self.cols)
     }
 
+    /// Matrix `k` copied column-major, the layout faer's factorisations work in, by the
+    /// tensors' tiled transpose (faer's own copy of a row-major view goes element by element).
+    pub(crate) fn col_major(&self, k: usize) -> Result<Vec<f64>> {
+        let (r, c) = (self.rows, self.cols);
+        let layout = crate::tensor::storage::Layout {
+            shape: [c, r].as_slice().into(),
+            strides: [1, c].as_slice().into(),
+            offset: 0,
+        };
+        crate::kernels::copy::permuted_copy(&layout, &self.data[k * r * c..(k + 1) * r * c])
+    }
+
+    /// [`Batch::col_major`] as a faer view over `v`.
+    pub(crate) fn view<'v>(&self, v: &'v [f64]) -> MatRef<'v, f64> {
+        MatRef::from_column_major_slice(v, self.rows, self.cols)
+    }
+
     /// One output per matrix, each `tail`-shaped, stacked into a tensor of the input's dtype.
     pub(crate) fn collect(&self, data: Vec<f64>, tail: &[usize]) -> Result<Tensor> {
         let mut shape = self.batch.clone();
@@ -128,25 +145,131 @@ impl Batch {
     }
 }
 
-/// Appends `m` in row-major order.
-fn push_mat(out: &mut Vec<f64>, m: MatRef<'_, f64>) {
-    for i in 0..m.nrows() {
-        for j in 0..m.ncols() {
-            out.push(m[(i, j)]);
+/// LU with partial pivoting of a square matrix, left in one matrix as LAPACK's `getrf` leaves
+/// it (faer's `PartialPivLu` copies the input and then L and U apart again: two copies fewer).
+pub(crate) struct Lu {
+    /// Column-major `n x n`: U on and above the diagonal, L's multipliers below it (its unit
+    /// diagonal implied).
+    lu: Vec<f64>,
+    n: usize,
+    /// Row `i` of `P A` is row `perm[i]` of `A`.
+    perm: Vec<usize>,
+    transpositions: usize,
+    /// LAPACK's `info`: the 1-based index of the first exactly-zero pivot, 0 when there is none.
+    pub(crate) info: usize,
+}
+
+impl Lu {
+    /// Factors the column-major `n x n` matrix `lu` in place (on this thread: faer's parallel
+    /// LU measured slower at 256²).
+    pub(crate) fn new(mut lu: Vec<f64>, n: usize) -> Lu {
+        use faer::dyn_stack::{MemBuffer, MemStack};
+        use faer::linalg::lu::partial_pivoting::factor::{lu_in_place, lu_in_place_scratch};
+        let (mut perm, mut perm_inv) = (vec![0usize; n], vec![0usize; n]);
+        let scratch = lu_in_place_scratch::<usize, f64>(n, n, Par::Seq, Default::default());
+        let (info, _) = lu_in_place(
+            faer::MatMut::from_column_major_slice_mut(&mut lu, n, n),
+            &mut perm,
+            &mut perm_inv,
+            Par::Seq,
+            MemStack::new(&mut MemBuffer::new(scratch)),
+            Default::default(),
+        );
+        let transpositions = info.transposition_count;
+        let info = (0..n).find(|&i| lu[i * n + i] == 0.0).map_or(0, |i| i + 1);
+        Lu {
+            lu,
+            n,
+            perm,
+            transpositions,
+            info,
         }
+    }
+
+    /// `P B` for the row-major `n x k` matrix `b`: the right-hand side as the triangular
+    /// solves take it, gathered row by row (faer permutes in place through a scratch copy).
+    pub(crate) fn permuted(&self, b: &[f64], k: usize) -> Vec<f64> {
+        let mut x = Vec::with_capacity(b.len());
+        for &r in &self.perm {
+            x.extend_from_slice(&b[r * k..(r + 1) * k]);
+        }
+        x
+    }
+
+    /// `P` as a row-major `n x n` matrix (`P I`, for the inverse).
+    fn permutation_matrix(&self) -> Vec<f64> {
+        let n = self.perm.len();
+        let mut x = vec![0.0; n * n];
+        for (i, &r) in self.perm.iter().enumerate() {
+            x[i * n + r] = 1.0;
+        }
+        x
+    }
+
+    /// `A⁻¹ B` written over `x = P B` ([`Lu::permuted`], row-major `n x k`): the two
+    /// triangular solves, in bands of [`SOLVE_BAND`] columns shared among the pool's threads
+    /// (faer's parallel mode would use rayon's global pool, not ferrograd's).
+    pub(crate) fn solve_permuted_in_place(&self, x: &mut [f64], k: usize) {
+        use faer::linalg::triangular_solve::{
+            solve_unit_lower_triangular_in_place, solve_upper_triangular_in_place,
+        };
+        let n = self.n;
+        debug_assert_eq!(x.len(), n * k);
+        let lu = MatRef::from_column_major_slice(&self.lu, n, n);
+        if n == 0 || k == 0 {
+            return;
+        }
+        let bands = k.div_ceil(SOLVE_BAND);
+        let work = n.saturating_mul(n).saturating_mul(k);
+        let helpers = if work >= SOLVE_PAR_MIN_WORK {
+            crate::parallel::helpers()
+        } else {
+            0
+        };
+        let base = crate::parallel::SendPtr(x.as_mut_ptr());
+        crate::parallel::share_work(helpers, bands, &|band| {
+            let c0 = band * SOLVE_BAND;
+            let w = SOLVE_BAND.min(k - c0);
+            // SAFETY: bands are disjoint column ranges of the row-major `x` (row stride `k`),
+            // which outlives `share_work`.
+            let mut cols = unsafe {
+                faer::MatMut::from_raw_parts_mut(base.get().add(c0), n, w, k as isize, 1)
+            };
+            // Each reads only its own triangle of the shared factor (L's diagonal implied).
+            solve_unit_lower_triangular_in_place(lu, cols.as_mut(), Par::Seq);
+            solve_upper_triangular_in_place(lu, cols, Par::Seq);
+        });
+    }
+
+    /// `(sign, log |det|)`: `(0, -inf)` when a pivot is exactly zero.
+    fn slogdet(&self) -> (f64, f64) {
+        if self.info != 0 {
+            // Later pivots may be NaN (0/0); the determinant is 0.
+            return (0.0, f64::NEG_INFINITY);
+        }
+        let mut sign = if self.transpositions.is_multiple_of(2) {
+            1.0
+        } else {
+            -1.0
+        };
+        let mut log = 0.0;
+        for i in 0..self.n {
+            let d = self.lu[i * self.n + i];
+            if d < 0.0 {
+                sign = -sign;
+            }
+            log += d.abs().ln();
+        }
+        (sign, log)
     }
 }
 
-/// LU with partial pivoting of a square matrix: the factorisation and LAPACK's `info` (the
-/// 1-based index of the first exactly-zero pivot, 0 when there is none).
-pub(crate) fn lu(a: MatRef<'_, f64>) -> (faer::linalg::solvers::PartialPivLu<f64>, usize) {
-    let f = a.partial_piv_lu();
-    let u = f.U();
-    let info = (0..u.nrows())
-        .find(|&i| u[(i, i)] == 0.0)
-        .map_or(0, |i| i + 1);
-    (f, info)
-}
+/// Columns per band of [`Lu::solve_permuted_in_place`]. Each band is one single-threaded faer call whatever the
+/// thread count, so every column's result is the same on 1 or more threads.
+const SOLVE_BAND: usize = 64;
+
+/// Solves below this many multiply-adds (`n² k`) stay on the calling thread.
+const SOLVE_PAR_MIN_WORK: usize = 1 << 18;
 
 /// `f(k)` for every matrix `k` of the batch, in order: spread over the pool's threads when
 /// there are several matrices with enough work between them, else on this thread.
@@ -171,23 +294,48 @@ fn per_matrix<T: Send>(b: &Batch, f: impl Fn(usize) -> Result<T> + Sync) -> Resu
 }
 
 /// The per-matrix pieces concatenated, as a batch's data.
-fn concat(parts: Vec<Vec<f64>>) -> Vec<f64> {
+fn concat(mut parts: Vec<Vec<f64>>) -> Vec<f64> {
+    if parts.len() == 1 {
+        return parts.pop().unwrap_or_default();
+    }
     parts.concat()
 }
 
-/// `m` in row-major order.
+/// `m` in row-major order: faer's results are column-major (often views), so this is the
+/// tensors' tiled transpose where the strides allow it.
 fn row_major(m: MatRef<'_, f64>) -> Vec<f64> {
-    let mut out = Vec::with_capacity(m.nrows() * m.ncols());
-    push_mat(&mut out, m);
-    out
+    let (r, c) = (m.nrows(), m.ncols());
+    let (rs, cs) = (m.row_stride(), m.col_stride());
+    if r > 0 && c > 0 && rs >= 0 && cs >= 0 {
+        let (rs, cs) = (rs as usize, cs as usize);
+        let len = (r - 1) * rs + (c - 1) * cs + 1;
+        // SAFETY: a view with non-negative strides addresses `len` elements from its pointer.
+        let data = unsafe { std::slice::from_raw_parts(m.as_ptr(), len) };
+        let layout = crate::tensor::storage::Layout {
+            shape: [r, c].as_slice().into(),
+            strides: [rs, cs].as_slice().into(),
+            offset: 0,
+        };
+        if let Ok(v) = crate::kernels::copy::permuted_copy(&layout, data) {
+            return v;
+        }
+    }
+    (0..r)
+        .flat_map(|i| (0..c).map(move |j| m[(i, j)]))
+        .collect()
 }
 
-/// Inverses of a batch of square matrices and each one's `info` (see [`lu`]); a singular
+/// Inverses of a batch of square matrices and each one's `info` (see [`Lu`]); a singular
 /// matrix's entry holds whatever the elimination produced.
 pub(crate) fn inverse(b: &Batch) -> Result<(Vec<f64>, Vec<usize>)> {
+    let n = b.rows;
     let parts = per_matrix(b, |k| {
-        let (f, i) = lu(b.mat(k));
-        Ok((row_major(f.inverse().as_ref()), i))
+        let f = Lu::new(b.col_major(k)?, b.rows);
+        // A⁻¹ I through the banded solve: faer's `inverse` (inverting U and L, then their
+        // product) runs on one thread.
+        let mut x = f.permutation_matrix();
+        f.solve_permuted_in_place(&mut x, n);
+        Ok((x, f.info))
     })?;
     let (mats, info): (Vec<_>, Vec<_>) = parts.into_iter().unzip();
     Ok((concat(mats), info))
@@ -195,56 +343,21 @@ pub(crate) fn inverse(b: &Batch) -> Result<(Vec<f64>, Vec<usize>)> {
 
 /// `A⁻¹ B` for batches of equal batch shape; `info` as in [`inverse`].
 pub(crate) fn solve(a: &Batch, rhs: &Batch) -> Result<(Vec<f64>, Vec<usize>)> {
+    let size = rhs.rows * rhs.cols;
     let parts = per_matrix(a, |k| {
-        let (f, i) = lu(a.mat(k));
-        Ok((row_major(f.solve(rhs.mat(k)).as_ref()), i))
+        let f = Lu::new(a.col_major(k)?, a.rows);
+        let mut x = f.permuted(&rhs.data[k * size..(k + 1) * size], rhs.cols);
+        f.solve_permuted_in_place(&mut x, rhs.cols);
+        Ok((x, f.info))
     })?;
     let (mats, info): (Vec<_>, Vec<_>) = parts.into_iter().unzip();
     Ok((concat(mats), info))
 }
 
-/// Sign of a permutation given as an index array.
-fn permutation_sign(p: &[usize]) -> f64 {
-    let mut seen = vec![false; p.len()];
-    let mut sign = 1.0;
-    for s in 0..p.len() {
-        if seen[s] {
-            continue;
-        }
-        let (mut j, mut len) = (s, 0usize);
-        while !seen[j] {
-            seen[j] = true;
-            j = p[j];
-            len += 1;
-        }
-        if len % 2 == 0 {
-            sign = -sign;
-        }
-    }
-    sign
-}
-
 /// Per matrix: the sign of the determinant (0 when singular) and `log |det|` (`-inf` when
 /// singular), from one LU.
 pub(crate) fn slogdet(b: &Batch) -> Result<(Vec<f64>, Vec<f64>)> {
-    let parts = per_matrix(b, |k| {
-        let (f, info) = lu(b.mat(k));
-        if info != 0 {
-            // An exactly-zero pivot: later pivots may be NaN (0/0); the determinant is 0.
-            return Ok((0.0, f64::NEG_INFINITY));
-        }
-        let u = f.U();
-        let mut sign = permutation_sign(f.P().arrays().0);
-        let mut log = 0.0;
-        for i in 0..u.nrows() {
-            let d = u[(i, i)];
-            if d < 0.0 {
-                sign = -sign;
-            }
-            log += d.abs().ln();
-        }
-        Ok((sign, log))
-    })?;
+    let parts = per_matrix(b, |k| Ok(Lu::new(b.col_major(k)?, b.rows).slogdet()))?;
     Ok(parts.into_iter().unzip())
 }
 
@@ -253,7 +366,7 @@ pub(crate) fn slogdet(b: &Batch) -> Result<(Vec<f64>, Vec<f64>)> {
 pub(crate) fn cholesky(b: &Batch) -> Result<(Vec<f64>, Vec<usize>)> {
     let n = b.rows;
     let parts = per_matrix(b, |k| {
-        Ok(match b.mat(k).llt(Side::Lower) {
+        Ok(match b.view(&b.col_major(k)?).llt(Side::Lower) {
             Ok(f) => (row_major(f.L()), 0),
             Err(faer::linalg::solvers::LltError::NonPositivePivot { index }) => {
                 (vec![0.0; n * n], index + 1)
@@ -268,7 +381,7 @@ pub(crate) fn cholesky(b: &Batch) -> Result<(Vec<f64>, Vec<usize>)> {
 /// `m x n`), `k = min(m, n)`; `Q` is left out when `want_q` is false.
 pub(crate) fn qr(b: &Batch, complete: bool, want_q: bool) -> Result<(Vec<f64>, Vec<f64>)> {
     let parts = per_matrix(b, |k| {
-        let f = b.mat(k).qr();
+        let f = b.view(&b.col_major(k)?).qr();
         let q = match (want_q, complete) {
             (false, _) => Vec::new(),
             (true, true) => row_major(f.compute_Q().as_ref()),
@@ -294,7 +407,8 @@ pub(crate) fn qr(b: &Batch, complete: bool, want_q: bool) -> Result<(Vec<f64>, V
 pub(crate) fn eigh(b: &Batch, lower: bool, want_vectors: bool) -> Result<(Vec<f64>, Vec<f64>)> {
     let side = if lower { Side::Lower } else { Side::Upper };
     let parts = per_matrix(b, |k| {
-        let a = b.mat(k);
+        let a = b.col_major(k)?;
+        let a = b.view(&a);
         if want_vectors {
             let e = a
                 .self_adjoint_eigen(side)
@@ -339,7 +453,8 @@ fn svd_failed(b: &Batch, k: usize, op: &str) -> Error {
 /// (`k = min(m, n)` columns/rows) singular vectors.
 pub(crate) fn svd(b: &Batch, full: bool) -> Result<(Vec<f64>, Vec<f64>, Vec<f64>)> {
     let parts = per_matrix(b, |k| {
-        let a = b.mat(k);
+        let a = b.col_major(k)?;
+        let a = b.view(&a);
         let f = if full { a.svd() } else { a.thin_svd() }
             .map_err(|_| svd_failed(b, k, "linalg.svd"))?;
         let s: Vec<f64> = f.S().column_vector().iter().copied().collect();
@@ -357,7 +472,7 @@ pub(crate) fn svd(b: &Batch, full: bool) -> Result<(Vec<f64>, Vec<f64>, Vec<f64>
 /// Singular values only (descending), per matrix.
 pub(crate) fn singular_values(b: &Batch) -> Result<Vec<f64>> {
     let parts = per_matrix(b, |k| {
-        b.mat(k)
+        b.view(&b.col_major(k)?)
             .singular_values()
             .map_err(|_| svd_failed(b, k, "linalg.svd"))
     })?;
