@@ -83,3 +83,39 @@ def test_device_functions_match_torch_cpu():
         assert torch.cpu.is_available() is fg.cpu.is_available()
         assert torch.cpu.device_count() == fg.cpu.device_count()
         assert torch.cpu.current_device() == fg.cpu.current_device()
+
+
+def _thp_mode():
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            return f.read().split("[")[1].split("]")[0]
+    except (OSError, IndexError):
+        return None
+
+
+def _vm_flags_of_mapping_holding(addr):
+    with open("/proc/self/smaps") as f:
+        inside = False
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and ":" not in head:
+                lo, hi = (int(x, 16) for x in head.split("-"))
+                inside = lo <= addr < hi
+            elif inside and head == "VmFlags:":
+                return line.split()[1:]
+    return None
+
+
+@pytest.mark.skipif(_thp_mode() != "madvise", reason="needs Linux with THP in madvise mode")
+def test_tensor_memory_is_not_advised_huge_and_the_process_keeps_huge_pages():
+    # mimalloc madvises what it maps for transparent huge pages unless told not to, which grew
+    # ferrograd's resident memory in 2 MB steps. The extension turns that off for its own
+    # memory only: the kernel's flags for the mapping holding a tensor carry no huge-page
+    # advice ('hg'), and the process as a whole may still use huge pages (NumPy's, torch's).
+    import ctypes
+
+    t = fg.zeros(1 << 20)
+    flags = _vm_flags_of_mapping_holding(t.data_ptr())
+    assert flags is not None and "hg" not in flags, flags
+    pr_get_thp_disable = 42
+    assert ctypes.CDLL(None).prctl(pr_get_thp_disable, 0, 0, 0, 0) == 0
