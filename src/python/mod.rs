@@ -456,23 +456,28 @@ fn _reset_peak_memory_stats() {
 /// mimalloc's `allow_thp` option: its index in `mi_option_e` of the mimalloc that
 /// libmimalloc-sys 0.1.49 builds by default (3.3.2, `mi_version()` 30302), which it does not
 /// name.
+#[cfg(target_os = "linux")]
 const MI_OPTION_ALLOW_THP: libmimalloc_sys::mi_option_t = 43;
 /// The mimalloc version whose option enum [`MI_OPTION_ALLOW_THP`] indexes.
+#[cfg(target_os = "linux")]
 const MI_VERSION_THP_AT_43: i32 = 30302;
 
 /// Stops mimalloc from asking for transparent huge pages: with them, ferrograd's resident
-/// memory grew in 2 MB steps (a 64-token attention forward took 4.9 MB, 1.1 without).
+/// memory grew in 2 MB steps (a 64-token attention forward took 4.9 MB; 1.4 without).
 ///
 /// Runs when the extension is loaded, before its first allocation: mimalloc madvises each
 /// region it maps when it maps it, and its first region is reserved at the first allocation.
 /// mimalloc is initialised first with the option as it was, because initialising it with the
 /// option off (as `MIMALLOC_ALLOW_THP=0` does) disables huge pages for the whole process,
-/// NumPy's and torch's memory included. Skipped on another mimalloc, whose enum may differ.
+/// NumPy's and torch's memory included. Skipped when `MIMALLOC_ALLOW_THP` is set (the user's
+/// choice stands) and on another mimalloc, whose enum may differ.
+#[cfg(target_os = "linux")]
 extern "C" fn no_huge_pages_for_ferrograd_memory() {
-    // SAFETY: plain calls into mimalloc's init and option API, before any Rust code runs; the
-    // option's index is checked against the version.
+    // SAFETY: `getenv` with a NUL-terminated name, and plain calls into mimalloc's init and
+    // option API, before any Rust code runs; the option's index is checked against the version.
     unsafe {
-        if libmimalloc_sys::mi_version() == MI_VERSION_THP_AT_43 {
+        let chosen = !libc::getenv(c"MIMALLOC_ALLOW_THP".as_ptr()).is_null();
+        if !chosen && libmimalloc_sys::mi_version() == MI_VERSION_THP_AT_43 {
             libmimalloc_sys::mi_process_init();
             libmimalloc_sys::mi_option_set(MI_OPTION_ALLOW_THP, 0);
         }

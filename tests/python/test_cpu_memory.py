@@ -4,6 +4,7 @@ the byte size each tensor must hold: numel x itemsize for new storage, nothing m
 a shared NumPy array's size while a tensor holds it."""
 
 import importlib.util
+import os
 
 import ferrograd as fg
 import numpy as np
@@ -107,6 +108,7 @@ def _vm_flags_of_mapping_holding(addr):
 
 
 @pytest.mark.skipif(_thp_mode() != "madvise", reason="needs Linux with THP in madvise mode")
+@pytest.mark.skipif("MIMALLOC_ALLOW_THP" in os.environ, reason="the user chose mimalloc's THP")
 def test_tensor_memory_is_not_advised_huge_and_the_process_keeps_huge_pages():
     # mimalloc madvises what it maps for transparent huge pages unless told not to, which grew
     # ferrograd's resident memory in 2 MB steps. The extension turns that off for its own
