@@ -198,7 +198,7 @@ impl Lu {
 
     /// `P` as a row-major `n x n` matrix (`P I`, for the inverse).
     fn permutation_matrix(&self) -> Vec<f64> {
-        let n = self.perm.len();
+        let n = self.n;
         let mut x = vec![0.0; n * n];
         for (i, &r) in self.perm.iter().enumerate() {
             x[i * n + r] = 1.0;
@@ -264,8 +264,8 @@ impl Lu {
     }
 }
 
-/// Columns per band of [`Lu::solve_permuted_in_place`]. Each band is one single-threaded faer call whatever the
-/// thread count, so every column's result is the same on 1 or more threads.
+/// Columns per band of [`Lu::solve_permuted_in_place`]. Each band is one single-threaded faer
+/// call whatever the thread count, so every column's result is the same on 1 or more threads.
 const SOLVE_BAND: usize = 64;
 
 /// Solves below this many multiply-adds (`n² k`) stay on the calling thread.
@@ -330,7 +330,7 @@ fn row_major(m: MatRef<'_, f64>) -> Vec<f64> {
 pub(crate) fn inverse(b: &Batch) -> Result<(Vec<f64>, Vec<usize>)> {
     let n = b.rows;
     let parts = per_matrix(b, |k| {
-        let f = Lu::new(b.col_major(k)?, b.rows);
+        let f = Lu::new(b.col_major(k)?, n);
         // A⁻¹ I through the banded solve: faer's `inverse` (inverting U and L, then their
         // product) runs on one thread.
         let mut x = f.permutation_matrix();
